@@ -1,0 +1,47 @@
+#pragma once
+// Reverse-mode, define-by-run automatic differentiation.
+//
+// Every differentiable op computes its output, then calls `record(...)` with the
+// inputs and a closure that maps the output's gradient to one gradient per input.
+// `backward(loss)` walks the recorded graph in reverse topological order. All
+// gradients passed between nodes are contiguous tensors of the input's shape.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::autograd {
+
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct Node {
+  std::string name;            // the op's name, for error messages
+  std::vector<Tensor> inputs;  // the op's inputs, in the order BackwardFn returns grads
+  BackwardFn backward;
+};
+
+// Whether ops record graph nodes on this thread (see NoGradGuard).
+bool grad_enabled();
+
+// Disables graph recording in its scope (inference, optimizer updates).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Attaches a node to `output` if grad mode is on and any input requires grad.
+// The closure must not capture `output` itself (that would be a reference cycle);
+// capture `output.detach()` when the backward needs the result.
+Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Accumulates d(root)/d(leaf) into every leaf's .grad(). Frees the graph as it goes.
+void backward(const Tensor& root);
+
+}  // namespace tfm::autograd

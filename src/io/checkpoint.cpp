@@ -1,0 +1,47 @@
+#include "io/checkpoint.h"
+
+#include <set>
+
+#include "tensor/error.h"
+
+namespace tfm::io {
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra) {
+  NamedTensors tensors = model.named_parameters();
+  for (const auto& [name, t] : extra.optimizer) tensors.emplace_back(kOptimizerPrefix + name, t);
+  std::map<std::string, std::string> metadata{{kConfigKey, extra.config_json}, {kModelKindKey, extra.model_kind}, {"format", "pt"}};
+  if (!extra.train_state.empty()) metadata[kTrainStateKey] = extra.train_state;
+  write_safetensors(path, tensors, metadata);
+}
+
+void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin) {
+  std::set<std::string> expected;
+  for (auto& [name, param] : model.named_parameters()) {
+    expected.insert(name);
+    const Tensor* src = file.find(name);
+    TFM_CHECK(src, origin << ": missing parameter '" << name << "'");
+    TFM_CHECK(src->shape() == param.shape(), origin << ": parameter '" << name << "' has shape " << shape_str(src->shape())
+                                                    << " in the file but " << shape_str(param.shape()) << " in the model");
+    param.copy_from(*src);
+  }
+  for (const auto& [name, t] : file.tensors)
+    TFM_CHECK(expected.count(name) || name.rfind(kOptimizerPrefix, 0) == 0, origin << ": unexpected parameter '" << name << "'");
+}
+
+Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin) {
+  Checkpoint c;
+  auto meta = [&](const char* key) {
+    auto it = file.metadata.find(key);
+    return it == file.metadata.end() ? std::string() : it->second;
+  };
+  c.config_json = meta(kConfigKey);
+  TFM_CHECK(!c.config_json.empty(), origin << ": no model configuration in the metadata ('" << kConfigKey << "')");
+  c.model_kind = meta(kModelKindKey);
+  c.train_state = meta(kTrainStateKey);
+  const std::string prefix = kOptimizerPrefix;
+  for (const auto& [name, t] : file.tensors)
+    if (name.rfind(prefix, 0) == 0) c.optimizer.emplace_back(name.substr(prefix.size()), t);
+  return c;
+}
+
+}  // namespace tfm::io

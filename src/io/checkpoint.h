@@ -1,0 +1,34 @@
+#pragma once
+// Checkpoints: one safetensors file holding the model's parameters under their
+// PyTorch state_dict names, the model configuration as JSON in the metadata
+// ("tfm.config"), and optionally the training state: optimizer moments under the
+// "optimizer." prefix and the step, RNG and data position in "tfm.train_state".
+#include <string>
+
+#include "io/safetensors.h"
+#include "nn/module.h"
+
+namespace tfm::io {
+
+inline constexpr const char* kConfigKey = "tfm.config";
+inline constexpr const char* kModelKindKey = "tfm.model";
+inline constexpr const char* kTrainStateKey = "tfm.train_state";
+inline constexpr const char* kOptimizerPrefix = "optimizer.";
+
+struct Checkpoint {
+  std::string model_kind;   // e.g. "encoder_decoder"
+  std::string config_json;  // the model's configuration
+  NamedTensors optimizer;   // names without the "optimizer." prefix
+  std::string train_state;  // JSON, empty for weights-only files
+};
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra);
+
+// Copies every parameter of `model` from `file`. Fails on the first missing,
+// unexpected or wrongly shaped tensor with one line naming it.
+void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin);
+
+// The configuration, model kind, optimizer tensors and training state of a file.
+Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin);
+
+}  // namespace tfm::io

@@ -1,0 +1,190 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tensor/error.h"
+
+namespace tfm::io {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+uint32_t crc_of(const char* data, size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (n > 0) {  // zlib takes uInt lengths
+    uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+}  // namespace
+
+const Tensor* SafeTensors::find(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+SafeTensors parse_safetensors(const std::string& bytes, const std::string& origin) {
+  TFM_CHECK(bytes.size() >= 8, origin << ": too short to be a safetensors file (" << bytes.size() << " bytes)");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);  // little-endian on every supported target
+  TFM_CHECK(header_len <= kMaxHeaderBytes && header_len <= bytes.size() - 8,
+            origin << ": header length " << header_len << " exceeds the file size " << bytes.size() << " (truncated or not safetensors)");
+  json header;
+  try {
+    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+  } catch (const json::parse_error&) {
+    throw Error(origin + ": header is not valid JSON (corrupted or not a safetensors file)");
+  }
+  TFM_CHECK(header.is_object(), origin << ": header is not a JSON object");
+  const size_t data_start = 8 + header_len;
+  const uint64_t data_size = bytes.size() - data_start;
+
+  SafeTensors out;
+  struct Entry {
+    std::string name;
+    Shape shape;
+    uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    const json& v = it.value();
+    if (name == "__metadata__") {
+      TFM_CHECK(v.is_object(), origin << ": __metadata__ is not an object");
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        TFM_CHECK(m.value().is_string(), origin << ": metadata '" << m.key() << "' is not a string");
+        out.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    TFM_CHECK(v.is_object() && v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"),
+              origin << ": tensor '" << name << "' lacks dtype, shape or data_offsets");
+    TFM_CHECK(v["dtype"].is_string(), origin << ": tensor '" << name << "' has a non-string dtype");
+    const std::string dtype = v["dtype"].get<std::string>();
+    TFM_CHECK(dtype == "F32", origin << ": tensor '" << name << "' has dtype " << dtype << "; tfm reads F32 tensors");
+    Entry e{name, {}, 0, 0};
+    TFM_CHECK(v["shape"].is_array(), origin << ": tensor '" << name << "' has a malformed shape");
+    uint64_t numel = 1;
+    for (const json& d : v["shape"]) {
+      TFM_CHECK(d.is_number_unsigned() && d.get<uint64_t>() < (1ull << 40), origin << ": tensor '" << name << "' has a malformed shape");
+      e.shape.push_back(d.get<int64_t>());
+      numel *= d.get<uint64_t>();
+      TFM_CHECK(numel < (1ull << 40), origin << ": tensor '" << name << "' is implausibly large");
+    }
+    const json& off = v["data_offsets"];
+    TFM_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),
+              origin << ": tensor '" << name << "' has malformed data_offsets");
+    e.begin = off[0].get<uint64_t>();
+    e.end = off[1].get<uint64_t>();
+    TFM_CHECK(e.begin <= e.end && e.end - e.begin == numel * 4,
+              origin << ": tensor '" << name << "' has " << (e.end - e.begin) << " bytes of data for shape " << shape_str(e.shape));
+    TFM_CHECK(e.end <= data_size, origin << ": truncated: tensor '" << name << "' needs data up to byte " << e.end << " but only "
+                                         << data_size << " bytes follow the header");
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  uint64_t expected = 0;
+  for (const Entry& e : entries) {
+    TFM_CHECK(e.begin == expected, origin << ": tensor data overlaps or leaves a gap at '" << e.name << "'");
+    expected = e.end;
+  }
+  TFM_CHECK(expected == data_size, origin << ": " << (data_size - expected) << " trailing bytes after the last tensor");
+  if (auto it = out.metadata.find("tfm.crc32"); it != out.metadata.end()) {
+    const uint32_t crc = crc_of(bytes.data() + data_start, data_size);
+    TFM_CHECK(std::to_string(crc) == it->second, origin << ": checksum mismatch, the file is corrupted");
+  }
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape);
+    std::memcpy(t.data(), bytes.data() + data_start + e.begin, e.end - e.begin);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      TFM_CHECK(std::isfinite(t.data()[i]), origin << ": tensor '" << e.name << "' contains a non-finite value");
+    out.tensors.emplace_back(e.name, t);
+  }
+  return out;
+}
+
+SafeTensors read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TFM_CHECK(in, path << ": cannot open (" << std::strerror(errno) << ")");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_safetensors(ss.str(), path);
+}
+
+std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata) {
+  std::string data;
+  json header = json::object();
+  for (const auto& [name, t] : tensors) {
+    TFM_CHECK(!header.contains(name), "duplicate tensor name '" << name << "'");
+    std::vector<float> values = t.to_vector();
+    const size_t begin = data.size();
+    data.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {begin, data.size()}}};
+  }
+  metadata["tfm.crc32"] = std::to_string(crc_of(data.data(), data.size()));
+  header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep tensor data 8-byte aligned
+  const uint64_t len = text.size();
+  std::string out(reinterpret_cast<const char*>(&len), 8);
+  return out + text + data;
+}
+
+void write_safetensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+  write_file_atomic(path, serialize_safetensors(tensors, metadata));
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  auto fail = [&](const char* what) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw Error("cannot write " + path + ": " + what + " failed (" + reason + "); the previous file is untouched");
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("open");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      fail("write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  // Persist the rename itself.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace tfm::io

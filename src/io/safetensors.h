@@ -1,0 +1,34 @@
+#pragma once
+// Reading and writing the safetensors format (an 8-byte little-endian header
+// length, a JSON header, then raw tensor bytes), float32 only. Every field of a
+// file we read is validated; writes are atomic (temporary file + rename).
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::io {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+struct SafeTensors {
+  std::map<std::string, std::string> metadata;
+  NamedTensors tensors;  // in the order of their data in the file
+  const Tensor* find(const std::string& name) const;
+};
+
+// Throws tfm::Error naming the file and the first problem found.
+SafeTensors read_safetensors(const std::string& path);
+SafeTensors parse_safetensors(const std::string& bytes, const std::string& origin);
+
+// Adds a "tfm.crc32" metadata entry over the tensor data, verified on reading.
+std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata);
+void write_safetensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
+
+// Writes `bytes` to path.tmp, syncs it, and renames it over `path`: readers see
+// the old file or the new one, never a partial write.
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+}  // namespace tfm::io

@@ -1,0 +1,67 @@
+#include "models/encoder_decoder.h"
+
+#include "nn/init.h"
+#include "nn/trace.h"
+#include "ops/matmul.h"
+#include "ops/softmax.h"
+
+namespace tfm::models {
+
+ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
+  ops::AttentionMask m;
+  m.key_padding.resize(t.ids.size());
+  for (size_t i = 0; i < t.ids.size(); ++i) m.key_padding[i] = t.ids[i] == pad_id;
+  m.causal = causal;
+  return m;
+}
+
+Generator::Generator(int64_t d_model, int64_t vocab) {
+  weight = Tensor::zeros({vocab, d_model});
+  register_parameter("weight", weight);
+  bias = Tensor::zeros({vocab});
+  register_parameter("bias", bias);
+}
+
+Tensor Generator::logits(const Tensor& x) const { return nn::trace(path(), ops::linear(x, weight, bias)); }
+
+Tensor Generator::forward(const Tensor& x) const { return ops::log_softmax(logits(x)); }
+
+EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
+  c.validate("model configuration");
+  src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(c.src_vocab, c.d_model));
+  tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(c.tgt_vocab, c.d_model));
+  src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len));
+  tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len));
+  transformer = register_module("transformer", std::make_shared<nn::Transformer>(c.layer_options(), c.encoder_layers, c.decoder_layers));
+  generator = register_module("generator", std::make_shared<Generator>(c.d_model, c.tgt_vocab));
+  if (c.share_embeddings) {
+    // One [vocab, d_model] matrix serves all three (Press & Wolf, 2017; paper section 3.4).
+    tgt_embed->weight = src_embed->weight;
+    generator->weight = src_embed->weight;
+  }
+}
+
+Tensor EncoderDecoder::encode(const Tokens& src, const ops::AttentionMask& src_mask) {
+  Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
+  return transformer->encoder->forward(x, src_mask);
+}
+
+Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt,
+                              const ops::AttentionMask& tgt_mask) {
+  Tensor x = tgt_pos->forward(tgt_embed->forward(tgt.ids, tgt.rows, tgt.cols));  // [batch, tgt_len, d_model]
+  return transformer->decoder->forward(x, memory, tgt_mask, src_mask);
+}
+
+Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
+  ops::AttentionMask src_mask = padding_mask(src, config_.pad_id);
+  Tensor memory = encode(src, src_mask);
+  return decode(memory, src_mask, tgt, padding_mask(tgt, config_.pad_id, /*causal=*/true));
+}
+
+void EncoderDecoder::init_parameters(Rng& rng) {
+  // Vectors keep their construction values: biases 0, LayerNorm gains 1.
+  for (auto& [name, p] : named_parameters())
+    if (p.dim() > 1) nn::init::xavier_uniform_(p, rng);
+}
+
+}  // namespace tfm::models

@@ -1,0 +1,60 @@
+#pragma once
+// The full translation model of "Attention Is All You Need" (the Annotated
+// Transformer's EncoderDecoder): embeddings + positions -> nn.Transformer ->
+// generator. Parameter names match this PyTorch module (tests/reference/model.py):
+//   src_embed.weight, tgt_embed.weight, transformer.{encoder,decoder}..., generator.{weight,bias}
+#include <memory>
+#include <vector>
+
+#include "models/config.h"
+#include "nn/transformer.h"
+#include "ops/attention.h"
+#include "tensor/rng.h"
+
+namespace tfm::models {
+
+// A batch of token ids, row-major [rows, cols], padded with the model's pad id.
+struct Tokens {
+  std::vector<int> ids;
+  int64_t rows = 0, cols = 0;
+  int at(int64_t r, int64_t c) const { return ids[r * cols + c]; }
+};
+
+// Key-padding mask (1 where the token is padding), optionally with the look-ahead mask.
+ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal = false);
+
+// Linear projection to the vocabulary followed by log-softmax.
+class Generator : public nn::Module {
+ public:
+  Generator(int64_t d_model, int64_t vocab);
+  Tensor logits(const Tensor& x) const;     // [..., d_model] -> [..., vocab]
+  Tensor forward(const Tensor& x) const;    // log-probabilities
+  Tensor weight, bias;
+};
+
+class EncoderDecoder : public nn::Module {
+ public:
+  explicit EncoderDecoder(const TransformerConfig& config);
+
+  // src: [batch, src_len] -> memory [batch, src_len, d_model]
+  Tensor encode(const Tokens& src, const ops::AttentionMask& src_mask);
+  // tgt: [batch, tgt_len] -> decoder output [batch, tgt_len, d_model]
+  Tensor decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt, const ops::AttentionMask& tgt_mask);
+  // Decoder output for the teacher-forced target (masks built from padding).
+  Tensor forward(const Tokens& src, const Tokens& tgt);
+
+  // Xavier-uniform for every weight matrix, as the Annotated Transformer's make_model.
+  void init_parameters(Rng& rng);
+
+  const TransformerConfig& config() const { return config_; }
+
+  std::shared_ptr<nn::Embedding> src_embed, tgt_embed;
+  std::shared_ptr<nn::PositionalEncoding> src_pos, tgt_pos;
+  std::shared_ptr<nn::Transformer> transformer;
+  std::shared_ptr<Generator> generator;
+
+ private:
+  TransformerConfig config_;
+};
+
+}  // namespace tfm::models

@@ -1,0 +1,12 @@
+#pragma once
+// Parameter initialisation (as torch.nn.init), drawing from a seeded generator.
+#include "tensor/rng.h"
+#include "tensor/tensor.h"
+
+namespace tfm::nn::init {
+
+void uniform_(Tensor& t, float lo, float hi, Rng& rng);
+// Glorot/Xavier uniform over a [fan_out, fan_in, ...] weight.
+void xavier_uniform_(Tensor& t, Rng& rng);
+
+}  // namespace tfm::nn::init

@@ -1,0 +1,62 @@
+#include "nn/layers.h"
+
+#include <cmath>
+
+#include "nn/trace.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/matmul.h"
+#include "tensor/error.h"
+
+namespace tfm::nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
+  weight = Tensor::zeros({out_features, in_features});
+  register_parameter("weight", weight);
+  if (with_bias) {
+    bias = Tensor::zeros({out_features});
+    register_parameter("bias", bias);
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) const { return trace(path(), ops::linear(x, weight, bias)); }
+
+Embedding::Embedding(int64_t vocab, int64_t d_model) {
+  weight = Tensor::zeros({vocab, d_model});
+  register_parameter("weight", weight);
+}
+
+Tensor Embedding::forward(const std::vector<int>& ids, int64_t batch, int64_t len) const {
+  const float scale = std::sqrt(static_cast<float>(weight.size(1)));
+  return ops::scale(ops::embedding(weight, ids, {batch, len}), scale);
+}
+
+LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {
+  weight = Tensor::ones({d});
+  register_parameter("weight", weight);
+  bias = Tensor::zeros({d});
+  register_parameter("bias", bias);
+}
+
+Tensor LayerNorm::forward(const Tensor& x) const { return trace(path(), ops::layer_norm(x, weight, bias, eps)); }
+
+PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len)
+    : table_(Tensor::empty({max_len, d_model})), dropout_(dropout) {
+  // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
+  for (int64_t pos = 0; pos < max_len; ++pos)
+    for (int64_t i = 0; i < d_model; i += 2) {
+      const double angle = static_cast<double>(pos) * std::exp(static_cast<double>(i) * -(std::log(10000.0) / d_model));
+      table_.data()[pos * d_model + i] = static_cast<float>(std::sin(angle));
+      if (i + 1 < d_model) table_.data()[pos * d_model + i + 1] = static_cast<float>(std::cos(angle));
+    }
+}
+
+Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
+  const int64_t len = x.size(1);
+  TFM_CHECK(start + len <= max_len(), "sequence of " << start + len << " positions exceeds the model's maximum length " << max_len());
+  Tensor y = ops::add(x, table_.slice(0, start, start + len));
+  return trace(path(), dropout(y, dropout_));
+}
+
+}  // namespace tfm::nn

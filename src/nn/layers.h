@@ -1,0 +1,46 @@
+#pragma once
+// Basic layers: Linear, Embedding (x sqrt(d_model)), LayerNorm, PositionalEncoding.
+#include <vector>
+
+#include "nn/module.h"
+
+namespace tfm::nn {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) const;  // [..., in] -> [..., out]
+  Tensor weight;                          // [out, in]
+  Tensor bias;                            // [out] (undefined without bias)
+};
+
+// Token embedding scaled by sqrt(d_model), as in the paper (section 3.4).
+class Embedding : public Module {
+ public:
+  Embedding(int64_t vocab, int64_t d_model);
+  // ids: [batch, len] token ids -> [batch, len, d_model]
+  Tensor forward(const std::vector<int>& ids, int64_t batch, int64_t len) const;
+  Tensor weight;  // [vocab, d_model]
+};
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t d, float eps = 1e-5f);
+  Tensor forward(const Tensor& x) const;
+  Tensor weight, bias;  // [d]
+  float eps;
+};
+
+// Adds the sinusoidal position table, then applies dropout (no parameters).
+class PositionalEncoding : public Module {
+ public:
+  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len);
+  Tensor forward(const Tensor& x, int64_t start = 0) const;  // x: [batch, len, d_model], positions start..start+len
+  int64_t max_len() const { return table_.size(0); }
+
+ private:
+  Tensor table_;  // [max_len, d_model]
+  float dropout_;
+};
+
+}  // namespace tfm::nn

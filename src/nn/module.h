@@ -1,0 +1,59 @@
+#pragma once
+// Module: the base of every layer, as torch.nn.Module. A module owns named
+// parameters and named child modules; full dotted names ("encoder.layers.0.norm1.weight")
+// are the PyTorch state_dict names, which checkpoints use.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::nn {
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Every parameter once (tied parameters under their first name), in registration order.
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<Tensor> parameters() const;
+  int64_t num_parameters() const;
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool training() const { return training_; }
+  // This module's dotted name inside the root module ("" for the root).
+  const std::string& path() const { return path_; }
+
+ protected:
+  // Registers a Tensor member as a parameter. The module refers to the member, so
+  // re-assigning it later (weight tying) is seen by named_parameters().
+  void register_parameter(const std::string& name, Tensor& member);
+  // An empty name registers the child "inline": its parameters appear directly
+  // under this module's prefix (PyTorch's TransformerEncoderLayer keeps linear1 and
+  // linear2 at layer level, while we give the feed-forward block its own class).
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
+    children_.emplace_back(name, child);
+    static_cast<Module*>(child.get())->set_path(join(path_, name));
+    return child;
+  }
+  // Inverted dropout with this module's training flag and the global generator.
+  Tensor dropout(const Tensor& x, float p) const;
+
+ private:
+  static std::string join(const std::string& prefix, const std::string& name);
+  void set_path(const std::string& path);
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+
+  std::string path_;
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+}  // namespace tfm::nn

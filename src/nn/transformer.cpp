@@ -1,0 +1,103 @@
+#include "nn/transformer.h"
+
+#include "nn/trace.h"
+#include "ops/elementwise.h"
+#include "tensor/error.h"
+
+namespace tfm::nn {
+
+Activation parse_activation(const std::string& name) {
+  if (name == "relu") return Activation::ReLU;
+  if (name == "gelu") return Activation::GELU;
+  throw Error("unknown activation '" + name + "' (expected relu or gelu)");
+}
+
+std::string to_string(Activation a) { return a == Activation::ReLU ? "relu" : "gelu"; }
+
+PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activation_(o.activation), dropout_(o.dropout) {
+  linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.d_ff));
+  linear2 = register_module("linear2", std::make_shared<Linear>(o.d_ff, o.d_model));
+}
+
+Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
+  Tensor h = linear1->forward(x);  // [batch, len, d_ff]
+  h = activation_ == Activation::ReLU ? ops::relu(h) : ops::gelu(h);
+  return linear2->forward(dropout(h, dropout_));  // [batch, len, d_model]
+}
+
+EncoderLayer::EncoderLayer(const LayerOptions& o) : o_(o) {
+  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
+  feed_forward = register_module("", std::make_shared<PositionwiseFeedForward>(o));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model));
+}
+
+Tensor EncoderLayer::forward(const Tensor& x_in, const ops::AttentionMask& src_mask) {
+  Tensor x = x_in;
+  if (o_.norm_first) {
+    Tensor h = norm1->forward(x);
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask), o_.dropout));
+    x = ops::add(x, dropout(feed_forward->forward(norm2->forward(x)), o_.dropout));
+  } else {
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask), o_.dropout)));
+    x = norm2->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
+  }
+  return trace(path(), x);
+}
+
+DecoderLayer::DecoderLayer(const LayerOptions& o) : o_(o) {
+  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
+  multihead_attn = register_module("multihead_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
+  feed_forward = register_module("", std::make_shared<PositionwiseFeedForward>(o));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model));
+  norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model));
+}
+
+Tensor DecoderLayer::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
+                             const ops::AttentionMask& memory_mask) {
+  Tensor x = x_in;
+  if (o_.norm_first) {
+    Tensor h = norm1->forward(x);
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, tgt_mask), o_.dropout));
+    x = ops::add(x, dropout(multihead_attn->forward(norm2->forward(x), memory, memory, memory_mask), o_.dropout));
+    x = ops::add(x, dropout(feed_forward->forward(norm3->forward(x)), o_.dropout));
+  } else {
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, tgt_mask), o_.dropout)));
+    x = norm2->forward(ops::add(x, dropout(multihead_attn->forward(x, memory, memory, memory_mask), o_.dropout)));
+    x = norm3->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
+  }
+  return trace(path(), x);
+}
+
+Encoder::Encoder(const LayerOptions& o, int64_t num_layers) {
+  for (int64_t i = 0; i < num_layers; ++i)
+    layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<EncoderLayer>(o)));
+  norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model));
+}
+
+Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& src_mask) {
+  Tensor x = x_in;
+  for (auto& layer : layers) x = layer->forward(x, src_mask);
+  return norm->forward(x);
+}
+
+Decoder::Decoder(const LayerOptions& o, int64_t num_layers) {
+  for (int64_t i = 0; i < num_layers; ++i)
+    layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<DecoderLayer>(o)));
+  norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model));
+}
+
+Tensor Decoder::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
+                        const ops::AttentionMask& memory_mask) {
+  Tensor x = x_in;
+  for (auto& layer : layers) x = layer->forward(x, memory, tgt_mask, memory_mask);
+  return norm->forward(x);
+}
+
+Transformer::Transformer(const LayerOptions& o, int64_t encoder_layers, int64_t decoder_layers) {
+  encoder = register_module("encoder", std::make_shared<Encoder>(o, encoder_layers));
+  decoder = register_module("decoder", std::make_shared<Decoder>(o, decoder_layers));
+}
+
+}  // namespace tfm::nn

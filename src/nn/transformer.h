@@ -1,0 +1,90 @@
+#pragma once
+// The Transformer stacks of "Attention Is All You Need", with PyTorch's
+// nn.Transformer structure and parameter names:
+//   encoder.layers.N.{self_attn, linear1, linear2, norm1, norm2}, encoder.norm
+//   decoder.layers.N.{self_attn, multihead_attn, linear1, linear2, norm1, norm2, norm3}, decoder.norm
+// Post-norm (the paper, nn.Transformer's default): x = norm(x + dropout(sublayer(x))).
+// Pre-norm (the Annotated Transformer, norm_first=True): x = x + dropout(sublayer(norm(x))).
+// Like nn.Transformer, each stack ends with a LayerNorm in both placements.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/layers.h"
+
+namespace tfm::nn {
+
+enum class Activation { ReLU, GELU };
+Activation parse_activation(const std::string& name);
+std::string to_string(Activation a);
+
+struct LayerOptions {
+  int64_t d_model = 512, heads = 8, d_ff = 2048;
+  float dropout = 0.1f;
+  Activation activation = Activation::ReLU;
+  bool norm_first = false;
+};
+
+// FFN(x) = linear2(dropout(activation(linear1(x)))), paper section 3.3.
+class PositionwiseFeedForward : public Module {
+ public:
+  explicit PositionwiseFeedForward(const LayerOptions& o);
+  Tensor forward(const Tensor& x) const;  // [batch, len, d_model]
+  std::shared_ptr<Linear> linear1, linear2;
+
+ private:
+  Activation activation_;
+  float dropout_;
+};
+
+class EncoderLayer : public Module {
+ public:
+  explicit EncoderLayer(const LayerOptions& o);
+  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask);  // [batch, src_len, d_model]
+  std::shared_ptr<MultiHeadAttention> self_attn;
+  std::shared_ptr<PositionwiseFeedForward> feed_forward;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+
+ private:
+  LayerOptions o_;
+};
+
+class DecoderLayer : public Module {
+ public:
+  explicit DecoderLayer(const LayerOptions& o);
+  // x: [batch, tgt_len, d_model], memory: [batch, src_len, d_model]
+  Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask);
+  std::shared_ptr<MultiHeadAttention> self_attn, multihead_attn;
+  std::shared_ptr<PositionwiseFeedForward> feed_forward;
+  std::shared_ptr<LayerNorm> norm1, norm2, norm3;
+
+ private:
+  LayerOptions o_;
+};
+
+class Encoder : public Module {
+ public:
+  Encoder(const LayerOptions& o, int64_t num_layers);
+  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask);
+  std::vector<std::shared_ptr<EncoderLayer>> layers;
+  std::shared_ptr<LayerNorm> norm;
+};
+
+class Decoder : public Module {
+ public:
+  Decoder(const LayerOptions& o, int64_t num_layers);
+  Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask);
+  std::vector<std::shared_ptr<DecoderLayer>> layers;
+  std::shared_ptr<LayerNorm> norm;
+};
+
+// nn.Transformer: an encoder stack and a decoder stack.
+class Transformer : public Module {
+ public:
+  Transformer(const LayerOptions& o, int64_t encoder_layers, int64_t decoder_layers);
+  std::shared_ptr<Encoder> encoder;
+  std::shared_ptr<Decoder> decoder;
+};
+
+}  // namespace tfm::nn

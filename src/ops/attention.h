@@ -1,0 +1,27 @@
+#pragma once
+// Fused multi-head scaled dot-product attention:
+//   softmax(Q K^T / sqrt(d_k) + mask) -> dropout -> weighted sum of V, per head.
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+struct AttentionMask {
+  // [batch, tk] flags, 1 = padded key that no query may attend. Empty: no padding.
+  std::vector<uint8_t> key_padding;
+  // Look-ahead mask: query i sees keys j <= i + (tk - tq), so a query block that
+  // continues a cached prefix sees the whole prefix.
+  bool causal = false;
+};
+
+// q: [batch, tq, heads * d_k], k and v: [batch, tk, heads * d_k]. Each may be a view
+// with any row stride (e.g. a slice of a fused QKV projection) but unit stride in
+// its last dimension; head h uses columns [h * d_k, (h + 1) * d_k).
+// Returns [batch, tq, heads * d_k], heads concatenated. If `weights` is non-null
+// it receives the attention probabilities [batch, heads, tq, tk] (before dropout).
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask,
+                 float dropout_p = 0.0f, uint64_t dropout_key = 0, Tensor* weights = nullptr);
+
+}  // namespace tfm::ops

@@ -1,0 +1,174 @@
+#include "ops/elementwise.h"
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "ops/strided.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+
+namespace tfm::ops {
+
+namespace {
+
+constexpr int64_t kParallelThreshold = 1 << 15;
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  const size_t nd = std::max(a.size(), b.size());
+  Shape out(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    int64_t da = i < nd - a.size() ? 1 : a[i - (nd - a.size())];
+    int64_t db = i < nd - b.size() ? 1 : b[i - (nd - b.size())];
+    TFM_CHECK(da == db || da == 1 || db == 1, "shapes " << shape_str(a) << " and " << shape_str(b) << " do not broadcast");
+    out[i] = std::max(da, db);
+  }
+  return out;
+}
+
+// True when b (contiguous) repeats along leading dims of a contiguous out, e.g. a
+// bias [D] onto [N, D] or a table [T, D] onto [B, T, D].
+bool is_suffix_broadcast(const Tensor& b, const Shape& out) {
+  if (!b.is_contiguous()) return false;
+  Shape bs = b.shape();
+  while (!bs.empty() && bs.front() == 1) bs.erase(bs.begin());
+  if (bs.size() > out.size()) return false;
+  return std::equal(bs.begin(), bs.end(), out.end() - bs.size());
+}
+
+template <class F>
+Tensor binary(const Tensor& a, const Tensor& b, F f) {
+  Shape shape = broadcast_shape(a.shape(), b.shape());
+  Tensor out = Tensor::empty(shape);
+  float* o = out.data();
+  const float* pa = a.data();
+  const float* pb = b.data();
+  const int64_t n = out.numel();
+  if (a.shape() == shape && a.is_contiguous() && b.shape() == shape && b.is_contiguous()) {
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+    for (int64_t i = 0; i < n; ++i) o[i] = f(pa[i], pb[i]);
+  } else if (a.shape() == shape && a.is_contiguous() && is_suffix_broadcast(b, shape)) {
+    const int64_t nb = b.numel();
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+    for (int64_t r = 0; r < n / nb; ++r)
+      for (int64_t j = 0; j < nb; ++j) o[r * nb + j] = f(pa[r * nb + j], pb[j]);
+  } else {
+    std::array<Shape, 3> st{broadcast_strides(a.shape(), a.strides(), shape), broadcast_strides(b.shape(), b.strides(), shape),
+                            out.strides()};
+    for_each_index<3>(shape, st, [&](const std::array<int64_t, 3>& off) { o[off[2]] = f(pa[off[0]], pb[off[1]]); });
+  }
+  return out;
+}
+
+template <class F>
+Tensor unary(const Tensor& x, F f) {
+  Tensor xc = x.is_contiguous() ? x : x.clone();
+  Tensor out = Tensor::empty(x.shape());
+  const float* px = xc.data();
+  float* o = out.data();
+  const int64_t n = out.numel();
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < n; ++i) o[i] = f(px[i]);
+  return out;
+}
+
+}  // namespace
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  Tensor out = Tensor::zeros(shape);
+  float* o = out.data();
+  const float* pg = g.data();
+  if (is_suffix_broadcast(out, g.shape()) && g.is_contiguous()) {
+    // Column sums over leading rows, parallel over columns so the order is fixed.
+    const int64_t nb = out.numel(), rows = g.numel() / nb;
+#pragma omp parallel for if (g.numel() > kParallelThreshold) schedule(static)
+    for (int64_t j = 0; j < nb; ++j) {
+      float acc = 0.0f;
+      for (int64_t r = 0; r < rows; ++r) acc += pg[r * nb + j];
+      o[j] = acc;
+    }
+    return out;
+  }
+  std::array<Shape, 2> st{g.strides(), broadcast_strides(shape, out.strides(), g.shape())};
+  for_each_index<2>(g.shape(), st, [&](const std::array<int64_t, 2>& off) { o[off[1]] += pg[off[0]]; });
+  return out;
+}
+
+void add_(Tensor& dst, const Tensor& src) {
+  TFM_CHECK(dst.shape() == src.shape() && dst.is_contiguous(), "add_: shapes " << shape_str(dst.shape()) << " and "
+                                                                              << shape_str(src.shape()));
+  Tensor s = src.is_contiguous() ? src : src.clone();
+  float* d = dst.data();
+  const float* p = s.data();
+  const int64_t n = dst.numel();
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+  for (int64_t i = 0; i < n; ++i) d[i] += p[i];
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = binary(a, b, [](float x, float y) { return x + y; });
+  Shape sa = a.shape(), sb = b.shape();
+  return autograd::record(out, "add", {a, b}, [sa, sb](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(g, sa), sum_to(g, sb)};
+  });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = binary(a, b, [](float x, float y) { return x * y; });
+  Tensor ad = a.detach(), bd = b.detach();
+  return autograd::record(out, "mul", {a, b}, [ad, bd](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(mul(g, bd), ad.shape()), sum_to(mul(g, ad), bd.shape())};
+  });
+}
+
+Tensor scale(const Tensor& x, float s) {
+  Tensor out = unary(x, [s](float v) { return v * s; });
+  return autograd::record(out, "scale", {x}, [s](const Tensor& g) { return std::vector<Tensor>{scale(g, s)}; });
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor out = unary(x, [](float v) { return v > 0.0f ? v : 0.0f; });
+  Tensor od = out.detach();
+  return autograd::record(out, "relu", {x}, [od](const Tensor& g) {
+    return std::vector<Tensor>{binary(g, od, [](float gv, float y) { return y > 0.0f ? gv : 0.0f; })};
+  });
+}
+
+Tensor gelu(const Tensor& x) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  Tensor out = unary(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); });
+  Tensor xd = x.detach();
+  return autograd::record(out, "gelu", {x}, [xd](const Tensor& g) {
+    constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+    return std::vector<Tensor>{binary(g, xd, [](float gv, float v) {
+      float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+      float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+      return gv * (cdf + v * pdf);
+    })};
+  });
+}
+
+void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first) {
+  const float keep_scale = 1.0f / (1.0f - p);
+  for (int64_t i = 0; i < n; ++i) dst[i] = hash_uniform(key, first + i) < p ? 0.0f : src[i] * keep_scale;
+}
+
+Tensor dropout(const Tensor& x, float p, uint64_t key) {
+  TFM_CHECK(p >= 0.0f && p < 1.0f, "dropout probability " << p << " outside [0, 1)");
+  if (p == 0.0f) return x;
+  // The mask is recomputed from (key, index) in backward instead of being stored.
+  auto mask_fn = [key, p](const Tensor& t) {
+    Tensor tc = t.is_contiguous() ? t : t.clone();
+    Tensor out = Tensor::empty(t.shape());
+    const int64_t n = out.numel(), block = 4096;
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+    for (int64_t start = 0; start < n; start += block)
+      dropout_kernel(tc.data() + start, out.data() + start, std::min(block, n - start), p, key, start);
+    return out;
+  };
+  Tensor out = mask_fn(x);
+  return autograd::record(out, "dropout", {x}, [mask_fn](const Tensor& g) { return std::vector<Tensor>{mask_fn(g)}; });
+}
+
+}  // namespace tfm::ops

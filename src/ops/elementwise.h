@@ -1,0 +1,29 @@
+#pragma once
+// Element-wise ops with NumPy-style broadcasting, activations and dropout.
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+Tensor add(const Tensor& a, const Tensor& b);  // broadcasting
+Tensor mul(const Tensor& a, const Tensor& b);  // broadcasting
+Tensor scale(const Tensor& x, float s);        // x * s
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact (erf) form, as torch.nn.functional.gelu
+
+// Inverted dropout: zeroes each element with probability p and scales survivors
+// by 1/(1-p). `key` names the random stream (see rng.h); identity when p == 0.
+Tensor dropout(const Tensor& x, float p, uint64_t key);
+
+// The dropout mask as a raw kernel (shared with fused ops): element i of the
+// stream is dropped when hash_uniform(key, first + i) < p. dst may alias src.
+void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first);
+
+// Sums `g` over broadcast dimensions so that it has `shape` (the backward of broadcasting).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+// In place, no autograd: dst += src (same shape, dst contiguous).
+void add_(Tensor& dst, const Tensor& src);
+
+}  // namespace tfm::ops

@@ -1,0 +1,85 @@
+#include "ops/loss.h"
+
+#include <cmath>
+
+#include "autograd/autograd.h"
+#include "ops/softmax.h"
+#include "tensor/error.h"
+
+namespace tfm::ops {
+
+namespace {
+
+// The target distribution of one row, as (weight of the true class, weight of
+// every other class, weight of the padding column). A row is skipped when its
+// target is the ignored/padding id.
+struct SmoothedTarget {
+  float on, off, pad_column;
+  bool kl;  // KL divergence (subtracts the target's entropy) rather than cross-entropy
+};
+
+// Computes sum_i loss_i / normalizer and its gradient (p - q) * scale for any
+// row-wise smoothed target distribution q; shared by both loss forms.
+Tensor smoothed_loss(const char* name, const Tensor& logits, const std::vector<int>& targets, int skip_id, SmoothedTarget q,
+                     double normalizer) {
+  TFM_CHECK(logits.dim() == 2, name << ": logits must be [rows, vocab], got " << shape_str(logits.shape()));
+  const int64_t rows = logits.size(0), vocab = logits.size(1);
+  TFM_CHECK(static_cast<int64_t>(targets.size()) == rows, name << ": " << targets.size() << " targets for " << rows << " rows");
+  for (int t : targets) TFM_CHECK(t == skip_id || (t >= 0 && t < vocab), name << ": target " << t << " outside vocabulary of " << vocab);
+  Tensor x = logits.is_contiguous() ? logits : logits.clone();
+  Tensor logp = Tensor::empty({rows, vocab});
+  std::vector<double> row_loss(rows, 0.0);
+  auto q_of = [q, skip_id](int64_t j, int t) { return j == t ? q.on : (j == skip_id ? q.pad_column : q.off); };
+#pragma omp parallel for if (rows * vocab > (1 << 14)) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* lp = logp.data() + r * vocab;
+    log_softmax_row(x.data() + r * vocab, lp, vocab);
+    const int t = targets[r];
+    if (t == skip_id) continue;
+    double acc = 0.0;
+    for (int64_t j = 0; j < vocab; ++j) {
+      const double qj = q_of(j, t);
+      if (qj > 0.0) acc += qj * ((q.kl ? std::log(qj) : 0.0) - lp[j]);
+    }
+    row_loss[r] = acc;
+  }
+  double total = 0.0;
+  for (double v : row_loss) total += v;
+  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer));
+
+  return autograd::record(out, name, {logits}, [=](const Tensor& g) {
+    Tensor dx = Tensor::empty({rows, vocab});
+    const float s = static_cast<float>(g.item() / normalizer);
+#pragma omp parallel for if (rows * vocab > (1 << 14)) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* d = dx.data() + r * vocab;
+      const float* lp = logp.data() + r * vocab;
+      const int t = targets[r];
+      for (int64_t j = 0; j < vocab; ++j) d[j] = t == skip_id ? 0.0f : (std::exp(lp[j]) - q_of(j, t)) * s;
+    }
+    return std::vector<Tensor>{dx};
+  });
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const std::vector<int>& targets, float smoothing, int ignore_index) {
+  TFM_CHECK(smoothing >= 0.0f && smoothing <= 1.0f, "cross_entropy: label smoothing " << smoothing << " outside [0, 1]");
+  const float vocab = static_cast<float>(logits.size(-1));
+  const float off = smoothing / vocab;
+  int64_t valid = 0;
+  for (int t : targets) valid += t != ignore_index;
+  // PyTorch's mean over zero targets is NaN; we return 0 so an all-padding batch is harmless.
+  const double normalizer = valid > 0 ? static_cast<double>(valid) : 1.0;
+  return smoothed_loss("cross_entropy", logits, targets, ignore_index, {1.0f - smoothing + off, off, off, false}, normalizer);
+}
+
+Tensor label_smoothing_kl(const Tensor& logits, const std::vector<int>& targets, float smoothing, int padding_idx, float normalizer) {
+  TFM_CHECK(smoothing >= 0.0f && smoothing < 1.0f, "label_smoothing_kl: smoothing " << smoothing << " outside [0, 1)");
+  TFM_CHECK(logits.size(-1) > 2, "label_smoothing_kl: needs a vocabulary larger than 2");
+  TFM_CHECK(normalizer > 0.0f, "label_smoothing_kl: normalizer must be positive");
+  const float off = smoothing / static_cast<float>(logits.size(-1) - 2);
+  return smoothed_loss("label_smoothing_kl", logits, targets, padding_idx, {1.0f - smoothing, off, 0.0f, true}, normalizer);
+}
+
+}  // namespace tfm::ops

@@ -1,0 +1,19 @@
+#pragma once
+// Fused label-smoothed losses over logits [rows, vocab] (log-softmax included, so
+// the generator's logits go in directly). Targets equal to the padding id are ignored.
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+// torch.nn.CrossEntropyLoss(label_smoothing=smoothing, ignore_index=ignore_index):
+// target distribution (1 - s) one-hot + s / vocab, averaged over non-ignored rows.
+Tensor cross_entropy(const Tensor& logits, const std::vector<int>& targets, float smoothing, int ignore_index);
+
+// The Annotated Transformer's LabelSmoothing + KLDivLoss(reduction="sum"), divided by
+// `normalizer` (its SimpleLossCompute passes the token count): target distribution
+// 1 - s on the true class, s / (vocab - 2) elsewhere, 0 on the padding column.
+Tensor label_smoothing_kl(const Tensor& logits, const std::vector<int>& targets, float smoothing, int padding_idx, float normalizer);
+
+}  // namespace tfm::ops

@@ -1,0 +1,69 @@
+#include "ops/matmul.h"
+
+#include "autograd/autograd.h"
+#include "ops/elementwise.h"
+#include "ops/gemm.h"
+#include "tensor/error.h"
+
+namespace tfm::ops {
+
+Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias) {
+  TFM_CHECK(x_in.dim() >= 1 && w_in.dim() == 2 && x_in.size(-1) == w_in.size(1),
+            "linear: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(w_in.shape()));
+  Tensor x = x_in.is_contiguous() ? x_in : x_in.clone();
+  Tensor w = w_in.is_contiguous() ? w_in : w_in.clone();
+  const int64_t in = w.size(1), out_f = w.size(0), rows = x.numel() / in;
+  Shape shape = x.shape();
+  shape.back() = out_f;
+  Tensor out = Tensor::empty(shape);
+  float* o = out.data();
+  float beta = 0.0f;
+  if (bias.defined()) {
+    TFM_CHECK(bias.dim() == 1 && bias.size(0) == out_f, "linear: bias " << shape_str(bias.shape()) << " for " << out_f << " outputs");
+    Tensor bc = bias.is_contiguous() ? bias : bias.clone();
+    const float* pb = bc.data();
+#pragma omp parallel for if (rows * out_f > (1 << 15)) schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < out_f; ++j) o[r * out_f + j] = pb[j];
+    beta = 1.0f;
+  }
+  gemm(false, true, rows, out_f, in, 1.0f, x.data(), in, w.data(), in, beta, o, out_f);
+
+  Tensor xd = x.detach(), wd = w.detach();
+  bool has_bias = bias.defined();
+  return autograd::record(out, "linear", {x_in, w_in, bias}, [xd, wd, has_bias, rows, in, out_f](const Tensor& g) {
+    Tensor dx = Tensor::empty(xd.shape());
+    gemm(false, false, rows, in, out_f, 1.0f, g.data(), out_f, wd.data(), in, 0.0f, dx.data(), in);
+    Tensor dw = Tensor::empty(wd.shape());
+    gemm(true, false, out_f, in, rows, 1.0f, g.data(), out_f, xd.data(), in, 0.0f, dw.data(), in);
+    Tensor db = has_bias ? sum_to(g, {out_f}) : Tensor();
+    return std::vector<Tensor>{dx, dw, db};
+  });
+}
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  TFM_CHECK(a_in.dim() >= 2 && a_in.dim() == b_in.dim() && a_in.size(-1) == b_in.size(-2),
+            "matmul: shapes " << shape_str(a_in.shape()) << " and " << shape_str(b_in.shape()) << " do not multiply");
+  for (int64_t d = 0; d + 2 < a_in.dim(); ++d)
+    TFM_CHECK(a_in.size(d) == b_in.size(d), "matmul: batch dims of " << shape_str(a_in.shape()) << " and "
+                                                                       << shape_str(b_in.shape()) << " differ");
+  Tensor a = a_in.is_contiguous() ? a_in : a_in.clone();
+  Tensor b = b_in.is_contiguous() ? b_in : b_in.clone();
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1), batch = a.numel() / (m * k);
+  Shape shape = a.shape();
+  shape.back() = n;
+  Tensor out = Tensor::empty(shape);
+  for (int64_t i = 0; i < batch; ++i) gemm(false, false, m, n, k, 1.0f, a.data() + i * m * k, k, b.data() + i * k * n, n, 0.0f, out.data() + i * m * n, n);
+
+  Tensor ad = a.detach(), bd = b.detach();
+  return autograd::record(out, "matmul", {a_in, b_in}, [ad, bd, m, n, k, batch](const Tensor& g) {
+    Tensor da = Tensor::empty(ad.shape()), db = Tensor::empty(bd.shape());
+    for (int64_t i = 0; i < batch; ++i) {
+      gemm(false, true, m, k, n, 1.0f, g.data() + i * m * n, n, bd.data() + i * k * n, n, 0.0f, da.data() + i * m * k, k);
+      gemm(true, false, k, n, m, 1.0f, ad.data() + i * m * k, k, g.data() + i * m * n, n, 0.0f, db.data() + i * k * n, n);
+    }
+    return std::vector<Tensor>{da, db};
+  });
+}
+
+}  // namespace tfm::ops

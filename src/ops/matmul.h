@@ -1,0 +1,13 @@
+#pragma once
+// Matrix products.
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+// y = x W^T + b, as torch.nn.functional.linear.  x: [..., in], W: [out, in], b: [out] or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// Batched matrix product: a [..., M, K] @ b [..., K, N] with equal leading dims.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace tfm::ops

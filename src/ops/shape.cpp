@@ -1,0 +1,127 @@
+#include "ops/shape.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "autograd/autograd.h"
+#include "ops/strided.h"
+#include "tensor/error.h"
+
+namespace tfm::ops {
+
+namespace {
+
+int64_t normalize_dim(int64_t d, int64_t nd) {
+  if (d < 0) d += nd;
+  TFM_CHECK(d >= 0 && d < nd, "dimension " << d << " out of range for a " << nd << "-d tensor");
+  return d;
+}
+
+}  // namespace
+
+void strided_copy(const Tensor& src, Tensor& dst) {
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    std::memcpy(dst.data(), src.data(), sizeof(float) * src.numel());
+    return;
+  }
+  const float* s = src.data();
+  float* d = dst.data();
+  for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { d[o[1]] = s[o[0]]; });
+}
+
+Tensor contiguous(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor out = x.clone();
+  return autograd::record(out, "contiguous", {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
+Tensor reshape(const Tensor& x, Shape shape) {
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      TFM_CHECK(infer < 0, "reshape: more than one -1 in " << shape_str(shape));
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) shape[infer] = known ? x.numel() / known : 0;
+  TFM_CHECK(shape_numel(shape) == x.numel(), "reshape: cannot view " << shape_str(x.shape()) << " as " << shape_str(shape));
+  Tensor base = contiguous(x);
+  Tensor out = make_view(base, shape, contiguous_strides(shape), base.impl()->offset);
+  Shape in_shape = x.shape();
+  return autograd::record(out, "reshape", {base}, [in_shape](const Tensor& g) {
+    return std::vector<Tensor>{make_view(g, in_shape, contiguous_strides(in_shape), g.impl()->offset)};
+  });
+}
+
+Tensor permute(const Tensor& x, const std::vector<int64_t>& order) {
+  const int64_t nd = x.dim();
+  TFM_CHECK(static_cast<int64_t>(order.size()) == nd, "permute: order has " << order.size() << " entries for a " << nd << "-d tensor");
+  Shape shape(nd), strides(nd);
+  std::vector<int64_t> inverse(nd, -1);
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t d = normalize_dim(order[i], nd);
+    TFM_CHECK(inverse[d] < 0, "permute: dimension " << d << " repeated");
+    inverse[d] = i;
+    shape[i] = x.shape()[d];
+    strides[i] = x.strides()[d];
+  }
+  Tensor out = make_view(x, shape, strides, x.impl()->offset);
+  return autograd::record(out, "permute", {x}, [inverse](const Tensor& g) {
+    return std::vector<Tensor>{permute(g, inverse).clone()};
+  });
+}
+
+Tensor transpose(const Tensor& x, int64_t a, int64_t b) {
+  std::vector<int64_t> order(x.dim());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[normalize_dim(a, x.dim())], order[normalize_dim(b, x.dim())]);
+  return permute(x, order);
+}
+
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
+  dim = normalize_dim(dim, x.dim());
+  const int64_t n = x.shape()[dim];
+  TFM_CHECK(0 <= start && start <= end && end <= n, "slice [" << start << ", " << end << ") out of range for size " << n);
+  Shape shape = x.shape();
+  shape[dim] = end - start;
+  Tensor out = make_view(x, shape, x.strides(), x.impl()->offset + start * x.strides()[dim]);
+  Shape in_shape = x.shape();
+  return autograd::record(out, "slice", {x}, [in_shape, dim, start, end](const Tensor& g) {
+    Tensor full = Tensor::zeros(in_shape);
+    Tensor window = slice(full, dim, start, end);
+    strided_copy(g, window);
+    return std::vector<Tensor>{full};
+  });
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
+  TFM_CHECK(!xs.empty(), "concat of no tensors");
+  dim = normalize_dim(dim, xs[0].dim());
+  Shape shape = xs[0].shape();
+  shape[dim] = 0;
+  std::vector<int64_t> starts;
+  for (const Tensor& t : xs) {
+    TFM_CHECK(t.dim() == xs[0].dim(), "concat: rank mismatch");
+    for (int64_t d = 0; d < t.dim(); ++d)
+      TFM_CHECK(d == dim || t.shape()[d] == xs[0].shape()[d],
+                "concat: shapes " << shape_str(xs[0].shape()) << " and " << shape_str(t.shape()) << " differ off dim " << dim);
+    starts.push_back(shape[dim]);
+    shape[dim] += t.shape()[dim];
+  }
+  Tensor out = Tensor::empty(shape);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    Tensor window = make_view(out, xs[i].shape(), out.strides(), starts[i] * out.strides()[dim]);
+    strided_copy(xs[i], window);
+  }
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : xs) sizes.push_back(t.shape()[dim]);
+  return autograd::record(out, "concat", xs, [starts, sizes, dim](const Tensor& g) {
+    std::vector<Tensor> grads;
+    for (size_t i = 0; i < starts.size(); ++i) grads.push_back(slice(g, dim, starts[i], starts[i] + sizes[i]).clone());
+    return grads;
+  });
+}
+
+}  // namespace tfm::ops

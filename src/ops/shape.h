@@ -1,0 +1,20 @@
+#pragma once
+// Differentiable shape ops. Views share storage; their backward rules reshape,
+// permute or scatter the gradient back to the input's shape.
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+Tensor contiguous(const Tensor& x);
+Tensor reshape(const Tensor& x, Shape shape);  // view if x is contiguous, else copy; one dim may be -1
+Tensor transpose(const Tensor& x, int64_t a, int64_t b);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& order);
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);  // [start, end) along dim
+Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
+
+// Copies src into dst element by element (same shape, any strides). Not differentiable.
+void strided_copy(const Tensor& src, Tensor& dst);
+
+}  // namespace tfm::ops

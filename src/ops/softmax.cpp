@@ -1,0 +1,88 @@
+#include "ops/softmax.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "autograd/autograd.h"
+
+namespace tfm::ops {
+
+void softmax_row(const float* x, float* y, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+  if (mx == -std::numeric_limits<float>::infinity()) {  // every entry masked: attend nowhere
+    for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
+    return;
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    y[j] = std::exp(x[j] - mx);
+    sum += y[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+void log_softmax_row(const float* x, float* y, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - mx);
+  const float lse = mx + std::log(sum);
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
+}
+
+namespace {
+
+template <class RowFn>
+Tensor rowwise(const Tensor& x, RowFn fn) {
+  Tensor xc = x.is_contiguous() ? x : x.clone();
+  Tensor out = Tensor::empty(x.shape());
+  const int64_t n = x.size(-1), rows = x.numel() / n;
+#pragma omp parallel for if (x.numel() > (1 << 14)) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) fn(xc.data() + r * n, out.data() + r * n, n);
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x) {
+  Tensor out = rowwise(x, softmax_row);
+  Tensor yd = out.detach();
+  return autograd::record(out, "softmax", {x}, [yd](const Tensor& g) {
+    // dx = y * (g - sum(g * y))
+    Tensor dx = Tensor::empty(yd.shape());
+    const int64_t n = yd.size(-1), rows = yd.numel() / n;
+#pragma omp parallel for if (yd.numel() > (1 << 14)) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* y = yd.data() + r * n;
+      const float* gy = g.data() + r * n;
+      float dot = 0.0f;
+      for (int64_t j = 0; j < n; ++j) dot += gy[j] * y[j];
+      for (int64_t j = 0; j < n; ++j) dx.data()[r * n + j] = y[j] * (gy[j] - dot);
+    }
+    return std::vector<Tensor>{dx};
+  });
+}
+
+Tensor log_softmax(const Tensor& x) {
+  Tensor out = rowwise(x, log_softmax_row);
+  Tensor yd = out.detach();
+  return autograd::record(out, "log_softmax", {x}, [yd](const Tensor& g) {
+    // dx = g - exp(y) * sum(g)
+    Tensor dx = Tensor::empty(yd.shape());
+    const int64_t n = yd.size(-1), rows = yd.numel() / n;
+#pragma omp parallel for if (yd.numel() > (1 << 14)) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* y = yd.data() + r * n;
+      const float* gy = g.data() + r * n;
+      float total = 0.0f;
+      for (int64_t j = 0; j < n; ++j) total += gy[j];
+      for (int64_t j = 0; j < n; ++j) dx.data()[r * n + j] = gy[j] - std::exp(y[j]) * total;
+    }
+    return std::vector<Tensor>{dx};
+  });
+}
+
+}  // namespace tfm::ops

@@ -1,0 +1,14 @@
+#pragma once
+// Softmax and log-softmax over the last dimension.
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+
+// Row kernels shared with the fused attention and loss ops.
+void softmax_row(const float* x, float* y, int64_t n);      // y may alias x
+void log_softmax_row(const float* x, float* y, int64_t n);  // y may alias x
+
+}  // namespace tfm::ops

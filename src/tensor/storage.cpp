@@ -1,0 +1,21 @@
+#include "tensor/storage.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "tensor/error.h"
+
+namespace tfm {
+
+Storage::Storage(size_t numel, Device device) : numel_(numel), device_(device) {
+  TFM_CHECK(device == Device::CPU, "device " << to_string(device) << " is not supported by this build");
+  // Round up so aligned_alloc's size is a multiple of the alignment; never 0 bytes.
+  size_t bytes = ((numel * sizeof(float) + 63) / 64) * 64;
+  if (bytes == 0) bytes = 64;
+  data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (!data_) throw std::bad_alloc();
+}
+
+Storage::~Storage() { std::free(data_); }
+
+}  // namespace tfm

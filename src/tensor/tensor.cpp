@@ -1,0 +1,136 @@
+#include "tensor/tensor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "autograd/autograd.h"
+#include "ops/shape.h"
+#include "tensor/error.h"
+
+namespace tfm {
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+Tensor Tensor::empty(const Shape& shape, Device device) {
+  for (int64_t d : shape) TFM_CHECK(d >= 0, "negative dimension in shape " << shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)), device);
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::zeros(const Shape& shape) { return full(shape, 0.0f); }
+
+Tensor Tensor::full(const Shape& shape, float value) {
+  Tensor t = empty(shape);
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values) {
+  TFM_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape),
+            values.size() << " values do not fill shape " << shape_str(shape));
+  Tensor t = empty(shape);
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+int64_t Tensor::size(int64_t d) const {
+  int64_t n = dim();
+  if (d < 0) d += n;
+  TFM_CHECK(d >= 0 && d < n, "dimension " << d << " out of range for shape " << shape_str(shape()));
+  return impl_->shape[d];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = impl_->shape.size(); i-- > 0;) {
+    if (impl_->shape[i] != 1 && impl_->strides[i] != expected) return false;
+    expected *= impl_->shape[i];
+  }
+  return true;
+}
+
+std::vector<float> Tensor::to_vector() const {
+  Tensor c = is_contiguous() ? *this : clone();
+  return std::vector<float>(c.data(), c.data() + c.numel());
+}
+
+float Tensor::item() const {
+  TFM_CHECK(numel() == 1, "item() needs a one-element tensor, got shape " << shape_str(shape()));
+  return *data();
+}
+
+Tensor Tensor::contiguous() const { return ops::contiguous(*this); }
+Tensor Tensor::reshape(const Shape& s) const { return ops::reshape(*this, s); }
+Tensor Tensor::transpose(int64_t a, int64_t b) const { return ops::transpose(*this, a, b); }
+Tensor Tensor::permute(const std::vector<int64_t>& order) const { return ops::permute(*this, order); }
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end) const { return ops::slice(*this, d, start, end); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape());
+  out.copy_from(*this);
+  return out;
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->shape = impl_->shape;
+  impl->strides = impl_->strides;
+  impl->offset = impl_->offset;
+  return Tensor(std::move(impl));
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  TFM_CHECK(src.shape() == shape(), "copy_from: shape " << shape_str(src.shape()) << " into " << shape_str(shape()));
+  ops::strided_copy(src, *this);
+}
+
+void Tensor::fill(float value) {
+  TFM_CHECK(is_contiguous(), "fill needs a contiguous tensor");
+  std::fill(data(), data() + numel(), value);
+}
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  TFM_CHECK(!impl_->grad_fn, "set_requires_grad is for leaf tensors only");
+  impl_->requires_grad = on;
+  return *this;
+}
+
+void Tensor::backward() const { autograd::backward(*this); }
+
+Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.impl()->storage;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->offset = offset;
+  return Tensor(std::move(impl));
+}
+
+}  // namespace tfm

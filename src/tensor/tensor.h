@@ -1,0 +1,96 @@
+#pragma once
+// Tensor: a float32 n-d array with shape and strides over shared Storage.
+// Views (reshape of a contiguous tensor, transpose, permute, slice) share storage.
+// A Tensor is a cheap handle; copies of the handle alias the same data.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/device.h"
+#include "tensor/storage.h"
+
+namespace tfm {
+
+using Shape = std::vector<int64_t>;
+
+std::string shape_str(const Shape& s);
+int64_t shape_numel(const Shape& s);
+Shape contiguous_strides(const Shape& s);
+
+namespace autograd {
+struct Node;
+}
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;
+  int64_t offset = 0;
+  // Autograd: leaves that require grad accumulate into `grad`; results of
+  // differentiable ops point at the node that made them.
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // Factories (always contiguous, CPU).
+  static Tensor empty(const Shape& shape, Device device = Device::CPU);
+  static Tensor zeros(const Shape& shape);
+  static Tensor full(const Shape& shape, float value);
+  static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
+  static Tensor from_vector(const Shape& shape, const std::vector<float>& values);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->shape; }
+  const Shape& strides() const { return impl_->strides; }
+  int64_t dim() const { return static_cast<int64_t>(impl_->shape.size()); }
+  int64_t size(int64_t d) const;  // negative d counts from the end
+  int64_t numel() const { return shape_numel(impl_->shape); }
+  Device device() const { return impl_->storage->device(); }
+  bool is_contiguous() const;
+
+  float* data() { return impl_->storage->data() + impl_->offset; }
+  const float* data() const { return impl_->storage->data() + impl_->offset; }
+  std::vector<float> to_vector() const;  // logical order, works for any strides
+  float item() const;
+
+  // Differentiable views and copies (see ops/shape.h for the backward rules).
+  Tensor contiguous() const;
+  Tensor reshape(const Shape& shape) const;  // one dim may be -1
+  Tensor transpose(int64_t a, int64_t b) const;
+  Tensor permute(const std::vector<int64_t>& order) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end) const;
+
+  // A fresh contiguous copy, detached from the graph.
+  Tensor clone() const;
+  // Same data, no autograd history.
+  Tensor detach() const;
+  void copy_from(const Tensor& src);  // element-wise copy into this tensor (shapes must match)
+  void fill(float value);
+
+  // Autograd.
+  bool requires_grad() const { return impl_->requires_grad || impl_->grad_fn != nullptr; }
+  Tensor& set_requires_grad(bool on);
+  Tensor grad() const { return impl_->grad ? Tensor(impl_->grad) : Tensor(); }
+  void zero_grad() { impl_->grad.reset(); }
+  void backward() const;  // this must be a scalar
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Wraps existing storage in a new view (no autograd history).
+Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
+
+}  // namespace tfm

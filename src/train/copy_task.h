@@ -1,0 +1,43 @@
+#pragma once
+// The Annotated Transformer's first example: learn to copy random symbol
+// sequences. It is tfm's built-in job (`tfm train` with no data): small, fast,
+// and a complete check that the encoder, decoder, loss and optimiser work.
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "tensor/rng.h"
+#include "train/step.h"
+
+namespace tfm::train {
+
+struct CopyTaskOptions {
+  models::TransformerConfig model = default_model();
+  int64_t steps = 600;
+  int64_t batch = 32;
+  int64_t seq_len = 10;  // including the leading start symbol
+  float lr_factor = 1.0f;
+  int64_t warmup = 200;
+  uint64_t seed = 1;
+  std::string save_path;    // checkpoint written at the end (and every save_every steps)
+  int64_t save_every = 0;   // 0: only at the end
+  std::string resume_path;  // continue the run saved here
+  int64_t log_every = 50;
+  int64_t samples = 5;      // sequences decoded and printed at the end
+
+  static models::TransformerConfig default_model();
+};
+
+struct CopyTaskResult {
+  std::vector<double> losses;  // one per step run in this call
+  int64_t copied = 0, decoded = 0;  // exact copies among the decoded samples
+};
+
+// A batch of `batch` sequences of random symbols 2..vocab-1 after start symbol 1.
+Seq2SeqBatch make_copy_batch(Rng& rng, int64_t batch, int64_t seq_len, int64_t vocab);
+
+CopyTaskResult run_copy_task(const CopyTaskOptions& options, std::ostream& out);
+
+}  // namespace tfm::train

@@ -1,0 +1,96 @@
+#include "train/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/reduce.h"
+#include "tensor/error.h"
+
+namespace tfm::train {
+
+Adam::Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options) : options_(options) {
+  for (auto& [name, p] : named_params) slots_.push_back({name, p, Tensor::zeros(p.shape()), Tensor::zeros(p.shape())});
+}
+
+void Adam::step() {
+  ++step_;
+  const float b1 = options_.beta1, b2 = options_.beta2, wd = options_.weight_decay;
+  const double bias_correction1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(step_));
+  const double bias_correction2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(step_));
+  const float step_size = static_cast<float>(options_.lr / bias_correction1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+  const float eps = options_.eps;
+  for (Slot& s : slots_) {
+    Tensor g = s.param.grad();
+    if (!g.defined()) continue;
+    float* p = s.param.data();
+    float* m = s.exp_avg.data();
+    float* v = s.exp_avg_sq.data();
+    const float* gp = g.data();
+    const int64_t n = s.param.numel();
+#pragma omp parallel for if (n > (1 << 14)) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = wd != 0.0f ? gp[i] + wd * p[i] : gp[i];
+      m[i] = m[i] * b1 + gi * (1.0f - b1);
+      v[i] = v[i] * b2 + gi * gi * (1.0f - b2);
+      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+      p[i] -= step_size * (m[i] / denom);
+    }
+  }
+}
+
+void Adam::zero_grad() {
+  for (Slot& s : slots_) s.param.zero_grad();
+}
+
+std::vector<std::pair<std::string, Tensor>> Adam::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Slot& s : slots_) {
+    out.emplace_back("exp_avg." + s.name, s.exp_avg);
+    out.emplace_back("exp_avg_sq." + s.name, s.exp_avg_sq);
+  }
+  return out;
+}
+
+void Adam::load_state(const std::vector<std::pair<std::string, Tensor>>& tensors, int64_t step) {
+  auto find = [&](const std::string& name) -> const Tensor& {
+    for (const auto& [n, t] : tensors)
+      if (n == name) return t;
+    throw Error("optimizer state is missing '" + name + "'");
+  };
+  for (Slot& s : slots_) {
+    for (auto [prefix, dst] : {std::pair{"exp_avg.", &s.exp_avg}, std::pair{"exp_avg_sq.", &s.exp_avg_sq}}) {
+      const Tensor& src = find(prefix + s.name);
+      TFM_CHECK(src.shape() == dst->shape(), "optimizer state '" << prefix << s.name << "' has shape " << shape_str(src.shape())
+                                                                   << ", expected " << shape_str(dst->shape()));
+      dst->copy_from(src);
+    }
+  }
+  step_ = step;
+}
+
+float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup) {
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));
+  return static_cast<float>(factor * std::pow(static_cast<double>(d_model), -0.5) *
+                            std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5)));
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  double total = 0.0;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) total += ops::sum_of_squares(p.grad());
+  total = std::sqrt(total);
+  const double coef = max_norm / (total + 1e-6);
+  if (coef < 1.0) {
+    const float c = static_cast<float>(coef);
+    for (const Tensor& p : params) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      float* d = g.data();
+      for (int64_t i = 0; i < g.numel(); ++i) d[i] *= c;
+    }
+  }
+  return total;
+}
+
+}  // namespace tfm::train

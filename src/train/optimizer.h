@@ -1,0 +1,49 @@
+#pragma once
+// Adam (Kingma & Ba), with torch.optim.Adam's exact update order, the paper's
+// warm-up learning rate ("Noam" schedule), and gradient clipping by global norm.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace tfm::train {
+
+struct AdamOptions {
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;  // the paper's settings
+  float weight_decay = 0.0f;                        // L2 added to the gradient, as torch.optim.Adam
+};
+
+class Adam {
+ public:
+  Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options);
+  void step();  // one update of every parameter that has a gradient
+  void zero_grad();
+  void set_lr(float lr) { options_.lr = lr; }
+  float lr() const { return options_.lr; }
+  int64_t steps() const { return step_; }
+
+  // The moments as named tensors ("exp_avg.<param>", "exp_avg_sq.<param>") for checkpoints.
+  std::vector<std::pair<std::string, Tensor>> state() const;
+  // Restores the moments and the step count written by state().
+  void load_state(const std::vector<std::pair<std::string, Tensor>>& tensors, int64_t step);
+
+ private:
+  struct Slot {
+    std::string name;
+    Tensor param, exp_avg, exp_avg_sq;
+  };
+  std::vector<Slot> slots_;
+  AdamOptions options_;
+  int64_t step_ = 0;
+};
+
+// lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step counted from 1.
+float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup);
+
+// Scales all gradients so their global L2 norm is at most max_norm (as
+// torch.nn.utils.clip_grad_norm_); returns the norm before clipping.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace tfm::train

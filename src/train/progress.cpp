@@ -1,0 +1,50 @@
+#include "train/progress.h"
+
+#include <unistd.h>
+
+#include <cmath>
+
+namespace tfm::train {
+
+std::string format_duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", static_cast<long>(s / 3600), static_cast<long>(s % 3600 / 60));
+  else if (s >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", static_cast<long>(s / 60), static_cast<long>(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lds", static_cast<long>(s));
+  return buf;
+}
+
+Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::FILE* out)
+    : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), out_(out),
+      tty_(::isatty(::fileno(out)) != 0), start_(std::chrono::steady_clock::now()) {}
+
+void Progress::update(int64_t step, double loss, double lr, int64_t tokens) {
+  tokens_ += tokens;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double done = static_cast<double>(step - first_);
+  const double tok_per_s = elapsed > 0 ? tokens_ / elapsed : 0.0;
+  const double eta = done > 0 ? elapsed / done * static_cast<double>(total_ - step) : 0.0;
+  if (tty_) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_, 1)));
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.append(static_cast<size_t>(kWidth - filled), '.');
+    std::fprintf(out_, "\r[%s] %ld/%ld loss %.4f lr %.2e %.0f tok/s ETA %s   ", bar.c_str(), static_cast<long>(step),
+                 static_cast<long>(total_), loss, lr, tok_per_s, format_duration(eta).c_str());
+  } else if (step % log_every_ == 0 || step == total_) {
+    std::fprintf(out_, "step %ld/%ld loss %.4f lr %.3e tok/s %.0f elapsed %s eta %s\n", static_cast<long>(step),
+                 static_cast<long>(total_), loss, lr, tok_per_s, format_duration(elapsed).c_str(), format_duration(eta).c_str());
+  }
+  std::fflush(out_);
+}
+
+void Progress::finish() {
+  if (tty_) std::fprintf(out_, "\n");
+  std::fflush(out_);
+}
+
+}  // namespace tfm::train

@@ -1,0 +1,29 @@
+#pragma once
+// Training progress: a one-line bar redrawn in place on a terminal, plain log
+// lines every `log_every` steps otherwise (files, CI logs).
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace tfm::train {
+
+class Progress {
+ public:
+  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::FILE* out = stderr);
+  // Call after each step with that step's loss, learning rate and target tokens.
+  void update(int64_t step, double loss, double lr, int64_t tokens);
+  void finish();
+
+ private:
+  int64_t total_, first_, log_every_;
+  std::FILE* out_;
+  bool tty_;
+  int64_t tokens_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// "1h02m", "3m05s", "12s"
+std::string format_duration(double seconds);
+
+}  // namespace tfm::train

@@ -1,0 +1,25 @@
+#pragma once
+// One optimisation step of an encoder-decoder on a teacher-forced batch.
+#include <vector>
+
+#include "models/encoder_decoder.h"
+#include "train/optimizer.h"
+
+namespace tfm::train {
+
+struct Seq2SeqBatch {
+  models::Tokens src;      // [batch, src_len]
+  models::Tokens tgt_in;   // [batch, tgt_len]: <bos> y1 ... y_{n-1}
+  std::vector<int> tgt_out;  // [batch * tgt_len]: y1 ... y_n, the prediction targets
+  int64_t target_tokens(int pad) const;
+};
+
+struct StepOptions {
+  float label_smoothing = 0.1f;
+  double clip_norm = 0.0;  // 0: no clipping
+};
+
+// Forward, label-smoothed cross-entropy, backward, clipping, Adam. Returns the loss.
+double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options);
+
+}  // namespace tfm::train

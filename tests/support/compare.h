@@ -1,0 +1,26 @@
+#pragma once
+// Tensor comparison for reference tests: the worst element, relative to the
+// reference tensor's largest magnitude, printed on failure.
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace tfm::testing {
+
+struct Difference {
+  double max_abs = 0.0;   // max |actual - expected|
+  double relative = 0.0;  // max_abs / max(|expected|, 1e-12)
+  int64_t index = -1;     // element of max_abs
+  std::string describe(const std::string& name) const;
+};
+
+Difference compare(const Tensor& actual, const Tensor& expected);
+
+}  // namespace tfm::testing
+
+#define EXPECT_TENSOR_NEAR(name, actual, expected, rel_tol)                                       \
+  do {                                                                                            \
+    ASSERT_EQ((actual).shape(), (expected).shape()) << (name);                                     \
+    auto cmp_diff_ = ::tfm::testing::compare(actual, expected);                                   \
+    EXPECT_LE(cmp_diff_.relative, rel_tol) << cmp_diff_.describe(name);                            \
+  } while (0)

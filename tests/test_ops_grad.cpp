@@ -1,0 +1,107 @@
+// Every op's backward against central finite differences.
+#include <gtest/gtest.h>
+
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/softmax.h"
+#include "support/gradcheck.h"
+
+namespace tfm {
+namespace {
+
+using testing::random_tensor;
+using V = std::vector<Tensor>;
+constexpr double kTol = 2e-3;
+
+TEST(OpsGrad, Linear) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], x[2]); },
+                   (V{random_tensor({2, 3, 4}, 1), random_tensor({5, 4}, 2), random_tensor({5}, 3)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], Tensor()); }, (V{random_tensor({3, 4}, 1), random_tensor({2, 4}, 2)}), kTol);
+}
+
+TEST(OpsGrad, Matmul) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::matmul(x[0], x[1]); }, (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 4, 5}, 2)}), kTol);
+}
+
+TEST(OpsGrad, BroadcastingAddMulScale) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::add(x[0], x[1]); }, (V{random_tensor({2, 3, 4}, 1), random_tensor({3, 4}, 2)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::add(x[0], x[1]); }, (V{random_tensor({2, 1, 4}, 1), random_tensor({3, 1}, 2)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0], x[1]); }, (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 1, 4}, 2)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::scale(x[0], -2.5f); }, (V{random_tensor({3, 4}, 1)}), kTol);
+}
+
+TEST(OpsGrad, ShapeOps) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].reshape({4, 6}), random_tensor({4, 6}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].permute({2, 0, 1}), random_tensor({4, 2, 3}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return x[0].transpose(0, 2).contiguous(); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].slice(1, 1, 3), random_tensor({2, 2, 4}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::scale(ops::concat({x[0], x[1]}, 1), 1.5f); },
+                   (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 2, 4}, 2)}), kTol);
+}
+
+TEST(OpsGrad, Activations) {
+  // Keep ReLU inputs away from the kink at 0, where finite differences are meaningless.
+  Tensor x = random_tensor({3, 5}, 1);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] += x.data()[i] >= 0 ? 0.1f : -0.1f;
+  EXPECT_GRADCHECK([](const V& v) { return ops::relu(v[0]); }, (V{x}), kTol);
+  EXPECT_GRADCHECK([](const V& v) { return ops::gelu(v[0]); }, (V{random_tensor({3, 5}, 2, -3, 3)}), kTol);
+}
+
+TEST(OpsGrad, Dropout) {
+  // The mask is a function of the key, so finite differences see the same mask.
+  EXPECT_GRADCHECK([](const V& x) { return ops::dropout(x[0], 0.3f, 77); }, (V{random_tensor({4, 6}, 1)}), kTol);
+}
+
+TEST(OpsGrad, SoftmaxAndLogSoftmax) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::softmax(x[0]); }, (V{random_tensor({3, 7}, 1, -2, 2)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::log_softmax(x[0]); }, (V{random_tensor({3, 7}, 1, -2, 2)}), kTol);
+}
+
+TEST(OpsGrad, LayerNorm) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::layer_norm(x[0], x[1], x[2]); },
+                   (V{random_tensor({2, 3, 8}, 1, -2, 2), random_tensor({8}, 2, 0.5f, 1.5f), random_tensor({8}, 3)}), kTol);
+}
+
+TEST(OpsGrad, SumMean) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::sum(x[0]); }, (V{random_tensor({3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mean(x[0]); }, (V{random_tensor({3, 4}, 1)}), kTol);
+}
+
+TEST(OpsGrad, Embedding) {
+  std::vector<int> ids{3, 0, 3, 1, 4, 4};  // repeated ids accumulate
+  EXPECT_GRADCHECK([&](const V& x) { return ops::embedding(x[0], ids, {2, 3}); }, (V{random_tensor({5, 4}, 1)}), kTol);
+}
+
+TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
+  ops::AttentionMask mask;
+  mask.key_padding = {0, 0, 0, 1, 0, 0, 1, 1};  // batch 2, 4 keys
+  for (bool causal : {false, true}) {
+    mask.causal = causal;
+    // q, k, v as slices of one fused projection, as in self-attention.
+    EXPECT_GRADCHECK(
+        [&](const V& x) {
+          return ops::attention(x[0].slice(2, 0, 6), x[0].slice(2, 6, 12), x[0].slice(2, 12, 18), 2, mask);
+        },
+        (V{random_tensor({2, 4, 18}, 1)}), kTol);
+  }
+  ops::AttentionMask pad_only;
+  pad_only.key_padding = {0, 0, 1, 0, 0, 0};  // batch 2, 3 keys; 2 queries
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only, 0.25f, 99); },
+                   (V{random_tensor({2, 2, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
+}
+
+TEST(OpsGrad, Losses) {
+  std::vector<int> targets{2, 0, 4, 1, 3, 0};  // 0 is padding
+  EXPECT_GRADCHECK([&](const V& x) { return ops::cross_entropy(x[0], targets, 0.1f, 0); }, (V{random_tensor({6, 5}, 1, -2, 2)}), kTol);
+  EXPECT_GRADCHECK([&](const V& x) { return ops::label_smoothing_kl(x[0], targets, 0.1f, 0, 4.0f); }, (V{random_tensor({6, 5}, 1, -2, 2)}),
+                   kTol);
+}
+
+}  // namespace
+}  // namespace tfm
