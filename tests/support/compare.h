@@ -16,6 +16,16 @@ struct Difference {
 
 Difference compare(const Tensor& actual, const Tensor& expected);
 
+// The worst of many comparisons, for a one-line report.
+struct WorstDifference {
+  std::string name;
+  Difference diff;
+  void add(const std::string& n, const Difference& d) {
+    if (name.empty() || d.relative > diff.relative) name = n, diff = d;
+  }
+  std::string summary() const { return name.empty() ? "nothing compared" : diff.describe(name); }
+};
+
 }  // namespace tfm::testing
 
 #define EXPECT_TENSOR_NEAR(name, actual, expected, rel_tol)                                       \

@@ -1,0 +1,63 @@
+"""The PyTorch twin of tfm's EncoderDecoder (src/models/encoder_decoder.h).
+
+Parameter names are tfm's checkpoint names, so a tfm checkpoint loads with
+`model.load_state_dict(safetensors_state, strict=False)` (strict=False only
+because tied weights appear once) and this model's state_dict, saved as
+safetensors, loads in tfm.
+"""
+import math
+
+import torch
+import torch.nn as nn
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the sinusoidal table of the paper (section 3.5), then dropout."""
+
+    def __init__(self, d_model, dropout, max_len=5000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * -(math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.float(), persistent=False)
+
+    def forward(self, x):  # [batch, len, d_model]
+        return self.dropout(x + self.pe[: x.size(1)].to(x.dtype))
+
+
+class EncoderDecoder(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg["d_model"]
+        self.cfg = cfg
+        self.src_embed = nn.Embedding(cfg["src_vocab"], d)
+        self.tgt_embed = nn.Embedding(cfg["tgt_vocab"], d)
+        self.src_pos = PositionalEncoding(d, cfg["dropout"], cfg["max_len"])
+        self.tgt_pos = PositionalEncoding(d, cfg["dropout"], cfg["max_len"])
+        self.transformer = nn.Transformer(
+            d_model=d, nhead=cfg["heads"], num_encoder_layers=cfg["encoder_layers"],
+            num_decoder_layers=cfg["decoder_layers"], dim_feedforward=cfg["d_ff"], dropout=cfg["dropout"],
+            activation=cfg["activation"], batch_first=True, norm_first=cfg["norm_first"])
+        self.generator = nn.Linear(d, cfg["tgt_vocab"])
+        if cfg["share_embeddings"]:
+            self.tgt_embed.weight = self.src_embed.weight
+            self.generator.weight = self.src_embed.weight
+
+    def forward(self, src, tgt):
+        """src [batch, src_len], tgt [batch, tgt_len] token ids -> logits [batch, tgt_len, vocab]."""
+        pad, d = self.cfg["pad_id"], self.cfg["d_model"]
+        src_pad, tgt_pad = src == pad, tgt == pad
+        causal = torch.triu(torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool), diagonal=1)
+        x = self.src_pos(self.src_embed(src) * math.sqrt(d))
+        y = self.tgt_pos(self.tgt_embed(tgt) * math.sqrt(d))
+        h = self.transformer(x, y, tgt_mask=causal, src_key_padding_mask=src_pad,
+                             tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
+        return self.generator(h)
+
+
+def noam_lr(step, d_model, factor, warmup):
+    step = max(step, 1)
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)

@@ -1,0 +1,36 @@
+"""Minimal safetensors writer/reader (F32 only): Debian ships no safetensors module."""
+import json
+import struct
+
+import numpy as np
+
+
+def save(path, tensors, metadata=None):
+    header, blobs, offset = {}, [], 0
+    for name, t in tensors.items():
+        # np.array, not ascontiguousarray, which would turn a 0-d scalar into shape [1]
+        a = np.array(t.detach().cpu().float().numpy() if hasattr(t, "detach") else t, dtype=np.float32, order="C")
+        b = a.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        blobs.append(b)
+        offset += len(b)
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    out = {}
+    for name, h in header.items():
+        b, e = h["data_offsets"]
+        out[name] = np.frombuffer(data[b:e], dtype="<f4").reshape(h["shape"]).copy()
+    return out, meta

@@ -1,0 +1,100 @@
+// The whole encoder-decoder against PyTorch's nn.Transformer (fixtures from
+// tests/reference/make_fixtures.py): every sublayer's output, the loss, every
+// parameter's gradient, and the losses of 5 Adam + warm-up + clipping steps.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/trace.h"
+#include "ops/loss.h"
+#include "support/compare.h"
+#include "support/fixture.h"
+#include "train/step.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kForwardTol = 1e-5;  // relative to each tensor's largest magnitude
+constexpr double kGradTol = 1e-4;
+constexpr double kLossTol = 1e-5;
+
+class ReferenceTransformer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReferenceTransformer, ForwardLossAndGradientsMatchPyTorch) {
+  testing::ModelFixture f = testing::load_model_fixture("model_" + GetParam() + ".safetensors");
+  auto model = f.make_model();
+  models::Tokens src = f.tokens("input.src"), tgt_in = f.tokens("input.tgt_in"), tgt_out = f.tokens("input.tgt_out");
+
+  nn::TraceRecorder recorder;
+  Tensor logits = model->generator->logits(model->forward(src, tgt_in));
+  Tensor loss = ops::cross_entropy(logits.reshape({-1, f.config.tgt_vocab}), tgt_out.ids, 0.1f, f.config.pad_id);
+
+  int compared = 0;
+  testing::WorstDifference worst_forward, worst_grad;
+  for (const auto& [name, expected] : f.file.tensors) {
+    if (name.rfind("trace.", 0) != 0) continue;
+    const std::string module = name.substr(6);
+    auto it = recorder.outputs.find(module);
+    ASSERT_NE(it, recorder.outputs.end()) << "tfm recorded no output for " << module;
+    EXPECT_TENSOR_NEAR(module, it->second, expected, kForwardTol);
+    worst_forward.add(module, testing::compare(it->second, expected));
+    ++compared;
+  }
+  EXPECT_EQ(compared, 33) << "every sublayer of 2+2 layers, both stacks' norms, positions and generator";
+  EXPECT_TENSOR_NEAR("loss", loss, f.get("loss"), kLossTol);
+
+  loss.backward();
+  int grads = 0;
+  for (const auto& [name, param] : model->named_parameters()) {
+    const Tensor& expected = f.get("grad." + name);
+    EXPECT_TENSOR_NEAR("grad." + name, param.grad(), expected, kGradTol);
+    worst_grad.add("grad." + name, testing::compare(param.grad(), expected));
+    ++grads;
+  }
+  EXPECT_EQ(grads, static_cast<int>(model->named_parameters().size()));
+  std::cout << "  " << GetParam() << " forward: " << worst_forward.summary() << "\n  " << GetParam()
+            << " gradients: " << worst_grad.summary() << "\n";
+}
+
+TEST_P(ReferenceTransformer, FiveAdamStepsMatchPyTorch) {
+  testing::ModelFixture f = testing::load_model_fixture("model_" + GetParam() + ".safetensors");
+  auto settings = nlohmann::json::parse(f.file.metadata.at("fixture.train"));
+  auto model = f.make_model();
+  train::AdamOptions adam;  // paper defaults: betas (0.9, 0.98), eps 1e-9
+  train::Adam optimizer(model->named_parameters(), adam);
+  train::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out").ids};
+  train::StepOptions options{settings["smoothing"].get<float>(), settings["clip"].get<double>()};
+  std::vector<float> expected = f.get("train.losses").to_vector();
+  double worst = 0.0;
+  for (size_t step = 1; step <= expected.size(); ++step) {
+    optimizer.set_lr(train::noam_lr(static_cast<int64_t>(step), f.config.d_model, settings["factor"].get<float>(), settings["warmup"].get<int64_t>()));
+    const double loss = train::train_step(*model, optimizer, batch, options);
+    EXPECT_NEAR(loss, expected[step - 1], kLossTol * std::abs(expected[step - 1])) << "step " << step;
+    worst = std::max(worst, std::abs(loss - expected[step - 1]) / std::abs(expected[step - 1]));
+  }
+  std::cout << "  " << GetParam() << " 5 Adam steps: worst relative loss difference " << worst << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ReferenceTransformer,
+                         ::testing::Values("post_relu", "post_gelu", "pre_relu", "pre_gelu", "pre_gelu_tied"));
+
+TEST(ReferenceLosses, BothLabelSmoothingFormsMatchPyTorch) {
+  io::SafeTensors f = io::read_safetensors(testing::fixture_path("losses.safetensors"));
+  std::vector<int> targets;
+  for (float v : f.find("targets")->to_vector()) targets.push_back(static_cast<int>(v));
+  Tensor logits = f.find("logits")->clone();
+  logits.set_requires_grad(true);
+  Tensor ce = ops::cross_entropy(logits, targets, 0.1f, 0);
+  ce.backward();
+  EXPECT_TENSOR_NEAR("cross_entropy", ce, *f.find("cross_entropy"), 1e-6);
+  EXPECT_TENSOR_NEAR("cross_entropy.grad", logits.grad(), *f.find("cross_entropy.grad"), 1e-6);
+
+  logits.zero_grad();
+  Tensor kl = ops::label_smoothing_kl(logits, targets, 0.1f, 0, f.find("kl.normalizer")->item());
+  kl.backward();
+  EXPECT_TENSOR_NEAR("kl", kl, *f.find("kl"), 1e-6);
+  EXPECT_TENSOR_NEAR("kl.grad", logits.grad(), *f.find("kl.grad"), 1e-6);
+}
+
+}  // namespace
+}  // namespace tfm
