@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tfm needs, only those missing (safe to run again).
+#   scripts/install-deps.sh               build + tests
+#   scripts/install-deps.sh --with-torch  also PyTorch and OpenBLAS, for bench/ and
+#                                         tests/reference/make_fixtures.py
+set -euo pipefail
+packages=(g++ cmake make libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev)
+if [[ "${1:-}" == "--with-torch" ]]; then
+  # Without an optimised BLAS, Debian's torch runs on the reference BLAS (~20x slower GEMM).
+  packages+=(python3-torch python3-numpy libopenblas0-openmp)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

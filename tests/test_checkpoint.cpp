@@ -1,0 +1,163 @@
+// Checkpoints: round trips, PyTorch state_dicts, and every kind of bad file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/checkpoint.h"
+#include "models/encoder_decoder.h"
+#include "support/fixture.h"
+#include "tensor/error.h"
+
+namespace tfm {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tfm_ckpt_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    config_.src_vocab = config_.tgt_vocab = 9;
+    config_.d_model = 8, config_.heads = 2, config_.d_ff = 16, config_.encoder_layers = config_.decoder_layers = 1;
+    model_ = std::make_unique<models::EncoderDecoder>(config_);
+    Rng rng(3);
+    model_->init_parameters(rng);
+    path_ = (dir_ / "model.safetensors").string();
+    io::save_checkpoint(path_, *model_, {"encoder_decoder", config_.to_json(), {}, ""});
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string read_bytes() const {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void write_bytes(const std::string& bytes) const {
+    std::ofstream(path_, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  // Loads path_ into a fresh model and returns the error message ("" on success).
+  std::string load_error() const {
+    try {
+      models::EncoderDecoder fresh(config_);
+      io::load_parameters(fresh, io::read_safetensors(path_), path_);
+      return "";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+
+  fs::path dir_;
+  std::string path_;
+  models::TransformerConfig config_;
+  std::unique_ptr<models::EncoderDecoder> model_;
+};
+
+TEST_F(CheckpointTest, RoundTripRestoresEveryParameterExactly) {
+  models::EncoderDecoder fresh(config_);
+  io::SafeTensors file = io::read_safetensors(path_);
+  io::load_parameters(fresh, file, path_);
+  auto a = model_->named_parameters(), b = fresh.named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
+  EXPECT_EQ(models::TransformerConfig::from_json(io::checkpoint_info(file, path_).config_json, path_).to_json(), config_.to_json());
+  EXPECT_FALSE(fs::exists(path_ + ".tmp")) << "the temporary file must be renamed away";
+}
+
+TEST_F(CheckpointTest, PyTorchStateDictLoadsDirectly) {
+  // Saved from tests/reference/model.py's state_dict, with no tfm metadata.
+  testing::ModelFixture f = testing::load_model_fixture("model_post_relu.safetensors");
+  models::EncoderDecoder model(f.config);
+  io::SafeTensors state = io::read_safetensors(testing::fixture_path("pytorch_state_dict.safetensors"));
+  io::load_parameters(model, state, "pytorch_state_dict.safetensors");
+  EXPECT_EQ(model.transformer->encoder->layers[1]->feed_forward->linear1->weight.to_vector(),
+            f.get("transformer.encoder.layers.1.linear1.weight").to_vector());
+}
+
+TEST_F(CheckpointTest, TruncatedFileIsRejected) {
+  std::string bytes = read_bytes();
+  write_bytes(bytes.substr(0, bytes.size() - 100));
+  EXPECT_NE(load_error().find("truncated"), std::string::npos) << load_error();
+  write_bytes(bytes.substr(0, 5));
+  EXPECT_NE(load_error().find("too short"), std::string::npos) << load_error();
+  write_bytes(bytes.substr(0, 40));
+  EXPECT_NE(load_error().find("header length"), std::string::npos) << load_error();
+}
+
+TEST_F(CheckpointTest, FlippedDataByteFailsTheChecksum) {
+  std::string bytes = read_bytes();
+  bytes[bytes.size() - 7] ^= 0x5a;
+  write_bytes(bytes);
+  EXPECT_NE(load_error().find("checksum mismatch"), std::string::npos) << load_error();
+}
+
+TEST_F(CheckpointTest, CorruptedHeaderIsRejected) {
+  std::string bytes = read_bytes();
+  bytes[8] = '#';
+  write_bytes(bytes);
+  EXPECT_NE(load_error().find("not valid JSON"), std::string::npos) << load_error();
+}
+
+TEST_F(CheckpointTest, MissingUnknownAndMisshapenParametersAreNamed) {
+  io::NamedTensors params = model_->named_parameters();
+  auto save_with = [&](io::NamedTensors t) { io::write_safetensors(path_, t, {}); };
+
+  io::NamedTensors missing(params.begin() + 1, params.end());
+  save_with(missing);
+  EXPECT_EQ(load_error(), path_ + ": missing parameter '" + params[0].first + "'");
+
+  io::NamedTensors extra = params;
+  extra.emplace_back("decoder.bogus.weight", Tensor::zeros({2}));
+  save_with(extra);
+  EXPECT_EQ(load_error(), path_ + ": unexpected parameter 'decoder.bogus.weight'");
+
+  io::NamedTensors wrong = params;
+  wrong[2].second = Tensor::zeros({3, 3});
+  save_with(wrong);
+  EXPECT_NE(load_error().find("parameter '" + params[2].first + "' has shape [3, 3] in the file"), std::string::npos) << load_error();
+}
+
+TEST_F(CheckpointTest, WrongDtypeAndNonFiniteValuesAreRejected) {
+  const std::string header = R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})";
+  uint64_t n = header.size();
+  write_bytes(std::string(reinterpret_cast<char*>(&n), 8) + header + std::string(4, '\0'));
+  EXPECT_NE(load_error().find("dtype F16"), std::string::npos) << load_error();
+
+  io::NamedTensors params = model_->named_parameters();
+  std::string bytes = io::serialize_safetensors({{"w", Tensor::full({2}, std::numeric_limits<float>::quiet_NaN())}}, {});
+  EXPECT_THROW(io::parse_safetensors(bytes, "nan.safetensors"), Error);
+  try {
+    io::parse_safetensors(bytes, "nan.safetensors");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CheckpointTest, OverlappingOrGappedDataIsRejected) {
+  const std::string header = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  uint64_t n = header.size();
+  write_bytes(std::string(reinterpret_cast<char*>(&n), 8) + header + std::string(8, '\0'));
+  EXPECT_NE(load_error().find("overlaps"), std::string::npos) << load_error();
+}
+
+TEST(ConfigTest, BadConfigurationsGiveOneClearError) {
+  auto error_of = [](const std::string& text) {
+    try {
+      models::TransformerConfig::from_json(text, "model.json");
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(error_of("{ d_model: 3").find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"src_vocab": 5, "tgt_vocab": 5, "d_moddel": 8})"), "model.json: unknown setting 'd_moddel'");
+  EXPECT_NE(error_of(R"({"src_vocab": 5, "tgt_vocab": 5, "d_model": "big"})").find("field 'd_model' has the wrong type"), std::string::npos);
+  EXPECT_NE(error_of(R"({"src_vocab": 5, "tgt_vocab": 5, "d_model": 10, "heads": 4})").find("not divisible"), std::string::npos);
+  EXPECT_NE(error_of(R"({"src_vocab": 5, "tgt_vocab": 5, "activation": "tanh"})").find("unknown activation 'tanh'"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
+  EXPECT_THROW(models::TransformerConfig::from_file("/nonexistent/model.json"), Error);
+}
+
+}  // namespace
+}  // namespace tfm

@@ -1,0 +1,54 @@
+// Tensor views and the semantics of the fused attention op.
+#include <gtest/gtest.h>
+
+#include "ops/attention.h"
+#include "ops/shape.h"
+#include "support/gradcheck.h"
+#include "tensor/error.h"
+
+namespace tfm {
+namespace {
+
+TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {
+  Tensor t = Tensor::from_vector({2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor tt = t.transpose(0, 1);  // [3, 2], a view
+  EXPECT_FALSE(tt.is_contiguous());
+  EXPECT_EQ(tt.to_vector(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+  Tensor s = t.slice(1, 1, 3);  // columns 1..2
+  EXPECT_EQ(s.to_vector(), (std::vector<float>{1, 2, 4, 5}));
+  t.data()[1] = 10;
+  EXPECT_EQ(s.to_vector()[0], 10) << "a slice is a view, not a copy";
+  EXPECT_EQ(tt.reshape({6}).to_vector(), (std::vector<float>{0, 3, 10, 4, 2, 5})) << "reshape of a non-contiguous view copies";
+  EXPECT_EQ(t.reshape({3, -1}).shape(), (Shape{3, 2}));
+  EXPECT_EQ(ops::concat({t, t}, 0).shape(), (Shape{4, 3}));
+  EXPECT_THROW(t.reshape({4, 2}), Error);
+  EXPECT_THROW(t.slice(1, 2, 5), Error);
+}
+
+TEST(Tensor, StorageIs64ByteAligned) {
+  for (int64_t n : {1, 3, 17, 1000}) EXPECT_EQ(reinterpret_cast<uintptr_t>(Tensor::empty({n}).data()) % 64, 0u);
+  EXPECT_EQ(Tensor::empty({2}).device(), Device::CPU);
+}
+
+TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
+  ops::AttentionMask mask;
+  mask.key_padding = {0, 0, 0, 1, 0, 0, 1, 1};  // batch 2, 4 keys
+  mask.causal = true;
+  Tensor x = testing::random_tensor({2, 4, 8}, 5), weights;
+  ops::attention(x, x, x, 2, mask, 0.0f, 0, &weights);
+  ASSERT_EQ(weights.shape(), (Shape{2, 2, 4, 4}));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 4; ++i) {
+        double total = 0;
+        for (int64_t j = 0; j < 4; ++j) {
+          float w = weights.data()[((b * 2 + h) * 4 + i) * 4 + j];
+          if (j > i || mask.key_padding[b * 4 + j]) EXPECT_EQ(w, 0.0f) << "b" << b << " h" << h << " i" << i << " j" << j;
+          total += w;
+        }
+        EXPECT_NEAR(total, 1.0, 1e-6);
+      }
+}
+
+}  // namespace
+}  // namespace tfm
