@@ -47,9 +47,10 @@ Tensor EncoderDecoder::encode(const Tokens& src, const ops::AttentionMask& src_m
 }
 
 Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt,
-                              const ops::AttentionMask& tgt_mask) {
-  Tensor x = tgt_pos->forward(tgt_embed->forward(tgt.ids, tgt.rows, tgt.cols));  // [batch, tgt_len, d_model]
-  return transformer->decoder->forward(x, memory, tgt_mask, src_mask);
+                              const ops::AttentionMask& tgt_mask, nn::DecoderCache* cache) {
+  const int64_t start = cache ? cache->length() : 0;
+  Tensor x = tgt_pos->forward(tgt_embed->forward(tgt.ids, tgt.rows, tgt.cols), start);  // [batch, tgt_len, d_model]
+  return transformer->decoder->forward(x, memory, tgt_mask, src_mask, cache);
 }
 
 Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {

@@ -38,8 +38,10 @@ class EncoderDecoder : public nn::Module {
 
   // src: [batch, src_len] -> memory [batch, src_len, d_model]
   Tensor encode(const Tokens& src, const ops::AttentionMask& src_mask);
-  // tgt: [batch, tgt_len] -> decoder output [batch, tgt_len, d_model]
-  Tensor decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt, const ops::AttentionMask& tgt_mask);
+  // tgt: [batch, tgt_len] -> decoder output [batch, tgt_len, d_model]. With a cache
+  // (inference), tgt holds only the positions after the cached prefix.
+  Tensor decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt, const ops::AttentionMask& tgt_mask,
+                nn::DecoderCache* cache = nullptr);
   // Decoder output for the teacher-forced target (masks built from padding).
   Tensor forward(const Tokens& src, const Tokens& tgt);
 

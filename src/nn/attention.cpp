@@ -1,5 +1,6 @@
 #include "nn/attention.h"
 
+#include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/matmul.h"
 #include "tensor/error.h"
@@ -17,7 +18,43 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
   out_proj = register_module("out_proj", std::make_shared<Linear>(d_model, d_model));
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask) {
+void KVCache::select_rows(const std::vector<int64_t>& rows) {
+  if (!k.defined()) return;
+  auto gather = [&](const Tensor& t) {
+    const int64_t row = t.numel() / t.size(0);
+    Tensor out = Tensor::empty({static_cast<int64_t>(rows.size()), t.size(1), t.size(2)});
+    for (size_t i = 0; i < rows.size(); ++i) std::copy_n(t.data() + rows[i] * row, row, out.data() + i * row);
+    return out;
+  };
+  k = gather(k), v = gather(v);
+}
+
+namespace {
+
+// Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache, growing it as needed.
+void append(KVCache& c, const Tensor& k, const Tensor& v) {
+  const int64_t batch = k.size(0), t = k.size(1), d = k.size(2);
+  if (!c.k.defined() || c.k.size(1) < c.length + t) {
+    const int64_t capacity = std::max<int64_t>(2 * (c.length + t), 16);
+    Tensor nk = Tensor::empty({batch, capacity, d}), nv = Tensor::empty({batch, capacity, d});
+    if (c.length > 0) {
+      Tensor dst_k = nk.slice(1, 0, c.length), dst_v = nv.slice(1, 0, c.length);
+      dst_k.copy_from(c.k.slice(1, 0, c.length));
+      dst_v.copy_from(c.v.slice(1, 0, c.length));
+    }
+    c.k = nk, c.v = nv;
+  }
+  Tensor dst_k = c.k.slice(1, c.length, c.length + t), dst_v = c.v.slice(1, c.length, c.length + t);
+  dst_k.copy_from(k);
+  dst_v.copy_from(v);
+  c.length += t;
+}
+
+}  // namespace
+
+Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
+                                   KVCache* cache) {
+  TFM_CHECK(!cache || !autograd::grad_enabled(), "attention caches are for inference (under NoGradGuard)");
   const int64_t D = d_model_;
   auto project = [&](const Tensor& x, int64_t first, int64_t count) {  // rows [first, first+count) of the packed weights
     return ops::linear(x, in_proj_weight.slice(0, first * D, (first + count) * D), in_proj_bias.slice(0, first * D, (first + count) * D));
@@ -26,11 +63,21 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   if (query.same(key) && key.same(value)) {
     Tensor qkv = project(query, 0, 3);  // [batch, t, 3 * d_model]
     q = qkv.slice(2, 0, D), k = qkv.slice(2, D, 2 * D), v = qkv.slice(2, 2 * D, 3 * D);
+    if (cache) {  // attend to the cached prefix and the new positions
+      append(*cache, k, v);
+      k = cache->k.slice(1, 0, cache->length), v = cache->v.slice(1, 0, cache->length);
+    }
   } else if (key.same(value)) {
     q = project(query, 0, 1);
-    Tensor kv = project(key, 1, 2);  // [batch, tk, 2 * d_model]
-    k = kv.slice(2, 0, D), v = kv.slice(2, D, 2 * D);
+    if (cache && cache->length > 0) {  // memory already projected
+      k = cache->k, v = cache->v;
+    } else {
+      Tensor kv = project(key, 1, 2);  // [batch, tk, 2 * d_model]
+      k = kv.slice(2, 0, D), v = kv.slice(2, D, 2 * D);
+      if (cache) cache->k = k.contiguous(), cache->v = v.contiguous(), cache->length = k.size(1);
+    }
   } else {
+    TFM_CHECK(!cache, "attention caches need self-attention or shared keys and values");
     q = project(query, 0, 1), k = project(key, 1, 1), v = project(value, 2, 1);
   }
   const float p = training() ? dropout_ : 0.0f;

@@ -2,11 +2,22 @@
 // Multi-head attention (paper section 3.2.2) with PyTorch's nn.MultiheadAttention
 // parameter layout: one packed in_proj for Q, K and V, and out_proj.
 #include <memory>
+#include <vector>
 
 #include "nn/layers.h"
 #include "ops/attention.h"
 
 namespace tfm::nn {
+
+// Keys and values kept between decoding steps so that a step costs one position.
+// Self-attention appends each step's projections; encoder-decoder attention
+// projects the memory once, on the first step, and reuses it.
+struct KVCache {
+  Tensor k, v;         // [batch, capacity, d_model]; the first `length` positions are valid
+  int64_t length = 0;
+  // Reorders the batch rows (beam search keeps the beams it extends).
+  void select_rows(const std::vector<int64_t>& rows);
+};
 
 class MultiHeadAttention : public Module {
  public:
@@ -15,7 +26,10 @@ class MultiHeadAttention : public Module {
   // query: [batch, tq, d_model], key/value: [batch, tk, d_model] -> [batch, tq, d_model].
   // Pass the same tensor as query, key and value for self-attention, and the same
   // tensor as key and value for encoder-decoder attention: projections are fused then.
-  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask);
+  // With a cache (inference only), self-attention attends to the cached prefix plus
+  // the new positions, and encoder-decoder attention reuses the projected memory.
+  Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
+                 KVCache* cache = nullptr);
 
   // Attention probabilities of the last forward: [batch, heads, tq, tk].
   const Tensor& attention_weights() const { return weights_; }

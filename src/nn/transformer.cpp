@@ -54,17 +54,22 @@ DecoderLayer::DecoderLayer(const LayerOptions& o) : o_(o) {
   norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model));
 }
 
+void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
+  for (KVCache& c : self_attn) c.select_rows(rows);
+  for (KVCache& c : cross_attn) c.select_rows(rows);
+}
+
 Tensor DecoderLayer::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
-                             const ops::AttentionMask& memory_mask) {
+                             const ops::AttentionMask& memory_mask, KVCache* self_cache, KVCache* cross_cache) {
   Tensor x = x_in;
   if (o_.norm_first) {
     Tensor h = norm1->forward(x);
-    x = ops::add(x, dropout(self_attn->forward(h, h, h, tgt_mask), o_.dropout));
-    x = ops::add(x, dropout(multihead_attn->forward(norm2->forward(x), memory, memory, memory_mask), o_.dropout));
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, tgt_mask, self_cache), o_.dropout));
+    x = ops::add(x, dropout(multihead_attn->forward(norm2->forward(x), memory, memory, memory_mask, cross_cache), o_.dropout));
     x = ops::add(x, dropout(feed_forward->forward(norm3->forward(x)), o_.dropout));
   } else {
-    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, tgt_mask), o_.dropout)));
-    x = norm2->forward(ops::add(x, dropout(multihead_attn->forward(x, memory, memory, memory_mask), o_.dropout)));
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, tgt_mask, self_cache), o_.dropout)));
+    x = norm2->forward(ops::add(x, dropout(multihead_attn->forward(x, memory, memory, memory_mask, cross_cache), o_.dropout)));
     x = norm3->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
   }
   return trace(path(), x);
@@ -89,9 +94,15 @@ Decoder::Decoder(const LayerOptions& o, int64_t num_layers) {
 }
 
 Tensor Decoder::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
-                        const ops::AttentionMask& memory_mask) {
+                        const ops::AttentionMask& memory_mask, DecoderCache* cache) {
+  if (cache && cache->self_attn.empty()) {
+    cache->self_attn.resize(layers.size());
+    cache->cross_attn.resize(layers.size());
+  }
   Tensor x = x_in;
-  for (auto& layer : layers) x = layer->forward(x, memory, tgt_mask, memory_mask);
+  for (size_t i = 0; i < layers.size(); ++i)
+    x = layers[i]->forward(x, memory, tgt_mask, memory_mask, cache ? &cache->self_attn[i] : nullptr,
+                           cache ? &cache->cross_attn[i] : nullptr);
   return norm->forward(x);
 }
 

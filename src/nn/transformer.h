@@ -50,11 +50,20 @@ class EncoderLayer : public Module {
   LayerOptions o_;
 };
 
+// Per-layer caches for incremental decoding.
+struct DecoderCache {
+  std::vector<KVCache> self_attn, cross_attn;
+  int64_t length() const { return self_attn.empty() ? 0 : self_attn[0].length; }
+  void select_rows(const std::vector<int64_t>& rows);
+};
+
 class DecoderLayer : public Module {
  public:
   explicit DecoderLayer(const LayerOptions& o);
-  // x: [batch, tgt_len, d_model], memory: [batch, src_len, d_model]
-  Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask);
+  // x: [batch, tgt_len, d_model], memory: [batch, src_len, d_model]. With caches, x holds
+  // only the new positions.
+  Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask,
+                 KVCache* self_cache = nullptr, KVCache* cross_cache = nullptr);
   std::shared_ptr<MultiHeadAttention> self_attn, multihead_attn;
   std::shared_ptr<PositionwiseFeedForward> feed_forward;
   std::shared_ptr<LayerNorm> norm1, norm2, norm3;
@@ -74,7 +83,8 @@ class Encoder : public Module {
 class Decoder : public Module {
  public:
   Decoder(const LayerOptions& o, int64_t num_layers);
-  Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask);
+  Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask,
+                 DecoderCache* cache = nullptr);
   std::vector<std::shared_ptr<DecoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
 };

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "decode/greedy.h"
+#include "decode/beam_search.h"
 #include "io/checkpoint.h"
 #include "tensor/error.h"
 #include "train/progress.h"
@@ -131,7 +131,14 @@ CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
   Rng sample_rng(o.seed + 1000);
   if (o.samples > 0) {
     Seq2SeqBatch sample = make_copy_batch(sample_rng, o.samples, o.seq_len, config.src_vocab);
-    models::Tokens decoded = decode::greedy_decode(model, sample.src, o.seq_len, sample.src.ids[0]);
+    decode::SearchOptions greedy;  // beam 1, no end symbol: every output has the source's length
+    greedy.beam = 1, greedy.bos = sample.src.ids[0], greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o.seq_len - 1;
+    std::vector<std::vector<decode::Hypothesis>> hyps = decode::beam_search(model, sample.src, greedy);
+    models::Tokens decoded{{}, o.samples, o.seq_len};
+    for (const auto& h : hyps) {
+      decoded.ids.push_back(greedy.bos);
+      decoded.ids.insert(decoded.ids.end(), h[0].tokens.begin(), h[0].tokens.end());
+    }
     for (int64_t r = 0; r < o.samples; ++r) {
       const bool same = join_tokens(sample.src, r) == join_tokens(decoded, r);
       result.copied += same;

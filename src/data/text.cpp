@@ -1,0 +1,90 @@
+#include "data/text.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tensor/error.h"
+
+namespace tfm::data {
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c >> 5) == 0x6) {
+      len = 2, cp = c & 0x1f;
+    } else if ((c >> 4) == 0xe) {
+      len = 3, cp = c & 0x0f;
+    } else if ((c >> 3) == 0x1e) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    // Reject overlong forms, surrogates and code points past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  // gzread reads plain files unchanged, so one path serves both.
+  gzFile f = gzopen(path.c_str(), "rb");
+  TFM_CHECK(f, path << ": cannot open (" << std::strerror(errno) << ")");
+  std::string content;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) content.append(buf, static_cast<size_t>(n));
+  int err = 0;
+  const char* msg = gzerror(f, &err);
+  const std::string reason = msg ? msg : "";
+  gzclose(f);
+  TFM_CHECK(n == 0 && err == Z_OK, path << ": read error (" << reason << "; truncated or corrupted gzip?)");
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < content.size()) {
+    size_t end = content.find('\n', start);
+    if (end == std::string::npos) end = content.size();
+    std::string line = content.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    TFM_CHECK(line.find('\0') == std::string::npos, path << ":" << lines.size() + 1 << ": contains a NUL byte (binary file?)");
+    TFM_CHECK(valid_utf8(line), path << ":" << lines.size() + 1 << ": invalid UTF-8");
+    lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  return lines;
+}
+
+ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path) {
+  std::vector<std::string> src = read_lines(src_path), tgt = read_lines(tgt_path);
+  TFM_CHECK(src.size() == tgt.size(), src_path << " has " << src.size() << " lines but " << tgt_path << " has " << tgt.size()
+                                               << "; a parallel corpus needs one line per sentence on each side");
+  ParallelCorpus c;
+  for (size_t i = 0; i < src.size(); ++i) {
+    auto blank = [](const std::string& s) { return s.find_first_not_of(" \t") == std::string::npos; };
+    if (blank(src[i]) || blank(tgt[i])) {
+      ++c.empty_skipped;
+      continue;
+    }
+    c.src.push_back(std::move(src[i]));
+    c.tgt.push_back(std::move(tgt[i]));
+  }
+  return c;
+}
+
+}  // namespace tfm::data

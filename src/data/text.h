@@ -1,0 +1,24 @@
+#pragma once
+// Reading text corpora: one sentence a line, plain or gzip-compressed (.gz),
+// UTF-8 validated. Errors name the file and the line.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfm::data {
+
+bool valid_utf8(std::string_view s);
+
+// All lines of a file, without line terminators ("\n" or "\r\n").
+std::vector<std::string> read_lines(const std::string& path);
+
+struct ParallelCorpus {
+  std::vector<std::string> src, tgt;
+  int64_t empty_skipped = 0;  // pairs dropped because either side was empty
+};
+
+// Line i of src_path translates line i of tgt_path. Fails on different line
+// counts or invalid UTF-8; skips (and counts) pairs with an empty side.
+ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path);
+
+}  // namespace tfm::data

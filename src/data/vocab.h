@@ -1,0 +1,45 @@
+#pragma once
+// Subword vocabularies: SentencePiece models (BPE or unigram) trained on the
+// training text, with fixed ids for the special tokens.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace tfm::data {
+
+struct VocabOptions {
+  int64_t size = 8000;
+  std::string model_type = "bpe";  // "bpe" or "unigram"
+  double character_coverage = 1.0;
+  int64_t max_sentences = 2000000;  // sampled for training when the corpus is larger
+};
+
+class Vocab {
+ public:
+  static constexpr int kPad = 0, kUnk = 1, kBos = 2, kEos = 3;
+
+  // Loads and validates a SentencePiece model file.
+  static Vocab load(const std::string& path);
+  // Trains on `sentences` and writes the model to `path` (atomically).
+  static void train(const std::vector<std::string>& sentences, const VocabOptions& options, const std::string& path);
+
+  std::vector<int> encode(const std::string& text) const;
+  std::string decode(const std::vector<int>& ids) const;  // specials are dropped
+  std::string piece(int id) const;
+  int size() const;
+  // CRC-32 of the serialized model: what checkpoints record to refuse another vocabulary.
+  uint32_t checksum() const { return checksum_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::shared_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  uint32_t checksum_ = 0;
+  std::string path_;
+};
+
+}  // namespace tfm::data

@@ -1,0 +1,33 @@
+#pragma once
+// Batched beam search over an EncoderDecoder (greedy search is beam size 1).
+// Each step feeds only the newest token: the decoder's self-attention keys and
+// values and the projected encoder memory are cached (nn::DecoderCache).
+#include <vector>
+
+#include "models/encoder_decoder.h"
+
+namespace tfm::decode {
+
+struct SearchOptions {
+  int64_t beam = 4;
+  // Hypotheses are ranked by log-probability / length^length_penalty (0: raw log-probability).
+  float length_penalty = 1.0f;
+  // A sentence may have at most max_len_a * source_length + max_len_b target tokens.
+  float max_len_a = 1.5f;
+  int64_t max_len_b = 10;
+  int64_t nbest = 1;
+  int bos = 2, eos = 3;     // eos < 0: no end symbol, every hypothesis runs to its maximum length
+  bool use_cache = true;    // false re-runs the decoder over the whole prefix (for testing)
+};
+
+struct Hypothesis {
+  std::vector<int> tokens;  // without the start and end symbols
+  double log_prob = 0;      // sum of the tokens' log-probabilities (end symbol included)
+  double score = 0;         // log_prob / length^length_penalty
+};
+
+// src: [batch, src_len] padded with the model's pad id. Returns, for each
+// sentence, its best `nbest` hypotheses, best first.
+std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, const models::Tokens& src, const SearchOptions& options);
+
+}  // namespace tfm::decode
