@@ -9,7 +9,10 @@ namespace tfm::io {
 void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra) {
   NamedTensors tensors = model.named_parameters();
   for (const auto& [name, t] : extra.optimizer) tensors.emplace_back(kOptimizerPrefix + name, t);
-  std::map<std::string, std::string> metadata{{kConfigKey, extra.config_json}, {kModelKindKey, extra.model_kind}, {"format", "pt"}};
+  std::map<std::string, std::string> metadata = extra.metadata;
+  metadata[kConfigKey] = extra.config_json;
+  metadata[kModelKindKey] = extra.model_kind;
+  metadata["format"] = "pt";
   if (!extra.train_state.empty()) metadata[kTrainStateKey] = extra.train_state;
   write_safetensors(path, tensors, metadata);
 }
@@ -38,6 +41,7 @@ Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin) {
   TFM_CHECK(!c.config_json.empty(), origin << ": no model configuration in the metadata ('" << kConfigKey << "')");
   c.model_kind = meta(kModelKindKey);
   c.train_state = meta(kTrainStateKey);
+  c.metadata = file.metadata;
   const std::string prefix = kOptimizerPrefix;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(prefix, 0) == 0) c.optimizer.emplace_back(name.substr(prefix.size()), t);

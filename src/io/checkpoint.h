@@ -3,6 +3,7 @@
 // PyTorch state_dict names, the model configuration as JSON in the metadata
 // ("tfm.config"), and optionally the training state: optimizer moments under the
 // "optimizer." prefix and the step, RNG and data position in "tfm.train_state".
+#include <map>
 #include <string>
 
 #include "io/safetensors.h"
@@ -20,6 +21,7 @@ struct Checkpoint {
   std::string config_json;  // the model's configuration
   NamedTensors optimizer;   // names without the "optimizer." prefix
   std::string train_state;  // JSON, empty for weights-only files
+  std::map<std::string, std::string> metadata;  // anything else a model records (e.g. its vocabularies)
 };
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra);

@@ -86,6 +86,14 @@ TransformerConfig TransformerConfig::from_file(const std::string& path) {
   return from_json(ss.str(), path);
 }
 
+TransformerConfig preset(const std::string& name) {
+  TransformerConfig c;
+  if (name == "base") return c;
+  TFM_CHECK(name == "small", "unknown preset '" << name << "' (expected base or small)");
+  c.d_model = 256, c.d_ff = 1024, c.heads = 4, c.encoder_layers = c.decoder_layers = 3;
+  return c;
+}
+
 void TransformerConfig::validate(const std::string& origin) const {
   TFM_CHECK(src_vocab > 0 && tgt_vocab > 0, origin << ": src_vocab and tgt_vocab must be positive");
   TFM_CHECK(d_model > 0 && heads > 0 && d_ff > 0, origin << ": d_model, heads and d_ff must be positive");

@@ -28,4 +28,8 @@ struct TransformerConfig {
   void validate(const std::string& origin) const;
 };
 
+// Named sizes: "base" is the paper's (512 / 2048 / 8 heads / 6 + 6 layers),
+// "small" is 256 / 1024 / 4 heads / 3 + 3 layers. Vocabulary sizes are left 0.
+TransformerConfig preset(const std::string& name);
+
 }  // namespace tfm::models

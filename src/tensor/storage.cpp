@@ -1,11 +1,26 @@
 #include "tensor/storage.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <new>
 
 #include "tensor/error.h"
 
 namespace tfm {
+
+namespace {
+
+// Training allocates and frees the same large activation buffers every step. By
+// default glibc serves them with mmap and returns them on free, so each step pays
+// page faults on fresh pages; keeping freed memory in the heap lets it be reused.
+const bool g_heap_tuned = [] {
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  return true;
+}();
+
+}  // namespace
 
 Storage::Storage(size_t numel, Device device) : numel_(numel), device_(device) {
   TFM_CHECK(device == Device::CPU, "device " << to_string(device) << " is not supported by this build");

@@ -10,11 +10,14 @@ int64_t Seq2SeqBatch::target_tokens(int pad) const {
   return n;
 }
 
-double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options) {
-  const int pad = model.config().pad_id;
-  Tensor hidden = model.forward(batch.src, batch.tgt_in);                             // [batch, tgt_len, d_model]
+Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing) {
+  Tensor hidden = model.forward(batch.src, batch.tgt_in);                                   // [batch, tgt_len, d_model]
   Tensor logits = model.generator->logits(hidden).reshape({-1, model.config().tgt_vocab});  // [batch * tgt_len, vocab]
-  Tensor loss = ops::cross_entropy(logits, batch.tgt_out, options.label_smoothing, pad);
+  return ops::cross_entropy(logits, batch.tgt_out, label_smoothing, model.config().pad_id);
+}
+
+double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options) {
+  Tensor loss = seq2seq_loss(model, batch, options.label_smoothing);
   optimizer.zero_grad();
   loss.backward();
   if (options.clip_norm > 0.0) clip_grad_norm(model.parameters(), options.clip_norm);

@@ -19,6 +19,9 @@ struct StepOptions {
   double clip_norm = 0.0;  // 0: no clipping
 };
 
+// Teacher-forced forward pass and label-smoothed cross-entropy (padding ignored).
+Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing);
+
 // Forward, label-smoothed cross-entropy, backward, clipping, Adam. Returns the loss.
 double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options);
 

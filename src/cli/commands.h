@@ -1,0 +1,15 @@
+#pragma once
+// Each tfm subcommand registers its flags and an action on the CLI11 app. An
+// action returns the process exit code through `exit_code`; errors are thrown as
+// tfm::Error and printed by main as one line.
+#include <CLI/CLI.hpp>
+
+namespace tfm::cli {
+
+void add_train_command(CLI::App& app, int& exit_code);
+void add_vocab_command(CLI::App& app, int& exit_code);
+void add_translate_command(CLI::App& app, int& exit_code);
+void add_score_command(CLI::App& app, int& exit_code);
+void add_info_command(CLI::App& app, int& exit_code);
+
+}  // namespace tfm::cli

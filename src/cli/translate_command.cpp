@@ -1,0 +1,121 @@
+// `tfm translate`: plain text in, plain text out, with beam or greedy search.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "data/text.h"
+#include "data/vocab.h"
+#include "decode/translator.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "tensor/error.h"
+
+namespace tfm::cli {
+
+namespace {
+
+struct Options {
+  std::string model, input = "-", output = "-", src_vocab, tgt_vocab;
+  decode::SearchOptions search;
+  int64_t batch = 32, chunk = 2000;
+  bool greedy = false;
+};
+
+// The vocabulary a checkpoint was trained with: the given path, or the recorded one; its checksum must match.
+data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
+  TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
+  const std::string path = given.empty() ? record[side]["path"].get<std::string>() : given;
+  data::Vocab v = data::Vocab::load(path);
+  TFM_CHECK(v.checksum() == record[side]["crc32"].get<uint32_t>(),
+            path << ": is not the " << side << " vocabulary " << model << " was trained with (checksum differs)");
+  return v;
+}
+
+void run(const Options& o) {
+  io::SafeTensors file = io::read_safetensors(o.model);
+  io::Checkpoint info = io::checkpoint_info(file, o.model);
+  TFM_CHECK(info.metadata.count("tfm.vocab"), o.model << ": records no vocabularies; translation needs a checkpoint from `tfm train --train-src ...`");
+  nlohmann::json record = nlohmann::json::parse(info.metadata.at("tfm.vocab"));
+  data::Vocab src_vocab = checked_vocab(record, "src", o.src_vocab, o.model);
+  data::Vocab tgt_vocab = checked_vocab(record, "tgt", o.tgt_vocab, o.model);
+  models::EncoderDecoder model(models::TransformerConfig::from_json(info.config_json, o.model));
+  io::load_parameters(model, file, o.model);
+  model.eval();
+
+  decode::SearchOptions search = o.search;
+  if (o.greedy) search.beam = 1;
+  search.nbest = std::min(search.nbest, search.beam);
+  std::ifstream in_file;
+  if (o.input != "-") {
+    in_file.open(o.input);
+    TFM_CHECK(in_file, o.input << ": cannot open");
+  }
+  std::istream& in = o.input == "-" ? std::cin : in_file;
+  // Output goes to a temporary file renamed at the end: an existing file is replaced only by a complete translation.
+  const std::string tmp = o.output == "-" ? "" : o.output + ".tmp";
+  std::ofstream out_file;
+  if (!tmp.empty()) {
+    out_file.open(tmp);
+    TFM_CHECK(out_file, tmp << ": cannot write");
+  }
+  std::ostream& out = tmp.empty() ? std::cout : out_file;
+
+  int64_t line_no = 0;
+  std::vector<std::string> chunk;
+  auto flush = [&] {
+    std::vector<std::vector<int>> sources;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i) + 1;
+      TFM_CHECK(data::valid_utf8(chunk[i]), (o.input == "-" ? "stdin" : o.input) << ":" << n << ": invalid UTF-8");
+      sources.push_back(src_vocab.encode(chunk[i]));
+      if (sources.back().empty()) std::cerr << "tfm: warning: line " << n << " is empty; its translation is an empty line\n";
+    }
+    std::vector<std::vector<decode::Hypothesis>> results = decode::translate(model, sources, search, o.batch);
+    for (size_t i = 0; i < results.size(); ++i) {
+      const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i);
+      if (search.nbest == 1) {
+        out << tgt_vocab.decode(results[i][0].tokens) << "\n";
+        continue;
+      }
+      for (const decode::Hypothesis& h : results[i]) out << n << " ||| " << tgt_vocab.decode(h.tokens) << " ||| " << h.score << "\n";
+    }
+    out.flush();
+    chunk.clear();
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    chunk.push_back(line);
+    ++line_no;
+    if (static_cast<int64_t>(chunk.size()) >= o.chunk) flush();
+  }
+  flush();
+  if (!tmp.empty()) {
+    out_file.close();
+    TFM_CHECK(out_file, tmp << ": write failed");
+    TFM_CHECK(std::rename(tmp.c_str(), o.output.c_str()) == 0, "cannot rename " << tmp << " to " << o.output);
+  }
+}
+
+}  // namespace
+
+void add_translate_command(CLI::App& app, int&) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("translate", "Translate plain text (one sentence a line) with a trained model");
+  cmd->add_option("--model", o->model, "Checkpoint from `tfm train --train-src ...` (e.g. runs/x/best.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--input,-i", o->input, "Input text ('-': standard input)")->capture_default_str();
+  cmd->add_option("--output,-o", o->output, "Output text ('-': standard output); replaced only when translation completes")->capture_default_str();
+  cmd->add_option("--beam", o->search.beam, "Beam size")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_flag("--greedy", o->greedy, "Greedy search (beam 1)");
+  cmd->add_option("--nbest", o->search.nbest, "Hypotheses per sentence, written as 'line ||| text ||| score'")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--length-penalty", o->search.length_penalty, "Rank by log-probability / length^penalty")->capture_default_str();
+  cmd->add_option("--max-len-a", o->search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str();
+  cmd->add_option("--max-len-b", o->search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Sentences per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--src-vocab", o->src_vocab, "Source vocabulary (default: the path the checkpoint records)");
+  cmd->add_option("--tgt-vocab", o->tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,40 @@
+// `tfm vocab`: trains SentencePiece subword vocabularies on training text.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "data/text.h"
+#include "data/vocab.h"
+
+namespace tfm::cli {
+
+void add_vocab_command(CLI::App& app, int&) {
+  struct Options {
+    std::string src, tgt, out = "vocab";
+    bool joint = false;
+    data::VocabOptions vocab;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("vocab", "Train subword vocabularies (SentencePiece BPE or unigram) on training text");
+  cmd->add_option("--src", o->src, "Source training text (plain or .gz)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--tgt", o->tgt, "Target training text")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--out", o->out, "Output prefix: PREFIX.model when joint, else PREFIX.src.model and PREFIX.tgt.model")->capture_default_str();
+  cmd->add_flag("--joint", o->joint, "One vocabulary for both languages (lets the model share its embeddings)");
+  cmd->add_option("--size", o->vocab.size, "Vocabulary size (per vocabulary)")->capture_default_str()->check(CLI::Range(8, 1000000));
+  cmd->add_option("--type", o->vocab.model_type, "Subword model")->capture_default_str()->check(CLI::IsMember({"bpe", "unigram"}));
+  cmd->callback([o] {
+    std::vector<std::string> src = data::read_lines(o->src), tgt = data::read_lines(o->tgt);
+    if (o->joint) {
+      src.insert(src.end(), tgt.begin(), tgt.end());
+      data::Vocab::train(src, o->vocab, o->out + ".model");
+      std::cout << "wrote " << o->out << ".model (" << o->vocab.size << " pieces, " << o->vocab.model_type << ")\n";
+      return;
+    }
+    data::Vocab::train(src, o->vocab, o->out + ".src.model");
+    data::Vocab::train(tgt, o->vocab, o->out + ".tgt.model");
+    std::cout << "wrote " << o->out << ".src.model and " << o->out << ".tgt.model (" << o->vocab.size << " pieces each, "
+              << o->vocab.model_type << ")\n";
+  });
+}
+
+}  // namespace tfm::cli
