@@ -1,27 +1,16 @@
 // The tfm binary as a user runs it: help, clear one-line errors, exit codes.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
+#include "support/process.h"
+
 namespace {
 
-struct CliResult {
-  int code;
-  std::string output;  // stdout and stderr together
-};
-
-CliResult run_tfm(const std::string& args) {
-  std::string cmd = std::string(TFM_BINARY) + " " + args + " 2>&1";
-  CliResult r{0, ""};
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
-  r.code = WEXITSTATUS(::pclose(pipe));
-  return r;
-}
+using tfm::testing::CliResult;
+using tfm::testing::run_tfm;
 
 TEST(Cli, HelpListsTheCommands) {
   CliResult r = run_tfm("--help");

@@ -73,10 +73,13 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
     models::Tokens input{{}, rows, o.use_cache ? 1 : step};
     for (const Beam& beam : beams) {
-      if (o.use_cache)
+      if (o.use_cache) {
         input.ids.push_back(beam.tokens.back());
-      else
-        input.ids.insert(input.ids.end(), beam.tokens.begin(), beam.tokens.end());
+      } else {  // finished sentences and filler beams have shorter histories: pad them (their rows are ignored)
+        std::vector<int> row = beam.tokens;
+        row.resize(static_cast<size_t>(step), beam.tokens.back());
+        input.ids.insert(input.ids.end(), row.begin(), row.end());
+      }
     }
     Tensor hidden = model.decode(memory, beam_src_mask, input, causal, o.use_cache ? &cache : nullptr);
     Tensor logits = model.generator->logits(hidden.slice(1, hidden.size(1) - 1, hidden.size(1)).contiguous());  // [rows, 1, vocab]

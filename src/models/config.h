@@ -22,9 +22,10 @@ struct TransformerConfig {
 
   nn::LayerOptions layer_options() const;
   std::string to_json() const;
-  // Parses and validates; `origin` names the source in error messages.
-  static TransformerConfig from_json(const std::string& text, const std::string& origin);
-  static TransformerConfig from_file(const std::string& path);
+  // Parses and (unless told not to, for callers that fill in fields first)
+  // validates; `origin` names the source in error messages.
+  static TransformerConfig from_json(const std::string& text, const std::string& origin, bool validate = true);
+  static TransformerConfig from_file(const std::string& path, bool validate = true);
   void validate(const std::string& origin) const;
 };
 

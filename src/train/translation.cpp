@@ -140,13 +140,13 @@ int Trainer::run() {
   load_data();
   std::filesystem::create_directories(o_.out_dir);
   models::TransformerConfig config = models::preset(o_.preset);
-  if (!o_.config_path.empty()) config = models::TransformerConfig::from_file(o_.config_path);
-  config.src_vocab = src_vocab_.size();
+  if (o_.config_path.empty()) config.dropout = o_.dropout, config.norm_first = o_.norm_first;
+  else config = models::TransformerConfig::from_file(o_.config_path, /*validate=*/false);
+  config.src_vocab = src_vocab_.size();  // the vocabularies decide these
   config.tgt_vocab = tgt_vocab_.size();
   config.share_embeddings = src_vocab_.checksum() == tgt_vocab_.checksum();
   config.pad_id = data::Vocab::kPad;
-  if (o_.config_path.empty()) config.dropout = o_.dropout, config.norm_first = o_.norm_first;
-  config.max_len = std::max<int64_t>(config.max_len, 256);
+  config.validate(o_.config_path.empty() ? "model configuration" : o_.config_path);
   io::SafeTensors resumed;
   if (!o_.resume.empty()) {
     resumed = io::read_safetensors(o_.resume);

@@ -1,0 +1,283 @@
+// The translation pipeline on a small synthetic corpus: reading, batching,
+// vocabularies, search, and training with exact resume.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "data/batching.h"
+#include "data/text.h"
+#include "data/vocab.h"
+#include "decode/beam_search.h"
+#include "io/safetensors.h"
+#include "support/fixture.h"
+#include "support/process.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+#include "train/translation.h"
+
+namespace tfm {
+namespace {
+
+using testing::TempDir;
+using testing::write_file;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// 300 sentence pairs over a 40-word lexicon: the "translation" maps each word
+// and reverses the order, so the task is learnable and the data deterministic.
+struct SyntheticCorpus {
+  TempDir dir;
+  std::string src, tgt, vocab;
+  SyntheticCorpus() : src(dir.path("train.src")), tgt(dir.path("train.tgt")), vocab(dir.path("vocab.model")) {
+    const char* a[] = {"haus", "baum", "katze", "hund", "blau", "rot", "gross", "klein", "lauft", "sitzt"};
+    const char* b[] = {"house", "tree", "cat", "dog", "blue", "red", "big", "small", "runs", "sits"};
+    Rng rng(5);
+    std::string s, t;
+    std::vector<std::string> both;
+    for (int i = 0; i < 300; ++i) {
+      std::vector<int> words(static_cast<size_t>(rng.randint(2, 7)));
+      for (int& w : words) w = static_cast<int>(rng.randint(0, 10));
+      std::string ls, lt;
+      for (size_t k = 0; k < words.size(); ++k) {
+        ls += (k ? " " : "") + std::string(a[words[k]]);
+        lt += (k ? " " : "") + std::string(b[words[words.size() - 1 - k]]);
+      }
+      s += ls + "\n", t += lt + "\n";
+      both.push_back(ls), both.push_back(lt);
+    }
+    write_file(src, s);
+    write_file(tgt, t);
+    data::VocabOptions vo;
+    vo.size = 60;
+    data::Vocab::train(both, vo, vocab);
+  }
+};
+
+SyntheticCorpus& corpus() {
+  static SyntheticCorpus c;
+  return c;
+}
+
+TEST(TextData, ReadsGzipAndCrlfAndNamesBadLines) {
+  TempDir dir;
+  const std::string gz = dir.path("a.txt.gz");
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzputs(f, "eins\r\nzwei\ndrei");
+  gzclose(f);
+  EXPECT_EQ(data::read_lines(gz), (std::vector<std::string>{"eins", "zwei", "drei"}));
+
+  write_file(dir.path("bad.txt"), "fine\nbad \xff byte\n");
+  EXPECT_EQ(error_of([&] { data::read_lines(dir.path("bad.txt")); }), dir.path("bad.txt") + ":2: invalid UTF-8");
+  EXPECT_NE(error_of([&] { data::read_lines(dir.path("missing.txt")); }).find("cannot open"), std::string::npos);
+  write_file(dir.path("trunc.gz"), std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x4b\x4c", 12));
+  EXPECT_NE(error_of([&] { data::read_lines(dir.path("trunc.gz")); }).find("truncated or corrupted gzip"), std::string::npos);
+}
+
+TEST(TextData, ParallelCorpusChecksAlignmentAndSkipsEmptyPairs) {
+  TempDir dir;
+  write_file(dir.path("s"), "a\n\nc\nd\n");
+  write_file(dir.path("t"), "A\nB\n \nD\n");
+  data::ParallelCorpus c = data::read_parallel(dir.path("s"), dir.path("t"));
+  EXPECT_EQ(c.src, (std::vector<std::string>{"a", "d"}));
+  EXPECT_EQ(c.empty_skipped, 2);
+  write_file(dir.path("t3"), "A\nB\nC\n");
+  EXPECT_NE(error_of([&] { data::read_parallel(dir.path("s"), dir.path("t3")); }).find("has 4 lines but"), std::string::npos);
+}
+
+TEST(Vocab, RoundTripsAndRejectsOtherFiles) {
+  data::Vocab v = data::Vocab::load(corpus().vocab);
+  EXPECT_EQ(v.size(), 60);
+  EXPECT_EQ(v.decode(v.encode("katze sitzt")), "katze sitzt");
+  EXPECT_EQ(v.piece(data::Vocab::kEos), "</s>");
+  EXPECT_NE(error_of([] { data::Vocab::load(testing::fixture_path("losses.safetensors")); }).find("not a valid SentencePiece model"),
+            std::string::npos);
+}
+
+TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
+  data::Vocab v = data::Vocab::load(corpus().vocab);
+  data::EncodedCorpus enc = data::encode_corpus(data::read_parallel(corpus().src, corpus().tgt), v, v, 100);
+  ASSERT_EQ(enc.examples.size(), 300u);
+  for (uint64_t seed : {0ull, 7ull}) {
+    std::multiset<int64_t> seen;
+    for (const auto& batch : data::make_batches(enc.examples, 64, seed)) {
+      train::Seq2SeqBatch b = data::collate(enc.examples, batch);
+      EXPECT_LE(b.src.rows * std::max(b.src.cols, b.tgt_in.cols), 64);
+      seen.insert(batch.begin(), batch.end());
+    }
+    EXPECT_EQ(seen.size(), 300u);
+    EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 300u);
+  }
+  // Source ends with </s>; decoder input starts with <s>; targets end with </s>; then padding.
+  train::Seq2SeqBatch b = data::collate(enc.examples, {0});
+  const data::Example& e = enc.examples[0];
+  EXPECT_EQ(b.src.ids.back(), data::Vocab::kEos);
+  EXPECT_EQ(b.tgt_in.ids[0], data::Vocab::kBos);
+  EXPECT_EQ(b.tgt_out[e.tgt.size()], data::Vocab::kEos);
+  EXPECT_EQ(std::vector<int>(b.tgt_in.ids.begin() + 1, b.tgt_in.ids.end()), std::vector<int>(b.tgt_out.begin(), b.tgt_out.end() - 1));
+}
+
+TEST(BeamSearch, CachedDecodingEqualsRecomputingThePrefix) {
+  testing::ModelFixture f = testing::load_model_fixture("model_pre_gelu.safetensors");
+  auto model = f.make_model();
+  model->eval();
+  models::Tokens src = f.tokens("input.src");
+  decode::SearchOptions o;
+  o.beam = 3, o.nbest = 3, o.bos = 1, o.eos = 2, o.max_len_a = 1.0f, o.max_len_b = 4;
+  auto cached = decode::beam_search(*model, src, o);
+  o.use_cache = false;
+  auto full = decode::beam_search(*model, src, o);
+  ASSERT_EQ(cached.size(), full.size());
+  for (size_t b = 0; b < cached.size(); ++b) {
+    ASSERT_EQ(cached[b].size(), 3u);
+    ASSERT_EQ(cached[b].size(), full[b].size());
+    for (size_t k = 0; k < cached[b].size(); ++k) {
+      EXPECT_EQ(cached[b][k].tokens, full[b][k].tokens) << "sentence " << b << " hypothesis " << k;
+      EXPECT_NEAR(cached[b][k].score, full[b][k].score, 1e-5);
+    }
+    EXPECT_GE(cached[b][0].score, cached[b][1].score);
+  }
+}
+
+train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out) {
+  write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1,
+                                        "dropout": 0.1, "norm_first": true})");
+  train::TranslationOptions o;
+  o.train_src = o.valid_src = corpus().src;
+  o.train_tgt = o.valid_tgt = corpus().tgt;
+  o.src_vocab = o.tgt_vocab = corpus().vocab;
+  o.config_path = dir.path("tiny.json");
+  o.out_dir = dir.path(out);
+  o.max_tokens = 400, o.validate_every = 4, o.valid_sentences = 20, o.warmup = 4, o.log_every = 1;
+  return o;
+}
+
+TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions straight = tiny_run(dir, "straight");
+  straight.max_steps = 8;
+  ASSERT_EQ(train::run_translation_training(straight, log), 0) << log.str();
+
+  train::TranslationOptions first = tiny_run(dir, "split");
+  first.max_steps = 4;
+  ASSERT_EQ(train::run_translation_training(first, log), 0) << log.str();
+  train::TranslationOptions rest = tiny_run(dir, "split");
+  rest.max_steps = 8;
+  rest.resume = dir.path("split/last.safetensors");
+  ASSERT_EQ(train::run_translation_training(rest, log), 0) << log.str();
+
+  io::SafeTensors a = io::read_safetensors(dir.path("straight/last.safetensors"));
+  io::SafeTensors b = io::read_safetensors(dir.path("split/last.safetensors"));
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_EQ(a.tensors[i].first, b.tensors[i].first);
+    EXPECT_EQ(a.tensors[i].second.to_vector(), b.tensors[i].second.to_vector()) << a.tensors[i].first;
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.path("straight/best.safetensors")));
+  EXPECT_NE(testing::read_file(dir.path("straight/metrics.jsonl")).find("\"bleu\""), std::string::npos);
+}
+
+TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions o = tiny_run(dir, "run");
+  o.max_steps = 1;
+  ASSERT_EQ(train::run_translation_training(o, log), 0);
+  std::vector<std::string> words;
+  for (int i = 0; i < 200; ++i) words.push_back("zebra quokka axolotl " + std::to_string(i));
+  data::VocabOptions vo;
+  vo.size = 40;
+  data::Vocab::train(words, vo, dir.path("other.model"));
+  o.src_vocab = o.tgt_vocab = dir.path("other.model");
+  o.resume = dir.path("run/last.safetensors");
+  o.max_steps = 2;
+  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("was trained with other vocabularies"), std::string::npos);
+}
+
+// A checkpoint trained for a few steps through the CLI, shared by the CLI tests.
+struct TrainedModel {
+  TempDir dir;
+  std::string model;
+  TrainedModel() {
+    write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1})");
+    const SyntheticCorpus& c = corpus();
+    testing::CliResult r = testing::run_tfm("train --train-src " + c.src + " --train-tgt " + c.tgt + " --valid-src " + c.src +
+                                            " --valid-tgt " + c.tgt + " --src-vocab " + c.vocab + " --tgt-vocab " + c.vocab +
+                                            " --config " + dir.path("tiny.json") + " --steps 3 --valid-sentences 5 --out " + dir.path("run"));
+    EXPECT_EQ(r.code, 0) << r.output;
+    model = dir.path("run/last.safetensors");
+  }
+};
+
+TrainedModel& trained() {
+  static TrainedModel m;
+  return m;
+}
+
+TEST(TranslateCli, KeepsLineAlignmentAcrossEmptyLinesAndWritesNBest) {
+  TempDir dir;
+  write_file(dir.path("in.txt"), "haus blau\n\nkatze sitzt\n");
+  testing::CliResult r = testing::run_tfm("translate --model " + trained().model + " -i " + dir.path("in.txt") + " -o " + dir.path("out.txt"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: line 2 is empty"), std::string::npos) << r.output;
+  const std::string out = testing::read_file(dir.path("out.txt"));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+  EXPECT_EQ(out.substr(out.find('\n') + 1, 1), "\n") << "line 2 must be the empty translation";
+
+  testing::CliResult n = testing::run_tfm("translate --model " + trained().model + " --beam 3 --nbest 2 < " + dir.path("in.txt"));
+  ASSERT_EQ(n.code, 0) << n.output;
+  EXPECT_NE(n.output.find("0 ||| "), std::string::npos) << n.output;
+  EXPECT_NE(n.output.find("2 ||| "), std::string::npos) << n.output;
+}
+
+TEST(TranslateCli, RefusesAnotherVocabularyAndNeverClobbersOutputOnError) {
+  TempDir dir;
+  std::vector<std::string> words;
+  for (int i = 0; i < 200; ++i) words.push_back("zebra quokka axolotl " + std::to_string(i));
+  data::VocabOptions vo;
+  vo.size = 40;
+  data::Vocab::train(words, vo, dir.path("other.model"));
+  testing::CliResult r = testing::run_tfm("translate --model " + trained().model + " --src-vocab " + dir.path("other.model") + " < /dev/null");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("is not the src vocabulary"), std::string::npos) << r.output;
+
+  write_file(dir.path("out.txt"), "KEEP");
+  write_file(dir.path("bad.txt"), "haus\nbad \xff\n");
+  testing::CliResult bad = testing::run_tfm("translate --model " + trained().model + " -i " + dir.path("bad.txt") + " -o " + dir.path("out.txt"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find(":2: invalid UTF-8"), std::string::npos) << bad.output;
+  EXPECT_EQ(testing::read_file(dir.path("out.txt")), "KEEP");
+}
+
+TEST(TrainCli, CtrlCSavesACheckpointAndExits) {
+  TempDir dir;
+  const SyntheticCorpus& c = corpus();
+  testing::CliResult r = testing::run_tfm("train --train-src " + c.src + " --train-tgt " + c.tgt + " --valid-src " + c.src + " --valid-tgt " +
+                                          c.tgt + " --src-vocab " + c.vocab + " --tgt-vocab " + c.vocab + " --config " +
+                                          dir.path("none.json") + " --out " + dir.path("run") + " 2>&1; echo");
+  EXPECT_NE(r.output.find("none.json"), std::string::npos) << "a missing config is reported: " << r.output;
+  write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1})");
+  const std::string cmd = std::string("timeout --preserve-status -s INT 4 ") + TFM_BINARY + " train --train-src " + c.src + " --train-tgt " + c.tgt +
+                          " --valid-src " + c.src + " --valid-tgt " + c.tgt + " --src-vocab " + c.vocab + " --tgt-vocab " + c.vocab +
+                          " --config " + dir.path("tiny.json") + " --validate-every 100000 --epochs 100000 --out " + dir.path("run") +
+                          " > " + dir.path("log") + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 130) << testing::read_file(dir.path("log"));
+  EXPECT_NE(testing::read_file(dir.path("log")).find("interrupted: saved"), std::string::npos) << testing::read_file(dir.path("log"));
+  EXPECT_NO_THROW(io::read_safetensors(dir.path("run/last.safetensors")));
+}
+
+}  // namespace
+}  // namespace tfm
