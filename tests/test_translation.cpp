@@ -279,5 +279,27 @@ TEST(TrainCli, CtrlCSavesACheckpointAndExits) {
   EXPECT_NO_THROW(io::read_safetensors(dir.path("run/last.safetensors")));
 }
 
+TEST(AttentionCli, DrawsAHeatmapForEveryKind) {
+  TempDir dir;
+  for (const char* kind : {"encoder", "decoder", "cross"}) {
+    const std::string png = dir.path(std::string(kind) + ".png");
+    testing::CliResult r = testing::run_tfm("attention --model " + trained().model + " --src 'haus blau' --kind " + kind + " --out " + png);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(testing::read_file(png).substr(1, 3), "PNG") << kind;
+  }
+  testing::CliResult bad = testing::run_tfm("attention --model " + trained().model + " --src 'haus' --layer 7 --out " + dir.path("x.png"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("--layer 7 outside"), std::string::npos) << bad.output;
+}
+
+TEST(TranslationTraining, DrawsTrainingCurves) {
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions o = tiny_run(dir, "run");
+  o.max_steps = 4;
+  ASSERT_EQ(train::run_translation_training(o, log), 0);
+  EXPECT_EQ(testing::read_file(dir.path("run/curves.png")).substr(1, 3), "PNG");
+}
+
 }  // namespace
 }  // namespace tfm

@@ -11,5 +11,6 @@ void add_vocab_command(CLI::App& app, int& exit_code);
 void add_translate_command(CLI::App& app, int& exit_code);
 void add_score_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
+void add_attention_command(CLI::App& app, int& exit_code);
 
 }  // namespace tfm::cli

@@ -2,14 +2,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "data/text.h"
 #include "data/vocab.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
-#include "io/checkpoint.h"
-#include "io/safetensors.h"
 #include "tensor/error.h"
 
 namespace tfm::cli {
@@ -23,26 +21,10 @@ struct Options {
   bool greedy = false;
 };
 
-// The vocabulary a checkpoint was trained with: the given path, or the recorded one; its checksum must match.
-data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
-  TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
-  const std::string path = given.empty() ? record[side]["path"].get<std::string>() : given;
-  data::Vocab v = data::Vocab::load(path);
-  TFM_CHECK(v.checksum() == record[side]["crc32"].get<uint32_t>(),
-            path << ": is not the " << side << " vocabulary " << model << " was trained with (checksum differs)");
-  return v;
-}
-
 void run(const Options& o) {
-  io::SafeTensors file = io::read_safetensors(o.model);
-  io::Checkpoint info = io::checkpoint_info(file, o.model);
-  TFM_CHECK(info.metadata.count("tfm.vocab"), o.model << ": records no vocabularies; translation needs a checkpoint from `tfm train --train-src ...`");
-  nlohmann::json record = nlohmann::json::parse(info.metadata.at("tfm.vocab"));
-  data::Vocab src_vocab = checked_vocab(record, "src", o.src_vocab, o.model);
-  data::Vocab tgt_vocab = checked_vocab(record, "tgt", o.tgt_vocab, o.model);
-  models::EncoderDecoder model(models::TransformerConfig::from_json(info.config_json, o.model));
-  io::load_parameters(model, file, o.model);
-  model.eval();
+  decode::TranslationModel tm = decode::TranslationModel::load(o.model, o.src_vocab, o.tgt_vocab);
+  models::EncoderDecoder& model = *tm.model;
+  const data::Vocab &src_vocab = tm.src_vocab, &tgt_vocab = tm.tgt_vocab;
 
   decode::SearchOptions search = o.search;
   if (o.greedy) search.beam = 1;

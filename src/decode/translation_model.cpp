@@ -1,0 +1,43 @@
+#include "decode/translation_model.h"
+
+#include <nlohmann/json.hpp>
+
+#include "io/checkpoint.h"
+#include "tensor/error.h"
+
+namespace tfm::decode {
+
+namespace {
+
+data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
+  TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
+  const std::string path = given.empty() ? record[side]["path"].get<std::string>() : given;
+  data::Vocab v = data::Vocab::load(path);
+  TFM_CHECK(v.checksum() == record[side]["crc32"].get<uint32_t>(),
+            path << ": is not the " << side << " vocabulary " << model << " was trained with (checksum differs)");
+  return v;
+}
+
+}  // namespace
+
+TranslationModel TranslationModel::load(const std::string& checkpoint, const std::string& src_vocab, const std::string& tgt_vocab) {
+  io::SafeTensors file = io::read_safetensors(checkpoint);
+  io::Checkpoint info = io::checkpoint_info(file, checkpoint);
+  TFM_CHECK(info.metadata.count("tfm.vocab"),
+            checkpoint << ": records no vocabularies; translation needs a checkpoint from `tfm train --train-src ...`");
+  nlohmann::json record;
+  try {
+    record = nlohmann::json::parse(info.metadata.at("tfm.vocab"));
+  } catch (const nlohmann::json::exception&) {
+    throw Error(checkpoint + ": the vocabulary record in the metadata is malformed");
+  }
+  TranslationModel m;
+  m.src_vocab = checked_vocab(record, "src", src_vocab, checkpoint);
+  m.tgt_vocab = checked_vocab(record, "tgt", tgt_vocab, checkpoint);
+  m.model = std::make_unique<models::EncoderDecoder>(models::TransformerConfig::from_json(info.config_json, checkpoint));
+  io::load_parameters(*m.model, file, checkpoint);
+  m.model->eval();
+  return m;
+}
+
+}  // namespace tfm::decode
