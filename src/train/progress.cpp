@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tfm::train {
@@ -27,7 +28,8 @@ void Progress::update(int64_t step, double loss, double lr, int64_t tokens) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double done = static_cast<double>(step - first_);
   const double tok_per_s = elapsed > 0 ? tokens_ / elapsed : 0.0;
-  const double eta = done > 0 ? elapsed / done * static_cast<double>(total_ - step) : 0.0;
+  double eta = done > 0 ? elapsed / done * static_cast<double>(total_ - step) : 0.0;
+  if (time_limit_ > 0) eta = std::min(eta, std::max(0.0, time_limit_ - elapsed));
   if (tty_) {
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_, 1)));

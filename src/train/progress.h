@@ -14,12 +14,15 @@ class Progress {
   // Call after each step with that step's loss, learning rate and target tokens.
   void update(int64_t step, double loss, double lr, int64_t tokens);
   void finish();
+  // A wall-clock budget (seconds from now): the ETA never exceeds what is left of it.
+  void set_time_limit(double seconds) { time_limit_ = seconds; }
 
  private:
   int64_t total_, first_, log_every_;
   std::FILE* out_;
   bool tty_;
   int64_t tokens_ = 0;
+  double time_limit_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
 

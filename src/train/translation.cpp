@@ -201,6 +201,7 @@ int Trainer::run() {
       (data::make_batches(train_.examples, o_.max_tokens, 1).size() + static_cast<size_t>(o_.accumulate) - 1) / static_cast<size_t>(o_.accumulate));
   const int64_t total = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch * o_.epochs;
   Progress progress(total, state_.step, o_.log_every);
+  if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
   bool finished = false, interrupted = false;
   int64_t validated_at = -1;
   auto run_validation = [&] {
