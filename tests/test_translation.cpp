@@ -13,6 +13,7 @@
 #include "data/text.h"
 #include "data/vocab.h"
 #include "decode/beam_search.h"
+#include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "support/fixture.h"
 #include "support/process.h"
@@ -290,6 +291,18 @@ TEST(AttentionCli, DrawsAHeatmapForEveryKind) {
   testing::CliResult bad = testing::run_tfm("attention --model " + trained().model + " --src 'haus' --layer 7 --out " + dir.path("x.png"));
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find("--layer 7 outside"), std::string::npos) << bad.output;
+}
+
+TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions o = tiny_run(dir, "run");
+  o.lr_factor = 0.0f;  // the model never changes, so BLEU never improves after the first validation
+  o.validate_every = 1, o.patience = 2, o.max_steps = 10;
+  ASSERT_EQ(train::run_translation_training(o, log), 0);
+  EXPECT_NE(log.str().find("early stop: no better BLEU in 2 validations"), std::string::npos) << log.str();
+  io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
+  EXPECT_NE(info.train_state.find("\"step\":3"), std::string::npos) << info.train_state;
 }
 
 TEST(TranslationTraining, DrawsTrainingCurves) {

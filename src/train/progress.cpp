@@ -23,7 +23,8 @@ Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, s
     : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), out_(out),
       tty_(::isatty(::fileno(out)) != 0), start_(std::chrono::steady_clock::now()) {}
 
-void Progress::update(int64_t step, double loss, double lr, int64_t tokens) {
+void Progress::update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label) {
+  const std::string lead = label.empty() ? "" : label + " ";
   tokens_ += tokens;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double done = static_cast<double>(step - first_);
@@ -35,10 +36,10 @@ void Progress::update(int64_t step, double loss, double lr, int64_t tokens) {
     const int filled = static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_, 1)));
     std::string bar(static_cast<size_t>(filled), '#');
     bar.append(static_cast<size_t>(kWidth - filled), '.');
-    std::fprintf(out_, "\r[%s] %ld/%ld loss %.4f lr %.2e %.0f tok/s ETA %s   ", bar.c_str(), static_cast<long>(step),
+    std::fprintf(out_, "\r%s[%s] %ld/%ld loss %.4f lr %.2e %.0f tok/s ETA %s   ", lead.c_str(), bar.c_str(), static_cast<long>(step),
                  static_cast<long>(total_), loss, lr, tok_per_s, format_duration(eta).c_str());
   } else if (step % log_every_ == 0 || step == total_) {
-    std::fprintf(out_, "step %ld/%ld loss %.4f lr %.3e tok/s %.0f elapsed %s eta %s\n", static_cast<long>(step),
+    std::fprintf(out_, "%sstep %ld/%ld loss %.4f lr %.3e tok/s %.0f elapsed %s eta %s\n", lead.c_str(), static_cast<long>(step),
                  static_cast<long>(total_), loss, lr, tok_per_s, format_duration(elapsed).c_str(), format_duration(eta).c_str());
   }
   std::fflush(out_);

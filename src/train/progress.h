@@ -11,8 +11,9 @@ namespace tfm::train {
 class Progress {
  public:
   Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::FILE* out = stderr);
-  // Call after each step with that step's loss, learning rate and target tokens.
-  void update(int64_t step, double loss, double lr, int64_t tokens);
+  // Call after each step with that step's loss, learning rate and target tokens;
+  // `label` (e.g. "epoch 3") leads the line.
+  void update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label = "");
   void finish();
   // A wall-clock budget (seconds from now): the ETA never exceeds what is left of it.
   void set_time_limit(double seconds) { time_limit_ = seconds; }

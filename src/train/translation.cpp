@@ -245,7 +245,7 @@ int Trainer::run() {
       optimizer_->step();
       ++state_.step;
       state_.batch = end;
-      progress.update(state_.step, loss, optimizer_->lr(), tokens);
+      progress.update(state_.step, loss, optimizer_->lr(), tokens, "epoch " + std::to_string(state_.epoch));
       if (state_.step % o_.log_every == 0)
         log_metrics({{"step", state_.step}, {"epoch", state_.epoch}, {"train_loss", loss}, {"lr", optimizer_->lr()}, {"elapsed_s", elapsed()}});
       if (o_.save_every > 0 && state_.step % o_.save_every == 0) save("step-" + std::to_string(state_.step) + ".safetensors");
