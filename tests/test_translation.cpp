@@ -66,6 +66,15 @@ struct SyntheticCorpus {
   }
 };
 
+// A vocabulary trained on other text: checkpoints from corpus() must refuse it.
+void write_unrelated_vocab(const std::string& path) {
+  std::vector<std::string> words;
+  for (int i = 0; i < 200; ++i) words.push_back("zebra quokka axolotl " + std::to_string(i));
+  data::VocabOptions vo;
+  vo.size = 40;
+  data::Vocab::train(words, vo, path);
+}
+
 SyntheticCorpus& corpus() {
   static SyntheticCorpus c;
   return c;
@@ -196,11 +205,7 @@ TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
   train::TranslationOptions o = tiny_run(dir, "run");
   o.max_steps = 1;
   ASSERT_EQ(train::run_translation_training(o, log), 0);
-  std::vector<std::string> words;
-  for (int i = 0; i < 200; ++i) words.push_back("zebra quokka axolotl " + std::to_string(i));
-  data::VocabOptions vo;
-  vo.size = 40;
-  data::Vocab::train(words, vo, dir.path("other.model"));
+  write_unrelated_vocab(dir.path("other.model"));
   o.src_vocab = o.tgt_vocab = dir.path("other.model");
   o.resume = dir.path("run/last.safetensors");
   o.max_steps = 2;
@@ -245,11 +250,7 @@ TEST(TranslateCli, KeepsLineAlignmentAcrossEmptyLinesAndWritesNBest) {
 
 TEST(TranslateCli, RefusesAnotherVocabularyAndNeverClobbersOutputOnError) {
   TempDir dir;
-  std::vector<std::string> words;
-  for (int i = 0; i < 200; ++i) words.push_back("zebra quokka axolotl " + std::to_string(i));
-  data::VocabOptions vo;
-  vo.size = 40;
-  data::Vocab::train(words, vo, dir.path("other.model"));
+  write_unrelated_vocab(dir.path("other.model"));
   testing::CliResult r = testing::run_tfm("translate --model " + trained().model + " --src-vocab " + dir.path("other.model") + " < /dev/null");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("is not the src vocabulary"), std::string::npos) << r.output;
