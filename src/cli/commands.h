@@ -12,5 +12,6 @@ void add_translate_command(CLI::App& app, int& exit_code);
 void add_score_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_attention_command(CLI::App& app, int& exit_code);
+void add_plot_command(CLI::App& app, int& exit_code);
 
 }  // namespace tfm::cli

@@ -16,7 +16,7 @@
 #include "ops/elementwise.h"
 #include "tensor/error.h"
 #include "train/progress.h"
-#include "viz/plots.h"
+#include "train/curves.h"
 
 namespace tfm::train {
 
@@ -72,7 +72,6 @@ class Trainer {
   Validation validate();
   void save(const std::string& name);
   void log_metrics(const json& record);
-  void plot_curves();
 
   const TranslationOptions& o_;
   std::ostream& out_;
@@ -138,23 +137,6 @@ void Trainer::log_metrics(const json& record) {
   f << record.dump() << "\n";
 }
 
-// Redraws curves.png (training loss, validation loss and BLEU against step) from metrics.jsonl.
-void Trainer::plot_curves() {
-  viz::Series train{"training loss", {}, {}}, valid{"validation loss", {}, {}}, bleu{"validation BLEU", {}, {}};
-  std::ifstream f(std::filesystem::path(o_.out_dir) / "metrics.jsonl");
-  for (std::string line; std::getline(f, line);) {
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.contains("step")) continue;
-    const double step = j["step"].get<double>();
-    if (j.contains("train_loss")) train.x.push_back(step), train.y.push_back(j["train_loss"].get<double>());
-    if (j.contains("bleu")) {
-      valid.x.push_back(step), valid.y.push_back(j["valid_loss"].get<double>());
-      bleu.x.push_back(step), bleu.y.push_back(j["bleu"].get<double>());
-    }
-  }
-  viz::line_plots({train, valid, bleu}, (std::filesystem::path(o_.out_dir) / "curves.png").string());
-}
-
 int Trainer::run() {
   load_data();
   std::filesystem::create_directories(o_.out_dir);
@@ -214,7 +196,8 @@ int Trainer::run() {
          << ", chrF " << v.chrf << (better ? " (best)" : "") << "\n";
     log_metrics({{"step", state_.step}, {"epoch", state_.epoch}, {"valid_loss", v.loss}, {"valid_ppl", std::exp(v.loss)},
                  {"bleu", v.bleu}, {"chrf", v.chrf}, {"elapsed_s", elapsed()}});
-    plot_curves();
+    const std::filesystem::path dir(o_.out_dir);
+    plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
     state_.elapsed_s = elapsed();
     save("last.safetensors");
     if (better) save("best.safetensors");

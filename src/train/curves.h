@@ -1,0 +1,10 @@
+#pragma once
+// Training curves from a run's metrics.jsonl: training loss, validation loss and
+// validation BLEU against step, side by side in one PNG.
+#include <string>
+
+namespace tfm::train {
+
+void plot_training_curves(const std::string& metrics_path, const std::string& png_path);
+
+}  // namespace tfm::train
