@@ -10,7 +10,7 @@ case "$preset" in
   small) args=(--d-model 256 --heads 4 --d-ff 1024 --layers 3) ;;
   *) echo "usage: bench/run.sh [base|small] [threads]" >&2; exit 2 ;;
 esac
-args+=(--vocab 8000 --batch 64 --src-len 14 --tgt-len 14)
+args+=(--vocab 8000 --batch 64 --src-len 14 --tgt-len 14 --repeats 9)
 
 scripts/install-deps.sh --with-torch >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -281,6 +281,17 @@ TEST(TrainCli, CtrlCSavesACheckpointAndExits) {
   EXPECT_NO_THROW(io::read_safetensors(dir.path("run/last.safetensors")));
 }
 
+TEST(VocabCli, TrainsSeparateUnigramVocabularies) {
+  TempDir dir;
+  testing::CliResult r = testing::run_tfm("vocab --src " + corpus().src + " --tgt " + corpus().tgt + " --size 30 --type unigram --out " +
+                                          dir.path("v"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(data::Vocab::load(dir.path("v.src.model")).size(), 30);
+  EXPECT_EQ(data::Vocab::load(dir.path("v.tgt.model")).decode(data::Vocab::load(dir.path("v.tgt.model")).encode("red cat")), "red cat");
+  testing::CliResult bad = testing::run_tfm("vocab --src " + corpus().src + " --tgt " + corpus().tgt + " --type wordpiece");
+  EXPECT_NE(bad.code, 0);
+}
+
 TEST(AttentionCli, DrawsAHeatmapForEveryKind) {
   TempDir dir;
   for (const char* kind : {"encoder", "decoder", "cross"}) {
