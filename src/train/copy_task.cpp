@@ -102,7 +102,7 @@ CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
   }
   out << "copy task: vocabulary " << config.src_vocab << ", length " << o.seq_len << ", " << config.encoder_layers
       << "+" << config.decoder_layers << " layers, d_model " << config.d_model << ", " << model.num_parameters()
-      << " parameters, " << o.steps << " steps of batch " << o.batch << "\n";
+      << " parameters, " << o.steps << " steps of batch " << o.batch << std::endl;
 
   auto save = [&](int64_t step) {
     if (o.save_path.empty()) return;

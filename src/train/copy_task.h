@@ -15,8 +15,8 @@ namespace tfm::train {
 
 struct CopyTaskOptions {
   models::TransformerConfig model = default_model();
-  int64_t steps = 600;
-  int64_t batch = 32;
+  int64_t steps = 800;
+  int64_t batch = 48;
   int64_t seq_len = 10;  // including the leading start symbol
   float lr_factor = 1.0f;
   int64_t warmup = 200;

@@ -171,7 +171,7 @@ int Trainer::run() {
     model_->init_parameters(init);
     global_rng().set_state(o_.seed * 7919 + 1);
   }
-  out_ << "model: " << config.to_json() << ", " << model_->num_parameters() << " parameters\n";
+  out_ << "model: " << config.to_json() << ", " << model_->num_parameters() << " parameters" << std::endl;
 
   g_stop = false;
   auto previous_handler = std::signal(SIGINT, on_interrupt);
@@ -193,7 +193,7 @@ int Trainer::run() {
     if (better) state_.best_bleu = v.bleu, state_.bad_validations = 0;
     else ++state_.bad_validations;
     out_ << "\nvalidation at step " << state_.step << ": loss " << v.loss << ", perplexity " << std::exp(v.loss) << ", BLEU " << v.bleu
-         << ", chrF " << v.chrf << (better ? " (best)" : "") << "\n";
+         << ", chrF " << v.chrf << (better ? " (best)" : "") << std::endl;
     log_metrics({{"step", state_.step}, {"epoch", state_.epoch}, {"valid_loss", v.loss}, {"valid_ppl", std::exp(v.loss)},
                  {"bleu", v.bleu}, {"chrf", v.chrf}, {"elapsed_s", elapsed()}});
     const std::filesystem::path dir(o_.out_dir);
