@@ -124,14 +124,12 @@ TEST_F(CheckpointTest, WrongDtypeAndNonFiniteValuesAreRejected) {
   write_bytes(std::string(reinterpret_cast<char*>(&n), 8) + header + std::string(4, '\0'));
   EXPECT_NE(load_error().find("dtype F16"), std::string::npos) << load_error();
 
-  io::NamedTensors params = model_->named_parameters();
-  std::string bytes = io::serialize_safetensors({{"w", Tensor::full({2}, std::numeric_limits<float>::quiet_NaN())}}, {});
-  EXPECT_THROW(io::parse_safetensors(bytes, "nan.safetensors"), Error);
-  try {
-    io::parse_safetensors(bytes, "nan.safetensors");
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
-  }
+  // A NaN written by another tool (tfm refuses to write one).
+  const std::string nan_header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  uint64_t hn = nan_header.size();
+  write_bytes(std::string(reinterpret_cast<char*>(&hn), 8) + nan_header + std::string(reinterpret_cast<const char*>(&nan), 4));
+  EXPECT_NE(load_error().find("contains a non-finite value"), std::string::npos) << load_error();
 }
 
 TEST_F(CheckpointTest, OverlappingOrGappedDataIsRejected) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -315,6 +316,21 @@ TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   EXPECT_NE(log.str().find("early stop: no better BLEU in 2 validations"), std::string::npos) << log.str();
   io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
   EXPECT_NE(info.train_state.find("\"step\":3"), std::string::npos) << info.train_state;
+}
+
+TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
+  // An absurd learning rate: after one Adam step the weights are ~1e33 and the next forward pass overflows.
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions o = tiny_run(dir, "run");
+  o.lr_factor = 1e35f, o.max_steps = 3, o.validate_every = 1000;
+  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
+  o.skip_nonfinite = true;
+  o.out_dir = dir.path("skip");
+  o.epochs = 1;
+  EXPECT_EQ(train::run_translation_training(o, log), 0);
+  EXPECT_NE(log.str().find("non-finite loss, step skipped"), std::string::npos) << log.str();
+  EXPECT_THROW(io::serialize_safetensors({{"w", Tensor::full({1}, INFINITY)}}, {}), Error);
 }
 
 TEST(TranslationTraining, DrawsTrainingCurves) {

@@ -60,6 +60,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   data->add_option("--validate-every", mt.validate_every, "Validation interval in steps")->capture_default_str()->check(CLI::PositiveNumber);
   data->add_option("--valid-sentences", mt.valid_sentences, "Sentences translated for validation BLEU (0: all)")->capture_default_str();
   data->add_option("--save-every", mt.save_every, "Also keep a step-N checkpoint every N steps (0: never)")->capture_default_str();
+  data->add_flag("--skip-nonfinite", mt.skip_nonfinite, "Skip steps with a non-finite loss or gradient instead of stopping");
   data->add_option("--patience", mt.patience, "Early stop after N validations without a better BLEU (0: never)")->capture_default_str();
 
   cmd->callback([o, &exit_code] {

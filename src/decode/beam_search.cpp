@@ -101,8 +101,8 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
         const Beam& beam = beams[b * K + k];
         if (!std::isfinite(beam.log_prob)) continue;
         const float* lp = logp.data() + (b * K + k) * V;
-        for (int64_t v = 0; v < V; ++v)
-          if (v != pad && v != o.bos) cand.push_back({beam.log_prob + lp[v], k * V + v});
+        for (int64_t v = 0; v < V; ++v)  // non-finite scores (a diverged model) are never candidates
+          if (v != pad && v != o.bos && std::isfinite(lp[v])) cand.push_back({beam.log_prob + lp[v], k * V + v});
       }
       const size_t keep = std::min<size_t>(cand.size(), static_cast<size_t>(2 * K));
       std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end(),
@@ -145,6 +145,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     std::vector<Hypothesis>& f = finished[b];
     std::stable_sort(f.begin(), f.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
     f.resize(std::min<size_t>(f.size(), static_cast<size_t>(o.nbest)));
+    if (f.empty()) f.push_back({{}, kNegInf, kNegInf});  // nothing finite was ever proposed
     result[b] = std::move(f);
   }
   return result;

@@ -136,6 +136,7 @@ std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::str
   for (const auto& [name, t] : tensors) {
     TFM_CHECK(!header.contains(name), "duplicate tensor name '" << name << "'");
     std::vector<float> values = t.to_vector();
+    for (float v : values) TFM_CHECK(std::isfinite(v), "refusing to write tensor '" << name << "': it holds non-finite values");
     const size_t begin = data.size();
     data.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
     header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {begin, data.size()}}};

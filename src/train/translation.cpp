@@ -223,11 +223,18 @@ int Trainer::run() {
         loss += l.item() / static_cast<double>(end - state_.batch);
         tokens += b.target_tokens(model_->config().pad_id);
       }
-      TFM_CHECK(std::isfinite(loss), "the loss became non-finite at step " << state_.step + 1 << "; no checkpoint written for it");
-      if (o_.clip_norm > 0) clip_grad_norm(model_->parameters(), o_.clip_norm);
+      const double grad_norm = clip_grad_norm(model_->parameters(), o_.clip_norm > 0 ? o_.clip_norm : INFINITY);
+      state_.batch = end;
+      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+        const std::string what = std::isfinite(loss) ? "gradient" : "loss";
+        TFM_CHECK(o_.skip_nonfinite, "non-finite " << what << " at step " << state_.step + 1 << " (epoch " << state_.epoch
+                                                   << "); stopped without saving it, the last checkpoint is intact "
+                                                      "(--skip-nonfinite skips such steps instead)");
+        out_ << "\nstep " << state_.step + 1 << ": non-finite " << what << ", step skipped" << std::endl;
+        continue;
+      }
       optimizer_->step();
       ++state_.step;
-      state_.batch = end;
       progress.update(state_.step, loss, optimizer_->lr(), tokens, "epoch " + std::to_string(state_.epoch));
       if (state_.step % o_.log_every == 0)
         log_metrics({{"step", state_.step}, {"epoch", state_.epoch}, {"train_loss", loss}, {"lr", optimizer_->lr()}, {"elapsed_s", elapsed()}});

@@ -32,6 +32,7 @@ struct TranslationOptions {
   int64_t valid_sentences = 0;        // sentences translated for validation BLEU; 0: all
   int64_t save_every = 0;             // also keep step-N checkpoints; 0: never
   int64_t patience = 0;               // stop after this many validations without a better BLEU; 0: never
+  bool skip_nonfinite = false;        // skip steps whose loss or gradient is not finite (default: stop with an error)
   uint64_t seed = 1;
   int64_t log_every = 50;
   std::string resume;                 // a last.safetensors to continue from
