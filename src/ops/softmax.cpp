@@ -47,42 +47,34 @@ Tensor rowwise(const Tensor& x, RowFn fn) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x) {
-  Tensor out = rowwise(x, softmax_row);
-  Tensor yd = out.detach();
-  return autograd::record(out, "softmax", {x}, [yd](const Tensor& g) {
-    // dx = y * (g - sum(g * y))
+// Backward of a row-wise op from its saved output y: fn(y_row, grad_row, dx_row, n).
+template <class RowFn>
+autograd::BackwardFn rowwise_backward(const Tensor& y, RowFn fn) {
+  return [yd = y.detach(), fn](const Tensor& g) {
     Tensor dx = Tensor::empty(yd.shape());
     const int64_t n = yd.size(-1), rows = yd.numel() / n;
 #pragma omp parallel for if (yd.numel() > (1 << 14)) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* y = yd.data() + r * n;
-      const float* gy = g.data() + r * n;
-      float dot = 0.0f;
-      for (int64_t j = 0; j < n; ++j) dot += gy[j] * y[j];
-      for (int64_t j = 0; j < n; ++j) dx.data()[r * n + j] = y[j] * (gy[j] - dot);
-    }
+    for (int64_t r = 0; r < rows; ++r) fn(yd.data() + r * n, g.data() + r * n, dx.data() + r * n, n);
     return std::vector<Tensor>{dx};
-  });
+  };
+}
+
+Tensor softmax(const Tensor& x) {
+  Tensor out = rowwise(x, softmax_row);
+  return autograd::record(out, "softmax", {x}, rowwise_backward(out, [](const float* y, const float* g, float* dx, int64_t n) {
+    float dot = 0.0f;  // dx = y * (g - sum(g * y))
+    for (int64_t j = 0; j < n; ++j) dot += g[j] * y[j];
+    for (int64_t j = 0; j < n; ++j) dx[j] = y[j] * (g[j] - dot);
+  }));
 }
 
 Tensor log_softmax(const Tensor& x) {
   Tensor out = rowwise(x, log_softmax_row);
-  Tensor yd = out.detach();
-  return autograd::record(out, "log_softmax", {x}, [yd](const Tensor& g) {
-    // dx = g - exp(y) * sum(g)
-    Tensor dx = Tensor::empty(yd.shape());
-    const int64_t n = yd.size(-1), rows = yd.numel() / n;
-#pragma omp parallel for if (yd.numel() > (1 << 14)) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* y = yd.data() + r * n;
-      const float* gy = g.data() + r * n;
-      float total = 0.0f;
-      for (int64_t j = 0; j < n; ++j) total += gy[j];
-      for (int64_t j = 0; j < n; ++j) dx.data()[r * n + j] = gy[j] - std::exp(y[j]) * total;
-    }
-    return std::vector<Tensor>{dx};
-  });
+  return autograd::record(out, "log_softmax", {x}, rowwise_backward(out, [](const float* y, const float* g, float* dx, int64_t n) {
+    float total = 0.0f;  // dx = g - exp(y) * sum(g)
+    for (int64_t j = 0; j < n; ++j) total += g[j];
+    for (int64_t j = 0; j < n; ++j) dx[j] = g[j] - std::exp(y[j]) * total;
+  }));
 }
 
 }  // namespace tfm::ops
