@@ -161,7 +161,7 @@ TEST(BeamSearch, CachedDecodingEqualsRecomputingThePrefix) {
   }
 }
 
-train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out) {
+train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out, int64_t max_steps) {
   write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1,
                                         "dropout": 0.1, "norm_first": true})");
   train::TranslationOptions o;
@@ -171,21 +171,19 @@ train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out) {
   o.config_path = dir.path("tiny.json");
   o.out_dir = dir.path(out);
   o.max_tokens = 400, o.validate_every = 4, o.valid_sentences = 20, o.warmup = 4, o.log_every = 1;
+  o.max_steps = max_steps;
   return o;
 }
 
 TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions straight = tiny_run(dir, "straight");
-  straight.max_steps = 8;
+  train::TranslationOptions straight = tiny_run(dir, "straight", 8);
   ASSERT_EQ(train::run_translation_training(straight, log), 0) << log.str();
 
-  train::TranslationOptions first = tiny_run(dir, "split");
-  first.max_steps = 4;
+  train::TranslationOptions first = tiny_run(dir, "split", 4);
   ASSERT_EQ(train::run_translation_training(first, log), 0) << log.str();
-  train::TranslationOptions rest = tiny_run(dir, "split");
-  rest.max_steps = 8;
+  train::TranslationOptions rest = tiny_run(dir, "split", 8);
   rest.resume = dir.path("split/last.safetensors");
   ASSERT_EQ(train::run_translation_training(rest, log), 0) << log.str();
 
@@ -203,8 +201,7 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
 TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run");
-  o.max_steps = 1;
+  train::TranslationOptions o = tiny_run(dir, "run", 1);
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   write_unrelated_vocab(dir.path("other.model"));
   o.src_vocab = o.tgt_vocab = dir.path("other.model");
@@ -309,9 +306,9 @@ TEST(AttentionCli, DrawsAHeatmapForEveryKind) {
 TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run");
+  train::TranslationOptions o = tiny_run(dir, "run", 10);
   o.lr_factor = 0.0f;  // the model never changes, so BLEU never improves after the first validation
-  o.validate_every = 1, o.patience = 2, o.max_steps = 10;
+  o.validate_every = 1, o.patience = 2;
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_NE(log.str().find("early stop: no better BLEU in 2 validations"), std::string::npos) << log.str();
   io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
@@ -322,8 +319,8 @@ TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
   // An absurd learning rate: after one Adam step the weights are ~1e33 and the next forward pass overflows.
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run");
-  o.lr_factor = 1e35f, o.max_steps = 3, o.validate_every = 1000;
+  train::TranslationOptions o = tiny_run(dir, "run", 3);
+  o.lr_factor = 1e35f, o.validate_every = 1000;
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
   o.skip_nonfinite = true;
   o.out_dir = dir.path("skip");
@@ -336,8 +333,7 @@ TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
 TEST(TranslationTraining, DrawsTrainingCurves) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run");
-  o.max_steps = 4;
+  train::TranslationOptions o = tiny_run(dir, "run", 4);
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_EQ(testing::read_file(dir.path("run/curves.png")).substr(1, 3), "PNG");
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/autograd.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 #include "tensor/error.h"
 
@@ -13,16 +14,6 @@ namespace tfm::decode {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// Copies rows of a [rows, ...] tensor: out[i] = t[rows[i]].
-Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
-  Shape shape = t.shape();
-  const int64_t row = t.numel() / shape[0];
-  shape[0] = static_cast<int64_t>(rows.size());
-  Tensor out = Tensor::empty(shape);
-  for (size_t i = 0; i < rows.size(); ++i) std::copy_n(t.data() + rows[i] * row, row, out.data() + i * row);
-  return out;
-}
 
 struct Beam {
   std::vector<int> tokens;  // start symbol first
@@ -45,7 +36,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   Tensor memory = model.encode(src, src_mask);  // [batch, src_len, d_model]
   std::vector<int64_t> expand(rows);
   for (int64_t r = 0; r < rows; ++r) expand[r] = r / K;
-  memory = gather_rows(memory, expand);  // [batch * beam, src_len, d_model]
+  memory = ops::gather_rows(memory, expand);  // [batch * beam, src_len, d_model]
   ops::AttentionMask beam_src_mask;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < src.cols; ++c) beam_src_mask.key_padding.push_back(src_mask.key_padding[expand[r] * src.cols + c]);

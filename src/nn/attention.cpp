@@ -3,6 +3,7 @@
 #include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/matmul.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 
@@ -20,13 +21,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
 
 void KVCache::select_rows(const std::vector<int64_t>& rows) {
   if (!k.defined()) return;
-  auto gather = [&](const Tensor& t) {
-    const int64_t row = t.numel() / t.size(0);
-    Tensor out = Tensor::empty({static_cast<int64_t>(rows.size()), t.size(1), t.size(2)});
-    for (size_t i = 0; i < rows.size(); ++i) std::copy_n(t.data() + rows[i] * row, row, out.data() + i * row);
-    return out;
-  };
-  k = gather(k), v = gather(v);
+  k = ops::gather_rows(k, rows), v = ops::gather_rows(v, rows);
 }
 
 namespace {

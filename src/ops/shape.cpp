@@ -29,6 +29,19 @@ void strided_copy(const Tensor& src, Tensor& dst) {
   for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { d[o[1]] = s[o[0]]; });
 }
 
+Tensor gather_rows(const Tensor& x_in, const std::vector<int64_t>& rows) {
+  Tensor x = x_in.is_contiguous() ? x_in : x_in.clone();
+  Shape shape = x.shape();
+  const int64_t row = shape[0] > 0 ? x.numel() / shape[0] : 0;
+  shape[0] = static_cast<int64_t>(rows.size());
+  Tensor out = Tensor::empty(shape);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TFM_CHECK(rows[i] >= 0 && rows[i] < x.size(0), "gather_rows: row " << rows[i] << " outside 0.." << x.size(0) - 1);
+    std::memcpy(out.data() + i * row, x.data() + rows[i] * row, sizeof(float) * row);
+  }
+  return out;
+}
+
 Tensor contiguous(const Tensor& x) {
   if (x.is_contiguous()) return x;
   Tensor out = x.clone();
