@@ -42,11 +42,11 @@ TEST(Cli, UnreadableConfigIsReported) {
 }
 
 TEST(Cli, TrainSavesACheckpointThatInfoReads) {
-  const std::string path = (std::filesystem::temp_directory_path() / "tfm_cli_copy.safetensors").string();
-  CliResult t = run_tfm("train --steps 5 --samples 1 --save " + path);
-  EXPECT_NE(t.output.find("saved " + path), std::string::npos) << t.output;
+  tfm::testing::TempDir dir;
+  const std::string path = dir.path("run/last.safetensors");
+  CliResult t = run_tfm("train --steps 5 --samples 1 --out " + dir.path("run"));
+  EXPECT_NE(t.output.find("checkpoints in " + dir.path("run")), std::string::npos) << t.output;
   CliResult r = run_tfm("info " + path);
-  std::filesystem::remove(path);
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("\"d_model\":128"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"step\":5"), std::string::npos) << r.output;

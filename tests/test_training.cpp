@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "support/compare.h"
+#include "support/process.h"
 #include "train/copy_task.h"
 #include "train/optimizer.h"
 
@@ -13,7 +15,9 @@ namespace tfm {
 namespace {
 
 TEST(CopyTask, DefaultRunCopiesEverySample) {
+  testing::TempDir dir;
   train::CopyTaskOptions o;  // exactly what `tfm train` runs
+  o.out_dir = dir.path("run");
   std::ostringstream log;
   train::CopyTaskResult r = train::run_copy_task(o, log);
   EXPECT_EQ(r.decoded, 5);
@@ -25,24 +29,24 @@ TEST(CopyTask, DefaultRunCopiesEverySample) {
 }
 
 TEST(CopyTask, ResumeReproducesAnUninterruptedRunBitForBit) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("tfm_resume_" + std::to_string(::getpid()) + ".safetensors")).string();
+  testing::TempDir dir;
   train::CopyTaskOptions o;
   o.model.d_model = 32, o.model.d_ff = 64, o.model.heads = 2;  // small; dropout stays on, so RNG state matters
-  o.steps = 8, o.samples = 0, o.batch = 8;
+  o.steps = 8, o.samples = 0, o.batch = 8, o.out_dir = dir.path("straight");
   std::ostringstream log;
   std::vector<double> straight = train::run_copy_task(o, log).losses;
 
   train::CopyTaskOptions first = o;
-  first.steps = 3, first.save_path = path;
+  first.steps = 3, first.out_dir = dir.path("split");
   std::vector<double> head = train::run_copy_task(first, log).losses;
   train::CopyTaskOptions rest = o;
-  rest.resume_path = path;
+  rest.out_dir = dir.path("split"), rest.resume = dir.path("split/last.safetensors");
   std::vector<double> tail = train::run_copy_task(rest, log).losses;
-  std::filesystem::remove(path);
 
   head.insert(head.end(), tail.begin(), tail.end());
   ASSERT_EQ(head.size(), straight.size());
   for (size_t i = 0; i < straight.size(); ++i) EXPECT_EQ(head[i], straight[i]) << "step " << i + 1;
+  testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
 }
 
 TEST(Schedule, NoamWarmsUpThenDecays) {

@@ -17,6 +17,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "support/fixture.h"
+#include "support/compare.h"
 #include "support/process.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
@@ -187,13 +188,7 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   rest.resume = dir.path("split/last.safetensors");
   ASSERT_EQ(train::run_translation_training(rest, log), 0) << log.str();
 
-  io::SafeTensors a = io::read_safetensors(dir.path("straight/last.safetensors"));
-  io::SafeTensors b = io::read_safetensors(dir.path("split/last.safetensors"));
-  ASSERT_EQ(a.tensors.size(), b.tensors.size());
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    EXPECT_EQ(a.tensors[i].first, b.tensors[i].first);
-    EXPECT_EQ(a.tensors[i].second.to_vector(), b.tensors[i].second.to_vector()) << a.tensors[i].first;
-  }
+  testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(dir.path("straight/best.safetensors")));
   EXPECT_NE(testing::read_file(dir.path("straight/metrics.jsonl")).find("\"bleu\""), std::string::npos);
 }
@@ -310,7 +305,7 @@ TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   o.lr_factor = 0.0f;  // the model never changes, so BLEU never improves after the first validation
   o.validate_every = 1, o.patience = 2;
   ASSERT_EQ(train::run_translation_training(o, log), 0);
-  EXPECT_NE(log.str().find("early stop: no better BLEU in 2 validations"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("early stop: no better bleu in 2 validations"), std::string::npos) << log.str();
   io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
   EXPECT_NE(info.train_state.find("\"step\":3"), std::string::npos) << info.train_state;
 }

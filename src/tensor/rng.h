@@ -36,9 +36,11 @@ class Rng {
   uint64_t state_;
 };
 
-}  // namespace tfm
-
-namespace tfm {
+// An independent stream named by (seed, a, b), e.g. the batch (epoch, index) of a
+// run: data drawn from it is the same whether the run was resumed or not.
+inline Rng substream(uint64_t seed, uint64_t a, uint64_t b = 0) {
+  return Rng(splitmix64(splitmix64(splitmix64(seed) ^ a) ^ (b * 0x9E3779B97F4A7C15ull)));
+}
 
 // The process-wide generator behind initialisation and dropout (like torch.manual_seed).
 Rng& global_rng();

@@ -1,7 +1,8 @@
 #pragma once
 // The Annotated Transformer's first example: learn to copy random symbol
 // sequences. It is tfm's built-in job (`tfm train` with no data): small, fast,
-// and a complete check that the encoder, decoder, loss and optimiser work.
+// and a complete check that the encoder, decoder, loss, optimiser and the shared
+// training loop work.
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -21,17 +22,18 @@ struct CopyTaskOptions {
   float lr_factor = 1.0f;
   int64_t warmup = 200;
   uint64_t seed = 1;
-  std::string save_path;    // checkpoint written at the end (and every save_every steps)
-  int64_t save_every = 0;   // 0: only at the end
-  std::string resume_path;  // continue the run saved here
+  std::string out_dir = "runs/copy";  // last.safetensors, metrics.jsonl, curves.png
+  int64_t save_every = 0;             // also keep step-N checkpoints; 0: never
+  std::string resume;                 // continue the run saved here
   int64_t log_every = 50;
-  int64_t samples = 5;      // sequences decoded and printed at the end
+  int64_t samples = 5;                // sequences decoded at the end (the validation)
 
   static models::TransformerConfig default_model();
 };
 
 struct CopyTaskResult {
-  std::vector<double> losses;  // one per step run in this call
+  int exit_code = 0;                // 0 done, 130 interrupted
+  std::vector<double> losses;       // one per step run in this call
   int64_t copied = 0, decoded = 0;  // exact copies among the decoded samples
 };
 

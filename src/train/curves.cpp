@@ -11,7 +11,7 @@ namespace tfm::train {
 void plot_training_curves(const std::string& metrics_path, const std::string& png_path) {
   std::ifstream f(metrics_path);
   TFM_CHECK(f, metrics_path << ": cannot open");
-  viz::Series train{"training loss", {}, {}}, valid{"validation loss", {}, {}}, bleu{"validation BLEU", {}, {}};
+  viz::Series train{"training loss", {}, {}}, valid{"validation loss", {}, {}}, score{"validation score", {}, {}};
   int64_t line_no = 0;
   for (std::string line; std::getline(f, line);) {
     ++line_no;
@@ -21,12 +21,17 @@ void plot_training_curves(const std::string& metrics_path, const std::string& pn
     const double step = j["step"].get<double>();
     // Non-finite values are logged as null (JSON has no NaN) and left out of the plot.
     if (j.contains("train_loss") && j["train_loss"].is_number()) train.x.push_back(step), train.y.push_back(j["train_loss"].get<double>());
-    if (j.contains("bleu") && j["bleu"].is_number() && j["valid_loss"].is_number()) {
-      valid.x.push_back(step), valid.y.push_back(j["valid_loss"].get<double>());
-      bleu.x.push_back(step), bleu.y.push_back(j["bleu"].get<double>());
+    if (j.contains("valid_loss") && j["valid_loss"].is_number()) valid.x.push_back(step), valid.y.push_back(j["valid_loss"].get<double>());
+    // The score that picks the best checkpoint (BLEU, accuracy...), when it is not the loss itself.
+    const std::string name = j.contains("score_name") && j["score_name"].is_string() ? j["score_name"].get<std::string>() : "";
+    if (!name.empty() && name != "valid_loss" && j.contains(name) && j[name].is_number()) {
+      score.name = "validation " + name;
+      score.x.push_back(step), score.y.push_back(j[name].get<double>());
     }
   }
-  viz::line_plots({train, valid, bleu}, png_path);
+  std::vector<viz::Series> panels{train, valid};
+  if (!score.x.empty()) panels.push_back(score);
+  viz::line_plots(panels, png_path);
 }
 
 }  // namespace tfm::train

@@ -1,6 +1,6 @@
 #pragma once
 // Training curves from a run's metrics.jsonl: training loss, validation loss and
-// validation BLEU against step, side by side in one PNG.
+// the validation score (BLEU, accuracy...) against step, side by side in one PNG.
 #include <string>
 
 namespace tfm::train {

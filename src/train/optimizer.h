@@ -1,5 +1,5 @@
 #pragma once
-// Adam (Kingma & Ba), with torch.optim.Adam's exact update order, the paper's
+// Adam (Kingma & Ba) and AdamW, with torch.optim's exact update order, the paper's
 // warm-up learning rate ("Noam" schedule), and gradient clipping by global norm.
 #include <string>
 #include <utility>
@@ -12,7 +12,11 @@ namespace tfm::train {
 struct AdamOptions {
   float lr = 1e-3f;
   float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;  // the paper's settings
-  float weight_decay = 0.0f;                        // L2 added to the gradient, as torch.optim.Adam
+  float weight_decay = 0.0f;
+  // false: L2 added to the gradient of every parameter, as torch.optim.Adam.
+  // true (AdamW): p -= lr * weight_decay * p before the update, as torch.optim.AdamW,
+  // for weight matrices and embeddings only (dim >= 2), as nanoGPT groups them.
+  bool decoupled = false;
 };
 
 class Adam {

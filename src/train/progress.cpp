@@ -19,8 +19,8 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::FILE* out)
-    : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), out_(out),
+Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit, std::FILE* out)
+    : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), unit_(std::move(unit)), out_(out),
       tty_(::isatty(::fileno(out)) != 0), start_(std::chrono::steady_clock::now()) {}
 
 void Progress::update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label) {
@@ -36,11 +36,11 @@ void Progress::update(int64_t step, double loss, double lr, int64_t tokens, cons
     const int filled = static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_, 1)));
     std::string bar(static_cast<size_t>(filled), '#');
     bar.append(static_cast<size_t>(kWidth - filled), '.');
-    std::fprintf(out_, "\r%s[%s] %ld/%ld loss %.4f lr %.2e %.0f tok/s ETA %s   ", lead.c_str(), bar.c_str(), static_cast<long>(step),
-                 static_cast<long>(total_), loss, lr, tok_per_s, format_duration(eta).c_str());
+    std::fprintf(out_, "\r%s[%s] %ld/%ld loss %.4f lr %.2e %.0f %s/s ETA %s   ", lead.c_str(), bar.c_str(), static_cast<long>(step),
+                 static_cast<long>(total_), loss, lr, tok_per_s, unit_.c_str(), format_duration(eta).c_str());
   } else if (step % log_every_ == 0 || step == total_) {
-    std::fprintf(out_, "%sstep %ld/%ld loss %.4f lr %.3e tok/s %.0f elapsed %s eta %s\n", lead.c_str(), static_cast<long>(step),
-                 static_cast<long>(total_), loss, lr, tok_per_s, format_duration(elapsed).c_str(), format_duration(eta).c_str());
+    std::fprintf(out_, "%sstep %ld/%ld loss %.4f lr %.3e %s/s %.0f elapsed %s eta %s\n", lead.c_str(), static_cast<long>(step),
+                 static_cast<long>(total_), loss, lr, unit_.c_str(), tok_per_s, format_duration(elapsed).c_str(), format_duration(eta).c_str());
   }
   std::fflush(out_);
 }

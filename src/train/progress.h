@@ -10,8 +10,9 @@ namespace tfm::train {
 
 class Progress {
  public:
-  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::FILE* out = stderr);
-  // Call after each step with that step's loss, learning rate and target tokens;
+  // `unit` names what update() counts ("tok", "img"): the rate is shown per second.
+  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit = "tok", std::FILE* out = stderr);
+  // Call after each step with that step's loss, learning rate and items (tokens, images);
   // `label` (e.g. "epoch 3") leads the line.
   void update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label = "");
   void finish();
@@ -20,6 +21,7 @@ class Progress {
 
  private:
   int64_t total_, first_, log_every_;
+  std::string unit_;
   std::FILE* out_;
   bool tty_;
   int64_t tokens_ = 0;

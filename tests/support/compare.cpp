@@ -1,7 +1,11 @@
 #include "support/compare.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <sstream>
+
+#include "io/safetensors.h"
 
 namespace tfm::testing {
 
@@ -25,6 +29,15 @@ std::string Difference::describe(const std::string& name) const {
   std::ostringstream os;
   os << name << ": worst difference " << max_abs << " at element " << index << " (" << relative << " of the tensor's scale)";
   return os.str();
+}
+
+void expect_same_checkpoint_tensors(const std::string& path_a, const std::string& path_b) {
+  io::SafeTensors a = io::read_safetensors(path_a), b = io::read_safetensors(path_b);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size()) << path_a << " vs " << path_b;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_EQ(a.tensors[i].first, b.tensors[i].first);
+    EXPECT_EQ(a.tensors[i].second.to_vector(), b.tensors[i].second.to_vector()) << a.tensors[i].first;
+  }
 }
 
 }  // namespace tfm::testing

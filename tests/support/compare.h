@@ -26,6 +26,10 @@ struct WorstDifference {
   std::string summary() const { return name.empty() ? "nothing compared" : diff.describe(name); }
 };
 
+// Two checkpoints hold the same tensors, bit for bit (e.g. a resumed and an
+// uninterrupted run). Reports each tensor that differs as a test failure.
+void expect_same_checkpoint_tensors(const std::string& path_a, const std::string& path_b);
+
 }  // namespace tfm::testing
 
 #define EXPECT_TENSOR_NEAR(name, actual, expected, rel_tol)                                       \

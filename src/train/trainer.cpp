@@ -1,0 +1,215 @@
+#include "train/trainer.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "autograd/autograd.h"
+#include "ops/elementwise.h"
+#include "tensor/error.h"
+#include "train/curves.h"
+#include "train/progress.h"
+
+namespace tfm::train {
+
+using nlohmann::json;
+
+float Schedule::at(int64_t step) const {
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));
+  switch (kind) {
+    case Kind::Noam: return noam_lr(step, d_model, lr, warmup);
+    case Kind::Constant: return warmup > 0 && s < warmup ? static_cast<float>(lr * s / warmup) : lr;
+    case Kind::Cosine: {
+      if (warmup > 0 && s < warmup) return static_cast<float>(lr * s / warmup);  // nanoGPT's get_lr
+      if (s >= decay_steps) return min_lr;
+      const double ratio = (s - warmup) / std::max<double>(1.0, static_cast<double>(decay_steps - warmup));
+      return static_cast<float>(min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (lr - min_lr));
+    }
+  }
+  return lr;
+}
+
+double Validation::score() const {
+  for (const auto& [name, value] : metrics)
+    if (name == score_name) return value;
+  throw Error("validation did not report its score '" + score_name + "'");
+}
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_interrupt(int) {
+  if (g_stop.exchange(true)) std::_Exit(130);  // a second Ctrl-C: stop now
+}
+
+// JSON has no NaN or infinity: such values are written as null.
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+}  // namespace
+
+Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
+  TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1, "training needs accumulate >= 1 and epochs >= 1");
+  if (o_.resume.empty()) return;
+  resumed_file_ = io::read_safetensors(o_.resume);
+  resumed_info_ = io::checkpoint_info(resumed_file_, o_.resume);
+  TFM_CHECK(!resumed_info_->train_state.empty(), o_.resume << ": holds weights only, no training state to resume from");
+  try {
+    json j = json::parse(resumed_info_->train_state);
+    State& s = state_;
+    s.step = j.at("step"), s.epoch = j.at("epoch"), s.batch = j.at("batch"), s.dropout_rng = j.at("dropout_rng");
+    s.best_score = j.at("best_score"), s.has_best = j.at("has_best"), s.elapsed_s = j.at("elapsed_s");
+    s.bad_validations = j.at("bad_validations");
+  } catch (const json::exception&) {
+    throw Error(o_.resume + ": the training state in the metadata is malformed");
+  }
+}
+
+void Trainer::save(TrainingTask& task, const std::string& name) {
+  state_.dropout_rng = global_rng().state();
+  const State& s = state_;
+  json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
+                {"has_best", s.has_best}, {"elapsed_s", s.elapsed_s}, {"bad_validations", s.bad_validations}};
+  io::Checkpoint c = task.describe();
+  c.optimizer = optimizer_->state();
+  c.train_state = state.dump();
+  io::save_checkpoint((std::filesystem::path(o_.out_dir) / name).string(), task.model(), c);
+}
+
+void Trainer::log_metrics(const std::string& json_line) const {
+  std::ofstream f(std::filesystem::path(o_.out_dir) / "metrics.jsonl", std::ios::app);
+  f << json_line << "\n";
+}
+
+bool Trainer::validate(TrainingTask& task, double elapsed_s) {
+  Validation v;
+  {
+    autograd::NoGradGuard no_grad;
+    task.model().eval();
+    v = task.validate();
+    task.model().train();
+  }
+  const double score = v.score();
+  score_name_ = v.score_name;
+  const bool better = !state_.has_best || (v.higher_is_better ? score > state_.best_score : score < state_.best_score);
+  if (better) state_.best_score = score, state_.has_best = true, state_.bad_validations = 0;
+  else ++state_.bad_validations;
+  out_ << "\nvalidation at step " << state_.step << ":";
+  json record = {{"step", state_.step}, {"epoch", state_.epoch}, {"score_name", v.score_name}, {"elapsed_s", elapsed_s}};
+  for (const auto& [name, value] : v.metrics) {
+    out_ << " " << name << " " << value;
+    record[name] = finite_or_null(value);
+  }
+  out_ << (better ? " (best)" : "") << std::endl;
+  log_metrics(record.dump());
+  const std::filesystem::path dir(o_.out_dir);
+  plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
+  state_.elapsed_s = elapsed_s;
+  save(task, "last.safetensors");
+  if (better) save(task, "best.safetensors");
+  if (o_.patience > 0 && state_.bad_validations >= o_.patience) {
+    out_ << "early stop: no better " << v.score_name << " in " << o_.patience << " validations\n";
+    return true;
+  }
+  return false;
+}
+
+int Trainer::run(TrainingTask& task) {
+  std::filesystem::create_directories(o_.out_dir);
+  nn::Module& model = task.model();
+  optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
+  if (resumed_info_) {
+    task.check_resumable(*resumed_info_, o_.resume);
+    io::load_parameters(model, resumed_file_, o_.resume);
+    optimizer_->load_state(resumed_info_->optimizer, state_.step);
+    global_rng().set_state(state_.dropout_rng);
+    resumed_file_ = {};  // the weights are in the model now
+    out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
+  } else {
+    Rng init(o_.seed);
+    task.init_parameters(init);
+    global_rng().set_state(o_.seed * 7919 + 1);
+  }
+  out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
+
+  g_stop = false;
+  auto previous_int = std::signal(SIGINT, on_interrupt);
+  auto previous_term = std::signal(SIGTERM, on_interrupt);
+  const auto start = std::chrono::steady_clock::now();
+  const double elapsed_before = state_.elapsed_s;
+  auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+
+  int64_t batches = task.begin_epoch(state_.epoch, o_.seed);
+  const int64_t steps_per_epoch = (batches + o_.accumulate - 1) / o_.accumulate;
+  const int64_t total = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch * o_.epochs;
+  Progress progress(total, state_.step, o_.log_every, task.unit());
+  if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
+  bool finished = state_.step >= total, interrupted = false;
+  int64_t validated_at = -1;
+
+  model.train();
+  while (!finished && !interrupted) {
+    if (state_.batch >= batches) {
+      if (state_.epoch >= o_.epochs) break;
+      ++state_.epoch, state_.batch = 0;
+      batches = task.begin_epoch(state_.epoch, o_.seed);
+    }
+    const int64_t end = std::min(state_.batch + o_.accumulate, batches);
+    const float share = 1.0f / static_cast<float>(end - state_.batch);
+    optimizer_->set_lr(o_.schedule.at(state_.step + 1));
+    optimizer_->zero_grad();
+    double loss = 0;
+    int64_t items = 0;
+    for (int64_t i = state_.batch; i < end; ++i) {
+      TrainingTask::BatchLoss b = task.batch_loss(i);
+      ops::scale(b.loss, share).backward();
+      loss += b.loss.item() * share;
+      items += b.items;
+    }
+    const double grad_norm = clip_grad_norm(model.parameters(), o_.clip_norm > 0 ? o_.clip_norm : INFINITY);
+    state_.batch = end;
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      const std::string what = std::isfinite(loss) ? "gradient" : "loss";
+      TFM_CHECK(o_.skip_nonfinite, "non-finite " << what << " at step " << state_.step + 1 << " (epoch " << state_.epoch
+                                                 << "); stopped without saving it, the last checkpoint is intact "
+                                                    "(--skip-nonfinite skips such steps instead)");
+      out_ << "\nstep " << state_.step + 1 << ": non-finite " << what << ", step skipped" << std::endl;
+      continue;
+    }
+    optimizer_->step();
+    ++state_.step;
+    progress.update(state_.step, loss, optimizer_->lr(), items, "epoch " + std::to_string(state_.epoch));
+    if (state_.step % o_.log_every == 0)
+      log_metrics(json{{"step", state_.step}, {"epoch", state_.epoch}, {"train_loss", loss}, {"lr", optimizer_->lr()}, {"elapsed_s", elapsed()}}
+                      .dump());
+    if (o_.save_every > 0 && state_.step % o_.save_every == 0) save(task, "step-" + std::to_string(state_.step) + ".safetensors");
+    if (o_.validate_every > 0 && state_.step % o_.validate_every == 0) {
+      validated_at = state_.step;
+      finished = validate(task, elapsed());
+    }
+    if (state_.step >= total || (o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60)) finished = true;
+    if (g_stop) interrupted = true;
+  }
+  progress.finish();
+  if (interrupted) {
+    state_.elapsed_s = elapsed();
+    save(task, "last.safetensors");
+    out_ << "interrupted: saved " << (std::filesystem::path(o_.out_dir) / "last.safetensors").string() << " at step " << state_.step
+         << "; continue with --resume\n";
+  } else if (validated_at != state_.step) {
+    validate(task, elapsed());
+  }
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+  out_ << "best validation " << score_name_ << " " << state_.best_score << "; checkpoints in " << o_.out_dir << " (" << format_duration(elapsed())
+       << " of training)\n";
+  const std::string report = interrupted ? "" : task.report();
+  if (!report.empty()) out_ << report << "\n";
+  return interrupted ? 130 : 0;
+}
+
+}  // namespace tfm::train

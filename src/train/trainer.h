@@ -1,0 +1,123 @@
+#pragma once
+// The one training loop every model family uses (translation, language model,
+// ViT, masked LM). A family supplies a TrainingTask: its model, its batches and
+// its validation. The Trainer does the rest: learning-rate schedule, Adam/AdamW,
+// gradient accumulation and clipping, non-finite checks, progress, metrics.jsonl
+// and curves.png, checkpoints (last, best, every N steps), exact resume (step,
+// epoch, batch position, dropout RNG, optimizer moments), early stopping, time
+// limits and a clean stop on Ctrl-C/SIGTERM.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "nn/module.h"
+#include "tensor/rng.h"
+#include "train/optimizer.h"
+
+namespace tfm::train {
+
+// Learning rate as a function of the step (counted from 1).
+struct Schedule {
+  enum class Kind { Noam, Cosine, Constant };
+  Kind kind = Kind::Noam;
+  float lr = 1e-3f;        // Cosine/Constant: the peak rate; Noam: the factor
+  float min_lr = 1e-4f;    // Cosine: the floor reached at decay_steps
+  int64_t warmup = 1000;   // linear warm-up steps (Noam: its warm-up parameter)
+  int64_t decay_steps = 0; // Cosine: step at which min_lr is reached
+  int64_t d_model = 512;   // Noam: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+  float at(int64_t step) const;
+};
+
+struct TrainerOptions {
+  std::string out_dir = "runs/model";
+  int64_t epochs = 1;       // passes over the task's batches
+  int64_t max_steps = 0;    // 0: no limit
+  double max_minutes = 0;   // stop (and save) after this much training time; 0: no limit
+  int64_t accumulate = 1;   // batches per optimiser step
+  Schedule schedule;
+  AdamOptions adam;
+  double clip_norm = 1.0;   // 0: off
+  int64_t validate_every = 500;  // steps; validation also runs at the end
+  int64_t save_every = 0;        // also keep step-N checkpoints; 0: never
+  int64_t patience = 0;          // stop after this many validations without a better score; 0: never
+  bool skip_nonfinite = false;   // skip steps whose loss or gradient is not finite (default: stop)
+  uint64_t seed = 1;
+  int64_t log_every = 50;
+  std::string resume;            // a last.safetensors to continue from
+};
+
+// Validation results: named metrics, and the one score that picks the best checkpoint.
+struct Validation {
+  std::vector<std::pair<std::string, double>> metrics;  // e.g. {"valid_loss", 1.2}, {"bleu", 35.1}
+  std::string score_name;                                // one of the metric names
+  bool higher_is_better = true;
+  double score() const;
+};
+
+// What a model family plugs into the Trainer.
+class TrainingTask {
+ public:
+  virtual ~TrainingTask() = default;
+  virtual nn::Module& model() = 0;
+  // Fresh weights for a new run.
+  virtual void init_parameters(Rng& rng) = 0;
+  // Kind, configuration and extra metadata (vocabularies...) for checkpoints.
+  virtual io::Checkpoint describe() const = 0;
+  // Refuses a checkpoint the task cannot continue (e.g. other vocabularies).
+  virtual void check_resumable(const io::Checkpoint& saved, const std::string& origin) const { (void)saved, (void)origin; }
+  // Prepares epoch `epoch` (from 1) and returns its number of batches. The batch
+  // order must depend only on (seed, epoch) so that a resumed run sees the same data.
+  virtual int64_t begin_epoch(int64_t epoch, uint64_t seed) = 0;
+  struct BatchLoss {
+    Tensor loss;         // scalar mean loss of the batch
+    int64_t items = 0;   // tokens or images, for throughput
+  };
+  virtual BatchLoss batch_loss(int64_t index) = 0;
+  // Runs without gradients; the Trainer switches the model to eval() and back.
+  virtual Validation validate() = 0;
+  // What `items` counts, for the progress line ("tok", "img").
+  virtual std::string unit() const { return "tok"; }
+  // A line printed after the summary at the end of the run (samples, accuracy...); may be empty.
+  virtual std::string report() { return ""; }
+};
+
+class Trainer {
+ public:
+  // Reads options.resume (if set) so that the caller can rebuild the model from its configuration.
+  Trainer(TrainerOptions options, std::ostream& out);
+  // The checkpoint being resumed, if any.
+  const std::optional<io::Checkpoint>& resumed() const { return resumed_info_; }
+  // For schedules that depend on the model (Noam's d_model), known once it is built.
+  void set_schedule(const Schedule& s) { o_.schedule = s; }
+  // Trains; returns the process exit code (0 done, 130 interrupted).
+  int run(TrainingTask& task);
+  // Best validation score of the run so far (the first validation's if none yet).
+  double best_score() const { return state_.best_score; }
+
+ private:
+  struct State {
+    int64_t step = 0, epoch = 1, batch = 0;  // next batch of `epoch` to train on
+    uint64_t dropout_rng = 0;
+    double best_score = 0, elapsed_s = 0;
+    bool has_best = false;
+    int64_t bad_validations = 0;
+  };
+  std::string score_name_ = "score";
+  void save(TrainingTask& task, const std::string& name);
+  bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
+  void log_metrics(const std::string& json_line) const;
+
+  TrainerOptions o_;
+  std::ostream& out_;
+  io::SafeTensors resumed_file_;
+  std::optional<io::Checkpoint> resumed_info_;
+  std::unique_ptr<Adam> optimizer_;
+  State state_;
+};
+
+}  // namespace tfm::train
