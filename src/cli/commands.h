@@ -13,5 +13,7 @@ void add_score_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_attention_command(CLI::App& app, int& exit_code);
 void add_plot_command(CLI::App& app, int& exit_code);
+void add_lm_command(CLI::App& app, int& exit_code);
+void add_generate_command(CLI::App& app, int& exit_code);
 
 }  // namespace tfm::cli

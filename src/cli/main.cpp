@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   tfm::cli::add_info_command(app, exit_code);
   tfm::cli::add_attention_command(app, exit_code);
   tfm::cli::add_plot_command(app, exit_code);
+  tfm::cli::add_lm_command(app, exit_code);
+  tfm::cli::add_generate_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,9 +1,8 @@
 #include "models/config.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "models/json_fields.h"
 #include "tensor/error.h"
 
 namespace tfm::models {
@@ -25,65 +24,29 @@ std::string TransformerConfig::to_json() const {
   return j.dump();
 }
 
-namespace {
-
-template <class T>
-void read_field(const json& j, const char* key, T& out, const std::string& origin) {
-  if (!j.contains(key)) return;  // absent fields keep their defaults
-  try {
-    out = j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw Error(origin + ": field '" + key + "' has the wrong type (" + j.at(key).dump() + ")");
-  }
-}
-
-}  // namespace
-
 TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& origin, bool validate) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(origin + ": not valid JSON (" + e.what() + ")");
-  }
-  TFM_CHECK(j.is_object(), origin << ": expected a JSON object of model settings");
-  static const char* known[] = {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers",
-                                "dropout", "activation", "norm_first", "share_embeddings", "max_len", "pad_id"};
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || it.key() == k;
-    TFM_CHECK(ok, origin << ": unknown setting '" << it.key() << "'");
-  }
+  JsonFields f(text, origin, {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
+                              "activation", "norm_first", "share_embeddings", "max_len", "pad_id"});
   TransformerConfig c;
-  read_field(j, "src_vocab", c.src_vocab, origin);
-  read_field(j, "tgt_vocab", c.tgt_vocab, origin);
-  read_field(j, "d_model", c.d_model, origin);
-  read_field(j, "heads", c.heads, origin);
-  read_field(j, "d_ff", c.d_ff, origin);
-  read_field(j, "encoder_layers", c.encoder_layers, origin);
-  read_field(j, "decoder_layers", c.decoder_layers, origin);
-  read_field(j, "dropout", c.dropout, origin);
-  std::string activation = nn::to_string(c.activation);
-  read_field(j, "activation", activation, origin);
-  try {
-    c.activation = nn::parse_activation(activation);
-  } catch (const Error& e) {
-    throw Error(origin + ": " + e.what());
-  }
-  read_field(j, "norm_first", c.norm_first, origin);
-  read_field(j, "share_embeddings", c.share_embeddings, origin);
-  read_field(j, "max_len", c.max_len, origin);
-  read_field(j, "pad_id", c.pad_id, origin);
+  f.read("src_vocab", c.src_vocab);
+  f.read("tgt_vocab", c.tgt_vocab);
+  f.read("d_model", c.d_model);
+  f.read("heads", c.heads);
+  f.read("d_ff", c.d_ff);
+  f.read("encoder_layers", c.encoder_layers);
+  f.read("decoder_layers", c.decoder_layers);
+  f.read("dropout", c.dropout);
+  f.read_activation("activation", c.activation);
+  f.read("norm_first", c.norm_first);
+  f.read("share_embeddings", c.share_embeddings);
+  f.read("max_len", c.max_len);
+  f.read("pad_id", c.pad_id);
   if (validate) c.validate(origin);
   return c;
 }
 
 TransformerConfig TransformerConfig::from_file(const std::string& path, bool validate) {
-  std::ifstream in(path);
-  TFM_CHECK(in, path << ": cannot open the configuration file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_json(ss.str(), path, validate);
+  return from_json(read_config_file(path), path, validate);
 }
 
 TransformerConfig preset(const std::string& name) {

@@ -7,14 +7,6 @@
 
 namespace tfm::models {
 
-ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
-  ops::AttentionMask m;
-  m.key_padding.resize(t.ids.size());
-  for (size_t i = 0; i < t.ids.size(); ++i) m.key_padding[i] = t.ids[i] == pad_id;
-  m.causal = causal;
-  return m;
-}
-
 Generator::Generator(int64_t d_model, int64_t vocab) {
   weight = Tensor::zeros({vocab, d_model});
   register_parameter("weight", weight);

@@ -7,21 +7,12 @@
 #include <vector>
 
 #include "models/config.h"
+#include "models/tokens.h"
 #include "nn/transformer.h"
 #include "ops/attention.h"
 #include "tensor/rng.h"
 
 namespace tfm::models {
-
-// A batch of token ids, row-major [rows, cols], padded with the model's pad id.
-struct Tokens {
-  std::vector<int> ids;
-  int64_t rows = 0, cols = 0;
-  int at(int64_t r, int64_t c) const { return ids[r * cols + c]; }
-};
-
-// Key-padding mask (1 where the token is padding), optionally with the look-ahead mask.
-ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal = false);
 
 // Linear projection to the vocabulary followed by log-softmax.
 class Generator : public nn::Module {

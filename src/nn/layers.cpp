@@ -22,14 +22,14 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
 
 Tensor Linear::forward(const Tensor& x) const { return trace(path(), ops::linear(x, weight, bias)); }
 
-Embedding::Embedding(int64_t vocab, int64_t d_model) {
+Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : scale_(scale_by_sqrt_d) {
   weight = Tensor::zeros({vocab, d_model});
   register_parameter("weight", weight);
 }
 
 Tensor Embedding::forward(const std::vector<int>& ids, int64_t batch, int64_t len) const {
-  const float scale = std::sqrt(static_cast<float>(weight.size(1)));
-  return ops::scale(ops::embedding(weight, ids, {batch, len}), scale);
+  Tensor e = ops::embedding(weight, ids, {batch, len});
+  return scale_ ? ops::scale(e, std::sqrt(static_cast<float>(weight.size(1)))) : e;
 }
 
 LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {

@@ -14,13 +14,17 @@ class Linear : public Module {
   Tensor bias;                            // [out] (undefined without bias)
 };
 
-// Token embedding scaled by sqrt(d_model), as in the paper (section 3.4).
+// Token embedding, scaled by sqrt(d_model) as in the paper (section 3.4) unless
+// told not to (GPT, BERT and learned position tables are not scaled).
 class Embedding : public Module {
  public:
-  Embedding(int64_t vocab, int64_t d_model);
+  Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d = true);
   // ids: [batch, len] token ids -> [batch, len, d_model]
   Tensor forward(const std::vector<int>& ids, int64_t batch, int64_t len) const;
   Tensor weight;  // [vocab, d_model]
+
+ private:
+  bool scale_;
 };
 
 class LayerNorm : public Module {

@@ -32,14 +32,14 @@ EncoderLayer::EncoderLayer(const LayerOptions& o) : o_(o) {
   norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model));
 }
 
-Tensor EncoderLayer::forward(const Tensor& x_in, const ops::AttentionMask& src_mask) {
+Tensor EncoderLayer::forward(const Tensor& x_in, const ops::AttentionMask& src_mask, KVCache* cache) {
   Tensor x = x_in;
   if (o_.norm_first) {
     Tensor h = norm1->forward(x);
-    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask), o_.dropout));
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask, cache), o_.dropout));
     x = ops::add(x, dropout(feed_forward->forward(norm2->forward(x)), o_.dropout));
   } else {
-    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask), o_.dropout)));
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask, cache), o_.dropout)));
     x = norm2->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
   }
   return trace(path(), x);
@@ -81,9 +81,10 @@ Encoder::Encoder(const LayerOptions& o, int64_t num_layers) {
   norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model));
 }
 
-Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& src_mask) {
+Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& mask, std::vector<KVCache>* caches) {
+  if (caches && caches->empty()) caches->resize(layers.size());
   Tensor x = x_in;
-  for (auto& layer : layers) x = layer->forward(x, src_mask);
+  for (size_t i = 0; i < layers.size(); ++i) x = layers[i]->forward(x, mask, caches ? &(*caches)[i] : nullptr);
   return norm->forward(x);
 }
 

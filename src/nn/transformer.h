@@ -41,7 +41,9 @@ class PositionwiseFeedForward : public Module {
 class EncoderLayer : public Module {
  public:
   explicit EncoderLayer(const LayerOptions& o);
-  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask);  // [batch, src_len, d_model]
+  // x: [batch, len, d_model]. With a cache (inference of a causal stack), x holds
+  // only the positions after the cached prefix.
+  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask, KVCache* cache = nullptr);
   std::shared_ptr<MultiHeadAttention> self_attn;
   std::shared_ptr<PositionwiseFeedForward> feed_forward;
   std::shared_ptr<LayerNorm> norm1, norm2;
@@ -75,7 +77,9 @@ class DecoderLayer : public Module {
 class Encoder : public Module {
  public:
   Encoder(const LayerOptions& o, int64_t num_layers);
-  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask);
+  // A stack with a causal mask is a decoder-only model; `caches` (one per layer,
+  // created on first use) make each new position cost one position.
+  Tensor forward(const Tensor& x, const ops::AttentionMask& mask, std::vector<KVCache>* caches = nullptr);
   std::vector<std::shared_ptr<EncoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
 };

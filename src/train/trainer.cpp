@@ -54,6 +54,7 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
   TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1, "training needs accumulate >= 1 and epochs >= 1");
+  if (o_.schedule.kind == Schedule::Kind::Cosine && o_.schedule.decay_steps <= 0) o_.schedule.decay_steps = o_.max_steps;
   if (o_.resume.empty()) return;
   resumed_file_ = io::read_safetensors(o_.resume);
   resumed_info_ = io::checkpoint_info(resumed_file_, o_.resume);

@@ -1,0 +1,79 @@
+// `tfm lm train`: a decoder-only language model on a text file.
+// `tfm generate`: text from a trained language model.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/trainer_flags.h"
+#include "data/tokenizer.h"
+#include "decode/sampling.h"
+#include "io/checkpoint.h"
+#include "tensor/error.h"
+#include "train/language_model.h"
+
+namespace tfm::cli {
+
+void add_lm_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<train::LanguageModelOptions>();
+  CLI::App* lm = app.add_subcommand("lm", "Decoder-only (GPT) language models");
+  lm->require_subcommand(1);
+  CLI::App* cmd = lm->add_subcommand(
+      "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe)");
+  cmd->add_option("--text", o->text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--valid", o->valid_text, "Validation text")->check(CLI::ExistingFile);
+  cmd->add_option("--vocab", o->spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
+  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family gpt)")->check(CLI::ExistingFile);
+  auto* m = cmd->add_option_group("model");
+  m->add_option("--layers", o->model.layers, "Transformer blocks")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--heads", o->model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--d-model", o->model.d_model, "Model width (d_ff is 4x unless --d-ff)")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--d-ff", o->model.d_ff, "Feed-forward width")->check(CLI::PositiveNumber);
+  m->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--dropout", o->model.dropout, "Dropout probability")->capture_default_str();
+  m->add_flag("!--learned-positions,--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table");
+  cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end")->capture_default_str();
+  add_trainer_flags(cmd, o->trainer);
+  auto d_ff_given = cmd->get_option("--d-ff");
+  cmd->callback([o, d_ff_given, &exit_code] {
+    train::LanguageModelOptions run = *o;
+    if (d_ff_given->count() == 0) run.model.d_ff = 4 * run.model.d_model;
+    exit_code = train::run_language_model_training(run, std::cout);
+  });
+}
+
+void add_generate_command(CLI::App& app, int& exit_code) {
+  struct Options {
+    std::string checkpoint, prompt, spm;
+    decode::SamplingOptions sampling;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model from `tfm lm train`");
+  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint (e.g. runs/lm/best.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--prompt", o->prompt, "Text to continue (default: a line break)");
+  cmd->add_option("--max-tokens", o->sampling.max_new_tokens, "Tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  cmd->callback([o, &exit_code] {
+    io::SafeTensors file = io::read_safetensors(o->checkpoint);
+    io::Checkpoint info = io::checkpoint_info(file, o->checkpoint);
+    auto tok = info.metadata.find("tfm.tokenizer");
+    TFM_CHECK(info.model_kind == "gpt" && tok != info.metadata.end(),
+              o->checkpoint << ": is a '" << info.model_kind << "' checkpoint, not a language model from `tfm lm train`");
+    data::Tokenizer tokenizer = data::Tokenizer::from_record(tok->second, o->checkpoint, o->spm);
+    models::GPT model(models::StackConfig::from_json(info.config_json, o->checkpoint));
+    io::load_parameters(model, file, o->checkpoint);
+    std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
+    TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
+    std::cout << o->prompt << std::flush;
+    decode::generate(model, prompt, o->sampling, [&](int id) { std::cout << tokenizer.decode({id}) << std::flush; });
+    std::cout << "\n";
+    exit_code = 0;
+  });
+}
+
+}  // namespace tfm::cli

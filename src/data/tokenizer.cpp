@@ -1,0 +1,123 @@
+#include "data/tokenizer.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "data/text.h"
+#include "tensor/error.h"
+
+namespace tfm::data {
+
+using nlohmann::json;
+
+std::vector<std::string> utf8_characters(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : 4;
+    out.push_back(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::string read_text(const std::string& path) {
+  std::string text;
+  for (const std::string& line : read_lines(path)) text += line + "\n";  // read_lines validates UTF-8
+  return text;
+}
+
+Tokenizer Tokenizer::characters(const std::string& text) {
+  std::vector<std::string> chars = utf8_characters(text);
+  std::sort(chars.begin(), chars.end());  // byte order of UTF-8 is code-point order
+  chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
+  TFM_CHECK(!chars.empty(), "cannot build a character vocabulary from empty text");
+  Tokenizer t;
+  t.chars_ = std::move(chars);
+  return t;
+}
+
+Tokenizer Tokenizer::sentencepiece(const std::string& model_path) {
+  Tokenizer t;
+  t.spm_ = std::make_shared<Vocab>(Vocab::load(model_path));
+  return t;
+}
+
+std::string Tokenizer::record() const {
+  if (spm_) return json{{"type", "sentencepiece"}, {"path", spm_->path()}, {"crc32", spm_->checksum()}}.dump();
+  return json{{"type", "characters"}, {"characters", chars_}}.dump();
+}
+
+Tokenizer Tokenizer::from_record(const std::string& text, const std::string& origin, const std::string& spm_path) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const bool chars = j.is_object() && j.value("type", "") == "characters" && j.contains("characters") && j["characters"].is_array();
+  const bool spm = j.is_object() && j.value("type", "") == "sentencepiece" && j.contains("path") && j["path"].is_string() &&
+                   j.contains("crc32") && j["crc32"].is_number_unsigned();
+  TFM_CHECK(chars || spm, origin << ": the tokenizer record in the metadata is malformed");
+  if (spm) {
+    Tokenizer t = sentencepiece(spm_path.empty() ? j["path"].get<std::string>() : spm_path);
+    TFM_CHECK(t.spm_->checksum() == j["crc32"].get<uint32_t>(),
+              origin << ": was trained with another SentencePiece model than " << t.spm_->path());
+    return t;
+  }
+  Tokenizer t;
+  for (const json& c : j["characters"]) {
+    TFM_CHECK(c.is_string() && utf8_characters(c.get<std::string>()).size() == 1, origin << ": the tokenizer record in the metadata is malformed");
+    t.chars_.push_back(c.get<std::string>());
+  }
+  return t;
+}
+
+std::vector<int> Tokenizer::encode(const std::string& text) const {
+  std::vector<int> ids;
+  if (spm_) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t end = std::min(text.find('\n', start), text.size());
+      std::vector<int> line = spm_->encode(text.substr(start, end - start));
+      ids.insert(ids.end(), line.begin(), line.end());
+      if (end < text.size()) ids.push_back(kEos);
+      start = end + 1;
+    }
+    return ids;
+  }
+  for (const std::string& c : utf8_characters(text)) {
+    auto it = std::lower_bound(chars_.begin(), chars_.end(), c);
+    ids.push_back(it != chars_.end() && *it == c ? kFirstChar + static_cast<int>(it - chars_.begin()) : kUnk);
+  }
+  return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  std::string out;
+  if (spm_) {
+    std::vector<int> line;
+    for (int id : ids) {
+      if (id == kEos) {
+        out += spm_->decode(line) + "\n";
+        line.clear();
+      } else if (!is_special(id)) {
+        line.push_back(id);
+      }
+    }
+    return out + spm_->decode(line);
+  }
+  for (int id : ids)
+    if (id >= kFirstChar && id < size()) out += chars_[static_cast<size_t>(id - kFirstChar)];
+  return out;
+}
+
+int Tokenizer::size() const { return spm_ ? spm_->size() + 1 : kFirstChar + static_cast<int>(chars_.size()); }
+
+int Tokenizer::mask_id() const { return spm_ ? spm_->size() : kMask; }
+
+int Tokenizer::line_break_id() const {
+  if (spm_) return kEos;
+  auto it = std::lower_bound(chars_.begin(), chars_.end(), std::string("\n"));
+  return it != chars_.end() && *it == "\n" ? kFirstChar + static_cast<int>(it - chars_.begin()) : kBos;
+}
+
+bool Tokenizer::is_special(int id) const { return spm_ ? id < 4 || id == mask_id() : id < kFirstChar; }
+
+}  // namespace tfm::data

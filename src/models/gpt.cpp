@@ -1,0 +1,51 @@
+#include "models/gpt.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "nn/init.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "tensor/error.h"
+
+namespace tfm::models {
+
+GPT::GPT(const StackConfig& c) : config_(c) {
+  c.validate("model configuration");
+  tok_embed = register_module("tok_embed", std::make_shared<nn::Embedding>(c.vocab, c.d_model, /*scale_by_sqrt_d=*/false));
+  if (c.learned_positions) pos_embed = register_module("pos_embed", std::make_shared<nn::Embedding>(c.max_len, c.d_model, false));
+  else sinusoids = register_module("pos", std::make_shared<nn::PositionalEncoding>(c.d_model, 0.0f, c.max_len));
+  blocks = register_module("blocks", std::make_shared<nn::Encoder>(c.layer_options(), c.layers));
+}
+
+Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
+  const int64_t start = caches && !caches->empty() ? (*caches)[0].length : 0;
+  TFM_CHECK(start + ids.cols <= config_.max_len,
+            "sequence of " << start + ids.cols << " tokens exceeds the model's context of " << config_.max_len);
+  Tensor x = tok_embed->forward(ids.ids, ids.rows, ids.cols);  // [batch, len, d_model]
+  if (pos_embed) {
+    std::vector<int> positions(static_cast<size_t>(ids.cols));
+    std::iota(positions.begin(), positions.end(), static_cast<int>(start));
+    x = ops::add(x, ops::embedding(pos_embed->weight, positions, {ids.cols}));  // + [len, d_model]
+  } else {
+    x = sinusoids->forward(x, start);
+  }
+  ops::AttentionMask causal;
+  causal.causal = true;
+  x = blocks->forward(dropout(x, config_.dropout), causal, caches);  // [batch, len, d_model]
+  return ops::linear(x, tok_embed->weight, Tensor());                // [batch, len, vocab]
+}
+
+void GPT::init_parameters(Rng& rng) {
+  const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
+  for (auto& [name, p] : named_parameters()) {
+    if (p.dim() < 2) continue;  // biases 0, LayerNorm gains 1 from construction
+    const bool residual_out = name.ends_with("out_proj.weight") || name.ends_with("linear2.weight");
+    const float std = residual_out ? residual_std : 0.02f;
+    float* d = p.data();
+    for (int64_t i = 0; i < p.numel(); ++i) d[i] = static_cast<float>(rng.normal()) * std;
+  }
+}
+
+}  // namespace tfm::models

@@ -1,0 +1,38 @@
+#pragma once
+// Decoder-only language model (GPT): token embedding + positions -> a stack of
+// causal self-attention blocks (pre-norm, GELU) -> final LayerNorm -> logits
+// through the token embedding (tied output, no bias). Parameter names match the
+// PyTorch module in tests/reference/model.py (nn.TransformerEncoder with a causal mask):
+//   tok_embed.weight, pos_embed.weight, blocks.layers.N.{self_attn, linear1, linear2, norm1, norm2}, blocks.norm
+#include <memory>
+#include <vector>
+
+#include "models/stack_config.h"
+#include "models/tokens.h"
+#include "nn/transformer.h"
+#include "tensor/rng.h"
+
+namespace tfm::models {
+
+class GPT : public nn::Module {
+ public:
+  explicit GPT(const StackConfig& config);
+
+  // ids: [batch, len] -> logits [batch, len, vocab]. With caches (inference), ids
+  // hold only the positions after the cached prefix, which must fit in max_len.
+  Tensor forward(const Tokens& ids, std::vector<nn::KVCache>* caches = nullptr);
+
+  // nanoGPT's initialisation: N(0, 0.02) weights, residual output projections
+  // scaled by 1/sqrt(2 * layers), zero biases.
+  void init_parameters(Rng& rng);
+  const StackConfig& config() const { return config_; }
+
+  std::shared_ptr<nn::Embedding> tok_embed, pos_embed;  // pos_embed: learned positions only
+  std::shared_ptr<nn::PositionalEncoding> sinusoids;    // otherwise
+  std::shared_ptr<nn::Encoder> blocks;
+
+ private:
+  StackConfig config_;
+};
+
+}  // namespace tfm::models

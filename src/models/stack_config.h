@@ -1,0 +1,33 @@
+#pragma once
+// The hyper-parameters of the single-stack families that grew from the Transformer:
+// the decoder-only language model ("gpt"), the masked-language-model encoder
+// ("bert") and the Vision Transformer ("vit"). One struct for the three, since they
+// share everything but their inputs; fields a family does not use keep defaults.
+// Stored as JSON in checkpoints ("tfm.config") and accepted from --config files.
+#include <cstdint>
+#include <string>
+
+#include "nn/transformer.h"
+
+namespace tfm::models {
+
+struct StackConfig {
+  std::string family;             // "gpt", "bert" or "vit"
+  int64_t vocab = 0;              // gpt, bert: token vocabulary (specials included)
+  int64_t max_len = 64;           // gpt: context window; bert: longest input. vit: derived (patches + 1)
+  int64_t d_model = 128, heads = 4, d_ff = 512, layers = 4;
+  float dropout = 0.0f;
+  nn::Activation activation = nn::Activation::GELU;
+  bool norm_first = true;         // pre-norm, as GPT-2 and ViT
+  bool learned_positions = true;  // gpt: learned table (GPT-2) or the paper's sinusoids
+  int64_t image_size = 28, channels = 1, patch = 4, classes = 10;  // vit
+
+  int64_t patches() const { return (image_size / patch) * (image_size / patch); }
+  nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first}; }
+  std::string to_json() const;
+  static StackConfig from_json(const std::string& text, const std::string& origin);
+  static StackConfig from_file(const std::string& path);
+  void validate(const std::string& origin) const;
+};
+
+}  // namespace tfm::models

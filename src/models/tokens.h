@@ -1,0 +1,20 @@
+#pragma once
+// Batches of token ids as every model takes them.
+#include <cstdint>
+#include <vector>
+
+#include "ops/attention.h"
+
+namespace tfm::models {
+
+// A batch of token ids, row-major [rows, cols], padded with the model's pad id.
+struct Tokens {
+  std::vector<int> ids;
+  int64_t rows = 0, cols = 0;
+  int at(int64_t r, int64_t c) const { return ids[r * cols + c]; }
+};
+
+// Key-padding mask (1 where the token is padding), optionally with the look-ahead mask.
+ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal = false);
+
+}  // namespace tfm::models
