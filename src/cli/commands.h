@@ -15,5 +15,6 @@ void add_attention_command(CLI::App& app, int& exit_code);
 void add_plot_command(CLI::App& app, int& exit_code);
 void add_lm_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
+void add_vit_command(CLI::App& app, int& exit_code);
 
 }  // namespace tfm::cli

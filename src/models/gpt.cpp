@@ -42,9 +42,7 @@ void GPT::init_parameters(Rng& rng) {
   for (auto& [name, p] : named_parameters()) {
     if (p.dim() < 2) continue;  // biases 0, LayerNorm gains 1 from construction
     const bool residual_out = name.ends_with("out_proj.weight") || name.ends_with("linear2.weight");
-    const float std = residual_out ? residual_std : 0.02f;
-    float* d = p.data();
-    for (int64_t i = 0; i < p.numel(); ++i) d[i] = static_cast<float>(rng.normal()) * std;
+    nn::init::normal_(p, residual_out ? residual_std : 0.02f, rng);
   }
 }
 

@@ -12,6 +12,11 @@ void uniform_(Tensor& t, float lo, float hi, Rng& rng) {
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.uniform(lo, hi));
 }
 
+void normal_(Tensor& t, float std, Rng& rng) {
+  float* d = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = static_cast<float>(rng.normal()) * std;
+}
+
 void xavier_uniform_(Tensor& t, Rng& rng) {
   TFM_CHECK(t.dim() >= 2, "xavier_uniform_ needs a tensor of at least 2 dimensions");
   const int64_t receptive = t.numel() / (t.size(0) * t.size(1));

@@ -54,7 +54,6 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
   TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1, "training needs accumulate >= 1 and epochs >= 1");
-  if (o_.schedule.kind == Schedule::Kind::Cosine && o_.schedule.decay_steps <= 0) o_.schedule.decay_steps = o_.max_steps;
   if (o_.resume.empty()) return;
   resumed_file_ = io::read_safetensors(o_.resume);
   resumed_info_ = io::checkpoint_info(resumed_file_, o_.resume);
@@ -147,6 +146,7 @@ int Trainer::run(TrainingTask& task) {
   int64_t batches = task.begin_epoch(state_.epoch, o_.seed);
   const int64_t steps_per_epoch = (batches + o_.accumulate - 1) / o_.accumulate;
   const int64_t total = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch * o_.epochs;
+  if (o_.schedule.kind == Schedule::Kind::Cosine && o_.schedule.decay_steps <= 0) o_.schedule.decay_steps = total;
   Progress progress(total, state_.step, o_.log_every, task.unit());
   if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
   bool finished = state_.step >= total, interrupted = false;

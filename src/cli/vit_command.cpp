@@ -1,0 +1,89 @@
+// `tfm vit train` / `tfm vit eval`: a Vision Transformer on an MNIST-style image set.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/trainer_flags.h"
+#include "io/checkpoint.h"
+#include "tensor/error.h"
+#include "train/vit.h"
+
+namespace tfm::cli {
+
+namespace {
+
+const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+void print_evaluation(const train::Evaluation& e, int64_t classes, bool fashion) {
+  std::printf("test accuracy %.2f%% (%ld of %ld images), loss %.4f\n", 100.0 * e.accuracy(), static_cast<long>(e.correct),
+              static_cast<long>(e.images), e.loss);
+  std::printf("per class (rows: true class, columns: predicted)\n");
+  for (int64_t t = 0; t < classes; ++t) {
+    int64_t total = 0;
+    for (int64_t p = 0; p < classes; ++p) total += e.confusion[static_cast<size_t>(t * classes + p)];
+    const double acc = total ? 100.0 * static_cast<double>(e.confusion[static_cast<size_t>(t * classes + t)]) / static_cast<double>(total) : 0.0;
+    std::printf("%2ld %-12s %6.2f%% |", static_cast<long>(t), fashion && classes == 10 ? kFashionClasses[t] : "", acc);
+    for (int64_t p = 0; p < classes; ++p) std::printf(" %4ld", static_cast<long>(e.confusion[static_cast<size_t>(t * classes + p)]));
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+// A ViT checkpoint from `tfm vit train`, loaded.
+std::unique_ptr<models::ViT> load_vit(const std::string& path) {
+  io::SafeTensors file = io::read_safetensors(path);
+  io::Checkpoint info = io::checkpoint_info(file, path);
+  TFM_CHECK(info.model_kind == "vit", path << ": is a '" << info.model_kind << "' checkpoint, not a ViT from `tfm vit train`");
+  auto model = std::make_unique<models::ViT>(models::StackConfig::from_json(info.config_json, path));
+  io::load_parameters(*model, file, path);
+  model->eval();
+  return model;
+}
+
+void add_vit_command(CLI::App& app, int& exit_code) {
+  CLI::App* vit = app.add_subcommand("vit", "Vision Transformer image classifiers (Fashion-MNIST by default)");
+  vit->require_subcommand(1);
+
+  auto o = std::make_shared<train::VitOptions>();
+  CLI::App* cmd = vit->add_subcommand("train", "Train a ViT on an MNIST-style image set");
+  cmd->add_option("--data", o->data_dir, "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
+  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family vit)")->check(CLI::ExistingFile);
+  auto* m = cmd->add_option_group("model");
+  m->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--layers", o->model.layers, "Encoder layers")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--heads", o->model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--d-model", o->model.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--d-ff", o->model.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--dropout", o->model.dropout, "Dropout probability")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Images per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str();
+  cmd->add_flag("!--no-flip", o->flip, "Do not mirror training images at random");
+  add_trainer_flags(cmd, o->trainer);
+  cmd->callback([o, &exit_code] {
+    train::VitOptions run = *o;
+    run.model.max_len = run.model.patches() + 1;
+    exit_code = train::run_vit_training(run, std::cout);
+  });
+
+  struct EvalOptions {
+    std::string checkpoint, data_dir = train::kFashionMnistDir;
+  };
+  auto e = std::make_shared<EvalOptions>();
+  CLI::App* eval = vit->add_subcommand("eval", "Test accuracy and confusion matrix of a trained ViT");
+  eval->add_option("checkpoint", e->checkpoint, "Checkpoint (e.g. runs/vit/best.safetensors)")->required()->check(CLI::ExistingFile);
+  eval->add_option("--data", e->data_dir, "Directory with t10k-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
+  eval->callback([e, &exit_code] {
+    std::unique_ptr<models::ViT> model = load_vit(e->checkpoint);
+    const data::ImageSet test = data::read_image_split(e->data_dir, /*train=*/false, model->config().classes);
+    TFM_CHECK(test.rows == model->config().image_size && test.cols == model->config().image_size,
+              e->data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << model->config().image_size);
+    print_evaluation(train::evaluate_images(*model, test, 0, test.count), model->config().classes,
+                     e->data_dir.find("fashion") != std::string::npos);
+    exit_code = 0;
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,83 @@
+#include "models/vit.h"
+
+#include "nn/init.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "tensor/error.h"
+
+namespace tfm::models {
+
+Tensor patchify(const Tensor& images, int64_t P) {
+  TFM_CHECK(images.dim() == 4 && images.size(2) % P == 0 && images.size(3) % P == 0,
+            "patchify: expected images [batch, C, H, W] with H and W multiples of " << P << ", got " << shape_str(images.shape()));
+  const Tensor x = images.contiguous();
+  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), gh = H / P, gw = W / P;
+  Tensor out = Tensor::empty({B, gh * gw, C * P * P});
+  const float* src = x.data();
+  float* dst = out.data();
+#pragma omp parallel for collapse(2) if (B * gh * gw > 256)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t n = 0; n < gh * gw; ++n) {
+      float* row = dst + (b * gh * gw + n) * C * P * P;
+      const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t dy = 0; dy < P; ++dy)
+          for (int64_t dx = 0; dx < P; ++dx) *row++ = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
+    }
+  return out;
+}
+
+ViT::ViT(const StackConfig& c) : config_(c) {
+  c.validate("model configuration");
+  TFM_CHECK(c.family == "vit", "model configuration: family '" << c.family << "' is not vit");
+  const int64_t D = c.d_model;
+  patch_weight = Tensor::zeros({D, c.channels, c.patch, c.patch});
+  register_parameter("patch_embed.weight", patch_weight);
+  patch_bias = Tensor::zeros({D});
+  register_parameter("patch_embed.bias", patch_bias);
+  cls_token = Tensor::zeros({1, 1, D});
+  register_parameter("cls_token", cls_token);
+  pos_embed = Tensor::zeros({1, c.patches() + 1, D});
+  register_parameter("pos_embed", pos_embed);
+  encoder = register_module("encoder", std::make_shared<nn::Encoder>(c.layer_options(), c.layers));
+  head = register_module("head", std::make_shared<nn::Linear>(D, c.classes));
+}
+
+Tensor ViT::forward(const Tensor& images) {
+  const StackConfig& c = config_;
+  TFM_CHECK(images.dim() == 4 && images.size(1) == c.channels && images.size(2) == c.image_size && images.size(3) == c.image_size,
+            "ViT: expected images [batch, " << c.channels << ", " << c.image_size << ", " << c.image_size << "], got "
+                                             << shape_str(images.shape()));
+  const int64_t B = images.size(0), D = c.d_model;
+  Tensor w = patch_weight.reshape({D, c.channels * c.patch * c.patch});            // the Conv2d as a matrix
+  Tensor patches = ops::linear(patchify(images, c.patch), w, patch_bias);           // [batch, patches, d]
+  Tensor cls = ops::add(Tensor::zeros({B, 1, D}), cls_token);                       // [batch, 1, d]
+  Tensor x = ops::add(ops::concat({cls, patches}, 1), pos_embed);                   // [batch, patches + 1, d]
+  x = encoder->forward(dropout(x, c.dropout), ops::AttentionMask{});
+  return head->forward(x.slice(1, 0, 1).reshape({B, D}));                           // [batch, classes]
+}
+
+Tensor ViT::cls_attention() const {
+  const Tensor& w = encoder->layers.back()->self_attn->attention_weights();  // [batch, heads, patches + 1, patches + 1]
+  TFM_CHECK(w.defined(), "no attention weights yet: run forward first");
+  const int64_t B = w.size(0), heads = w.size(1), n = w.size(3) - 1;
+  Tensor out = Tensor::zeros({B, n});
+  const Tensor ww = w.contiguous();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* row = ww.data() + ((b * heads + h) * (n + 1)) * (n + 1);  // query 0 = [CLS]
+      for (int64_t j = 0; j < n; ++j) out.data()[b * n + j] += row[j + 1] / static_cast<float>(heads);
+    }
+  return out;
+}
+
+void ViT::init_parameters(Rng& rng) {
+  for (auto& [name, p] : named_parameters()) {
+    if (name == "cls_token" || name == "pos_embed") nn::init::normal_(p, 0.02f, rng);
+    else if (p.dim() > 1) nn::init::xavier_uniform_(p, rng);
+  }
+}
+
+}  // namespace tfm::models
