@@ -29,29 +29,12 @@ TEST_P(ReferenceTransformer, ForwardLossAndGradientsMatchPyTorch) {
   Tensor logits = model->generator->logits(model->forward(src, tgt_in));
   Tensor loss = ops::cross_entropy(logits.reshape({-1, f.config.tgt_vocab}), tgt_out.ids, 0.1f, f.config.pad_id);
 
-  int compared = 0;
   testing::WorstDifference worst_forward, worst_grad;
-  for (const auto& [name, expected] : f.file.tensors) {
-    if (name.rfind("trace.", 0) != 0) continue;
-    const std::string module = name.substr(6);
-    auto it = recorder.outputs.find(module);
-    ASSERT_NE(it, recorder.outputs.end()) << "tfm recorded no output for " << module;
-    EXPECT_TENSOR_NEAR(module, it->second, expected, kForwardTol);
-    worst_forward.add(module, testing::compare(it->second, expected));
-    ++compared;
-  }
-  EXPECT_EQ(compared, 33) << "every sublayer of 2+2 layers, both stacks' norms, positions and generator";
+  EXPECT_EQ(testing::expect_traces_match(f, recorder, kForwardTol, worst_forward), 33)
+      << "every sublayer of 2+2 layers, both stacks' norms, positions and generator";
   EXPECT_TENSOR_NEAR("loss", loss, f.get("loss"), kLossTol);
-
   loss.backward();
-  int grads = 0;
-  for (const auto& [name, param] : model->named_parameters()) {
-    const Tensor& expected = f.get("grad." + name);
-    EXPECT_TENSOR_NEAR("grad." + name, param.grad(), expected, kGradTol);
-    worst_grad.add("grad." + name, testing::compare(param.grad(), expected));
-    ++grads;
-  }
-  EXPECT_EQ(grads, static_cast<int>(model->named_parameters().size()));
+  testing::expect_grads_match(f, *model, kGradTol, worst_grad);
   std::cout << "  " << GetParam() << " forward: " << worst_forward.summary() << "\n  " << GetParam()
             << " gradients: " << worst_grad.summary() << "\n";
 }

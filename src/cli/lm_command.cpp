@@ -19,10 +19,10 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   lm->require_subcommand(1);
   CLI::App* cmd = lm->add_subcommand(
       "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe)");
-  cmd->add_option("--text", o->text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
+  cmd->add_option("--text", o->data.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--valid", o->valid_text, "Validation text")->check(CLI::ExistingFile);
-  cmd->add_option("--vocab", o->spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
+  cmd->add_option("--valid", o->data.valid_text, "Validation text")->check(CLI::ExistingFile);
+  cmd->add_option("--vocab", o->data.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
   cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family gpt)")->check(CLI::ExistingFile);
   auto* m = cmd->add_option_group("model");
   m->add_option("--layers", o->model.layers, "Transformer blocks")->capture_default_str()->check(CLI::PositiveNumber);

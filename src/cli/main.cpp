@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   tfm::cli::add_lm_command(app, exit_code);
   tfm::cli::add_generate_command(app, exit_code);
   tfm::cli::add_vit_command(app, exit_code);
+  tfm::cli::add_bert_command(app, exit_code);
+  tfm::cli::add_embed_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -62,30 +62,14 @@ class LanguageModelTask : public TrainingTask {
 
 LanguageModelTask::LanguageModelTask(const LanguageModelOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out)
     : o_(o) {
-  const std::string text = data::read_text(o.text);
-  if (resumed) {
-    auto it = resumed->metadata.find("tfm.tokenizer");
-    TFM_CHECK(resumed->model_kind == "gpt" && it != resumed->metadata.end(), o.trainer.resume << ": is not a language-model checkpoint");
-    tokenizer_ = data::Tokenizer::from_record(it->second, o.trainer.resume, o.spm);
-  } else {
-    tokenizer_ = o.spm.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(o.spm);
-  }
-  std::vector<int> ids = tokenizer_.encode(text);
-  if (o.valid_text.empty()) {
-    TFM_CHECK(o.valid_fraction > 0 && o.valid_fraction < 1, "the validation fraction must be in (0, 1)");
-    const auto split = static_cast<size_t>(static_cast<double>(ids.size()) * (1.0 - o.valid_fraction));
-    train_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(split));
-    valid_.assign(ids.begin() + static_cast<std::ptrdiff_t>(split), ids.end());
-  } else {
-    train_ = std::move(ids);
-    valid_ = tokenizer_.encode(data::read_text(o.valid_text));
-  }
+  TextData d = load_text_data(o.data, resumed, o.trainer.resume, "gpt");
+  tokenizer_ = std::move(d.tokenizer), train_ = std::move(d.train), valid_ = std::move(d.valid);
   models::StackConfig config = o.config_path.empty() ? o.model : models::StackConfig::from_file(o.config_path);
   if (resumed) config = models::StackConfig::from_json(resumed->config_json, o.trainer.resume);
   config.family = "gpt";
   config.vocab = tokenizer_.size();
   TFM_CHECK(static_cast<int64_t>(train_.size()) > config.max_len + 1 && static_cast<int64_t>(valid_.size()) > config.max_len + 1,
-            o.text << ": too short: training and validation text need more than " << config.max_len + 1 << " tokens each (have "
+            o.data.text << ": too short: training and validation text need more than " << config.max_len + 1 << " tokens each (have "
                    << train_.size() << " and " << valid_.size() << ")");
   model_ = std::make_unique<models::GPT>(config);
   out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()

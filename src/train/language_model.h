@@ -8,15 +8,13 @@
 #include <string>
 
 #include "models/stack_config.h"
+#include "train/text_data.h"
 #include "train/trainer.h"
 
 namespace tfm::train {
 
 struct LanguageModelOptions {
-  std::string text;          // training text (plain or .gz)
-  std::string valid_text;    // optional; default: the last valid_fraction of `text`
-  double valid_fraction = 0.1;
-  std::string spm;           // SentencePiece model; empty: characters
+  TextSource data;
   models::StackConfig model = default_model();
   std::string config_path;   // JSON overriding `model` (vocab comes from the tokenizer)
   int64_t batch = 12;

@@ -8,6 +8,7 @@ built in float32 from fixed seeds, then evaluated in float64, so the reference
 carries no rounding error of its own; dropout is 0.
 """
 import json
+import math
 import os
 import sys
 
@@ -15,11 +16,12 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import EncoderDecoder, noam_lr  # noqa: E402
+from model import GPT, EncoderDecoder, ViT, noam_lr  # noqa: E402
 import safetensors_io  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 SMOOTHING, CLIP, FACTOR, WARMUP, STEPS = 0.1, 1.0, 1.0, 10, 5
+ADAMW = {"lr": 1e-2, "min_lr": 1e-3, "warmup": 2, "decay_steps": 5, "beta2": 0.99, "weight_decay": 0.1}
 
 
 def tfm_config(norm_first, activation, share):
@@ -117,6 +119,113 @@ def make_model_fixture(name, norm_first, activation, share):
     print(f"model_{name}: loss {loss.item():.6f}, {len(trace)} traced outputs, step losses {np.round(losses, 5).tolist()}")
 
 
+def trace_hooks(model, keep):
+    """Forward hooks recording the output of every module whose name `keep` accepts."""
+    trace, hooks = {}, []
+    for mod_name, mod in model.named_modules():
+        if keep(mod_name):
+            def hook(m, inputs, output, key=mod_name):
+                trace[key] = (output[0] if isinstance(output, tuple) else output).detach().clone()
+            hooks.append(mod.register_forward_hook(hook))
+    return trace, hooks
+
+
+def is_stack_module(name):
+    leaf = name.split(".")[-1]
+    return leaf in ("self_attn", "linear1", "linear2", "norm1", "norm2", "head") or name.endswith("encoder.norm") or \
+        name == "blocks.norm" or (name.count(".") == 2 and ".layers." in name)
+
+
+def cosine_lr(step, lr, min_lr, warmup, decay_steps):
+    """tfm's Schedule::Kind::Cosine (nanoGPT's get_lr with steps counted from 1)."""
+    if step < warmup:
+        return lr * step / warmup
+    if step >= decay_steps:
+        return min_lr
+    ratio = (step - warmup) / max(1, decay_steps - warmup)
+    return min_lr + 0.5 * (1 + math.cos(math.pi * ratio)) * (lr - min_lr)
+
+
+def make_family_fixture(name, model, cfg, inputs, loss_of):
+    """Weights, per-module outputs, loss, gradients and 5 AdamW + cosine + clipping steps of one model."""
+    with torch.no_grad():  # non-trivial LayerNorm and bias values, so that a swapped parameter cannot go unnoticed
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(torch.empty_like(p).uniform_(-0.2, 0.2))
+    weights = {n: p.detach().clone() for n, p in model.named_parameters()}
+    model = model.double().train()
+    trace, hooks = trace_hooks(model, is_stack_module)
+    loss = loss_of(model)
+    loss.backward()
+    for h in hooks:
+        h.remove()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    # AdamW as nanoGPT groups it: weight decay on matrices and embeddings only.
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": ADAMW["weight_decay"]}, {"params": rest, "weight_decay": 0.0}],
+                            lr=0.0, betas=(0.9, ADAMW["beta2"]), eps=1e-8)
+    losses = []
+    for step in range(1, STEPS + 1):
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(step, ADAMW["lr"], ADAMW["min_lr"], ADAMW["warmup"], ADAMW["decay_steps"])
+        step_loss = loss_of(model)
+        opt.zero_grad()
+        step_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+        losses.append(step_loss.item())
+    tensors = dict(weights)
+    tensors.update({"input." + k: v.float() for k, v in inputs.items()})
+    tensors.update({"trace." + k: v for k, v in trace.items()})
+    tensors["loss"] = loss.detach().reshape(())
+    tensors.update({"grad." + k: v for k, v in grads.items()})
+    tensors["train.losses"] = torch.tensor(losses)
+    meta = {"tfm.config": json.dumps(cfg), "tfm.model": cfg["family"], "fixture.train": json.dumps(dict(ADAMW, clip=CLIP, steps=STEPS))}
+    safetensors_io.save(os.path.join(OUT, f"{name}.safetensors"), tensors, meta)
+    print(f"{name}: loss {loss.item():.6f}, {len(trace)} traced outputs, step losses {np.round(losses, 5).tolist()}")
+
+
+def stack_config(family, **extra):
+    cfg = {"family": family, "d_model": 16, "heads": 4, "d_ff": 32, "layers": 2, "dropout": 0.0, "activation": "gelu",
+           "norm_first": True}
+    cfg.update(extra)
+    return cfg
+
+
+def make_gpt_fixture():
+    """A causal pre-norm GELU block stack with the output tied to the token embedding."""
+    torch.manual_seed(4321)
+    cfg = stack_config("gpt", vocab=17, max_len=16, learned_positions=True)
+    model = GPT(cfg)
+    for p in model.parameters():
+        if p.dim() > 1:
+            torch.nn.init.normal_(p, std=0.3)
+    ids = torch.randint(0, cfg["vocab"], (3, 10), generator=torch.Generator().manual_seed(5))
+
+    def loss_of(m):
+        logits = m(ids[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, cfg["vocab"]), ids[:, 1:].reshape(-1))
+    make_family_fixture("gpt", model, cfg, {"ids": ids}, loss_of)
+
+
+def make_vit_fixture():
+    """ViT forward and backward: Conv2d patches, [CLS], positions, nn.TransformerEncoderLayer(norm_first, gelu)."""
+    torch.manual_seed(8765)
+    cfg = stack_config("vit", image_size=8, channels=2, patch=4, classes=5)
+    model = ViT(cfg)
+    for n, p in model.named_parameters():
+        if p.dim() > 1:
+            torch.nn.init.normal_(p, std=0.3)
+    gen = torch.Generator().manual_seed(6)
+    images = torch.randn(3, 2, 8, 8, generator=gen)
+    labels = torch.tensor([4, 0, 2])
+
+    def loss_of(m):
+        return torch.nn.functional.cross_entropy(m(images.double()), labels)
+    make_family_fixture("vit", model, cfg, {"images": images, "labels": labels}, loss_of)
+
+
 def make_loss_fixture():
     """Both label-smoothing forms on logits with padding targets."""
     gen = torch.Generator().manual_seed(7)
@@ -154,6 +263,8 @@ def main():
                                                 ("pre_relu", True, "relu", False), ("pre_gelu", True, "gelu", False),
                                                 ("pre_gelu_tied", True, "gelu", True)]:
         make_model_fixture(name, norm_first, activation, share)
+    make_gpt_fixture()
+    make_vit_fixture()
 
 
 if __name__ == "__main__":

@@ -61,3 +61,47 @@ class EncoderDecoder(nn.Module):
 def noam_lr(step, d_model, factor, warmup):
     step = max(step, 1)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def encoder_stack(cfg):
+    """nn.TransformerEncoder with a final LayerNorm: tfm's nn::Encoder."""
+    layer = nn.TransformerEncoderLayer(cfg["d_model"], cfg["heads"], cfg["d_ff"], cfg["dropout"], activation=cfg["activation"],
+                                       batch_first=True, norm_first=cfg["norm_first"])
+    return nn.TransformerEncoder(layer, cfg["layers"], norm=nn.LayerNorm(cfg["d_model"]), enable_nested_tensor=False)
+
+
+class GPT(nn.Module):
+    """The twin of tfm's models::GPT: learned positions, causal pre-norm blocks, output tied to the token embedding."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.tok_embed = nn.Embedding(cfg["vocab"], cfg["d_model"])
+        self.pos_embed = nn.Embedding(cfg["max_len"], cfg["d_model"])
+        self.blocks = encoder_stack(cfg)
+
+    def forward(self, ids):
+        """ids [batch, len] -> logits [batch, len, vocab]."""
+        n = ids.size(1)
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        x = self.tok_embed(ids) + self.pos_embed(torch.arange(n))
+        return self.blocks(x, mask=causal) @ self.tok_embed.weight.t()
+
+
+class ViT(nn.Module):
+    """The twin of tfm's models::ViT: Conv2d patches, [CLS], learned positions, pre-norm encoder, head on [CLS]."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        d, p = cfg["d_model"], cfg["patch"]
+        patches = (cfg["image_size"] // p) ** 2
+        self.patch_embed = nn.Conv2d(cfg["channels"], d, kernel_size=p, stride=p)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, d))
+        self.pos_embed = nn.Parameter(torch.zeros(1, patches + 1, d))
+        self.encoder = encoder_stack(cfg)
+        self.head = nn.Linear(d, cfg["classes"])
+
+    def forward(self, images):
+        """images [batch, C, H, W] -> logits [batch, classes]."""
+        x = self.patch_embed(images).flatten(2).transpose(1, 2)  # [batch, patches, d]
+        x = torch.cat([self.cls_token.expand(x.size(0), -1, -1), x], dim=1) + self.pos_embed
+        return self.head(self.encoder(x)[:, 0])

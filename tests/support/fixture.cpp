@@ -1,5 +1,7 @@
 #include "support/fixture.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 
 #include "io/checkpoint.h"
@@ -22,21 +24,53 @@ models::Tokens ModelFixture::tokens(const std::string& name) const {
   return out;
 }
 
-std::unique_ptr<models::EncoderDecoder> ModelFixture::make_model() const {
-  auto model = std::make_unique<models::EncoderDecoder>(config);
+void ModelFixture::load_weights(nn::Module& model) const {
   io::SafeTensors weights;  // only the parameters: the other entries are test data
   for (const auto& [name, t] : file.tensors)
     if (name.find("input.") != 0 && name.find("trace.") != 0 && name.find("grad.") != 0 && name.find("train.") != 0 && name != "loss")
       weights.tensors.emplace_back(name, t);
-  io::load_parameters(*model, weights, "fixture");
+  io::load_parameters(model, weights, "fixture");
+}
+
+std::unique_ptr<models::EncoderDecoder> ModelFixture::make_model() const {
+  auto model = std::make_unique<models::EncoderDecoder>(config);
+  load_weights(*model);
   return model;
 }
 
 ModelFixture load_model_fixture(const std::string& name) {
   ModelFixture f;
   f.file = io::read_safetensors(fixture_path(name));
-  f.config = models::TransformerConfig::from_json(io::checkpoint_info(f.file, name).config_json, name);
+  io::Checkpoint info = io::checkpoint_info(f.file, name);
+  f.config_json = info.config_json;
+  if (info.model_kind == "encoder_decoder") f.config = models::TransformerConfig::from_json(info.config_json, name);
   return f;
+}
+
+int expect_traces_match(const ModelFixture& f, const nn::TraceRecorder& recorder, double tol, WorstDifference& worst) {
+  int compared = 0;
+  for (const auto& [name, expected] : f.file.tensors) {
+    if (name.rfind("trace.", 0) != 0) continue;
+    const std::string module = name.substr(6);
+    auto it = recorder.outputs.find(module);
+    EXPECT_NE(it, recorder.outputs.end()) << "tfm recorded no output for " << module;
+    if (it == recorder.outputs.end()) continue;
+    EXPECT_TENSOR_NEAR(module, it->second, expected, tol);
+    worst.add(module, compare(it->second, expected));
+    ++compared;
+  }
+  return compared;
+}
+
+int expect_grads_match(const ModelFixture& f, const nn::Module& model, double tol, WorstDifference& worst) {
+  int compared = 0;
+  for (const auto& [name, param] : model.named_parameters()) {
+    const Tensor& expected = f.get("grad." + name);
+    EXPECT_TENSOR_NEAR("grad." + name, param.grad(), expected, tol);
+    worst.add("grad." + name, compare(param.grad(), expected));
+    ++compared;
+  }
+  return compared;
 }
 
 }  // namespace tfm::testing

@@ -1,0 +1,85 @@
+// `tfm bert train`: a BERT-style encoder with the masked-language-model objective.
+// `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "autograd/autograd.h"
+#include "cli/commands.h"
+#include "cli/trainer_flags.h"
+#include "data/text.h"
+#include "io/checkpoint.h"
+#include "tensor/error.h"
+#include "train/masked_lm.h"
+
+namespace tfm::cli {
+
+void add_bert_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<train::MaskedLmOptions>();
+  CLI::App* bert = app.add_subcommand("bert", "BERT-style encoders (masked language model)");
+  bert->require_subcommand(1);
+  CLI::App* cmd = bert->add_subcommand("train", "Train a masked-language-model encoder on a text file");
+  cmd->add_option("--text", o->data.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--valid", o->data.valid_text, "Validation text")->check(CLI::ExistingFile);
+  cmd->add_option("--vocab", o->data.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
+  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family bert)")->check(CLI::ExistingFile);
+  auto* m = cmd->add_option_group("model");
+  m->add_option("--layers", o->model.layers, "Encoder layers")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--heads", o->model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--d-model", o->model.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--d-ff", o->model.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
+  m->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()->check(CLI::Range(2, 100000));
+  m->add_option("--dropout", o->model.dropout, "Dropout probability")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str();
+  add_trainer_flags(cmd, o->trainer);
+  cmd->callback([o, &exit_code] { exit_code = train::run_masked_lm_training(*o, std::cout); });
+}
+
+void add_embed_command(CLI::App& app, int& exit_code) {
+  struct Options {
+    std::string checkpoint, input = "-", spm, pool = "mean";
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder from `tfm bert train`: one line of numbers per input line");
+  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint (e.g. runs/bert/best.safetensors)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--input", o->input, "Text, one sentence a line ('-': standard input)")->capture_default_str();
+  cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector")
+      ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
+  cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  cmd->callback([o, &exit_code] {
+    io::SafeTensors file = io::read_safetensors(o->checkpoint);
+    io::Checkpoint info = io::checkpoint_info(file, o->checkpoint);
+    auto tok = info.metadata.find("tfm.tokenizer");
+    TFM_CHECK(info.model_kind == "bert" && tok != info.metadata.end(),
+              o->checkpoint << ": is a '" << info.model_kind << "' checkpoint, not an encoder from `tfm bert train`");
+    const data::Tokenizer tokenizer = data::Tokenizer::from_record(tok->second, o->checkpoint, o->spm);
+    models::BERT model(models::StackConfig::from_json(info.config_json, o->checkpoint), data::Tokenizer::kPad);
+    io::load_parameters(model, file, o->checkpoint);
+    model.eval();
+    autograd::NoGradGuard no_grad;
+    const std::vector<std::string> lines = data::read_lines(o->input == "-" ? "/dev/stdin" : o->input);
+    int64_t truncated = 0;
+    for (const std::string& line : lines) {
+      std::vector<int> ids = tokenizer.encode(line);
+      if (static_cast<int64_t>(ids.size()) > model.config().max_len - 1) ids.resize(static_cast<size_t>(model.config().max_len - 1)), ++truncated;
+      ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS]
+      const int64_t len = static_cast<int64_t>(ids.size());
+      const int64_t D = model.config().d_model;
+      const Tensor hidden = model.encode({ids, 1, len}).contiguous();  // [1, len, d_model]
+      // [CLS] alone, or the mean over the sentence's tokens ([CLS] too for an empty line).
+      const int64_t first = o->pool == "cls" || len == 1 ? 0 : 1, last = o->pool == "cls" ? 1 : len;
+      std::vector<double> v(static_cast<size_t>(D), 0.0);
+      for (int64_t t = first; t < last; ++t)
+        for (int64_t i = 0; i < D; ++i) v[static_cast<size_t>(i)] += hidden.data()[t * D + i] / static_cast<double>(last - first);
+      for (int64_t i = 0; i < D; ++i) std::printf(i ? " %.6g" : "%.6g", v[static_cast<size_t>(i)]);
+      std::printf("\n");
+    }
+    if (truncated) std::fprintf(stderr, "tfm: warning: %ld lines longer than %ld tokens were truncated\n", static_cast<long>(truncated),
+                                static_cast<long>(model.config().max_len - 1));
+    exit_code = 0;
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,45 @@
+#include "models/bert.h"
+
+#include <numeric>
+
+#include "nn/init.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "tensor/error.h"
+
+namespace tfm::models {
+
+BERT::BERT(const StackConfig& c, int pad_id) : config_(c), pad_id_(pad_id) {
+  c.validate("model configuration");
+  TFM_CHECK(c.family == "bert", "model configuration: family '" << c.family << "' is not bert");
+  tok_embed = register_module("tok_embed", std::make_shared<nn::Embedding>(c.vocab, c.d_model, /*scale_by_sqrt_d=*/false));
+  pos_embed = register_module("pos_embed", std::make_shared<nn::Embedding>(c.max_len, c.d_model, false));
+  embed_norm = register_module("embed_norm", std::make_shared<nn::LayerNorm>(c.d_model, 1e-12f));
+  encoder = register_module("encoder", std::make_shared<nn::Encoder>(c.layer_options(), c.layers));
+  mlm_dense = register_module("mlm_dense", std::make_shared<nn::Linear>(c.d_model, c.d_model));
+  mlm_norm = register_module("mlm_norm", std::make_shared<nn::LayerNorm>(c.d_model, 1e-12f));
+  mlm_bias = Tensor::zeros({c.vocab});
+  register_parameter("mlm_bias", mlm_bias);
+}
+
+Tensor BERT::encode(const Tokens& ids) {
+  TFM_CHECK(ids.cols <= config_.max_len, "input of " << ids.cols << " tokens exceeds the model's maximum of " << config_.max_len);
+  std::vector<int> positions(static_cast<size_t>(ids.cols));
+  std::iota(positions.begin(), positions.end(), 0);
+  Tensor x = ops::add(tok_embed->forward(ids.ids, ids.rows, ids.cols), ops::embedding(pos_embed->weight, positions, {ids.cols}));
+  x = dropout(embed_norm->forward(x), config_.dropout);              // [batch, len, d_model]
+  return encoder->forward(x, padding_mask(ids, pad_id_));            // [batch, len, d_model]
+}
+
+Tensor BERT::mlm_logits(const Tensor& hidden) const {
+  Tensor h = mlm_norm->forward(ops::gelu(mlm_dense->forward(hidden)));  // [n, d_model]
+  return ops::linear(h, tok_embed->weight, mlm_bias);                   // [n, vocab], tied to the input embedding
+}
+
+void BERT::init_parameters(Rng& rng) {
+  for (auto& [name, p] : named_parameters())
+    if (p.dim() > 1) nn::init::normal_(p, 0.02f, rng);
+}
+
+}  // namespace tfm::models

@@ -1,0 +1,43 @@
+#pragma once
+// BERT-style bidirectional encoder (Devlin et al., 2018) with the masked-language-
+// model head: token + learned position embeddings -> LayerNorm -> encoder stack
+// (padding mask only, no look-ahead) -> per position a dense + GELU + LayerNorm
+// transform and the output projection tied to the token embedding. Parameter names
+// match the PyTorch module in tests/reference/model.py:
+//   tok_embed.weight, pos_embed.weight, embed_norm, encoder.layers.N..., encoder.norm,
+//   mlm_dense.{weight,bias}, mlm_norm, mlm_bias
+#include <memory>
+#include <vector>
+
+#include "models/stack_config.h"
+#include "models/tokens.h"
+#include "nn/transformer.h"
+#include "tensor/rng.h"
+
+namespace tfm::models {
+
+class BERT : public nn::Module {
+ public:
+  BERT(const StackConfig& config, int pad_id);
+
+  // ids: [batch, len] (padded with pad_id) -> hidden states [batch, len, d_model]
+  Tensor encode(const Tokens& ids);
+  // hidden rows [n, d_model] -> vocabulary logits [n, vocab]
+  Tensor mlm_logits(const Tensor& hidden) const;
+
+  // N(0, 0.02) matrices and embeddings (BERT's initialiser), zero biases.
+  void init_parameters(Rng& rng);
+  const StackConfig& config() const { return config_; }
+
+  std::shared_ptr<nn::Embedding> tok_embed, pos_embed;
+  std::shared_ptr<nn::LayerNorm> embed_norm, mlm_norm;
+  std::shared_ptr<nn::Encoder> encoder;
+  std::shared_ptr<nn::Linear> mlm_dense;
+  Tensor mlm_bias;  // [vocab]
+
+ private:
+  StackConfig config_;
+  int pad_id_;
+};
+
+}  // namespace tfm::models

@@ -1,0 +1,163 @@
+#include "train/masked_lm.h"
+
+#include <algorithm>
+
+#include "ops/embedding.h"
+#include "ops/loss.h"
+#include "tensor/error.h"
+
+namespace tfm::train {
+
+models::StackConfig MaskedLmOptions::default_model() {
+  models::StackConfig c;
+  c.family = "bert";
+  c.layers = 4, c.heads = 4, c.d_model = 128, c.d_ff = 512, c.max_len = 128, c.dropout = 0.1f;
+  return c;
+}
+
+TrainerOptions MaskedLmOptions::default_trainer() {
+  TrainerOptions t;
+  t.out_dir = "runs/bert";
+  t.epochs = 1000000;  // random windows: the step count decides
+  t.max_steps = 3000;
+  t.schedule = {Schedule::Kind::Cosine, 5e-4f, 1e-5f, 200, 0, 0};
+  t.adam = {5e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, /*decoupled=*/true};
+  t.clip_norm = 1.0;
+  t.validate_every = 500;
+  return t;
+}
+
+std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, Rng& rng) {
+  std::vector<int> targets(batch.ids.size(), -1);
+  std::vector<int> regular;  // ids a random replacement may take
+  for (int id = 0; id < tokenizer.size(); ++id)
+    if (!tokenizer.is_special(id)) regular.push_back(id);
+  bool any = false;
+  for (size_t i = 0; i < batch.ids.size(); ++i) {
+    if (tokenizer.is_special(batch.ids[i]) && batch.ids[i] != data::Tokenizer::kUnk) continue;  // [CLS], padding
+    if (rng.uniform() >= fraction) continue;
+    targets[i] = batch.ids[i];
+    any = true;
+    const double r = rng.uniform();
+    if (r < 0.8) batch.ids[i] = tokenizer.mask_id();
+    else if (r < 0.9) batch.ids[i] = regular[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(regular.size())))];
+  }
+  if (!any && batch.cols > 1) {  // a loss needs at least one target
+    targets[1] = batch.ids[1];
+    batch.ids[1] = tokenizer.mask_id();
+  }
+  return targets;
+}
+
+namespace {
+
+class MaskedLmTask : public TrainingTask {
+ public:
+  MaskedLmTask(const MaskedLmOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out) : o_(o) {
+    TextData d = load_text_data(o.data, resumed, o.trainer.resume, "bert");
+    tokenizer_ = std::move(d.tokenizer), train_ = std::move(d.train), valid_ = std::move(d.valid);
+    models::StackConfig config = o.config_path.empty() ? o.model : models::StackConfig::from_file(o.config_path);
+    if (resumed) config = models::StackConfig::from_json(resumed->config_json, o.trainer.resume);
+    config.family = "bert";
+    config.vocab = tokenizer_.size();
+    TFM_CHECK(config.max_len >= 2, "max_len must be at least 2 ([CLS] and one token)");
+    TFM_CHECK(static_cast<int64_t>(train_.size()) >= config.max_len && static_cast<int64_t>(valid_.size()) >= config.max_len,
+              o.data.text << ": too short: training and validation text need at least " << config.max_len << " tokens each");
+    model_ = std::make_unique<models::BERT>(config, data::Tokenizer::kPad);
+    out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()
+        << (tokenizer_.is_characters() ? " (characters)" : " (SentencePiece)") << "\n";
+  }
+
+  nn::Module& model() override { return *model_; }
+  void init_parameters(Rng& rng) override { model_->init_parameters(rng); }
+  io::Checkpoint describe() const override {
+    return {"bert", model_->config().to_json(), {}, "", {{"tfm.tokenizer", tokenizer_.record()}}};
+  }
+  int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
+    seed_ = seed, epoch_ = epoch;
+    return std::max<int64_t>(1, static_cast<int64_t>(train_.size()) / (o_.batch * span()));
+  }
+  BatchLoss batch_loss(int64_t index) override {
+    Rng rng = substream(seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index));
+    std::vector<int64_t> starts(static_cast<size_t>(o_.batch));
+    for (int64_t& s : starts) s = rng.randint(0, static_cast<int64_t>(train_.size()) - span() + 1);
+    Masked m = masked_loss(train_, starts, rng);
+    return {m.loss, o_.batch * (span() + 1)};
+  }
+  Validation validate() override;
+
+ private:
+  int64_t span() const { return model_->config().max_len - 1; }  // tokens after [CLS]
+  struct Masked {
+    Tensor loss, logits;      // logits [targets, vocab]
+    std::vector<int> labels;  // the original tokens at the chosen positions
+    int64_t targets = 0;
+  };
+  Masked masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng);
+
+  const MaskedLmOptions& o_;
+  data::Tokenizer tokenizer_;
+  std::vector<int> train_, valid_;
+  std::unique_ptr<models::BERT> model_;
+  uint64_t seed_ = 0;
+  int64_t epoch_ = 0;
+};
+
+MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng) {
+  models::Tokens x{{}, static_cast<int64_t>(starts.size()), span() + 1};
+  for (int64_t s : starts) {
+    x.ids.push_back(data::Tokenizer::kBos);  // [CLS]
+    x.ids.insert(x.ids.end(), tokens.begin() + s, tokens.begin() + s + span());
+  }
+  const std::vector<int> targets = mask_tokens(x, tokenizer_, o_.mask_fraction, rng);
+  Masked m;
+  std::vector<int> rows;  // flat positions of the targets
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (targets[i] >= 0) rows.push_back(static_cast<int>(i)), m.labels.push_back(targets[i]);
+  const int64_t D = model_->config().d_model;
+  Tensor hidden = model_->encode(x).reshape({-1, D});                                        // [batch * len, d_model]
+  Tensor chosen = ops::embedding(hidden, rows, {static_cast<int64_t>(rows.size())});         // [targets, d_model]
+  m.logits = model_->mlm_logits(chosen);                                                      // [targets, vocab]
+  m.loss = ops::cross_entropy(m.logits, m.labels, 0.0f, -1);
+  m.targets = static_cast<int64_t>(rows.size());
+  return m;
+}
+
+Validation MaskedLmTask::validate() {
+  Rng rng(12345);  // the same masking at every validation
+  double nll = 0;
+  int64_t targets = 0, correct = 0;
+  std::vector<int64_t> starts;
+  const auto flush = [&] {
+    Masked m = masked_loss(valid_, starts, rng);
+    nll += m.loss.item() * static_cast<double>(m.targets);
+    const Tensor logits = m.logits.contiguous();
+    const int64_t V = logits.size(1);
+    for (int64_t i = 0; i < m.targets; ++i) {
+      const float* row = logits.data() + i * V;
+      correct += std::max_element(row, row + V) - row == m.labels[static_cast<size_t>(i)];
+    }
+    targets += m.targets;
+    starts.clear();
+  };
+  for (int64_t s = 0; s + span() <= static_cast<int64_t>(valid_.size()); s += span()) {
+    starts.push_back(s);
+    if (starts.size() == 32) flush();
+  }
+  if (!starts.empty()) flush();
+  const double loss = nll / static_cast<double>(targets);
+  return {{{"valid_loss", loss}, {"masked_accuracy", 100.0 * static_cast<double>(correct) / static_cast<double>(targets)}},
+          "masked_accuracy"};
+}
+
+}  // namespace
+
+int run_masked_lm_training(const MaskedLmOptions& o, std::ostream& out) {
+  TFM_CHECK(o.batch >= 1, "batch must be at least 1");
+  TFM_CHECK(o.mask_fraction > 0 && o.mask_fraction < 1, "the mask fraction must be in (0, 1)");
+  Trainer trainer(o.trainer, out);
+  MaskedLmTask task(o, trainer.resumed(), out);
+  return trainer.run(task);
+}
+
+}  // namespace tfm::train
