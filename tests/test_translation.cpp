@@ -26,17 +26,9 @@
 namespace tfm {
 namespace {
 
+using testing::error_of;
 using testing::TempDir;
 using testing::write_file;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // 300 sentence pairs over a 40-word lexicon: the "translation" maps each word
 // and reverses the order, so the task is learnable and the data deterministic.

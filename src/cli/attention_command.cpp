@@ -1,4 +1,6 @@
-// `tfm attention`: heatmaps of what the attention heads look at for one sentence.
+// `tfm attention`: heatmaps of what the attention heads look at, for one sentence
+// of a translation model or one image of a ViT.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -6,6 +8,8 @@
 #include "cli/commands.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
+#include "io/checkpoint.h"
+#include "train/vit.h"
 #include "tensor/error.h"
 #include "viz/plots.h"
 
@@ -14,9 +18,34 @@ namespace tfm::cli {
 namespace {
 
 struct Options {
-  std::string model, src, tgt, kind = "cross", out = "attention.png";
-  int64_t layer = 0, head = -1;
+  std::string model, src, tgt, kind = "cross", out = "attention.png", data_dir = train::kFashionMnistDir;
+  int64_t layer = -1, head = -1, image = 0;
 };
+
+// Where [CLS] attends in test image `o.image`, averaged over heads.
+void run_vit(const Options& o) {
+  std::unique_ptr<models::ViT> model = load_vit(o.model);
+  const models::StackConfig& c = model->config();
+  const data::ImageSet test = data::read_image_split(o.data_dir, /*train=*/false, c.classes);
+  TFM_CHECK(o.image >= 0 && o.image < test.count, "--image " << o.image << " outside 0.." << test.count - 1);
+  TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size, o.data_dir << ": images do not match the model's " << c.image_size);
+  const int64_t layer = o.layer < 0 ? c.layers - 1 : o.layer;
+  Tensor logits;
+  {
+    autograd::NoGradGuard no_grad;
+    logits = model->forward(train::image_batch(test, {o.image})).contiguous();
+  }
+  const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
+  const Tensor attention = model->cls_attention(layer);  // [1, patches]
+  const std::vector<uint8_t> pixels(test.pixels.begin() + o.image * test.rows * test.cols,
+                                    test.pixels.begin() + (o.image + 1) * test.rows * test.cols);
+  const int grid = static_cast<int>(c.image_size / c.patch);
+  viz::image_attention(pixels, static_cast<int>(test.rows), static_cast<int>(test.cols), attention.to_vector(), grid, grid,
+                       "image " + std::to_string(o.image) + ": label " + std::to_string(test.labels[static_cast<size_t>(o.image)]) +
+                           ", predicted " + std::to_string(predicted) + "; layer " + std::to_string(layer),
+                       o.out);
+  std::cout << "label " << int(test.labels[static_cast<size_t>(o.image)]) << ", predicted " << predicted << "\nwrote " << o.out << "\n";
+}
 
 std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& ids) {
   std::vector<std::string> out;
@@ -25,6 +54,8 @@ std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& id
 }
 
 void run(const Options& o) {
+  if (io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind == "vit") return run_vit(o);
+  TFM_CHECK(!o.src.empty(), "--src is needed for a translation model");
   decode::TranslationModel tm = decode::TranslationModel::load(o.model);
   models::EncoderDecoder& model = *tm.model;
   std::vector<int> src_ids = tm.src_vocab.encode(o.src);
@@ -49,10 +80,11 @@ void run(const Options& o) {
   const auto& cfg = model.config();
   const bool encoder = o.kind == "encoder";
   const int64_t layers = encoder ? cfg.encoder_layers : cfg.decoder_layers;
-  TFM_CHECK(o.layer >= 0 && o.layer < layers, "--layer " << o.layer << " outside 0.." << layers - 1);
+  const int64_t layer = o.layer < 0 ? layers - 1 : o.layer;
+  TFM_CHECK(layer < layers, "--layer " << o.layer << " outside 0.." << layers - 1);
   TFM_CHECK(o.head >= -1 && o.head < cfg.heads, "--head " << o.head << " outside 0.." << cfg.heads - 1 << " (or -1 for all)");
-  const auto& dec = model.transformer->decoder->layers[o.layer];
-  const nn::MultiHeadAttention& mha = encoder ? *model.transformer->encoder->layers[o.layer]->self_attn
+  const auto& dec = model.transformer->decoder->layers[layer];
+  const nn::MultiHeadAttention& mha = encoder ? *model.transformer->encoder->layers[layer]->self_attn
                                       : o.kind == "decoder" ? *dec->self_attn : *dec->multihead_attn;
   Tensor w = mha.attention_weights();  // [1, heads, tq, tk]
   w = w.reshape({w.size(1), w.size(2), w.size(3)});
@@ -61,7 +93,7 @@ void run(const Options& o) {
   const std::vector<std::string>& queries = encoder ? src_pieces : tgt_pieces;
   const std::vector<std::string>& keys = o.kind == "decoder" ? tgt_pieces : src_pieces;
   const std::string what = encoder ? "encoder self-attention" : o.kind == "decoder" ? "decoder self-attention" : "encoder-decoder attention";
-  viz::attention_heatmap(w, queries, keys, what + ", layer " + std::to_string(o.layer) + (o.head >= 0 ? ", head " + std::to_string(o.head) : ""),
+  viz::attention_heatmap(w, queries, keys, what + ", layer " + std::to_string(layer) + (o.head >= 0 ? ", head " + std::to_string(o.head) : ""),
                          o.out);
   std::cout << "wrote " << o.out << "\n";
 }
@@ -70,12 +102,15 @@ void run(const Options& o) {
 
 void add_attention_command(CLI::App& app, int&) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("attention", "Draw attention heatmaps (PNG) of a translation model for one sentence");
-  cmd->add_option("--model", o->model, "Translation checkpoint")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--src", o->src, "Source sentence")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "attention", "Draw attention heatmaps (PNG): a translation model on one sentence, or where a ViT's [CLS] looks in one image");
+  cmd->add_option("--model", o->model, "Translation or ViT checkpoint")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--src", o->src, "Source sentence (translation)");
   cmd->add_option("--tgt", o->tgt, "Target sentence (default: the model's greedy translation)");
   cmd->add_option("--kind", o->kind, "Which attention")->capture_default_str()->check(CLI::IsMember({"encoder", "decoder", "cross"}));
-  cmd->add_option("--layer", o->layer, "Layer, from 0")->capture_default_str();
+  cmd->add_option("--layer", o->layer, "Layer, from 0 (-1: the last)")->capture_default_str();
+  cmd->add_option("--image", o->image, "ViT: index of the test image")->capture_default_str();
+  cmd->add_option("--data", o->data_dir, "ViT: directory of the image set")->capture_default_str();
   cmd->add_option("--head", o->head, "Head, from 0; -1 draws every head in a grid")->capture_default_str();
   cmd->add_option("--out", o->out, "PNG file to write")->capture_default_str();
   cmd->callback([o] { run(*o); });

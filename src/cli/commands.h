@@ -4,6 +4,11 @@
 // tfm::Error and printed by main as one line.
 #include <CLI/CLI.hpp>
 
+#include <memory>
+#include <string>
+
+#include "models/vit.h"
+
 namespace tfm::cli {
 
 void add_train_command(CLI::App& app, int& exit_code);
@@ -18,5 +23,8 @@ void add_generate_command(CLI::App& app, int& exit_code);
 void add_vit_command(CLI::App& app, int& exit_code);
 void add_bert_command(CLI::App& app, int& exit_code);
 void add_embed_command(CLI::App& app, int& exit_code);
+
+// A ViT checkpoint from `tfm vit train`, loaded and in eval mode.
+std::unique_ptr<models::ViT> load_vit(const std::string& path);
 
 }  // namespace tfm::cli

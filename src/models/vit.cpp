@@ -3,7 +3,6 @@
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
-#include "ops/reduce.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -59,8 +58,9 @@ Tensor ViT::forward(const Tensor& images) {
   return head->forward(x.slice(1, 0, 1).reshape({B, D}));                           // [batch, classes]
 }
 
-Tensor ViT::cls_attention() const {
-  const Tensor& w = encoder->layers.back()->self_attn->attention_weights();  // [batch, heads, patches + 1, patches + 1]
+Tensor ViT::cls_attention(int64_t layer) const {
+  TFM_CHECK(layer >= 0 && layer < config_.layers, "layer " << layer << " outside 0.." << config_.layers - 1);
+  const Tensor& w = encoder->layers[static_cast<size_t>(layer)]->self_attn->attention_weights();  // [batch, heads, patches + 1, patches + 1]
   TFM_CHECK(w.defined(), "no attention weights yet: run forward first");
   const int64_t B = w.size(0), heads = w.size(1), n = w.size(3) - 1;
   Tensor out = Tensor::zeros({B, n});

@@ -25,9 +25,9 @@ class ViT : public nn::Module {
 
   // images [batch, C, H, W] (normalised pixels) -> class logits [batch, classes]
   Tensor forward(const Tensor& images);
-  // Attention of [CLS] to each patch in the last layer, averaged over heads, from
-  // the last forward: [batch, patches].
-  Tensor cls_attention() const;
+  // Attention of [CLS] to each patch in `layer`, averaged over heads, from the
+  // last forward: [batch, patches].
+  Tensor cls_attention(int64_t layer) const;
 
   // Xavier-uniform matrices (the patch projection as a Conv2d), N(0, 0.02) for
   // [CLS] and positions, zero biases.

@@ -12,8 +12,8 @@ namespace tfm::train {
 models::StackConfig VitOptions::default_model() {
   models::StackConfig c;
   c.family = "vit";
-  c.image_size = 28, c.channels = 1, c.patch = 4, c.classes = 10;
-  c.d_model = 64, c.heads = 4, c.d_ff = 128, c.layers = 6, c.dropout = 0.0f;
+  c.image_size = 28, c.channels = 1, c.patch = 7, c.classes = 10;
+  c.d_model = 128, c.heads = 4, c.d_ff = 256, c.layers = 6, c.dropout = 0.0f;
   c.max_len = c.patches() + 1;
   return c;
 }
@@ -21,7 +21,7 @@ models::StackConfig VitOptions::default_model() {
 TrainerOptions VitOptions::default_trainer() {
   TrainerOptions t;
   t.out_dir = "runs/vit";
-  t.epochs = 12;
+  t.epochs = 16;
   t.schedule = {Schedule::Kind::Cosine, 1e-3f, 1e-5f, 300, 0, 0};
   t.adam = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.05f, /*decoupled=*/true};
   t.clip_norm = 1.0;

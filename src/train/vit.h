@@ -27,9 +27,9 @@ struct VitOptions {
   bool flip = true;
   TrainerOptions trainer = default_trainer();
 
-  // Patch 4 (49 patches + [CLS]), 6 layers, 64 dims, 4 heads.
+  // Patch 7 (16 patches + [CLS]), 6 layers, 128 dims, 4 heads, feed-forward 256.
   static models::StackConfig default_model();
-  // AdamW 1e-3, weight decay 0.05, 300 warm-up steps, cosine decay over 12 epochs.
+  // AdamW 1e-3, weight decay 0.05, 300 warm-up steps, cosine decay over 16 epochs.
   static TrainerOptions default_trainer();
 };
 

@@ -51,6 +51,35 @@ void attention_heatmap(const Tensor& weights, const std::vector<std::string>& qu
   img.save_png(path);
 }
 
+void image_attention(const std::vector<uint8_t>& pixels, int rows, int cols, const std::vector<float>& attention, int grid_h,
+                     int grid_w, const std::string& title, const std::string& path) {
+  TFM_CHECK(pixels.size() == static_cast<size_t>(rows) * static_cast<size_t>(cols) &&
+                attention.size() == static_cast<size_t>(grid_h) * static_cast<size_t>(grid_w) && grid_h > 0 && grid_w > 0,
+            "image_attention: " << pixels.size() << " pixels for " << rows << "x" << cols << ", " << attention.size()
+                                << " attention values for " << grid_h << "x" << grid_w);
+  const int scale = std::max(1, 224 / std::max(rows, cols)), margin = 10, top = 28;
+  const int pw = cols * scale, ph = rows * scale;
+  Image img(margin + 3 * (pw + margin), top + ph + 24);
+  img.text(margin, 4, title, kBlack);
+  const float peak = std::max(*std::max_element(attention.begin(), attention.end()), 1e-12f);
+  const char* captions[] = {"image", "[CLS] attention", "overlay"};
+  for (int panel = 0; panel < 3; ++panel) {
+    const int ox = margin + panel * (pw + margin);
+    img.text(ox, top + ph + 4, captions[panel], kBlack);
+    for (int y = 0; y < rows; ++y)
+      for (int x = 0; x < cols; ++x) {
+        const float grey = pixels[static_cast<size_t>(y * cols + x)] / 255.0f;
+        const float a = attention[static_cast<size_t>((y * grid_h / rows) * grid_w + x * grid_w / cols)] / peak;
+        const Color heat = viridis(a);
+        const auto mix = [&](uint8_t channel) { return static_cast<uint8_t>(std::lround(channel * (0.35f + 0.65f * grey))); };
+        const uint8_t g = static_cast<uint8_t>(std::lround(255 * grey));
+        const Color c = panel == 0 ? Color{g, g, g} : panel == 1 ? heat : Color{mix(heat.r), mix(heat.g), mix(heat.b)};
+        img.fill_rect(ox + x * scale, top + y * scale, scale, scale, c);
+      }
+  }
+  img.save_png(path);
+}
+
 void line_plots(const std::vector<Series>& panels, const std::string& path) {
   const int pw = 420, ph = 300, left = 60, bottom = 40, top = 28;
   Image img(static_cast<int>(panels.size()) * pw, ph);

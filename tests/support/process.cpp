@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tensor/error.h"
+
 namespace tfm::testing {
 
 TempDir::TempDir() {
@@ -20,6 +22,15 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 void write_file(const std::string& path, const std::string& content) { std::ofstream(path, std::ios::binary) << content; }

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for tests that touch the file system or run the tfm binary.
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace tfm::testing {
@@ -19,6 +20,8 @@ class TempDir {
 };
 
 void write_file(const std::string& path, const std::string& content);
+// The message of the tfm::Error that f throws ("" if it throws none).
+std::string error_of(const std::function<void()>& f);
 std::string read_file(const std::string& path);
 
 struct CliResult {

@@ -1,0 +1,140 @@
+// The decoder-only family: tokenizers, sampling, cached generation, and a short
+// training run through the shared Trainer (learning, exact resume, the CLI).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "data/tokenizer.h"
+#include "decode/sampling.h"
+#include "support/compare.h"
+#include "support/fixture.h"
+#include "support/process.h"
+#include "train/language_model.h"
+
+namespace tfm {
+namespace {
+
+using testing::error_of;
+using testing::TempDir;
+
+TEST(Tokenizer, CharactersRoundTripAndMarkUnknowns) {
+  data::Tokenizer t = data::Tokenizer::characters("hello\nwörld");
+  EXPECT_EQ(t.size(), 5 + 9);  // specials + h e l o \n w ö r d
+  EXPECT_EQ(t.decode(t.encode("hello\nwörld")), "hello\nwörld");
+  std::vector<int> ids = t.encode("hex");
+  EXPECT_EQ(ids[2], data::Tokenizer::kUnk);
+  EXPECT_EQ(t.decode(ids), "he");
+  EXPECT_EQ(t.decode({t.line_break_id()}), "\n");
+  data::Tokenizer back = data::Tokenizer::from_record(t.record(), "test");
+  EXPECT_EQ(back.encode("world"), t.encode("world"));
+  EXPECT_NE(error_of([] { data::Tokenizer::from_record("{\"type\":\"characters\"}", "ckpt"); }).find("ckpt: the tokenizer record"),
+            std::string::npos);
+}
+
+TEST(Sampling, GreedyTopKAndTopPPickTheLikeliest) {
+  const std::vector<float> logits{0.1f, 2.0f, -1.0f, 1.9f};
+  Rng rng(3);
+  decode::SamplingOptions o;
+  o.temperature = 0.0f;
+  EXPECT_EQ(decode::sample_token(logits.data(), 4, o, rng), 1);
+  o.temperature = 1.0f, o.top_k = 1;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(decode::sample_token(logits.data(), 4, o, rng), 1);
+  o.top_k = 0, o.top_p = 0.01f;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(decode::sample_token(logits.data(), 4, o, rng), 1);
+}
+
+TEST(Sampling, FrequenciesFollowTheTemperedSoftmax) {
+  const std::vector<float> logits{0.0f, 1.0f, 2.0f};
+  decode::SamplingOptions o;
+  o.temperature = 2.0f;
+  Rng rng(11);
+  std::vector<int> counts(3);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(decode::sample_token(logits.data(), 3, o, rng))];
+  double z = 0;
+  for (float l : logits) z += std::exp(l / 2.0);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(counts[static_cast<size_t>(k)] / double(n), std::exp(logits[static_cast<size_t>(k)] / 2.0) / z, 0.015);
+}
+
+models::StackConfig tiny_gpt(int64_t context) {
+  models::StackConfig c = train::LanguageModelOptions::default_model();
+  c.vocab = 12, c.d_model = 16, c.heads = 2, c.d_ff = 32, c.layers = 2, c.max_len = context;
+  return c;
+}
+
+TEST(Generation, CachedEqualsRecomputedWithinTheWindow) {
+  models::GPT model(tiny_gpt(32));
+  Rng init(5);
+  model.init_parameters(init);
+  decode::SamplingOptions o;
+  o.max_new_tokens = 25, o.temperature = 1.0f, o.seed = 9;
+  std::vector<int> cached = decode::generate(model, {1, 7, 3}, o);
+  o.use_cache = false;
+  EXPECT_EQ(decode::generate(model, {1, 7, 3}, o), cached);
+  EXPECT_EQ(cached.size(), 25u);
+}
+
+TEST(Generation, ContinuesPastTheContextWindow) {
+  models::GPT model(tiny_gpt(8));
+  Rng init(5);
+  model.init_parameters(init);
+  decode::SamplingOptions o;
+  o.max_new_tokens = 40;
+  std::vector<int> streamed;
+  std::vector<int> out = decode::generate(model, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, o, [&](int id) { streamed.push_back(id); });
+  EXPECT_EQ(out.size(), 40u);
+  EXPECT_EQ(streamed, out);
+}
+
+std::string repeated_text() {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the quick brown fox jumps over the lazy dog\n";
+  return text;
+}
+
+train::LanguageModelOptions tiny_run(const TempDir& dir, const std::string& out, int64_t steps) {
+  train::LanguageModelOptions o;
+  o.data.text = dir.path("text.txt");
+  o.model = tiny_gpt(16);
+  o.batch = 8, o.sample_tokens = 0;
+  o.trainer.out_dir = dir.path(out), o.trainer.max_steps = steps, o.trainer.validate_every = 50, o.trainer.log_every = 10;
+  o.trainer.schedule.warmup = 10, o.trainer.schedule.lr = 1e-2f;
+  return o;
+}
+
+TEST(LanguageModelTraining, LearnsARepeatedSentence) {
+  TempDir dir;
+  testing::write_file(dir.path("text.txt"), repeated_text());
+  std::ostringstream log;
+  train::LanguageModelOptions o = tiny_run(dir, "run", 300);
+  ASSERT_EQ(train::run_language_model_training(o, log), 0) << log.str();
+  // Uniform guessing over 31 tokens costs ln 31 = 3.4 nats; the sentence is nearly deterministic.
+  const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
+  const size_t at = metrics.rfind("\"valid_loss\":");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_LT(std::stod(metrics.substr(at + 13)), 0.3) << log.str();
+
+  testing::CliResult g = testing::run_tfm("generate " + dir.path("run/best.safetensors") + " --prompt 'the quick' --max-tokens 20 --temperature 0");
+  EXPECT_EQ(g.code, 0) << g.output;
+  EXPECT_EQ(g.output.rfind("the quick", 0), 0u) << g.output;
+  EXPECT_GE(g.output.size(), 29u) << g.output;
+  testing::CliResult bad = testing::run_tfm("generate " + testing::fixture_path("model_post_relu.safetensors"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("not a language model"), std::string::npos) << bad.output;
+}
+
+TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
+  TempDir dir;
+  testing::write_file(dir.path("text.txt"), repeated_text());
+  std::ostringstream log;
+  ASSERT_EQ(train::run_language_model_training(tiny_run(dir, "straight", 8), log), 0) << log.str();
+  ASSERT_EQ(train::run_language_model_training(tiny_run(dir, "split", 4), log), 0) << log.str();
+  train::LanguageModelOptions rest = tiny_run(dir, "split", 8);
+  rest.trainer.resume = dir.path("split/last.safetensors");
+  ASSERT_EQ(train::run_language_model_training(rest, log), 0) << log.str();
+  testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
+}
+
+}  // namespace
+}  // namespace tfm

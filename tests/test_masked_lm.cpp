@@ -1,0 +1,79 @@
+// The BERT-style family: BERT's masking recipe, a short masked-LM training run
+// through the shared Trainer, and `tfm embed`.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "support/process.h"
+#include "train/masked_lm.h"
+
+namespace tfm {
+namespace {
+
+using testing::TempDir;
+
+TEST(MaskTokens, ChoosesFifteenPercentAndSplitsThemEightyTenTen) {
+  data::Tokenizer tok = data::Tokenizer::characters("abcdefghijklmnopqrstuvwxyz");
+  models::Tokens batch{{}, 64, 128};
+  Rng fill(1);
+  for (int64_t r = 0; r < batch.rows; ++r) {
+    batch.ids.push_back(data::Tokenizer::kBos);
+    for (int64_t c = 1; c < batch.cols; ++c) batch.ids.push_back(static_cast<int>(fill.randint(5, tok.size())));
+  }
+  const models::Tokens original = batch;
+  Rng rng(7);
+  std::vector<int> targets = train::mask_tokens(batch, tok, 0.15, rng);
+  int64_t chosen = 0, masked = 0, kept = 0, cls_chosen = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] < 0) {
+      EXPECT_EQ(batch.ids[i], original.ids[i]);
+      continue;
+    }
+    ++chosen;
+    cls_chosen += original.ids[i] == data::Tokenizer::kBos;
+    EXPECT_EQ(targets[i], original.ids[i]);
+    masked += batch.ids[i] == tok.mask_id();
+    kept += batch.ids[i] == original.ids[i];
+  }
+  const double n = static_cast<double>(64 * 127);
+  EXPECT_NEAR(chosen / n, 0.15, 0.01);
+  EXPECT_EQ(cls_chosen, 0);
+  EXPECT_NEAR(masked / double(chosen), 0.8, 0.03);
+  EXPECT_NEAR(kept / double(chosen), 0.1 + 0.1 / 26, 0.03);  // kept, plus random draws of the same letter
+}
+
+TEST(MaskedLmTraining, PredictsMaskedCharactersAndEmbeds) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the quick brown fox jumps over the lazy dog\n";
+  testing::write_file(dir.path("text.txt"), text);
+  train::MaskedLmOptions o;
+  o.data.text = dir.path("text.txt");
+  o.model.d_model = 32, o.model.heads = 2, o.model.d_ff = 64, o.model.layers = 2, o.model.max_len = 24, o.model.dropout = 0.0f;
+  o.batch = 16, o.mask_fraction = 0.3;  // more targets a step: a tiny model learns in a few seconds
+  o.trainer.out_dir = dir.path("run"), o.trainer.max_steps = 1500, o.trainer.validate_every = 500, o.trainer.schedule.warmup = 20;
+  o.trainer.schedule.lr = 3e-3f;
+  std::ostringstream log;
+  ASSERT_EQ(train::run_masked_lm_training(o, log), 0) << log.str();
+  const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
+  const size_t at = metrics.rfind("\"masked_accuracy\":");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GT(std::stod(metrics.substr(at + 18)), 80.0) << log.str();  // a repeated sentence: context gives most letters away
+
+  testing::write_file(dir.path("sentences.txt"), "the lazy dog\nquick fox\n");
+  testing::CliResult e = testing::run_tfm("embed " + dir.path("run/best.safetensors") + " --input " + dir.path("sentences.txt"));
+  ASSERT_EQ(e.code, 0) << e.output;
+  std::istringstream lines(e.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream numbers(line);
+    int count = 0;
+    for (double v; numbers >> v;) ++count;
+    EXPECT_EQ(count, 32) << line;
+  }
+  testing::CliResult cls = testing::run_tfm("embed " + dir.path("run/best.safetensors") + " --pool cls < " + dir.path("sentences.txt"));
+  EXPECT_EQ(cls.code, 0) << cls.output;
+  EXPECT_EQ(std::count(cls.output.begin(), cls.output.end(), '\n'), 2) << cls.output;
+}
+
+}  // namespace
+}  // namespace tfm

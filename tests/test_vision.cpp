@@ -1,0 +1,113 @@
+// The Vision Transformer family: the IDX reader (validation of every field),
+// patches, and a short training run on a synthetic image set through the shared
+// Trainer, `tfm vit eval` and `tfm attention`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "data/idx.h"
+#include "support/process.h"
+#include "train/vit.h"
+
+namespace tfm {
+namespace {
+
+using testing::error_of;
+using testing::TempDir;
+
+std::string idx_bytes(const std::vector<uint32_t>& shape, const std::vector<uint8_t>& values, uint8_t type = 0x08) {
+  std::string b{'\0', '\0', static_cast<char>(type), static_cast<char>(shape.size())};
+  for (uint32_t n : shape)
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>((n >> s) & 0xff));
+  b.append(values.begin(), values.end());
+  return b;
+}
+
+TEST(Idx, ParsesAndValidatesEveryField) {
+  data::IdxArray a = data::parse_idx(idx_bytes({2, 3}, {1, 2, 3, 4, 5, 6}), "ok");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a.values[5], 6);
+  EXPECT_EQ(error_of([] { data::parse_idx(idx_bytes({2, 3}, {1, 2, 3}), "f"); }), "f: IDX header promises 6 values but the file holds 3 (truncated)");
+  EXPECT_EQ(error_of([] { data::parse_idx(idx_bytes({2}, {1, 2, 3}), "f"); }), "f: IDX header promises 2 values but the file holds 3");
+  EXPECT_EQ(error_of([] { data::parse_idx("PK\x03\x04zip", "f"); }), "f: not an IDX file (bad magic number)");
+  EXPECT_NE(error_of([] { data::parse_idx(idx_bytes({2}, {1, 2}, 0x0d), "f"); }).find("not supported"), std::string::npos);
+  EXPECT_EQ(error_of([] { data::parse_idx(idx_bytes({0}, {}), "f"); }), "f: IDX dimension 0 is zero");
+  EXPECT_EQ(error_of([] { data::parse_idx(std::string("\0\0\x08\x02\0\0", 6), "f"); }), "f: truncated IDX header");
+  EXPECT_NE(error_of([] { data::parse_idx(idx_bytes({65535, 65535, 65535}, {}), "f"); }).find("implausibly large"), std::string::npos);
+}
+
+// An image set where the class is which quadrant holds a bright square (8x8 images).
+void write_quadrant_set(const std::string& dir, const std::string& split, int count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint8_t> pixels, labels;
+  for (int i = 0; i < count; ++i) {
+    const int label = static_cast<int>(rng.randint(0, 4));
+    for (int y = 0; y < 8; ++y)
+      for (int x = 0; x < 8; ++x) {
+        const bool bright = (y / 4) * 2 + (x / 4) == label && y % 4 > 0 && x % 4 > 0;
+        pixels.push_back(static_cast<uint8_t>(bright ? 200 + rng.randint(0, 55) : rng.randint(0, 60)));
+      }
+    labels.push_back(static_cast<uint8_t>(label));
+  }
+  testing::write_file(dir + "/" + split + "-images-idx3-ubyte", idx_bytes({static_cast<uint32_t>(count), 8, 8}, pixels));
+  testing::write_file(dir + "/" + split + "-labels-idx1-ubyte", idx_bytes({static_cast<uint32_t>(count)}, labels));
+}
+
+TEST(Idx, ImageSetsCheckThatImagesAndLabelsAgree) {
+  TempDir dir;
+  write_quadrant_set(dir.path(""), "train", 10, 1);
+  data::ImageSet s = data::read_image_split(dir.path(""), true, 4);
+  EXPECT_EQ(s.count, 10);
+  EXPECT_EQ(s.rows, 8);
+  EXPECT_NE(error_of([&] { data::read_image_split(dir.path(""), true, 2); }).find("is not below 2"), std::string::npos);
+  testing::write_file(dir.path("train-labels-idx1-ubyte"), idx_bytes({9}, std::vector<uint8_t>(9, 0)));
+  EXPECT_NE(error_of([&] { data::read_image_split(dir.path(""), true, 4); }).find("holds 10 images but"), std::string::npos);
+  EXPECT_NE(error_of([&] { data::read_image_split(dir.path(""), false, 4); }).find("dataset-fashion-mnist"), std::string::npos);
+}
+
+TEST(Idx, FashionMnistFromTheDebianPackage) {
+  if (!std::filesystem::exists(train::kFashionMnistDir))
+    GTEST_SKIP() << "Fashion-MNIST is not installed: " << train::kFashionMnistDir << " is missing (apt install dataset-fashion-mnist)";
+  data::ImageSet test = data::read_image_split(train::kFashionMnistDir, false, 10);
+  EXPECT_EQ(test.count, 10000);
+  EXPECT_EQ(test.rows, 28);
+  EXPECT_EQ(test.cols, 28);
+}
+
+TEST(Patchify, CutsRowMajorPatchesFlattenedLikeAConvWeight) {
+  std::vector<float> v(2 * 16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  Tensor p = models::patchify(Tensor::from_vector({1, 2, 4, 4}, v), 2);  // 4 patches of (2 channels x 2 x 2)
+  ASSERT_EQ(p.shape(), (Shape{1, 4, 8}));
+  std::vector<float> got = p.to_vector();
+  EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + 8), (std::vector<float>{0, 1, 4, 5, 16, 17, 20, 21}));  // top-left
+  EXPECT_EQ(std::vector<float>(got.begin() + 8, got.begin() + 16), (std::vector<float>{2, 3, 6, 7, 18, 19, 22, 23}));  // top-right
+}
+
+TEST(VitTraining, LearnsQuadrantsAndEvaluates) {
+  TempDir dir;
+  write_quadrant_set(dir.path(""), "train", 600, 2);
+  write_quadrant_set(dir.path(""), "t10k", 100, 3);
+  train::VitOptions o;
+  o.data_dir = dir.path("");
+  o.model.image_size = 8, o.model.patch = 4, o.model.classes = 4, o.model.d_model = 16, o.model.d_ff = 32, o.model.layers = 1;
+  o.model.heads = 2, o.model.max_len = 5;
+  o.batch = 32, o.valid_images = 100, o.flip = false;
+  o.trainer.out_dir = dir.path("run"), o.trainer.epochs = 8, o.trainer.validate_every = 0, o.trainer.schedule.warmup = 10;
+  o.trainer.schedule.lr = 3e-3f;
+  std::ostringstream log;
+  ASSERT_EQ(train::run_vit_training(o, log), 0) << log.str();
+  EXPECT_NE(log.str().find("best validation accuracy 100"), std::string::npos) << log.str();
+
+  testing::CliResult e = testing::run_tfm("vit eval " + dir.path("run/best.safetensors") + " --data " + dir.path(""));
+  EXPECT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find("test accuracy 100.00%"), std::string::npos) << e.output;
+  testing::CliResult a = testing::run_tfm("attention --model " + dir.path("run/best.safetensors") + " --data " + dir.path("") +
+                                          " --image 3 --out " + dir.path("cls.png"));
+  EXPECT_EQ(a.code, 0) << a.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.path("cls.png"))) << a.output;
+}
+
+}  // namespace
+}  // namespace tfm
