@@ -51,43 +51,26 @@ std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& token
 
 namespace {
 
-class MaskedLmTask : public TrainingTask {
+// A window is max_len - 1 tokens of the stream after [CLS].
+class MaskedLmTask : public TextStreamTask {
  public:
-  MaskedLmTask(const MaskedLmOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out) : o_(o) {
-    TextData d = load_text_data(o.data, resumed, o.trainer.resume, "bert");
-    tokenizer_ = std::move(d.tokenizer), train_ = std::move(d.train), valid_ = std::move(d.valid);
-    models::StackConfig config = o.config_path.empty() ? o.model : models::StackConfig::from_file(o.config_path);
-    if (resumed) config = models::StackConfig::from_json(resumed->config_json, o.trainer.resume);
-    config.family = "bert";
-    config.vocab = tokenizer_.size();
-    TFM_CHECK(config.max_len >= 2, "max_len must be at least 2 ([CLS] and one token)");
-    TFM_CHECK(static_cast<int64_t>(train_.size()) >= config.max_len && static_cast<int64_t>(valid_.size()) >= config.max_len,
-              o.data.text << ": too short: training and validation text need at least " << config.max_len << " tokens each");
-    model_ = std::make_unique<models::BERT>(config, data::Tokenizer::kPad);
-    out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()
-        << (tokenizer_.is_characters() ? " (characters)" : " (SentencePiece)") << "\n";
-  }
+  MaskedLmTask(const MaskedLmOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out)
+      : TextStreamTask(o.data, "bert", o.model, o.config_path, resumed, o.trainer.resume,
+                       [](const models::StackConfig& c) { return c.max_len - 1; }, o.batch, out),
+        o_(o),
+        model_(config_, data::Tokenizer::kPad) {}
 
-  nn::Module& model() override { return *model_; }
-  void init_parameters(Rng& rng) override { model_->init_parameters(rng); }
-  io::Checkpoint describe() const override {
-    return {"bert", model_->config().to_json(), {}, "", {{"tfm.tokenizer", tokenizer_.record()}}};
-  }
-  int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
-    seed_ = seed, epoch_ = epoch;
-    return std::max<int64_t>(1, static_cast<int64_t>(train_.size()) / (o_.batch * span()));
-  }
+  nn::Module& model() override { return model_; }
+  void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
+  io::Checkpoint describe() const override { return describe_config(model_.config().to_json()); }
   BatchLoss batch_loss(int64_t index) override {
-    Rng rng = substream(seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index));
-    std::vector<int64_t> starts(static_cast<size_t>(o_.batch));
-    for (int64_t& s : starts) s = rng.randint(0, static_cast<int64_t>(train_.size()) - span() + 1);
-    Masked m = masked_loss(train_, starts, rng);
-    return {m.loss, o_.batch * (span() + 1)};
+    Rng rng;
+    const std::vector<int64_t> starts = window_starts(index, rng);
+    return {masked_loss(train_, starts, rng).loss, batch_ * (window_ + 1)};
   }
   Validation validate() override;
 
  private:
-  int64_t span() const { return model_->config().max_len - 1; }  // tokens after [CLS]
   struct Masked {
     Tensor loss, logits;      // logits [targets, vocab]
     std::vector<int> labels;  // the original tokens at the chosen positions
@@ -96,28 +79,24 @@ class MaskedLmTask : public TrainingTask {
   Masked masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng);
 
   const MaskedLmOptions& o_;
-  data::Tokenizer tokenizer_;
-  std::vector<int> train_, valid_;
-  std::unique_ptr<models::BERT> model_;
-  uint64_t seed_ = 0;
-  int64_t epoch_ = 0;
+  models::BERT model_;
 };
 
 MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng) {
-  models::Tokens x{{}, static_cast<int64_t>(starts.size()), span() + 1};
+  models::Tokens x{{}, static_cast<int64_t>(starts.size()), window_ + 1};
   for (int64_t s : starts) {
     x.ids.push_back(data::Tokenizer::kBos);  // [CLS]
-    x.ids.insert(x.ids.end(), tokens.begin() + s, tokens.begin() + s + span());
+    x.ids.insert(x.ids.end(), tokens.begin() + s, tokens.begin() + s + window_);
   }
   const std::vector<int> targets = mask_tokens(x, tokenizer_, o_.mask_fraction, rng);
   Masked m;
   std::vector<int> rows;  // flat positions of the targets
   for (size_t i = 0; i < targets.size(); ++i)
     if (targets[i] >= 0) rows.push_back(static_cast<int>(i)), m.labels.push_back(targets[i]);
-  const int64_t D = model_->config().d_model;
-  Tensor hidden = model_->encode(x).reshape({-1, D});                                        // [batch * len, d_model]
+  const int64_t D = model_.config().d_model;
+  Tensor hidden = model_.encode(x).reshape({-1, D});                                        // [batch * len, d_model]
   Tensor chosen = ops::embedding(hidden, rows, {static_cast<int64_t>(rows.size())});         // [targets, d_model]
-  m.logits = model_->mlm_logits(chosen);                                                      // [targets, vocab]
+  m.logits = model_.mlm_logits(chosen);                                                      // [targets, vocab]
   m.loss = ops::cross_entropy(m.logits, m.labels, 0.0f, -1);
   m.targets = static_cast<int64_t>(rows.size());
   return m;
@@ -127,8 +106,7 @@ Validation MaskedLmTask::validate() {
   Rng rng(12345);  // the same masking at every validation
   double nll = 0;
   int64_t targets = 0, correct = 0;
-  std::vector<int64_t> starts;
-  const auto flush = [&] {
+  for_each_valid_batch([&](const std::vector<int64_t>& starts) {
     Masked m = masked_loss(valid_, starts, rng);
     nll += m.loss.item() * static_cast<double>(m.targets);
     const Tensor logits = m.logits.contiguous();
@@ -138,13 +116,7 @@ Validation MaskedLmTask::validate() {
       correct += std::max_element(row, row + V) - row == m.labels[static_cast<size_t>(i)];
     }
     targets += m.targets;
-    starts.clear();
-  };
-  for (int64_t s = 0; s + span() <= static_cast<int64_t>(valid_.size()); s += span()) {
-    starts.push_back(s);
-    if (starts.size() == 32) flush();
-  }
-  if (!starts.empty()) flush();
+  });
   const double loss = nll / static_cast<double>(targets);
   return {{{"valid_loss", loss}, {"masked_accuracy", 100.0 * static_cast<double>(correct) / static_cast<double>(targets)}},
           "masked_accuracy"};
@@ -153,7 +125,6 @@ Validation MaskedLmTask::validate() {
 }  // namespace
 
 int run_masked_lm_training(const MaskedLmOptions& o, std::ostream& out) {
-  TFM_CHECK(o.batch >= 1, "batch must be at least 1");
   TFM_CHECK(o.mask_fraction > 0 && o.mask_fraction < 1, "the mask fraction must be in (0, 1)");
   Trainer trainer(o.trainer, out);
   MaskedLmTask task(o, trainer.resumed(), out);

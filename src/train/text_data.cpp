@@ -4,29 +4,63 @@
 
 namespace tfm::train {
 
-TextData load_text_data(const TextSource& s, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path,
-                        const std::string& kind) {
-  TextData d;
+TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, const models::StackConfig& defaults,
+                               const std::string& config_path, const std::optional<io::Checkpoint>& resumed,
+                               const std::string& resume_path, const std::function<int64_t(const models::StackConfig&)>& window,
+                               int64_t batch, std::ostream& out)
+    : kind_(kind), batch_(batch) {
+  TFM_CHECK(batch >= 1, "batch must be at least 1");
   const std::string text = data::read_text(s.text);
   if (resumed) {
     auto it = resumed->metadata.find("tfm.tokenizer");
     TFM_CHECK(resumed->model_kind == kind && it != resumed->metadata.end(),
               resume_path << ": is a '" << resumed->model_kind << "' checkpoint, not a " << kind << " one");
-    d.tokenizer = data::Tokenizer::from_record(it->second, resume_path, s.spm);
+    tokenizer_ = data::Tokenizer::from_record(it->second, resume_path, s.spm);
+    config_ = models::StackConfig::from_json(resumed->config_json, resume_path);
   } else {
-    d.tokenizer = s.spm.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(s.spm);
+    tokenizer_ = s.spm.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(s.spm);
+    config_ = config_path.empty() ? defaults : models::StackConfig::from_file(config_path);
   }
-  std::vector<int> ids = d.tokenizer.encode(text);
+  config_.family = kind;
+  config_.vocab = tokenizer_.size();
+  std::vector<int> ids = tokenizer_.encode(text);
   if (s.valid_text.empty()) {
     TFM_CHECK(s.valid_fraction > 0 && s.valid_fraction < 1, "the validation fraction must be in (0, 1)");
     const auto split = static_cast<std::ptrdiff_t>(static_cast<double>(ids.size()) * (1.0 - s.valid_fraction));
-    d.train.assign(ids.begin(), ids.begin() + split);
-    d.valid.assign(ids.begin() + split, ids.end());
+    train_.assign(ids.begin(), ids.begin() + split);
+    valid_.assign(ids.begin() + split, ids.end());
   } else {
-    d.train = std::move(ids);
-    d.valid = d.tokenizer.encode(data::read_text(s.valid_text));
+    train_ = std::move(ids);
+    valid_ = tokenizer_.encode(data::read_text(s.valid_text));
   }
-  return d;
+  window_ = window(config_);
+  TFM_CHECK(window_ >= 1, "the model's max_len leaves no room for text");
+  TFM_CHECK(static_cast<int64_t>(train_.size()) >= window_ && static_cast<int64_t>(valid_.size()) >= window_,
+            s.text << ": too short: training and validation text need at least " << window_ << " tokens each (have " << train_.size()
+                   << " and " << valid_.size() << ")");
+  out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()
+      << (tokenizer_.is_characters() ? " (characters)" : " (SentencePiece)") << "\n";
+}
+
+int64_t TextStreamTask::begin_epoch(int64_t epoch, uint64_t seed) {
+  seed_ = seed, epoch_ = epoch;
+  return std::max<int64_t>(1, static_cast<int64_t>(train_.size()) / (batch_ * window_));
+}
+
+std::vector<int64_t> TextStreamTask::window_starts(int64_t index, Rng& rng) const {
+  rng = substream(seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index));
+  std::vector<int64_t> starts(static_cast<size_t>(batch_));
+  for (int64_t& s : starts) s = rng.randint(0, static_cast<int64_t>(train_.size()) - window_ + 1);
+  return starts;
+}
+
+void TextStreamTask::for_each_valid_batch(const std::function<void(const std::vector<int64_t>&)>& f) const {
+  std::vector<int64_t> starts;
+  for (int64_t s = 0; s + window_ <= static_cast<int64_t>(valid_.size()); s += window_) {
+    starts.push_back(s);
+    if (starts.size() == 32) f(starts), starts.clear();
+  }
+  if (!starts.empty()) f(starts);
 }
 
 }  // namespace tfm::train

@@ -1,13 +1,19 @@
 #pragma once
-// The token streams of the text families (language model, masked LM): a tokenizer
-// (characters or SentencePiece, or the one a resumed checkpoint recorded) and the
-// training and validation tokens (a validation file, or the last fraction of the text).
+// What the text families (language model, masked LM) share: a tokenizer
+// (characters or SentencePiece, or the one a resumed checkpoint recorded), the
+// training and validation token streams (a validation file, or the last fraction of
+// the text), the model configuration, random training windows that depend only on
+// (seed, epoch, batch), and the held-out text cut into whole windows.
+#include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "data/tokenizer.h"
 #include "io/checkpoint.h"
+#include "models/stack_config.h"
+#include "train/trainer.h"
 
 namespace tfm::train {
 
@@ -18,13 +24,31 @@ struct TextSource {
   std::string spm;         // SentencePiece model; empty: characters
 };
 
-struct TextData {
-  data::Tokenizer tokenizer;
-  std::vector<int> train, valid;
-};
+class TextStreamTask : public TrainingTask {
+ protected:
+  // Loads the text and resolves the configuration: the resumed checkpoint's, else the
+  // --config file's, else `defaults`; family `kind`, vocabulary from the tokenizer.
+  // `window` maps the configuration to the tokens one example takes from the stream.
+  TextStreamTask(const TextSource& source, const std::string& kind, const models::StackConfig& defaults, const std::string& config_path,
+                 const std::optional<io::Checkpoint>& resumed, const std::string& resume_path,
+                 const std::function<int64_t(const models::StackConfig&)>& window, int64_t batch, std::ostream& out);
 
-// `kind` is the model kind a resumed checkpoint must have ("gpt", "bert").
-TextData load_text_data(const TextSource& source, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path,
-                        const std::string& kind);
+  io::Checkpoint describe_config(const std::string& config_json) const {
+    return {kind_, config_json, {}, "", {{"tfm.tokenizer", tokenizer_.record()}}};
+  }
+  int64_t begin_epoch(int64_t epoch, uint64_t seed) override;
+  // Start offsets of batch `index`'s windows, drawn from (seed, epoch, index).
+  std::vector<int64_t> window_starts(int64_t index, Rng& rng) const;
+  // Calls f with the start offsets of consecutive whole windows of the held-out text, 32 at a time.
+  void for_each_valid_batch(const std::function<void(const std::vector<int64_t>&)>& f) const;
+
+  std::string kind_;
+  models::StackConfig config_;
+  data::Tokenizer tokenizer_;
+  std::vector<int> train_, valid_;
+  int64_t window_ = 0, batch_ = 0;
+  uint64_t seed_ = 0;
+  int64_t epoch_ = 0;
+};
 
 }  // namespace tfm::train
