@@ -1,33 +1,11 @@
 #include "data/idx.h"
 
-#include <zlib.h>
-
 #include <filesystem>
 
+#include "data/text.h"
 #include "tensor/error.h"
 
 namespace tfm::data {
-
-namespace {
-
-// The whole file, decompressed if it is gzip (zlib reads plain files as they are).
-std::string read_maybe_gzip(const std::string& path) {
-  TFM_CHECK(std::filesystem::is_regular_file(path), path << ": no such file");
-  gzFile f = gzopen(path.c_str(), "rb");
-  TFM_CHECK(f, path << ": cannot open");
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  int err = Z_OK;
-  const char* msg = gzerror(f, &err);
-  const std::string message = msg ? msg : "";
-  gzclose(f);
-  TFM_CHECK(n == 0 && (err == Z_OK || err == Z_BUF_ERROR), path << ": unreadable or truncated gzip data (" << message << ")");
-  return out;
-}
-
-}  // namespace
 
 IdxArray parse_idx(const std::string& bytes, const std::string& origin) {
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -53,7 +31,7 @@ IdxArray parse_idx(const std::string& bytes, const std::string& origin) {
   return a;
 }
 
-IdxArray read_idx(const std::string& path) { return parse_idx(read_maybe_gzip(path), path); }
+IdxArray read_idx(const std::string& path) { return parse_idx(read_file(path), path); }
 
 ImageSet read_image_set(const std::string& images_path, const std::string& labels_path, int64_t classes) {
   IdxArray images = read_idx(images_path), labels = read_idx(labels_path);

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "tensor/error.h"
 
@@ -40,6 +41,22 @@ bool valid_utf8(std::string_view s) {
     i += len;
   }
   return true;
+}
+
+std::string read_file(const std::string& path) {
+  TFM_CHECK(std::filesystem::is_regular_file(path), path << ": no such file");
+  gzFile f = gzopen(path.c_str(), "rb");  // gzread reads plain files unchanged
+  TFM_CHECK(f, path << ": cannot open (" << std::strerror(errno) << ")");
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  const std::string message = msg ? msg : "";
+  gzclose(f);
+  TFM_CHECK(n == 0 && (err == Z_OK || err == Z_BUF_ERROR), path << ": unreadable or truncated gzip data (" << message << ")");
+  return out;
 }
 
 std::vector<std::string> read_lines(const std::string& path) {

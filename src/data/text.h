@@ -9,6 +9,10 @@ namespace tfm::data {
 
 bool valid_utf8(std::string_view s);
 
+// The whole of a file as bytes, decompressed if it is gzip; a truncated or corrupt
+// gzip stream is an error naming the file.
+std::string read_file(const std::string& path);
+
 // All lines of a file, without line terminators ("\n" or "\r\n").
 std::vector<std::string> read_lines(const std::string& path);
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "data/text.h"
 #include "tensor/error.h"
@@ -37,21 +38,11 @@ std::vector<uint32_t> code_points(const std::string& s) {
   return out;
 }
 
-std::string read_gz(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  TFM_CHECK(f, path << ": cannot open the font (install console-setup-linux: scripts/install-deps.sh)");
-  std::string bytes;
-  char buf[1 << 14];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) bytes.append(buf, static_cast<size_t>(n));
-  gzclose(f);
-  return bytes;
-}
-
 }  // namespace
 
 Font Font::load(const std::string& path) {
-  const std::string b = read_gz(path);
+  TFM_CHECK(std::filesystem::exists(path), path << ": cannot open the font (install console-setup-linux: scripts/install-deps.sh)");
+  const std::string b = data::read_file(path);
   // PSF1: magic 36 04, mode, glyph height; 256 or 512 glyphs of `height` bytes; then
   // (with mode bit 2) for each glyph, UCS-2 code points up to 0xFFFF.
   TFM_CHECK(b.size() >= 4 && static_cast<uint8_t>(b[0]) == 0x36 && static_cast<uint8_t>(b[1]) == 0x04, path << ": not a PSF1 font");

@@ -49,6 +49,21 @@ def unique_state(model):
     return out
 
 
+def optimizer_steps(model, opt, lr_at, loss_of):
+    """STEPS optimiser steps with the learning rate lr_at(step) and clipping; returns each step's loss."""
+    losses = []
+    for step in range(1, STEPS + 1):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        step_loss = loss_of(model)
+        opt.zero_grad()
+        step_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+        losses.append(step_loss.item())
+    return losses
+
+
 def make_model_fixture(name, norm_first, activation, share):
     torch.manual_seed(1234)
     cfg = tfm_config(norm_first, activation, share)
@@ -90,17 +105,8 @@ def make_model_fixture(name, norm_first, activation, share):
 
     # A few optimiser steps: Adam (paper betas/eps), warm-up schedule, clipping.
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
-    losses = []
-    for step in range(1, STEPS + 1):
-        for g in opt.param_groups:
-            g["lr"] = noam_lr(step, cfg["d_model"], FACTOR, WARMUP)
-        logits = model(src, tgt_in)
-        step_loss = loss_fn(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1))
-        opt.zero_grad()
-        step_loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
-        losses.append(step_loss.item())
+    losses = optimizer_steps(model, opt, lambda step: noam_lr(step, cfg["d_model"], FACTOR, WARMUP),
+                             lambda m: loss_fn(m(src, tgt_in).reshape(-1, cfg["tgt_vocab"]), tgt_out.reshape(-1)))
 
     tensors = dict(weights)
     tensors["input.src"] = src.float()
@@ -165,16 +171,8 @@ def make_family_fixture(name, model, cfg, inputs, loss_of):
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": ADAMW["weight_decay"]}, {"params": rest, "weight_decay": 0.0}],
                             lr=0.0, betas=(0.9, ADAMW["beta2"]), eps=1e-8)
-    losses = []
-    for step in range(1, STEPS + 1):
-        for g in opt.param_groups:
-            g["lr"] = cosine_lr(step, ADAMW["lr"], ADAMW["min_lr"], ADAMW["warmup"], ADAMW["decay_steps"])
-        step_loss = loss_of(model)
-        opt.zero_grad()
-        step_loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
-        losses.append(step_loss.item())
+    losses = optimizer_steps(model, opt, lambda step: cosine_lr(step, ADAMW["lr"], ADAMW["min_lr"], ADAMW["warmup"], ADAMW["decay_steps"]),
+                             loss_of)
     tensors = dict(weights)
     tensors.update({"input." + k: v.float() for k, v in inputs.items()})
     tensors.update({"trace." + k: v for k, v in trace.items()})
