@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << "tfm: error: out of memory\n";
     return 1;
+  } catch (const std::exception& e) {  // a bug: every expected failure is a tfm::Error
+    std::cerr << "tfm: error: internal error: " << e.what() << "\n";
+    return 1;
   }
   return exit_code;
 }

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "tensor/error.h"
 
@@ -44,22 +43,6 @@ bool valid_utf8(std::string_view s) {
 }
 
 std::string read_file(const std::string& path) {
-  TFM_CHECK(std::filesystem::is_regular_file(path), path << ": no such file");
-  gzFile f = gzopen(path.c_str(), "rb");  // gzread reads plain files unchanged
-  TFM_CHECK(f, path << ": cannot open (" << std::strerror(errno) << ")");
-  std::string out;
-  char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  int err = Z_OK;
-  const char* msg = gzerror(f, &err);
-  const std::string message = msg ? msg : "";
-  gzclose(f);
-  TFM_CHECK(n == 0 && (err == Z_OK || err == Z_BUF_ERROR), path << ": unreadable or truncated gzip data (" << message << ")");
-  return out;
-}
-
-std::vector<std::string> read_lines(const std::string& path) {
   // gzread reads plain files unchanged, so one path serves both.
   gzFile f = gzopen(path.c_str(), "rb");
   TFM_CHECK(f, path << ": cannot open (" << std::strerror(errno) << ")");
@@ -72,6 +55,10 @@ std::vector<std::string> read_lines(const std::string& path) {
   const std::string reason = msg ? msg : "";
   gzclose(f);
   TFM_CHECK(n == 0 && err == Z_OK, path << ": read error (" << reason << "; truncated or corrupted gzip?)");
+  return content;
+}
+
+std::vector<std::string> split_lines(const std::string& content, const std::string& origin) {
   std::vector<std::string> lines;
   size_t start = 0;
   while (start < content.size()) {
@@ -79,13 +66,15 @@ std::vector<std::string> read_lines(const std::string& path) {
     if (end == std::string::npos) end = content.size();
     std::string line = content.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    TFM_CHECK(line.find('\0') == std::string::npos, path << ":" << lines.size() + 1 << ": contains a NUL byte (binary file?)");
-    TFM_CHECK(valid_utf8(line), path << ":" << lines.size() + 1 << ": invalid UTF-8");
+    TFM_CHECK(line.find('\0') == std::string::npos, origin << ":" << lines.size() + 1 << ": contains a NUL byte (binary file?)");
+    TFM_CHECK(valid_utf8(line), origin << ":" << lines.size() + 1 << ": invalid UTF-8");
     lines.push_back(std::move(line));
     start = end + 1;
   }
   return lines;
 }
+
+std::vector<std::string> read_lines(const std::string& path) { return split_lines(read_file(path), path); }
 
 ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path) {
   std::vector<std::string> src = read_lines(src_path), tgt = read_lines(tgt_path);

@@ -13,6 +13,10 @@ bool valid_utf8(std::string_view s);
 // gzip stream is an error naming the file.
 std::string read_file(const std::string& path);
 
+// Lines of `content` without terminators ("\n" or "\r\n"); a NUL byte or invalid
+// UTF-8 is an error naming origin:line.
+std::vector<std::string> split_lines(const std::string& content, const std::string& origin);
+
 // All lines of a file, without line terminators ("\n" or "\r\n").
 std::vector<std::string> read_lines(const std::string& path);
 

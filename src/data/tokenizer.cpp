@@ -51,8 +51,9 @@ std::string Tokenizer::record() const {
 
 Tokenizer Tokenizer::from_record(const std::string& text, const std::string& origin, const std::string& spm_path) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const bool chars = j.is_object() && j.value("type", "") == "characters" && j.contains("characters") && j["characters"].is_array();
-  const bool spm = j.is_object() && j.value("type", "") == "sentencepiece" && j.contains("path") && j["path"].is_string() &&
+  const std::string type = j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+  const bool chars = type == "characters" && j.contains("characters") && j["characters"].is_array();
+  const bool spm = type == "sentencepiece" && j.contains("path") && j["path"].is_string() &&
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
   TFM_CHECK(chars || spm, origin << ": the tokenizer record in the metadata is malformed");
   if (spm) {

@@ -32,8 +32,12 @@ TranslationModel TranslationModel::load(const std::string& checkpoint, const std
     throw Error(checkpoint + ": the vocabulary record in the metadata is malformed");
   }
   TranslationModel m;
-  m.src_vocab = checked_vocab(record, "src", src_vocab, checkpoint);
-  m.tgt_vocab = checked_vocab(record, "tgt", tgt_vocab, checkpoint);
+  try {
+    m.src_vocab = checked_vocab(record, "src", src_vocab, checkpoint);
+    m.tgt_vocab = checked_vocab(record, "tgt", tgt_vocab, checkpoint);
+  } catch (const nlohmann::json::exception&) {  // fields of the wrong type
+    throw Error(checkpoint + ": the vocabulary record in the metadata is malformed");
+  }
   m.model = std::make_unique<models::EncoderDecoder>(models::TransformerConfig::from_json(info.config_json, checkpoint));
   io::load_parameters(*m.model, file, checkpoint);
   m.model->eval();

@@ -51,7 +51,7 @@ SafeTensors parse_safetensors(const std::string& bytes, const std::string& origi
   json header;
   try {
     header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {  // parse errors, and numbers too large for any type
     throw Error(origin + ": header is not valid JSON (corrupted or not a safetensors file)");
   }
   TFM_CHECK(header.is_object(), origin << ": header is not a JSON object");

@@ -8,7 +8,7 @@ namespace tfm::models {
 JsonFields::JsonFields(const std::string& text, const std::string& origin, std::initializer_list<const char*> known) : origin_(origin) {
   try {
     j_ = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse errors, and numbers too large for any type
     throw Error(origin + ": not valid JSON (" + e.what() + ")");
   }
   TFM_CHECK(j_.is_object(), origin << ": expected a JSON object of model settings");

@@ -39,8 +39,8 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("channels", c.channels);
   f.read("patch", c.patch);
   f.read("classes", c.classes);
-  if (c.family == "vit") c.max_len = c.patches() + 1;
   c.validate(origin);
+  if (c.family == "vit") c.max_len = c.patches() + 1;
   return c;
 }
 

@@ -11,7 +11,7 @@ namespace tfm::train {
 models::StackConfig MaskedLmOptions::default_model() {
   models::StackConfig c;
   c.family = "bert";
-  c.layers = 4, c.heads = 4, c.d_model = 128, c.d_ff = 512, c.max_len = 128, c.dropout = 0.1f;
+  c.layers = 4, c.heads = 4, c.d_model = 128, c.d_ff = 512, c.max_len = 64, c.dropout = 0.0f;
   return c;
 }
 
@@ -20,8 +20,10 @@ TrainerOptions MaskedLmOptions::default_trainer() {
   t.out_dir = "runs/bert";
   t.epochs = 1000000;  // random windows: the step count decides
   t.max_steps = 3000;
-  t.schedule = {Schedule::Kind::Cosine, 5e-4f, 1e-5f, 200, 0, 0};
-  t.adam = {5e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, /*decoupled=*/true};
+  // A high peak rate: with [MASK] in place of a token, the model must learn to read its
+  // neighbours through the learned positions, and at 5e-4 it stays on the unigram plateau.
+  t.schedule = {Schedule::Kind::Cosine, 2e-3f, 1e-5f, 200, 0, 0};
+  t.adam = {2e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, /*decoupled=*/true};
   t.clip_norm = 1.0;
   t.validate_every = 500;
   return t;

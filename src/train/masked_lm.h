@@ -20,13 +20,13 @@ struct MaskedLmOptions {
   TextSource data;
   models::StackConfig model = default_model();
   std::string config_path;
-  int64_t batch = 32;
+  int64_t batch = 64;
   double mask_fraction = 0.15;
   TrainerOptions trainer = default_trainer();
 
-  // 4 layers, 4 heads, 128 dims, inputs of 128 tokens.
+  // 4 layers, 4 heads, 128 dims, inputs of 64 tokens, no dropout.
   static models::StackConfig default_model();
-  // AdamW 5e-4, weight decay 0.01, 200 warm-up steps, cosine decay over 3,000 steps.
+  // AdamW 2e-3, weight decay 0.01, 200 warm-up steps, cosine decay over 3,000 steps.
   static TrainerOptions default_trainer();
 };
 

@@ -86,8 +86,11 @@ void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) 
 
 void TranslationTask::check_resumable(const io::Checkpoint& saved, const std::string& origin) const {
   json vocab = json::parse(saved.metadata.count("tfm.vocab") ? saved.metadata.at("tfm.vocab") : "{}", nullptr, false);
-  TFM_CHECK(vocab.is_object() && vocab.contains("src") && vocab["src"]["crc32"] == src_vocab_.checksum() &&
-                vocab["tgt"]["crc32"] == tgt_vocab_.checksum(),
+  const auto crc_of = [&](const char* side) {
+    const json::json_pointer at(std::string("/") + side + "/crc32");
+    return vocab.is_object() && vocab.contains(at) ? vocab.at(at) : json();
+  };
+  TFM_CHECK(crc_of("src") == src_vocab_.checksum() && crc_of("tgt") == tgt_vocab_.checksum(),
             origin << ": was trained with other vocabularies than " << o_.src_vocab << " and " << o_.tgt_vocab);
 }
 

@@ -1,5 +1,6 @@
 #include "support/process.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,14 +43,31 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-CliResult run_tfm(const std::string& args) {
-  std::string cmd = std::string(TFM_BINARY) + " " + args + " 2>&1";
+CliResult run_command(const std::string& shell_command) {
+  const std::string cmd = shell_command + " 2>&1";
   CliResult r{0, ""};
   FILE* pipe = ::popen(cmd.c_str(), "r");
   std::array<char, 4096> buf;
   while (size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
-  r.code = WEXITSTATUS(::pclose(pipe));
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+CliResult run_tfm(const std::string& args) { return run_command(std::string(TFM_BINARY) + " " + args); }
+
+pid_t start_tfm(const std::vector<std::string>& args, const std::string& log_path) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1), ::dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(TFM_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(TFM_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
 }
 
 }  // namespace tfm::testing

@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
+
+#include <sys/types.h>
 
 namespace tfm::testing {
 
@@ -29,7 +32,11 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
+// Runs a shell command; a process killed by signal S reports code 128 + S.
+CliResult run_command(const std::string& shell_command);
 // Runs `tfm <args>` through the shell (so args may redirect input).
 CliResult run_tfm(const std::string& args);
+// Starts tfm in the background with its output appended to log_path; returns its pid.
+pid_t start_tfm(const std::vector<std::string>& args, const std::string& log_path);
 
 }  // namespace tfm::testing
