@@ -19,18 +19,9 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   CLI::App* bert = app.add_subcommand("bert", "BERT-style encoders (masked language model)");
   bert->require_subcommand(1);
   CLI::App* cmd = bert->add_subcommand("train", "Train a masked-language-model encoder on a text file");
-  cmd->add_option("--text", o->data.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
-      ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--valid", o->data.valid_text, "Validation text")->check(CLI::ExistingFile);
-  cmd->add_option("--vocab", o->data.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
-  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family bert)")->check(CLI::ExistingFile);
-  auto* m = cmd->add_option_group("model");
-  m->add_option("--layers", o->model.layers, "Encoder layers")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--heads", o->model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--d-model", o->model.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--d-ff", o->model.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
+  add_text_flags(cmd, o->data);
+  auto* m = add_model_flags(cmd, o->model, o->config_path, "bert");
   m->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()->check(CLI::Range(2, 100000));
-  m->add_option("--dropout", o->model.dropout, "Dropout probability")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str();
   add_trainer_flags(cmd, o->trainer);

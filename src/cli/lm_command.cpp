@@ -19,19 +19,10 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   lm->require_subcommand(1);
   CLI::App* cmd = lm->add_subcommand(
       "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe)");
-  cmd->add_option("--text", o->data.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
-      ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--valid", o->data.valid_text, "Validation text")->check(CLI::ExistingFile);
-  cmd->add_option("--vocab", o->data.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
-  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family gpt)")->check(CLI::ExistingFile);
-  auto* m = cmd->add_option_group("model");
-  m->add_option("--layers", o->model.layers, "Transformer blocks")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--heads", o->model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--d-model", o->model.d_model, "Model width (d_ff is 4x unless --d-ff)")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--d-ff", o->model.d_ff, "Feed-forward width")->check(CLI::PositiveNumber);
+  add_text_flags(cmd, o->data);
+  auto* m = add_model_flags(cmd, o->model, o->config_path, "gpt");  // d_ff follows as 4 x d_model unless given
   m->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--dropout", o->model.dropout, "Dropout probability")->capture_default_str();
-  m->add_flag("!--learned-positions,--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table");
+  m->add_flag("!--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table");
   cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end")->capture_default_str();
   add_trainer_flags(cmd, o->trainer);

@@ -24,4 +24,23 @@ void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
   g->add_option("--resume", o.resume, "Continue the run saved in this checkpoint (its last.safetensors)")->check(CLI::ExistingFile);
 }
 
+void add_text_flags(CLI::App* cmd, train::TextSource& s) {
+  cmd->add_option("--text", s.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--valid", s.valid_text, "Validation text")->check(CLI::ExistingFile);
+  cmd->add_option("--vocab", s.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
+}
+
+CLI::Option_group* add_model_flags(CLI::App* cmd, models::StackConfig& m, std::string& config_path, const std::string& family) {
+  auto* g = cmd->add_option_group("model");
+  g->add_option("--config", config_path, "Model configuration as a JSON file (family " + family + "); overrides the flags below")
+      ->check(CLI::ExistingFile);
+  g->add_option("--layers", m.layers, "Transformer layers")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--heads", m.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--d-model", m.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--d-ff", m.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--dropout", m.dropout, "Dropout probability")->capture_default_str();
+  return g;
+}
+
 }  // namespace tfm::cli

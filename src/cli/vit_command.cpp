@@ -50,14 +50,8 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<train::VitOptions>();
   CLI::App* cmd = vit->add_subcommand("train", "Train a ViT on an MNIST-style image set");
   cmd->add_option("--data", o->data_dir, "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
-  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (family vit)")->check(CLI::ExistingFile);
-  auto* m = cmd->add_option_group("model");
+  auto* m = add_model_flags(cmd, o->model, o->config_path, "vit");
   m->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--layers", o->model.layers, "Encoder layers")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--heads", o->model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--d-model", o->model.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--d-ff", o->model.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_option("--dropout", o->model.dropout, "Dropout probability")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Images per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str();
   cmd->add_flag("!--no-flip", o->flip, "Do not mirror training images at random");
