@@ -6,6 +6,7 @@
 
 #include "autograd/autograd.h"
 #include "cli/commands.h"
+#include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
 #include "data/text.h"
 #include "io/checkpoint.h"
@@ -40,14 +41,10 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
-    io::SafeTensors file = io::read_safetensors(o->checkpoint);
-    io::Checkpoint info = io::checkpoint_info(file, o->checkpoint);
-    auto tok = info.metadata.find("tfm.tokenizer");
-    TFM_CHECK(info.model_kind == "bert" && tok != info.metadata.end(),
-              o->checkpoint << ": is a '" << info.model_kind << "' checkpoint, not an encoder from `tfm bert train`");
-    const data::Tokenizer tokenizer = data::Tokenizer::from_record(tok->second, o->checkpoint, o->spm);
-    models::BERT model(models::StackConfig::from_json(info.config_json, o->checkpoint), data::Tokenizer::kPad);
-    io::load_parameters(model, file, o->checkpoint);
+    FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "bert", "an encoder from `tfm bert train`", o->spm);
+    const data::Tokenizer& tokenizer = *c.tokenizer;
+    models::BERT model(c.config, data::Tokenizer::kPad);
+    io::load_parameters(model, c.file, o->checkpoint);
     model.eval();
     autograd::NoGradGuard no_grad;
     const std::vector<std::string> lines = data::read_lines(o->input == "-" ? "/dev/stdin" : o->input);

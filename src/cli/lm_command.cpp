@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
@@ -50,14 +51,10 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
-    io::SafeTensors file = io::read_safetensors(o->checkpoint);
-    io::Checkpoint info = io::checkpoint_info(file, o->checkpoint);
-    auto tok = info.metadata.find("tfm.tokenizer");
-    TFM_CHECK(info.model_kind == "gpt" && tok != info.metadata.end(),
-              o->checkpoint << ": is a '" << info.model_kind << "' checkpoint, not a language model from `tfm lm train`");
-    data::Tokenizer tokenizer = data::Tokenizer::from_record(tok->second, o->checkpoint, o->spm);
-    models::GPT model(models::StackConfig::from_json(info.config_json, o->checkpoint));
-    io::load_parameters(model, file, o->checkpoint);
+    FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
+    const data::Tokenizer& tokenizer = *c.tokenizer;
+    models::GPT model(c.config);
+    io::load_parameters(model, c.file, o->checkpoint);
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
     std::cout << o->prompt << std::flush;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
 #include "io/checkpoint.h"
 #include "tensor/error.h"
@@ -34,11 +35,9 @@ void print_evaluation(const train::Evaluation& e, int64_t classes, bool fashion)
 
 // A ViT checkpoint from `tfm vit train`, loaded.
 std::unique_ptr<models::ViT> load_vit(const std::string& path) {
-  io::SafeTensors file = io::read_safetensors(path);
-  io::Checkpoint info = io::checkpoint_info(file, path);
-  TFM_CHECK(info.model_kind == "vit", path << ": is a '" << info.model_kind << "' checkpoint, not a ViT from `tfm vit train`");
-  auto model = std::make_unique<models::ViT>(models::StackConfig::from_json(info.config_json, path));
-  io::load_parameters(*model, file, path);
+  FamilyCheckpoint c = open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
+  auto model = std::make_unique<models::ViT>(c.config);
+  io::load_parameters(*model, c.file, path);
   model->eval();
   return model;
 }
