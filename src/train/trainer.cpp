@@ -60,6 +60,9 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   TFM_CHECK(!resumed_info_->train_state.empty(), o_.resume << ": holds weights only, no training state to resume from");
   try {
     json j = json::parse(resumed_info_->train_state);
+    for (const char* key : {"step", "epoch", "batch", "dropout_rng", "bad_validations"})  // no float-to-integer conversions
+      TFM_CHECK(j.at(key).is_number_integer() && (j.at(key).is_number_unsigned() || j.at(key).get<int64_t>() >= 0),
+                o_.resume << ": the training state in the metadata is malformed ('" << key << "')");
     State& s = state_;
     s.step = j.at("step"), s.epoch = j.at("epoch"), s.batch = j.at("batch"), s.dropout_rng = j.at("dropout_rng");
     s.best_score = j.at("best_score"), s.has_best = j.at("has_best"), s.elapsed_s = j.at("elapsed_s");
