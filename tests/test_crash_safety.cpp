@@ -59,11 +59,9 @@ TEST(CrashSafety, SigkillAtRandomMomentsThenResumeEqualsAnUninterruptedRun) {
     const int ms = delay_ms(gen);
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     const bool was_running = ::kill(pid, SIGKILL) == 0;
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (was_running && WIFSIGNALED(status)) ++kills;
-    std::cout << "  attempt " << attempt + 1 << ": SIGKILL after " << ms << " ms" << (WIFSIGNALED(status) ? "" : " (had already finished)")
-              << "\n";
+    const bool killed = testing::wait_tfm(pid).code == 128 + SIGKILL;
+    if (was_running && killed) ++kills;
+    std::cout << "  attempt " << attempt + 1 << ": SIGKILL after " << ms << " ms" << (killed ? "" : " (had already finished)") << "\n";
   }
   std::vector<std::string> finish = lm_args(dir, "killed", steps);
   if (std::filesystem::exists(last)) finish.insert(finish.end(), {"--resume", last});

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <set>
 
 #include "data/batching.h"
@@ -246,6 +247,32 @@ TEST(TranslateCli, RefusesAnotherVocabularyAndNeverClobbersOutputOnError) {
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find(":2: invalid UTF-8"), std::string::npos) << bad.output;
   EXPECT_EQ(testing::read_file(dir.path("out.txt")), "KEEP");
+}
+
+// tfm translate streams its input: ten times the lines may not cost more memory.
+// Each line is long (so holding the input, its tokens or the output would show) and
+// the output short (so the test stays fast).
+TEST(TranslateCli, MemoryStaysBoundedAsTheInputGrows) {
+  TempDir dir;
+  std::string line;
+  for (int i = 0; i < 30; ++i) line += (i ? " " : "") + std::string(i % 2 ? "katze" : "haus");
+  auto peak_kib = [&](int lines) {
+    std::string text;
+    for (int i = 0; i < lines; ++i) text += line + "\n";
+    write_file(dir.path("in.txt"), text);
+    const pid_t pid = testing::start_tfm({"translate", "--model", trained().model, "--greedy", "--max-len-a", "0", "--max-len-b", "2", "-i",
+                                          dir.path("in.txt"), "-o", dir.path("out.txt")},
+                                         dir.path("log.txt"));
+    const testing::Finished f = testing::wait_tfm(pid);
+    EXPECT_EQ(f.code, 0) << testing::read_file(dir.path("log.txt"));
+    const std::string out = testing::read_file(dir.path("out.txt"));
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), lines);
+    return f.max_rss_kib;
+  };
+  const long small = peak_kib(4000), large = peak_kib(40000);  // inputs of 0.6 MB and 6 MB
+  std::cout << "  peak memory: " << small / 1024 << " MiB for 4,000 lines, " << large / 1024 << " MiB for 40,000 lines\n";
+  // Holding the input and its tokens would add over 12 MiB.
+  EXPECT_LT(large - small, 4 * 1024) << "memory grew with the input: the translator no longer streams";
 }
 
 TEST(TrainCli, CtrlCSavesACheckpointAndExits) {

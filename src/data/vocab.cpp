@@ -35,7 +35,12 @@ uint32_t crc_of(const std::string& bytes) {
 Vocab Vocab::load(const std::string& path) {
   Vocab v;
   v.sp_ = std::make_shared<sentencepiece::SentencePieceProcessor>();
-  auto status = v.sp_->Load(path);
+  sentencepiece::util::Status status;
+  try {
+    status = v.sp_->Load(path);
+  } catch (const std::exception& e) {  // the library throws on some malformed models (e.g. an empty piece)
+    TFM_CHECK(false, path << ": not a valid SentencePiece model (" << e.what() << ")");
+  }
   TFM_CHECK(status.ok(), path << ": not a valid SentencePiece model (" << status.ToString() << ")");
   TFM_CHECK(v.sp_->pad_id() == kPad && v.sp_->unk_id() == kUnk && v.sp_->bos_id() == kBos && v.sp_->eos_id() == kEos,
             path << ": special token ids must be pad 0, unk 1, bos 2, eos 3 (train the vocabulary with `tfm vocab`)");

@@ -1,6 +1,7 @@
 #include "support/process.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,13 @@ pid_t start_tfm(const std::vector<std::string>& args, const std::string& log_pat
     ::_exit(127);
   }
   return pid;
+}
+
+Finished wait_tfm(pid_t pid) {
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), usage.ru_maxrss};
 }
 
 }  // namespace tfm::testing

@@ -39,4 +39,11 @@ CliResult run_tfm(const std::string& args);
 // Starts tfm in the background with its output appended to log_path; returns its pid.
 pid_t start_tfm(const std::vector<std::string>& args, const std::string& log_path);
 
+struct Finished {
+  int code;           // as CliResult::code
+  long max_rss_kib;   // the process's peak resident memory
+};
+// Waits for a process from start_tfm.
+Finished wait_tfm(pid_t pid);
+
 }  // namespace tfm::testing
