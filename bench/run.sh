@@ -1,32 +1,26 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: tfm and PyTorch (Debian python3-torch) on the same
-# model and batch, same thread count. Usage: bench/run.sh [base|small] [threads]
+# tfm and PyTorch (Debian python3-torch) side by side on this machine, same thread
+# count: training throughput of the base and small presets on Multi30k batches,
+# translation throughput and latency with the same trained weights, peak memory,
+# the tinyshakespeare language-model recipe, and tfm's GFLOP/s against oneDNN's
+# sgemm peak. Prints the table and rewrites the results in docs/PERFORMANCE.md.
+#   bench/run.sh [RUN_DIR] [THREADS]
+# RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
+# scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset=${1:-base}
+run=${1:-runs/multi30k}
 threads=${2:-$(nproc)}
-case "$preset" in
-  base)  args=(--d-model 512 --heads 8 --d-ff 2048 --layers 6) ;;
-  small) args=(--d-model 256 --heads 4 --d-ff 1024 --layers 3) ;;
-  *) echo "usage: bench/run.sh [base|small] [threads]" >&2; exit 2 ;;
-esac
-args+=(--vocab 8000 --batch 64 --src-len 14 --tgt-len 14 --repeats 9)
+data=../shared/data/multi30k
+text=../shared/data/tinyshakespeare/input.txt
+[[ -f "$run/best.safetensors" && -f "$run/vocab.model" ]] ||
+  { echo "bench/run.sh: no trained model in $run (best.safetensors, vocab.model): run scripts/multi30k.sh first" >&2; exit 1; }
+[[ -f "$data/train.de.gz" && -f "$data/val.de.gz" ]] || { echo "bench/run.sh: Multi30k is missing from $data" >&2; exit 1; }
+lm=(--text "$text")
+[[ -f "$text" ]] || { echo "bench/run.sh: $text is missing; the language-model row is left out" >&2; lm=(); }
 
 scripts/install-deps.sh --with-torch >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target tfm_bench >/dev/null
-
-echo "preset $preset: ${args[*]}, $threads threads"
-tfm=$(OMP_NUM_THREADS=$threads build/bench/tfm_bench "${args[@]}")
-# OpenBLAS misdetects this CPU and would fall back to generic kernels without the override.
-torch=$(OPENBLAS_CORETYPE=SkylakeX OMP_NUM_THREADS=$threads /usr/bin/python3 bench/bench_torch.py "${args[@]}" --threads "$threads")
-/usr/bin/python3 - "$tfm" "$torch" <<'PY'
-import json, sys
-t, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-print(f"{'':28}{'tfm':>12}{p['engine']:>20}{'tfm / torch':>14}")
-print(f"{'parameters':28}{t['parameters']:>12}{p['parameters']:>20}")
-for key, label, better in [("train_step_ms", "training step (ms)", "lower"), ("train_tokens_per_s", "training tokens/s", "higher"),
-                           ("forward_ms", "forward pass (ms)", "lower")]:
-    print(f"{label:28}{t[key]:>12.1f}{p[key]:>20.1f}{t[key] / p[key]:>14.2f}")
-print(f"speed-up on the training step: {p['train_step_ms'] / t['train_step_ms']:.2f}x")
-PY
+cmake --build build -j"$(nproc)" --target tfm tfm_bench >/dev/null
+/usr/bin/python3 bench/compare.py --model "$run/best.safetensors" --vocab "$run/vocab.model" --data "$data" \
+  --threads "$threads" "${lm[@]}"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Multi30k German->English end to end: vocabulary, training of the `small` preset
-# (capped at 57 minutes), beam-4 translation of test_2016_flickr, BLEU and chrF.
-#   scripts/multi30k.sh [DATA_DIR] [OUT_DIR]
+# (capped at MINUTES of training, 57 by default), beam-4 translation of
+# test_2016_flickr, BLEU and chrF.
+#   scripts/multi30k.sh [DATA_DIR] [OUT_DIR] [MINUTES]
 # DATA_DIR holds train/val/test_2016_flickr .de.gz/.en.gz (default ../shared/data/multi30k).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-../shared/data/multi30k}
 out=${2:-runs/multi30k}
+minutes=${3:-57}
 for f in train val test_2016_flickr; do
   for l in de en; do
     [[ -f "$data/$f.$l.gz" ]] || { echo "missing $data/$f.$l.gz (Multi30k task 1 raw text)" >&2; exit 1; }
@@ -20,7 +22,7 @@ build/tfm train --train-src "$data/train.de.gz" --train-tgt "$data/train.en.gz" 
   --valid-src "$data/val.de.gz" --valid-tgt "$data/val.en.gz" \
   --src-vocab "$out/vocab.model" --tgt-vocab "$out/vocab.model" --out "$out" \
   --preset small --max-tokens 4000 --warmup 800 --lr-factor 1.0 --validate-every 400 \
-  --epochs 100 --max-minutes 57
+  --epochs 100 --max-minutes "$minutes"
 echo "training took $(( ($(date +%s) - start) / 60 )) minutes"
 zcat "$data/test_2016_flickr.de.gz" | build/tfm translate --model "$out/best.safetensors" --beam 4 -o "$out/test_2016_flickr.hyp.en"
 zcat "$data/test_2016_flickr.en.gz" > "$out/test_2016_flickr.ref.en"

@@ -15,6 +15,20 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+// The `count` largest finite entries of lp[0, V) other than the excluded ids, as
+// (value, id), best first.
+std::vector<std::pair<double, int64_t>> top_extensions(const float* lp, int64_t V, int64_t count, std::initializer_list<int> excluded) {
+  std::vector<std::pair<double, int64_t>> top;  // kept sorted, best first
+  for (int64_t v = 0; v < V; ++v) {
+    if (!std::isfinite(lp[v]) || std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;  // a diverged model
+    if (static_cast<int64_t>(top.size()) == count && lp[v] <= top.back().first) continue;
+    auto at = std::upper_bound(top.begin(), top.end(), static_cast<double>(lp[v]), [](double x, const auto& e) { return x > e.first; });
+    top.insert(at, {lp[v], v});
+    if (static_cast<int64_t>(top.size()) > count) top.pop_back();
+  }
+  return top;
+}
+
 struct Beam {
   std::vector<int> tokens;  // start symbol first
   double log_prob = kNegInf;
@@ -49,86 +63,97 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   }
   const int64_t steps = *std::max_element(max_len.begin(), max_len.end());
 
+  // Sentences still searched, in the order of their blocks of K rows: a finished
+  // sentence leaves the batch (its rows of the memory, mask and caches with it).
+  std::vector<int64_t> live(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) live[b] = b;
   std::vector<Beam> beams(rows);
   for (int64_t r = 0; r < rows; ++r) {
     beams[r].tokens = {o.bos};
     beams[r].log_prob = r % K == 0 ? 0.0 : kNegInf;  // identical beams would be found K times
   }
   std::vector<std::vector<Hypothesis>> finished(B);
-  std::vector<bool> done(B, false);
   nn::DecoderCache cache;
   ops::AttentionMask causal;
   causal.causal = true;
 
-  for (int64_t step = 1; step <= steps; ++step) {
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    models::Tokens input{{}, rows, o.use_cache ? 1 : step};
+  for (int64_t step = 1; step <= steps && !live.empty(); ++step) {
+    const int64_t n = static_cast<int64_t>(beams.size());
+    models::Tokens input{{}, n, o.use_cache ? 1 : step};
     for (const Beam& beam : beams) {
       if (o.use_cache) {
         input.ids.push_back(beam.tokens.back());
-      } else {  // finished sentences and filler beams have shorter histories: pad them (their rows are ignored)
+      } else {  // filler beams have shorter histories: pad them (their rows are ignored)
         std::vector<int> row = beam.tokens;
         row.resize(static_cast<size_t>(step), beam.tokens.back());
         input.ids.insert(input.ids.end(), row.begin(), row.end());
       }
     }
     Tensor hidden = model.decode(memory, beam_src_mask, input, causal, o.use_cache ? &cache : nullptr);
-    Tensor logits = model.generator->logits(hidden.slice(1, hidden.size(1) - 1, hidden.size(1)).contiguous());  // [rows, 1, vocab]
+    Tensor logits = model.generator->logits(hidden.slice(1, hidden.size(1) - 1, hidden.size(1)).contiguous());  // [n, 1, vocab]
     const int64_t V = logits.size(-1);
-    std::vector<float> logp(static_cast<size_t>(rows * V));
+    std::vector<float> logp(static_cast<size_t>(n * V));
+    // Each beam's 2K best extensions: together they hold the sentence's 2K best,
+    // which can always supply K that do not end the sentence.
+    std::vector<std::vector<std::pair<double, int64_t>>> best(static_cast<size_t>(n));
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) ops::log_softmax_row(logits.data() + r * V, logp.data() + r * V, V);
+    for (int64_t r = 0; r < n; ++r) {
+      float* lp = logp.data() + r * V;
+      ops::log_softmax_row(logits.data() + r * V, lp, V);
+      if (std::isfinite(beams[r].log_prob)) best[r] = top_extensions(lp, V, 2 * K, {pad, o.bos});
+    }
 
-    std::vector<Beam> next(rows);
-    std::vector<int64_t> origin(rows);
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) {
-        for (int64_t k = 0; k < K; ++k) next[b * K + k] = beams[b * K + k], origin[b * K + k] = b * K + k;
-        continue;
-      }
-      // The 2K best extensions can always supply K that do not end the sentence.
-      std::vector<std::pair<double, int64_t>> cand;
-      for (int64_t k = 0; k < K; ++k) {
-        const Beam& beam = beams[b * K + k];
-        if (!std::isfinite(beam.log_prob)) continue;
-        const float* lp = logp.data() + (b * K + k) * V;
-        for (int64_t v = 0; v < V; ++v)  // non-finite scores (a diverged model) are never candidates
-          if (v != pad && v != o.bos && std::isfinite(lp[v])) cand.push_back({beam.log_prob + lp[v], k * V + v});
-      }
-      const size_t keep = std::min<size_t>(cand.size(), static_cast<size_t>(2 * K));
-      std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(keep), cand.end(),
-                        [](const auto& x, const auto& y) { return x.first > y.first; });
-      int64_t filled = 0;
-      for (size_t i = 0; i < keep && filled < K; ++i) {
+    std::vector<Beam> next;
+    std::vector<int64_t> origin, still;
+    for (size_t j = 0; j < live.size(); ++j) {
+      const int64_t b = live[j];
+      std::vector<std::pair<double, int64_t>> cand;  // (log-probability, k * V + token)
+      for (int64_t k = 0; k < K; ++k)
+        for (const auto& [lp, token] : best[j * K + k]) cand.push_back({beams[j * K + k].log_prob + lp, k * V + token});
+      std::stable_sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+      std::vector<Beam> children;
+      std::vector<int64_t> parents;
+      for (size_t i = 0; i < cand.size() && static_cast<int64_t>(children.size()) < K; ++i) {
         const int64_t k = cand[i].second / V;
         const int token = static_cast<int>(cand[i].second % V);
-        const Beam& parent = beams[b * K + k];
+        const Beam& parent = beams[j * K + k];
         if (token == o.eos) {
           std::vector<int> out(parent.tokens.begin() + 1, parent.tokens.end());
           if (static_cast<int64_t>(finished[b].size()) < K)
             finished[b].push_back({out, cand[i].first, normalized(cand[i].first, out.size() + 1)});
           continue;
         }
-        Beam& child = next[b * K + filled];
-        child.tokens = parent.tokens;
-        child.tokens.push_back(token);
-        child.log_prob = cand[i].first;
-        origin[b * K + filled] = b * K + k;
-        ++filled;
+        children.push_back({parent.tokens, cand[i].first});
+        children.back().tokens.push_back(token);
+        parents.push_back(static_cast<int64_t>(j) * K + k);
       }
-      for (; filled < K; ++filled) next[b * K + filled] = Beam{{o.bos}, kNegInf}, origin[b * K + filled] = b * K;
+      while (static_cast<int64_t>(children.size()) < K) children.push_back({{o.bos}, kNegInf}), parents.push_back(static_cast<int64_t>(j) * K);
       if (step >= max_len[b]) {  // out of length: the open beams end here
-        for (int64_t k = 0; k < K; ++k) {
-          const Beam& beam = next[b * K + k];
+        for (const Beam& beam : children) {
           if (!std::isfinite(beam.log_prob)) continue;
           std::vector<int> out(beam.tokens.begin() + 1, beam.tokens.end());
           finished[b].push_back({out, beam.log_prob, normalized(beam.log_prob, out.size())});
         }
+        continue;
       }
-      done[b] = step >= max_len[b] || static_cast<int64_t>(finished[b].size()) >= K;
+      if (static_cast<int64_t>(finished[b].size()) >= K) continue;
+      still.push_back(b);
+      for (int64_t k = 0; k < K; ++k) next.push_back(std::move(children[k])), origin.push_back(parents[k]);
     }
+    const bool shrunk = still.size() < live.size();
+    live = std::move(still);
     beams = std::move(next);
-    if (o.use_cache) cache.select_rows(origin);
+    if (live.empty()) break;
+    bool identity = !shrunk;
+    for (size_t r = 0; r < origin.size() && identity; ++r) identity = origin[r] == static_cast<int64_t>(r);
+    if (o.use_cache && !identity) cache.select_rows(origin);
+    if (shrunk) {  // rows of one sentence share their memory, so the parents' rows are the children's
+      memory = ops::gather_rows(memory, origin);
+      std::vector<uint8_t> padding;
+      for (int64_t r : origin)
+        padding.insert(padding.end(), beam_src_mask.key_padding.begin() + r * src.cols, beam_src_mask.key_padding.begin() + (r + 1) * src.cols);
+      beam_src_mask.key_padding = std::move(padding);
+    }
   }
 
   std::vector<std::vector<Hypothesis>> result(B);

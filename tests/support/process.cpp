@@ -1,10 +1,10 @@
 #include "support/process.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -72,10 +72,22 @@ pid_t start_tfm(const std::vector<std::string>& args, const std::string& log_pat
 }
 
 Finished wait_tfm(pid_t pid) {
+  // Not wait4's ru_maxrss: Linux carries a process's peak across exec, so it would
+  // include this (forked) test process. VmHWM is the peak of tfm's own memory, once
+  // the child runs tfm (its command line is no longer this test's).
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string test_cmdline = read_file("/proc/self/cmdline");
+  long peak = 0;
   int status = 0;
-  struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), usage.ru_maxrss};
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (read_file(proc + "/cmdline") != test_cmdline) {
+      std::ifstream in(proc + "/status");
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind("VmHWM:", 0) == 0) peak = std::max(peak, std::stol(line.substr(6)));
+    }
+    ::usleep(20000);
+  }
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), peak};
 }
 
 }  // namespace tfm::testing

@@ -41,7 +41,7 @@ pid_t start_tfm(const std::vector<std::string>& args, const std::string& log_pat
 
 struct Finished {
   int code;           // as CliResult::code
-  long max_rss_kib;   // the process's peak resident memory
+  long max_rss_kib;   // the peak resident memory of tfm itself (sampled every 20 ms)
 };
 // Waits for a process from start_tfm.
 Finished wait_tfm(pid_t pid);

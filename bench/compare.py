@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Runs tfm and PyTorch side by side on the same work (see bench/run.sh), prints a
+table of ratios and rewrites the results section of docs/PERFORMANCE.md.
+
+Every measurement runs in a process of its own, so that its peak resident memory
+is that job's alone: VmHWM, sampled while it runs (wait4's ru_maxrss would count
+this script's own memory, which Linux carries across fork and exec)."""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "build", "bench", "tfm_bench")
+TFM = os.path.join(ROOT, "build", "tfm")
+PY = "/usr/bin/python3"
+
+
+def run(cmd, threads):
+    """-> (the JSON line the command printed, its peak resident memory in MiB, wall seconds)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_CORETYPE="SkylakeX")
+    t0 = time.perf_counter()
+    peak_kib = 0
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        cmdline = "\0".join(cmd) + "\0"
+        while proc.poll() is None:
+            try:
+                if open(f"/proc/{proc.pid}/cmdline").read() != cmdline:  # not yet exec'd: still a copy of this script
+                    continue
+                with open(f"/proc/{proc.pid}/status") as status:
+                    peak_kib = max([peak_kib] + [int(l.split()[1]) for l in status if l.startswith("VmHWM:")])
+            except OSError:
+                pass
+            finally:
+                time.sleep(0.02)
+        wall = time.perf_counter() - t0
+        out.seek(0), err.seek(0)
+        text, errors = out.read().decode(), err.read().decode()
+    if proc.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{errors[-2000:]}{text[-2000:]}")
+    lines = [l for l in text.splitlines() if l.startswith("{")]
+    return (json.loads(lines[-1]) if lines else {}), peak_kib / 1024, wall
+
+
+def step_flops(batch, cfg):
+    """Multiply-add FLOPs of one training step (forward x 3) on the padded shapes both engines compute."""
+    B, S, T = len(batch["src"]), len(batch["src"][0]), len(batch["tgt_in"][0])
+    d, f, V = cfg["d_model"], cfg["d_ff"], cfg["tgt_vocab"]
+    ns, nt = B * S, B * T
+    enc = cfg["encoder_layers"] * (8 * d * d * ns + 4 * d * f * ns + 4 * B * S * S * d)
+    dec = cfg["decoder_layers"] * (8 * d * d * nt + 4 * B * T * T * d  # self-attention
+                                   + 4 * d * d * nt + 4 * d * d * ns + 4 * B * T * S * d  # cross-attention
+                                   + 4 * d * f * nt)
+    return 3 * (enc + dec + 2 * d * V * nt)
+
+
+def bench_training(a, work, peak_gflops):
+    rows = []
+    for preset in ["small", "base"]:
+        batches = os.path.join(work, f"batches_{preset}.json")
+        t, t_mem, _ = run([BENCH, "train", "--preset", preset, "--vocab", a.vocab, "--src", a.train_src, "--tgt", a.train_tgt,
+                           "--max-tokens", str(a.max_tokens), "--steps", str(a.steps), "--batches-out", batches], a.threads)
+        p, p_mem, _ = run([PY, os.path.join(ROOT, "bench", "torch_train.py"), "--config", json.dumps(t["config"]), "--batches", batches,
+                           "--threads", str(a.threads)], a.threads)
+        flops = sum(step_flops(b, t["config"]) for b in json.load(open(batches))[3:])
+        rows.append({"preset": preset, "parameters": t["parameters"], "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem,
+                     "tfm_tok_s": t["target_tokens"] / t["seconds"], "torch_tok_s": p["target_tokens"] / p["seconds"],
+                     "tfm_gflops": flops / t["seconds"] / 1e9, "torch_gflops": flops / p["seconds"] / 1e9})
+        r = rows[-1]
+        print(f"  training {preset}: tfm {r['tfm_tok_s']:.0f} tok/s ({r['tfm_gflops'] / peak_gflops:.0%} of peak), "
+              f"pytorch {r['torch_tok_s']:.0f} tok/s ({r['torch_gflops'] / peak_gflops:.0%})", flush=True)
+    return rows
+
+
+def bench_translation(a, work):
+    rows = []
+    for label, beam, batch, limit in [("greedy, batch 32", 1, 32, 0), ("beam 4, batch 32", 4, 32, 0),
+                                      ("greedy, batch 1", 1, 1, a.latency_sentences), ("beam 4, batch 1", 4, 1, a.latency_sentences)]:
+        job = os.path.join(work, "job.json")
+        t, t_mem, _ = run([BENCH, "translate", "--model", a.model, "--input", a.valid_src, "--beam", str(beam), "--batch", str(batch),
+                           "--limit", str(limit), "--job-out", job], a.threads)
+        p, p_mem, _ = run([PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
+                           "--batch", str(batch), "--threads", str(a.threads)], a.threads)
+        same = sum(x == y for x, y in zip(t["outputs"], p["outputs"])) / len(t["outputs"])
+        rows.append({"label": label, "batch": batch, "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem, "same": same,
+                     "tfm_tok_s": t["target_tokens"] / t["seconds"], "torch_tok_s": p["target_tokens"] / p["seconds"]})
+        print(f"  {label}: tfm {rows[-1]['tfm_tok_s']:.0f} tok/s, pytorch {rows[-1]['torch_tok_s']:.0f} tok/s, "
+              f"median {t['median_batch_ms']:.1f} vs {p['median_batch_ms']:.1f} ms per batch, same output {same:.1%}", flush=True)
+    return rows
+
+
+def bench_lm(a, work):
+    out = os.path.join(work, "lm")
+    _, t_mem, t_wall = run([TFM, "lm", "train", "--text", a.text, "--out", out, "--sample-tokens", "0"], a.threads)
+    metrics = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl")) if '"valid' in l]
+    t_loss = [m for m in metrics if "valid_loss" in m][-1]["valid_loss"]
+    p, p_mem, p_wall = run([PY, os.path.join(ROOT, "bench", "torch_lm.py"), "--text", a.text, "--threads", str(a.threads)], a.threads)
+    print(f"  tinyshakespeare recipe: tfm {t_wall:.0f} s (val loss {t_loss:.3f}), pytorch {p_wall:.0f} s (val loss {p['val_loss']:.3f})",
+          flush=True)
+    return {"tfm_s": t_wall, "torch_s": p_wall, "tfm_loss": t_loss, "torch_loss": p["val_loss"], "tfm_mem": t_mem, "torch_mem": p_mem}
+
+
+def ratio(x, y):
+    return f"{x / y:.2f}×"
+
+
+def report(a, sgemm, training, translation, lm):
+    lines = [f"Measured {datetime.date.today()} on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+             f"{a.threads} threads for both engines; PyTorch {training[0]['torch']['engine'].split()[-1]} with OpenBLAS "
+             f"(`OPENBLAS_CORETYPE=SkylakeX`). oneDNN sgemm peak here: **{sgemm['peak_gflops']:.0f} GFLOP/s** "
+             f"(best of {', '.join(f'{s['m']}×{s['n']}×{s['k']}' for s in sgemm['shapes'])}).", "",
+             f"### Training (forward + backward + Adam, {a.steps} Multi30k batches of ≤ {a.max_tokens} tokens)", "",
+             "| preset | parameters | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm % of sgemm peak | PyTorch % of peak "
+             "| tfm peak RSS | PyTorch peak RSS |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in training:
+        lines.append(f"| {r['preset']} | {r['parameters'] / 1e6:.1f} M | {r['tfm_tok_s']:.0f} | {r['torch_tok_s']:.0f} | "
+                     f"**{ratio(r['tfm_tok_s'], r['torch_tok_s'])}** | {r['tfm_gflops'] / sgemm['peak_gflops']:.0%} "
+                     f"({r['tfm_gflops']:.0f} GFLOP/s) | {r['torch_gflops'] / sgemm['peak_gflops']:.0%} | {r['tfm_mem']:.0f} MiB | "
+                     f"{r['torch_mem']:.0f} MiB |")
+    n = translation[0]["tfm"]["sentences"]
+    lines += ["", f"### Translation (`{os.path.relpath(a.model, ROOT)}`, Multi30k val: {n} sentences at batch 32, "
+                  f"the first {a.latency_sentences} at batch 1)", "",
+              "| search | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm median ms per batch | PyTorch median ms | "
+              "latency PyTorch / tfm | same output | tfm peak RSS | PyTorch peak RSS |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in translation:
+        lines.append(f"| {r['label']} | {r['tfm_tok_s']:.0f} | {r['torch_tok_s']:.0f} | **{ratio(r['tfm_tok_s'], r['torch_tok_s'])}** | "
+                     f"{r['tfm']['median_batch_ms']:.1f} | {r['torch']['median_batch_ms']:.1f} | "
+                     f"{ratio(r['torch']['median_batch_ms'], r['tfm']['median_batch_ms'])} | {r['same']:.1%} | "
+                     f"{r['tfm_mem']:.0f} MiB | {r['torch_mem']:.0f} MiB |")
+    if lm:
+        lines += ["", "### Language model (tinyshakespeare, `tfm lm train` defaults = nanoGPT's CPU recipe, 2,000 steps)", "",
+                  "| | tfm | PyTorch | PyTorch / tfm |", "|---|---|---|---|",
+                  f"| wall time | {lm['tfm_s']:.0f} s | {lm['torch_s']:.0f} s | **{ratio(lm['torch_s'], lm['tfm_s'])}** |",
+                  f"| validation loss | {lm['tfm_loss']:.3f} | {lm['torch_loss']:.3f} | |",
+                  f"| peak RSS | {lm['tfm_mem']:.0f} MiB | {lm['torch_mem']:.0f} MiB | |"]
+    return "\n".join(lines)
+
+
+def update_doc(table):
+    path = os.path.join(ROOT, "docs", "PERFORMANCE.md")
+    doc = open(path).read()
+    begin, end = "<!-- results: bench/run.sh writes this section -->", "<!-- end of results -->"
+    doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{table}\n{end}", doc, flags=re.S)
+    open(path, "w").write(doc)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True, help="trained translation checkpoint (both engines decode with it)")
+    ap.add_argument("--vocab", required=True, help="its joint SentencePiece vocabulary")
+    ap.add_argument("--data", required=True, help="Multi30k directory")
+    ap.add_argument("--text", help="tinyshakespeare input.txt (leave out to skip the language model)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--max-tokens", type=int, default=4000)
+    ap.add_argument("--latency-sentences", type=int, default=200)
+    ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
+    a = ap.parse_args()
+    a.train_src, a.train_tgt = os.path.join(a.data, "train.de.gz"), os.path.join(a.data, "train.en.gz")
+    a.valid_src = os.path.join(a.data, "val.de.gz")
+    with tempfile.TemporaryDirectory() as work:
+        sgemm, _, _ = run([BENCH, "sgemm"], a.threads)
+        print(f"  oneDNN sgemm peak: {sgemm['peak_gflops']:.0f} GFLOP/s", flush=True)
+        training = bench_training(a, work, sgemm["peak_gflops"])
+        translation = bench_translation(a, work)
+        lm = bench_lm(a, work) if a.text else None
+    table = report(a, sgemm, training, translation, lm)
+    print("\n" + table)
+    if not a.no_doc:
+        update_doc(table)
+        print("\nwrote docs/PERFORMANCE.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+// tfm's side of bench/run.sh. Each subcommand prints one JSON line, and writes the
+// exact work it did (batches, source sentences) for PyTorch's side to repeat:
+//   train      forward + backward + Adam on real Multi30k batches
+//   translate  batched greedy or beam search over a file of sentences
+//   sgemm      the GEMM peak oneDNN reaches on this machine
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "data/batching.h"
+#include "decode/translation_model.h"
+#include "decode/translator.h"
+#include "ops/gemm.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+#include "train/step.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+json rows(const tfm::models::Tokens& t) {
+  json out = json::array();
+  for (int64_t r = 0; r < t.rows; ++r) out.push_back(std::vector<int>(t.ids.begin() + r * t.cols, t.ids.begin() + (r + 1) * t.cols));
+  return out;
+}
+
+void write_json(const std::string& path, const json& j) {
+  std::ofstream out(path);
+  out << j.dump();
+  TFM_CHECK(out, path << ": cannot write");
+}
+
+struct TrainOptions {
+  std::string preset = "base", vocab, src, tgt, batches_out;
+  int64_t max_tokens = 4000, steps = 20, warmup = 3;
+};
+
+// The first warmup + steps batches of a shuffled epoch, as the trainer makes them.
+void bench_train(const TrainOptions& o) {
+  const tfm::data::Vocab vocab = tfm::data::Vocab::load(o.vocab);
+  const tfm::data::EncodedCorpus corpus = tfm::data::encode_corpus(tfm::data::read_parallel(o.src, o.tgt), vocab, vocab, 100);
+  std::vector<std::vector<int64_t>> order = tfm::data::make_batches(corpus.examples, o.max_tokens, 1);
+  TFM_CHECK(static_cast<int64_t>(order.size()) >= o.warmup + o.steps, "the corpus has too few batches");
+  std::vector<tfm::train::Seq2SeqBatch> batches;
+  json dump = json::array();
+  for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+    batches.push_back(tfm::data::collate(corpus.examples, order[static_cast<size_t>(i)]));
+    const tfm::train::Seq2SeqBatch& b = batches.back();
+    dump.push_back({{"src", rows(b.src)}, {"tgt_in", rows(b.tgt_in)}, {"tgt_out", rows({b.tgt_out, b.tgt_in.rows, b.tgt_in.cols})}});
+  }
+  if (!o.batches_out.empty()) write_json(o.batches_out, dump);
+
+  tfm::models::TransformerConfig c = tfm::models::preset(o.preset);
+  c.src_vocab = c.tgt_vocab = vocab.size();
+  c.share_embeddings = true;
+  tfm::models::EncoderDecoder model(c);
+  tfm::Rng rng(1);
+  model.init_parameters(rng);
+  tfm::train::Adam optimizer(model.named_parameters(), {});
+  optimizer.set_lr(1e-4f);
+  model.train();
+  std::vector<double> step_s;
+  int64_t tokens = 0;
+  double total = 0;
+  for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
+    const auto t0 = Clock::now();
+    tfm::train::train_step(model, optimizer, batches[static_cast<size_t>(i)], {});
+    if (i < o.warmup) continue;
+    step_s.push_back(seconds_since(t0));
+    total += step_s.back();
+    tokens += batches[static_cast<size_t>(i)].target_tokens(c.pad_id);
+  }
+  std::cout << json{{"engine", "tfm"}, {"threads", omp_get_max_threads()}, {"parameters", model.num_parameters()},
+                    {"config", json::parse(c.to_json())}, {"steps", o.steps}, {"seconds", total}, {"target_tokens", tokens},
+                    {"median_step_ms", median(step_s) * 1e3}}
+                   .dump()
+            << std::endl;
+}
+
+struct TranslateOptions {
+  std::string model, input, job_out;
+  tfm::decode::SearchOptions search;
+  int64_t batch = 32, limit = 0;
+};
+
+void bench_translate(const TranslateOptions& o) {
+  tfm::decode::TranslationModel tm = tfm::decode::TranslationModel::load(o.model);
+  std::vector<std::vector<int>> sources;
+  for (const std::string& line : tfm::data::read_lines(o.input)) {
+    if (o.limit > 0 && static_cast<int64_t>(sources.size()) == o.limit) break;
+    sources.push_back(tm.src_vocab.encode(line));
+  }
+  const tfm::decode::SearchOptions& s = o.search;
+  if (!o.job_out.empty())
+    write_json(o.job_out, {{"sources", sources}, {"bos", s.bos}, {"eos", s.eos}, {"length_penalty", s.length_penalty},
+                           {"max_len_a", s.max_len_a}, {"max_len_b", s.max_len_b}});
+  // Batch by batch as decode::translate orders them, to time each batch.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (!sources[i].empty()) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+  std::vector<std::vector<int>> outputs(sources.size());
+  std::vector<double> batch_s;
+  const auto start = Clock::now();
+  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(o.batch)) {
+    std::vector<size_t> idx(order.begin() + static_cast<std::ptrdiff_t>(b),
+                            order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), b + static_cast<size_t>(o.batch))));
+    std::vector<std::vector<int>> batch;
+    for (size_t i : idx) batch.push_back(sources[i]);
+    const auto t0 = Clock::now();
+    std::vector<std::vector<tfm::decode::Hypothesis>> hyps = tfm::decode::translate(*tm.model, batch, s, o.batch);
+    batch_s.push_back(seconds_since(t0));
+    for (size_t k = 0; k < idx.size(); ++k) outputs[idx[k]] = hyps[k][0].tokens;
+  }
+  const double seconds = seconds_since(start);
+  int64_t tokens = 0;
+  for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
+  std::cout << json{{"engine", "tfm"}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
+                    {"median_batch_ms", median(batch_s) * 1e3}, {"outputs", outputs}}
+                   .dump()
+            << std::endl;
+}
+
+// The best single-precision GEMM rate over shapes like the training step's.
+void bench_sgemm() {
+  const int64_t shapes[][3] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 2048, 512}, {4096, 512, 2048}, {4096, 8000, 512}};
+  json results = json::array();
+  double best = 0;
+  for (const auto& s : shapes) {
+    const int64_t m = s[0], n = s[1], k = s[2];
+    std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f), c(static_cast<size_t>(m * n));
+    int64_t runs = 0;
+    tfm::ops::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);  // warm-up
+    const auto t0 = Clock::now();
+    while (runs < 3 || seconds_since(t0) < 1.0) {
+      tfm::ops::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+      ++runs;
+    }
+    const double gflops = 2.0 * m * n * k * runs / seconds_since(t0) / 1e9;
+    best = std::max(best, gflops);
+    results.push_back({{"m", m}, {"n", n}, {"k", k}, {"gflops", gflops}});
+  }
+  std::cout << json{{"threads", omp_get_max_threads()}, {"peak_gflops", best}, {"shapes", results}}.dump() << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tfm's side of bench/run.sh"};
+  app.require_subcommand(1);
+  TrainOptions t;
+  CLI::App* train = app.add_subcommand("train", "Training steps on Multi30k batches");
+  train->add_option("--preset", t.preset)->capture_default_str()->check(CLI::IsMember({"small", "base"}));
+  train->add_option("--vocab", t.vocab, "Joint SentencePiece vocabulary")->required()->check(CLI::ExistingFile);
+  train->add_option("--src", t.src, "Source training text")->required()->check(CLI::ExistingFile);
+  train->add_option("--tgt", t.tgt, "Target training text")->required()->check(CLI::ExistingFile);
+  train->add_option("--max-tokens", t.max_tokens, "Tokens per batch")->capture_default_str();
+  train->add_option("--steps", t.steps, "Timed steps")->capture_default_str();
+  train->add_option("--warmup", t.warmup, "Untimed steps first")->capture_default_str();
+  train->add_option("--batches-out", t.batches_out, "Write the batches (ids) here as JSON");
+  train->callback([&] { bench_train(t); });
+
+  TranslateOptions tr;
+  CLI::App* translate = app.add_subcommand("translate", "Translation of a text file");
+  translate->add_option("--model", tr.model, "Translation checkpoint")->required()->check(CLI::ExistingFile);
+  translate->add_option("--input", tr.input, "Source sentences (plain or .gz)")->required()->check(CLI::ExistingFile);
+  translate->add_option("--beam", tr.search.beam)->capture_default_str();
+  translate->add_option("--batch", tr.batch)->capture_default_str();
+  translate->add_option("--limit", tr.limit, "Only the first N sentences (0: all)")->capture_default_str();
+  translate->add_option("--job-out", tr.job_out, "Write the source ids and search options here as JSON");
+  translate->callback([&] { bench_translate(tr); });
+
+  app.add_subcommand("sgemm", "oneDNN's single-precision GEMM rate")->callback(bench_sgemm);
+  try {
+    CLI11_PARSE(app, argc, argv);
+  } catch (const tfm::Error& e) {
+    std::cerr << "tfm_bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
