@@ -112,10 +112,11 @@ def ratio(x, y):
 
 
 def report(a, sgemm, training, translation, lm):
+    shapes = ", ".join("{m}×{n}×{k}".format(**s) for s in sgemm["shapes"])
     lines = [f"Measured {datetime.date.today()} on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"{a.threads} threads for both engines; PyTorch {training[0]['torch']['engine'].split()[-1]} with OpenBLAS "
              f"(`OPENBLAS_CORETYPE=SkylakeX`). oneDNN sgemm peak here: **{sgemm['peak_gflops']:.0f} GFLOP/s** "
-             f"(best of {', '.join(f'{s['m']}×{s['n']}×{s['k']}' for s in sgemm['shapes'])}).", "",
+             f"(best of {shapes}).", "",
              f"### Training (forward + backward + Adam, {a.steps} Multi30k batches of ≤ {a.max_tokens} tokens)", "",
              "| preset | parameters | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm % of sgemm peak | PyTorch % of peak "
              "| tfm peak RSS | PyTorch peak RSS |", "|---|---|---|---|---|---|---|---|---|"]
