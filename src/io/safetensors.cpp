@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "tensor/error.h"
 
@@ -123,11 +122,17 @@ SafeTensors parse_safetensors(const std::string& bytes, const std::string& origi
 }
 
 SafeTensors read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   TFM_CHECK(in, path << ": cannot open (" << std::strerror(errno) << ")");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_safetensors(ss.str(), path);
+  // One buffer of the file's size: a stringstream would grow by doubling and then be
+  // copied, holding three to four times the file at once (peak memory of `translate`).
+  const std::streamoff size = in.tellg();
+  TFM_CHECK(size >= 0 && !std::filesystem::is_directory(path), path << ": cannot read (not a regular file)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  TFM_CHECK(in, path << ": read failed (" << std::strerror(errno) << ")");
+  return parse_safetensors(bytes, path);
 }
 
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata) {
