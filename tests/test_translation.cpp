@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <set>
+#include <thread>
 
 #include "data/batching.h"
 #include "data/text.h"
@@ -283,12 +285,15 @@ TEST(TrainCli, CtrlCSavesACheckpointAndExits) {
                                           dir.path("none.json") + " --out " + dir.path("run") + " 2>&1; echo");
   EXPECT_NE(r.output.find("none.json"), std::string::npos) << "a missing config is reported: " << r.output;
   write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1})");
-  const std::string cmd = std::string("timeout --preserve-status -s INT 4 ") + TFM_BINARY + " train --train-src " + c.src + " --train-tgt " + c.tgt +
-                          " --valid-src " + c.src + " --valid-tgt " + c.tgt + " --src-vocab " + c.vocab + " --tgt-vocab " + c.vocab +
-                          " --config " + dir.path("tiny.json") + " --validate-every 100000 --epochs 100000 --out " + dir.path("run") +
-                          " > " + dir.path("log") + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  EXPECT_EQ(WEXITSTATUS(status), 130) << testing::read_file(dir.path("log"));
+  // Ctrl-C once training is under way (the first progress line), however slow the machine.
+  const pid_t pid = testing::start_tfm({"train", "--train-src", c.src, "--train-tgt", c.tgt, "--valid-src", c.src, "--valid-tgt", c.tgt,
+                                        "--src-vocab", c.vocab, "--tgt-vocab", c.vocab, "--config", dir.path("tiny.json"),
+                                        "--validate-every", "100000", "--epochs", "100000", "--log-every", "1", "--out", dir.path("run")},
+                                       dir.path("log"));
+  for (int i = 0; i < 6000 && testing::read_file(dir.path("log")).find("step 1/") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(testing::wait_tfm(pid).code, 130) << testing::read_file(dir.path("log"));
   EXPECT_NE(testing::read_file(dir.path("log")).find("interrupted: saved"), std::string::npos) << testing::read_file(dir.path("log"));
   EXPECT_NO_THROW(io::read_safetensors(dir.path("run/last.safetensors")));
 }
