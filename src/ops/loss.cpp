@@ -1,9 +1,11 @@
 #include "ops/loss.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/autograd.h"
 #include "ops/softmax.h"
+#include "ops/vec_math.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -29,17 +31,22 @@ Tensor smoothed_loss(const char* name, const Tensor& logits, const std::vector<i
   Tensor x = logits.is_contiguous() ? logits : logits.clone();
   Tensor logp = Tensor::empty({rows, vocab});
   std::vector<double> row_loss(rows, 0.0);
-  auto q_of = [q, skip_id](int64_t j, int t) { return j == t ? q.on : (j == skip_id ? q.pad_column : q.off); };
 #pragma omp parallel for if (rows * vocab > (1 << 14)) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     float* lp = logp.data() + r * vocab;
     log_softmax_row(x.data() + r * vocab, lp, vocab);
     const int t = targets[r];
     if (t == skip_id) continue;
-    double acc = 0.0;
-    for (int64_t j = 0; j < vocab; ++j) {
-      const double qj = q_of(j, t);
-      if (qj > 0.0) acc += qj * ((q.kl ? std::log(qj) : 0.0) - lp[j]);
+    // sum_j q_j (L_j - lp_j), L_j = log q_j for KL: every column holds q.off except
+    // the target's (q.on) and the padding column's (q.pad_column).
+    auto term = [&](double qj, float lpj) { return qj > 0.0 ? qj * ((q.kl ? std::log(qj) : 0.0) - lpj) : 0.0; };
+    const bool pad_column = skip_id >= 0 && skip_id < vocab;
+    double acc = term(q.on, lp[t]) + (pad_column ? term(q.pad_column, lp[skip_id]) : 0.0);
+    if (q.off > 0.0f) {
+      double sum_lp = 0.0;
+      for (int64_t j = 0; j < vocab; ++j) sum_lp += lp[j];
+      acc += q.off * (static_cast<double>(vocab) * (q.kl ? std::log(static_cast<double>(q.off)) : 0.0) - sum_lp);
+      acc -= term(q.off, lp[t]) + (pad_column ? term(q.off, lp[skip_id]) : 0.0);
     }
     row_loss[r] = acc;
   }
@@ -55,7 +62,15 @@ Tensor smoothed_loss(const char* name, const Tensor& logits, const std::vector<i
       float* d = dx.data() + r * vocab;
       const float* lp = logp.data() + r * vocab;
       const int t = targets[r];
-      for (int64_t j = 0; j < vocab; ++j) d[j] = t == skip_id ? 0.0f : (std::exp(lp[j]) - q_of(j, t)) * s;
+      if (t == skip_id) {
+        std::fill_n(d, vocab, 0.0f);
+        continue;
+      }
+      vec::exp_shifted(lp, d, vocab, 0.0f);  // p = e^lp
+      const float p_target = d[t], p_pad = skip_id >= 0 && skip_id < vocab ? d[skip_id] : 0.0f;
+      for (int64_t j = 0; j < vocab; ++j) d[j] = (d[j] - q.off) * s;
+      d[t] = (p_target - q.on) * s;
+      if (skip_id >= 0 && skip_id < vocab) d[skip_id] = (p_pad - q.pad_column) * s;
     }
     return std::vector<Tensor>{dx};
   });

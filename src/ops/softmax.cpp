@@ -5,31 +5,23 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "ops/vec_math.h"
 
 namespace tfm::ops {
 
 void softmax_row(const float* x, float* y, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+  const float mx = vec::max_of(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) {  // every entry masked: attend nowhere
     for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
     return;
   }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) {
-    y[j] = std::exp(x[j] - mx);
-    sum += y[j];
-  }
-  const float inv = 1.0f / sum;
+  const float inv = 1.0f / vec::exp_shifted(x, y, n, mx);
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }
 
 void log_softmax_row(const float* x, float* y, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - mx);
-  const float lse = mx + std::log(sum);
+  const float mx = vec::max_of(x, n);
+  const float lse = mx + std::log(vec::exp_shifted(x, nullptr, n, mx));
   for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
 }
 
