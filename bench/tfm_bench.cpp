@@ -16,6 +16,7 @@
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "ops/gemm.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 #include "train/step.h"
@@ -84,7 +85,8 @@ void bench_train(const TrainOptions& o) {
     total += step_s.back();
     tokens += batches[static_cast<size_t>(i)].target_tokens(c.pad_id);
   }
-  std::cout << json{{"engine", "tfm"}, {"threads", omp_get_max_threads()}, {"parameters", model.num_parameters()},
+  std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"threads", omp_get_max_threads()},
+                    {"parameters", model.num_parameters()},
                     {"config", json::parse(c.to_json())}, {"steps", o.steps}, {"seconds", total}, {"target_tokens", tokens},
                     {"median_step_ms", median(step_s) * 1e3}}
                    .dump()
@@ -99,6 +101,7 @@ struct TranslateOptions {
 
 void bench_translate(const TranslateOptions& o) {
   tfm::decode::TranslationModel tm = tfm::decode::TranslationModel::load(o.model);
+  const tfm::ops::FrozenWeights frozen;
   std::vector<std::vector<int>> sources;
   for (const std::string& line : tfm::data::read_lines(o.input)) {
     if (o.limit > 0 && static_cast<int64_t>(sources.size()) == o.limit) break;
@@ -129,7 +132,7 @@ void bench_translate(const TranslateOptions& o) {
   const double seconds = seconds_since(start);
   int64_t tokens = 0;
   for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
-  std::cout << json{{"engine", "tfm"}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
+  std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
                     {"median_batch_ms", median(batch_s) * 1e3}, {"outputs", outputs}}
                    .dump()
             << std::endl;
@@ -162,6 +165,10 @@ void bench_sgemm() {
 int main(int argc, char** argv) {
   CLI::App app{"tfm's side of bench/run.sh"};
   app.require_subcommand(1);
+  app.add_option("--precision", "Linear layers' products: f32, bf16 or int8 (translate only)")
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}))
+      ->each([](const std::string& v) { tfm::ops::set_linear_precision(tfm::ops::parse_precision(v)); });
+  app.fallthrough();
   TrainOptions t;
   CLI::App* train = app.add_subcommand("train", "Training steps on Multi30k batches");
   train->add_option("--preset", t.preset)->capture_default_str()->check(CLI::IsMember({"small", "base"}));

@@ -236,6 +236,19 @@ TEST(TranslateCli, KeepsLineAlignmentAcrossEmptyLinesAndWritesNBest) {
   EXPECT_NE(n.output.find("2 ||| "), std::string::npos) << n.output;
 }
 
+// --precision bf16 and int8 (either side of the subcommand) translate every line.
+TEST(TranslateCli, TranslatesInBf16AndInt8) {
+  TempDir dir;
+  write_file(dir.path("in.txt"), "haus blau\nkatze sitzt\n");
+  for (const std::string flags : {"--precision bf16 translate", "translate --precision int8"}) {
+    testing::CliResult r = testing::run_tfm(flags + " --model " + trained().model + " --beam 2 -i " + dir.path("in.txt") +
+                                            " -o " + dir.path("out.txt"));
+    ASSERT_EQ(r.code, 0) << flags << ": " << r.output;
+    const std::string out = testing::read_file(dir.path("out.txt"));
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << flags << ": " << out;
+  }
+}
+
 TEST(TranslateCli, RefusesAnotherVocabularyAndNeverClobbersOutputOnError) {
   TempDir dir;
   write_unrelated_vocab(dir.path("other.model"));

@@ -10,6 +10,7 @@
 #include "cli/trainer_flags.h"
 #include "data/text.h"
 #include "io/checkpoint.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/masked_lm.h"
 
@@ -47,6 +48,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     io::load_parameters(model, c.file, o->checkpoint);
     model.eval();
     autograd::NoGradGuard no_grad;
+    const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     const std::vector<std::string> lines = data::read_lines(o->input == "-" ? "/dev/stdin" : o->input);
     int64_t truncated = 0;
     for (const std::string& line : lines) {

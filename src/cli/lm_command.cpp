@@ -9,6 +9,7 @@
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
 #include "io/checkpoint.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/language_model.h"
 
@@ -55,6 +56,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::GPT model(c.config);
     io::load_parameters(model, c.file, o->checkpoint);
+    const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
     std::cout << o->prompt << std::flush;

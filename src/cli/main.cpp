@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,14 @@ int main(int argc, char** argv) {
   int threads = 0;
   app.add_option("--threads", threads, "Worker threads (default: all cores, or OMP_NUM_THREADS)")
       ->each([](const std::string& v) { omp_set_num_threads(std::stoi(v)); });
+  std::string precision = "f32";
+  app.add_option("--precision", precision,
+                 "Linear layers' products: f32, bf16 (training and inference) or int8 (inference)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}))
+      ->each([](const std::string& v) { tfm::ops::set_linear_precision(tfm::ops::parse_precision(v)); });
+  // Global options may also come after the subcommand: `tfm translate --precision bf16`.
+  app.fallthrough();
   int exit_code = 0;
   tfm::cli::add_train_command(app, exit_code);
   tfm::cli::add_vocab_command(app, exit_code);

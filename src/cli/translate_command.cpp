@@ -8,6 +8,7 @@
 #include "data/vocab.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
 namespace tfm::cli {
@@ -25,6 +26,7 @@ void run(const Options& o) {
   decode::TranslationModel tm = decode::TranslationModel::load(o.model, o.src_vocab, o.tgt_vocab);
   models::EncoderDecoder& model = *tm.model;
   const data::Vocab &src_vocab = tm.src_vocab, &tgt_vocab = tm.tgt_vocab;
+  const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
 
   decode::SearchOptions search = o.search;
   if (o.greedy) search.beam = 1;

@@ -7,6 +7,7 @@
 #include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
 #include "io/checkpoint.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/vit.h"
 
@@ -70,6 +71,7 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   eval->add_option("--data", e->data_dir, "Directory with t10k-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
   eval->callback([e, &exit_code] {
     std::unique_ptr<models::ViT> model = load_vit(e->checkpoint);
+    const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     const data::ImageSet test = data::read_image_split(e->data_dir, /*train=*/false, model->config().classes);
     TFM_CHECK(test.rows == model->config().image_size && test.cols == model->config().image_size,
               e->data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << model->config().image_size);

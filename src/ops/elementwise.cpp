@@ -1,5 +1,7 @@
 #include "ops/elementwise.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <vector>
 
@@ -80,13 +82,18 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   float* o = out.data();
   const float* pg = g.data();
   if (is_suffix_broadcast(out, g.shape()) && g.is_contiguous()) {
-    // Column sums over leading rows, parallel over columns so the order is fixed.
+    // Column sums over leading rows, each column in row order (so the result does
+    // not depend on the thread count), a block of columns at a time so that the
+    // rows are read along their length rather than down a column.
     const int64_t nb = out.numel(), rows = g.numel() / nb;
+    constexpr int64_t kColumns = 64;
 #pragma omp parallel for if (g.numel() > kParallelThreshold) schedule(static)
-    for (int64_t j = 0; j < nb; ++j) {
-      float acc = 0.0f;
-      for (int64_t r = 0; r < rows; ++r) acc += pg[r * nb + j];
-      o[j] = acc;
+    for (int64_t j0 = 0; j0 < nb; j0 += kColumns) {
+      const int64_t width = std::min(kColumns, nb - j0);
+      float acc[kColumns] = {};
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < width; ++j) acc[j] += pg[r * nb + j0 + j];
+      std::copy(acc, acc + width, o + j0);
     }
     return out;
   }

@@ -3,6 +3,7 @@
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -27,15 +28,23 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias) {
       for (int64_t j = 0; j < out_f; ++j) o[r * out_f + j] = pb[j];
     beta = 1.0f;
   }
-  gemm(false, true, rows, out_f, in, 1.0f, x.data(), in, w.data(), in, beta, o, out_f);
+  const Precision precision = linear_precision();
+  if (precision == Precision::f32)
+    gemm(false, true, rows, out_f, in, 1.0f, x.data(), in, w.data(), in, beta, o, out_f);
+  else
+    linear_reduced(x.data(), rows, in, w.data(), out_f, beta, o);
 
   Tensor xd = x.detach(), wd = w.detach();
   bool has_bias = bias.defined();
-  return autograd::record(out, "linear", {x_in, w_in, bias}, [xd, wd, has_bias, rows, in, out_f](const Tensor& g) {
-    Tensor dx = Tensor::empty(xd.shape());
-    gemm(false, false, rows, in, out_f, 1.0f, g.data(), out_f, wd.data(), in, 0.0f, dx.data(), in);
-    Tensor dw = Tensor::empty(wd.shape());
-    gemm(true, false, out_f, in, rows, 1.0f, g.data(), out_f, xd.data(), in, 0.0f, dw.data(), in);
+  return autograd::record(out, "linear", {x_in, w_in, bias}, [xd, wd, has_bias, rows, in, out_f, precision](const Tensor& g) {
+    TFM_CHECK(precision != Precision::int8, "linear: int8 precision is for inference only; train in f32 or bf16");
+    Tensor dx = Tensor::empty(xd.shape()), dw = Tensor::empty(wd.shape());
+    if (precision == Precision::bf16) {
+      linear_backward_bf16(g.data(), xd.data(), wd.data(), rows, in, out_f, dx.data(), dw.data());
+    } else {
+      gemm(false, false, rows, in, out_f, 1.0f, g.data(), out_f, wd.data(), in, 0.0f, dx.data(), in);
+      gemm(true, false, out_f, in, rows, 1.0f, g.data(), out_f, xd.data(), in, 0.0f, dw.data(), in);
+    }
     Tensor db = has_bias ? sum_to(g, {out_f}) : Tensor();
     return std::vector<Tensor>{dx, dw, db};
   });

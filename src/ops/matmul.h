@@ -5,6 +5,7 @@
 namespace tfm::ops {
 
 // y = x W^T + b, as torch.nn.functional.linear.  x: [..., in], W: [out, in], b: [out] or undefined.
+// The product runs in the precision set by set_linear_precision (ops/reduced_precision.h).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // Batched matrix product: a [..., M, K] @ b [..., K, N] with equal leading dims.

@@ -10,6 +10,7 @@
 
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/curves.h"
 #include "train/progress.h"
@@ -54,6 +55,8 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
   TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1, "training needs accumulate >= 1 and epochs >= 1");
+  TFM_CHECK(ops::linear_precision() != ops::Precision::int8,
+            "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
   if (o_.resume.empty()) return;
   resumed_file_ = io::read_safetensors(o_.resume);
   resumed_info_ = io::checkpoint_info(resumed_file_, o_.resume);

@@ -1,0 +1,182 @@
+#include "ops/reduced_precision.h"
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace tfm::ops {
+namespace {
+
+Precision g_precision = Precision::f32;
+
+// A weight as ops::linear sees it: its address and shape.
+using WeightKey = std::tuple<const float*, int64_t, int64_t>;
+
+struct Int8Weight {
+  std::vector<int8_t> q;     // [out, in]
+  std::vector<float> scale;  // [out]: w[r, :] ~= q[r, :] * scale[r]
+};
+
+struct FrozenCopies {
+  std::map<WeightKey, std::vector<bf16>> bf16_copies;
+  std::map<WeightKey, Int8Weight> int8_copies;
+};
+
+FrozenCopies* g_frozen = nullptr;
+
+bool has_vnni() {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  auto has = [&](dnnl_cpu_isa_t want) { return (isa & want) == static_cast<unsigned>(want); };
+  return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
+}
+
+// Symmetric quantisation of each row of x[rows, cols] to [-127, 127].
+void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* q, float* scale) {
+#pragma omp parallel for if (rows * cols > (1 << 15)) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float amax = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(xr[c]));
+    const float s = amax > 0.0f ? amax / 127.0f : 1.0f, inv = 1.0f / s;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = xr[c] * inv;  // NaN for a non-finite row: garbage out, but no undefined conversion
+      q[r * cols + c] = static_cast<int8_t>(std::isnan(v) ? 0.0f : std::nearbyint(std::clamp(v, -127.0f, 127.0f)));
+    }
+    scale[r] = s;
+  }
+}
+
+Int8Weight quantize_weight(const float* w, int64_t out, int64_t in) {
+  Int8Weight q{std::vector<int8_t>(static_cast<size_t>(out * in)), std::vector<float>(static_cast<size_t>(out))};
+  quantize_rows(w, out, in, q.q.data(), q.scale.data());
+  return q;
+}
+
+void linear_bf16(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+  thread_local std::vector<bf16> xb, wb;
+  xb.resize(static_cast<size_t>(rows * in));
+  to_bf16(x, rows * in, xb.data());
+  const bf16* wp = nullptr;
+  if (g_frozen) {
+    auto [it, added] = g_frozen->bf16_copies.try_emplace({w, out, in});
+    if (added) {
+      it->second.resize(static_cast<size_t>(out * in));
+      to_bf16(w, out * in, it->second.data());
+    }
+    wp = it->second.data();
+  } else {
+    wb.resize(static_cast<size_t>(out * in));
+    to_bf16(w, out * in, wb.data());
+    wp = wb.data();
+  }
+  gemm_bf16(false, true, rows, out, in, 1.0f, xb.data(), in, wp, in, beta, y, out);
+}
+
+void linear_int8(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+  static const bool vnni = has_vnni();
+  // Without VNNI, oneDNN's int8 kernels add pairs of products in 16 bits, which
+  // saturates for full-range inputs: the results would be silently wrong.
+  TFM_CHECK(vnni, "int8 precision needs a CPU with AVX512-VNNI or AVX-VNNI; use bf16 or f32 on this one");
+  Int8Weight local;
+  const Int8Weight* qw = nullptr;
+  if (g_frozen) {
+    auto it = g_frozen->int8_copies.find({w, out, in});
+    if (it == g_frozen->int8_copies.end()) it = g_frozen->int8_copies.emplace(WeightKey{w, out, in}, quantize_weight(w, out, in)).first;
+    qw = &it->second;
+  } else {
+    local = quantize_weight(w, out, in);
+    qw = &local;
+  }
+  thread_local std::vector<int8_t> qx;
+  thread_local std::vector<float> sx;
+  thread_local std::vector<int32_t> acc;
+  qx.resize(static_cast<size_t>(rows * in));
+  sx.resize(static_cast<size_t>(rows));
+  acc.resize(static_cast<size_t>(rows * out));
+  quantize_rows(x, rows, in, qx.data(), sx.data());
+  gemm_s8(rows, out, in, qx.data(), in, qw->q.data(), in, acc.data(), out);
+  // Plain pointers: inside the parallel region the thread_local names would be the workers' own.
+  const float *sw = qw->scale.data(), *sr = sx.data();
+  const int32_t* a = acc.data();
+#pragma omp parallel for if (rows * out > (1 << 15)) schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < out; ++c) {
+      const float v = static_cast<float>(a[r * out + c]) * sr[r] * sw[c];
+      y[r * out + c] = beta == 0.0f ? v : beta * y[r * out + c] + v;
+    }
+}
+
+}  // namespace
+
+Precision parse_precision(const std::string& name) {
+  if (name == "f32") return Precision::f32;
+  if (name == "bf16") return Precision::bf16;
+  TFM_CHECK(name == "int8", "unknown precision '" << name << "' (expected f32, bf16 or int8)");
+  return Precision::int8;
+}
+
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::f32: return "f32";
+    case Precision::bf16: return "bf16";
+    case Precision::int8: return "int8";
+  }
+  return "?";
+}
+
+void set_linear_precision(Precision p) { g_precision = p; }
+Precision linear_precision() { return g_precision; }
+
+bf16 to_bf16(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16>((u >> 16) | 0x40u);  // NaN: keep it a (quiet) NaN
+  return static_cast<bf16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float from_bf16(bf16 x) { return std::bit_cast<float>(static_cast<uint32_t>(x) << 16); }
+
+void to_bf16(const float* x, int64_t n, bf16* out) {
+#pragma omp parallel for if (n > (1 << 16)) schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = to_bf16(x[i]);
+}
+
+FrozenWeights::FrozenWeights() {
+  TFM_CHECK(!g_frozen, "FrozenWeights: one is already in effect");
+  g_frozen = new FrozenCopies;
+}
+
+FrozenWeights::~FrozenWeights() {
+  delete g_frozen;
+  g_frozen = nullptr;
+}
+
+void linear_reduced(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+  TFM_CHECK(g_precision != Precision::f32, "linear_reduced: the precision is f32");
+  if (g_precision == Precision::bf16)
+    linear_bf16(x, rows, in, w, out, beta, y);
+  else
+    linear_int8(x, rows, in, w, out, beta, y);
+}
+
+void linear_backward_bf16(const float* g, const float* x, const float* w, int64_t rows, int64_t in, int64_t out, float* dx,
+                          float* dw) {
+  // Reused between calls: fresh buffers of this size would cost a page fault per 4 KiB.
+  thread_local std::vector<bf16> gb, xb, wb;
+  gb.resize(static_cast<size_t>(rows * out));
+  xb.resize(static_cast<size_t>(rows * in));
+  wb.resize(static_cast<size_t>(out * in));
+  to_bf16(g, rows * out, gb.data());
+  to_bf16(x, rows * in, xb.data());
+  to_bf16(w, out * in, wb.data());
+  gemm_bf16(false, false, rows, in, out, 1.0f, gb.data(), out, wb.data(), in, 0.0f, dx, in);   // dx = g w
+  gemm_bf16(true, false, out, in, rows, 1.0f, gb.data(), out, xb.data(), in, 0.0f, dw, in);    // dw = g^T x
+}
+
+}  // namespace tfm::ops

@@ -1,0 +1,186 @@
+// GEMM paths and the opt-in reduced precisions (ops/gemm.h, ops/reduced_precision.h)
+// against double-precision references.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "ops/gemm.h"
+#include "ops/matmul.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/reduced_precision.h"
+#include "support/gradcheck.h"
+#include "support/process.h"
+
+namespace tfm {
+namespace {
+
+using testing::random_tensor;
+
+// Sets the linear precision for one test and restores f32 after it.
+struct PrecisionScope {
+  explicit PrecisionScope(ops::Precision p) { ops::set_linear_precision(p); }
+  ~PrecisionScope() { ops::set_linear_precision(ops::Precision::f32); }
+};
+
+// C = alpha * op(A) op(B) + beta * C in double, row-major with leading dimensions.
+std::vector<double> reference_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const std::vector<float>& a,
+                                   int64_t lda, const std::vector<float>& b, int64_t ldb, float beta, const std::vector<float>& c,
+                                   int64_t ldc) {
+  std::vector<double> out(c.begin(), c.end());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += static_cast<double>(ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      out[i * ldc + j] = alpha * s + beta * c[i * ldc + j];
+    }
+  return out;
+}
+
+std::vector<float> random_values(size_t n, uint64_t seed) {
+  Tensor t = random_tensor({static_cast<int64_t>(n)}, seed);
+  return {t.data(), t.data() + n};
+}
+
+// Worst |x - ref| / (max |ref| over the matrix).
+double worst_relative(const std::vector<float>& x, const std::vector<double>& ref) {
+  double scale = 1e-30, worst = 0;
+  for (double r : ref) scale = std::max(scale, std::fabs(r));
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - ref[i]));
+  return worst / scale;
+}
+
+// Row counts on both sides of the sgemm / matmul-primitive boundaries, every
+// transposition, padded leading dimensions, alpha and beta.
+TEST(Gemm, EveryPathMatchesTheReference) {
+  for (int64_t m : {1, 7, 16, 33, 100, 300})
+    for (int64_t k : {5, 256, 600})
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb) {
+          const int64_t n = 24, lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+          const std::vector<float> a = random_values(static_cast<size_t>((ta ? k : m) * lda), 1),
+                                   b = random_values(static_cast<size_t>((tb ? n : k) * ldb), 2);
+          std::vector<float> c = random_values(static_cast<size_t>(m * ldc), 3);
+          for (float beta : {0.0f, 1.0f}) {
+            std::vector<float> out = c;
+            ops::gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
+            const double err = worst_relative(out, reference_gemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, beta, c, ldc));
+            EXPECT_LT(err, 1e-5) << "m=" << m << " k=" << k << " ta=" << ta << " tb=" << tb << " beta=" << beta;
+          }
+        }
+}
+
+TEST(Bf16, RoundsToNearestEvenAndKeepsSpecialValues) {
+  EXPECT_EQ(ops::to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(ops::to_bf16(1.0f + 0x1p-8f), 0x3f80) << "a tie rounds to the even mantissa";
+  EXPECT_EQ(ops::to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82) << "a tie rounds to the even mantissa";
+  EXPECT_EQ(ops::to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81) << "above the tie rounds up";
+  EXPECT_EQ(ops::to_bf16(-2.0f), 0xc000);
+  EXPECT_EQ(ops::from_bf16(ops::to_bf16(std::numeric_limits<float>::infinity())), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(ops::from_bf16(ops::to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isinf(ops::from_bf16(ops::to_bf16(std::numeric_limits<float>::max())))) << "as PyTorch: rounds up to inf";
+  // Every float within 2^-8 relative (half a unit in the last of 7 stored mantissa bits).
+  for (float x : random_values(1000, 4)) EXPECT_LE(std::fabs(ops::from_bf16(ops::to_bf16(x)) - x), std::fabs(x) * 0x1p-8f);
+}
+
+TEST(Bf16, GemmIsExactOnBf16InputsUpToF32Accumulation) {
+  for (int64_t m : {1, 32, 130})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        const int64_t n = 40, k = 300;
+        std::vector<float> a = random_values(static_cast<size_t>(m * k), 5), b = random_values(static_cast<size_t>(k * n), 6);
+        for (float& v : a) v = ops::from_bf16(ops::to_bf16(v));  // the reference sees the rounded inputs
+        for (float& v : b) v = ops::from_bf16(ops::to_bf16(v));
+        std::vector<ops::bf16> ab(a.size()), bb(b.size());
+        ops::to_bf16(a.data(), static_cast<int64_t>(a.size()), ab.data());
+        ops::to_bf16(b.data(), static_cast<int64_t>(b.size()), bb.data());
+        const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+        std::vector<float> c = random_values(static_cast<size_t>(m * n), 7), out = c;
+        ops::gemm_bf16(ta, tb, m, n, k, 2.0f, ab.data(), lda, bb.data(), ldb, 1.0f, out.data(), n);
+        EXPECT_LT(worst_relative(out, reference_gemm(ta, tb, m, n, k, 2.0f, a, lda, b, ldb, 1.0f, c, n)), 1e-5)
+            << "m=" << m << " ta=" << ta << " tb=" << tb;
+      }
+}
+
+// Relative Frobenius distance of a from b.
+double relative_distance(const Tensor& a, const Tensor& b) {
+  double d = 0, s = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) d += std::pow(a.data()[i] - b.data()[i], 2), s += std::pow(b.data()[i], 2);
+  return std::sqrt(d / s);
+}
+
+struct LinearRun {
+  Tensor y, dx, dw, db;
+};
+
+LinearRun run_linear(ops::Precision p, const Tensor& x0, const Tensor& w0, const Tensor& b0, bool backward = true) {
+  PrecisionScope scope(p);
+  Tensor x = x0.clone(), w = w0.clone(), b = b0.clone();
+  for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(backward);
+  Tensor y = ops::linear(x, w, b);
+  if (backward) autograd::backward(ops::sum(ops::mul(y, random_tensor(y.shape(), 99))));
+  return {y.detach(), backward ? x.grad() : Tensor(), backward ? w.grad() : Tensor(), backward ? b.grad() : Tensor()};
+}
+
+TEST(Bf16, LinearForwardAndBackwardStayCloseToF32) {
+  const Tensor x = random_tensor({3, 40, 96}, 1), w = random_tensor({72, 96}, 2), b = random_tensor({72}, 3);
+  const LinearRun f = run_linear(ops::Precision::f32, x, w, b), h = run_linear(ops::Precision::bf16, x, w, b);
+  // bf16 keeps 8 significant bits: each input is off by up to 2^-8, sums of many average out.
+  EXPECT_LT(relative_distance(h.y, f.y), 1e-2);
+  EXPECT_LT(relative_distance(h.dx, f.dx), 1e-2);
+  EXPECT_LT(relative_distance(h.dw, f.dw), 1e-2);
+  EXPECT_LT(relative_distance(h.db, f.db), 1e-6) << "the bias gradient is a plain sum";
+  EXPECT_GT(relative_distance(h.y, f.y), 0.0) << "the bf16 path was not taken";
+}
+
+TEST(Int8, LinearIsWithinQuantisationErrorAndInferenceOnly) {
+  const Tensor x = random_tensor({50, 128}, 1), w = random_tensor({64, 128}, 2), b = random_tensor({64}, 3);
+  autograd::NoGradGuard no_grad;
+  const Tensor f = run_linear(ops::Precision::f32, x, w, b, false).y, q = run_linear(ops::Precision::int8, x, w, b, false).y;
+  // Rounding both operands to 1/127 of their row's range: ~0.5% per product, averaged over 128 terms.
+  const double d = relative_distance(q, f);
+  EXPECT_LT(d, 1e-2);
+  EXPECT_GT(d, 0.0) << "the int8 path was not taken";
+  {
+    const ops::FrozenWeights frozen;
+    const Tensor first = run_linear(ops::Precision::int8, x, w, b, false).y, again = run_linear(ops::Precision::int8, x, w, b, false).y;
+    for (int64_t i = 0; i < q.numel(); ++i) EXPECT_EQ(first.data()[i], again.data()[i]);
+  }
+}
+
+TEST(Int8, TrainingThroughInt8IsRefusedClearly) {
+  const Tensor x = random_tensor({4, 8}, 1), w = random_tensor({3, 8}, 2), b = random_tensor({3}, 3);
+  EXPECT_NE(testing::error_of([&] { run_linear(ops::Precision::int8, x, w, b); }).find("int8 precision is for inference only"),
+            std::string::npos);
+}
+
+TEST(FrozenWeights, CopiesAreMadeOnceAndGiveTheSameResults) {
+  const Tensor x = random_tensor({20, 64}, 1), w = random_tensor({48, 64}, 2), b = random_tensor({48}, 3);
+  autograd::NoGradGuard no_grad;
+  const Tensor plain = run_linear(ops::Precision::bf16, x, w, b, false).y;
+  const ops::FrozenWeights frozen;
+  EXPECT_NE(testing::error_of([] { ops::FrozenWeights another; }).find("already in effect"), std::string::npos);
+  PrecisionScope scope(ops::Precision::bf16);
+  const Tensor y1 = ops::linear(x, w, b), y2 = ops::linear(x, w, b);
+  for (int64_t i = 0; i < plain.numel(); ++i) {
+    EXPECT_EQ(y1.data()[i], plain.data()[i]);
+    EXPECT_EQ(y2.data()[i], plain.data()[i]);
+  }
+}
+
+TEST(PrecisionCli, UnknownPrecisionAndInt8TrainingAreRefused) {
+  testing::CliResult bad = testing::run_tfm("--precision fp8 info /dev/null");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.output.find("fp8"), std::string::npos) << bad.output;
+  testing::TempDir dir;
+  testing::write_file(dir.path("text.txt"), std::string(4000, 'a'));
+  testing::CliResult train = testing::run_tfm("lm train --precision int8 --text " + dir.path("text.txt") + " --steps 1 --out " + dir.path("run"));
+  EXPECT_EQ(train.code, 1);
+  EXPECT_NE(train.output.find("--precision int8 is for inference"), std::string::npos) << train.output;
+}
+
+}  // namespace
+}  // namespace tfm
