@@ -89,11 +89,48 @@ def bench_translation(a, work):
         p, p_mem, _ = run([PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
                            "--batch", str(batch), "--threads", str(a.threads)], a.threads)
         same = sum(x == y for x, y in zip(t["outputs"], p["outputs"])) / len(t["outputs"])
-        rows.append({"label": label, "batch": batch, "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem, "same": same,
+        rows.append({"label": label, "beam": beam, "batch": batch, "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem, "same": same,
                      "tfm_tok_s": t["target_tokens"] / t["seconds"], "torch_tok_s": p["target_tokens"] / p["seconds"]})
         print(f"  {label}: tfm {rows[-1]['tfm_tok_s']:.0f} tok/s, pytorch {rows[-1]['torch_tok_s']:.0f} tok/s, "
               f"median {t['median_batch_ms']:.1f} vs {p['median_batch_ms']:.1f} ms per batch, same output {same:.1%}", flush=True)
     return rows
+
+
+def bench_reduced_precision(a, training, translation):
+    """tfm's opt-in bf16 and int8 modes against the same PyTorch (f32) runs, and their
+    BLEU on test_2016_flickr against tfm's own f32."""
+    rows = []
+    for precision in ["bf16", "int8"]:
+        if precision == "bf16":  # int8 is for inference only
+            for r in training:
+                t, t_mem, _ = run([BENCH, "train", "--precision", precision, "--preset", r["preset"], "--vocab", a.vocab, "--src",
+                                   a.train_src, "--tgt", a.train_tgt, "--max-tokens", str(a.max_tokens), "--steps", str(a.steps)],
+                                  a.threads)
+                rows.append({"precision": precision, "job": f"training {r['preset']}", "tok_s": t["target_tokens"] / t["seconds"],
+                             "f32_tok_s": r["tfm_tok_s"], "torch_tok_s": r["torch_tok_s"], "mem": t_mem})
+        for r in translation:
+            limit = a.latency_sentences if r["batch"] == 1 else 0
+            t, t_mem, _ = run([BENCH, "translate", "--precision", precision, "--model", a.model, "--input", a.valid_src, "--beam",
+                               str(r["beam"]), "--batch", str(r["batch"]), "--limit", str(limit)], a.threads)
+            rows.append({"precision": precision, "job": f"translation {r['label']}", "tok_s": t["target_tokens"] / t["seconds"],
+                         "f32_tok_s": r["tfm_tok_s"], "torch_tok_s": r["torch_tok_s"], "mem": t_mem,
+                         "median_ms": t["median_batch_ms"], "torch_median_ms": r["torch"]["median_batch_ms"]})
+        print(f"  {precision}: " + ", ".join(f"{x['job']} {x['tok_s']:.0f} tok/s" for x in rows if x["precision"] == precision),
+              flush=True)
+    bleu = {}
+    test_src, test_ref = os.path.join(a.data, "test_2016_flickr.de.gz"), os.path.join(a.data, "test_2016_flickr.en.gz")
+    if os.path.exists(test_src) and os.path.exists(test_ref):
+        with tempfile.TemporaryDirectory() as work:
+            src, ref = os.path.join(work, "src.de"), os.path.join(work, "ref.en")
+            subprocess.run(f"zcat {test_src} > {src} && zcat {test_ref} > {ref}", shell=True, check=True)
+            for precision in ["f32", "bf16", "int8"]:
+                hyp = os.path.join(work, f"hyp.{precision}")
+                subprocess.run([TFM, "translate", "--precision", precision, "--model", a.model, "--beam", "4", "-i", src, "-o", hyp],
+                               check=True, env=dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
+                score = subprocess.run([TFM, "score", "--hyp", hyp, "--ref", ref], check=True, capture_output=True, text=True).stdout
+                bleu[precision] = float(re.search(r"BLEU = ([0-9.]+)", score).group(1))
+        print("  BLEU on test_2016_flickr (beam 4): " + ", ".join(f"{p} {b:.2f}" for p, b in bleu.items()), flush=True)
+    return {"rows": rows, "bleu": bleu}
 
 
 def bench_lm(a, work):
@@ -111,7 +148,7 @@ def ratio(x, y):
     return f"{x / y:.2f}×"
 
 
-def report(a, sgemm, training, translation, lm):
+def report(a, sgemm, training, translation, lm, reduced):
     shapes = ", ".join("{m}×{n}×{k}".format(**s) for s in sgemm["shapes"])
     lines = [f"Measured {datetime.date.today()} on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"{a.threads} threads for both engines; PyTorch {training[0]['torch']['engine'].split()[-1]} with OpenBLAS "
@@ -135,6 +172,18 @@ def report(a, sgemm, training, translation, lm):
                      f"{r['tfm']['median_batch_ms']:.1f} | {r['torch']['median_batch_ms']:.1f} | "
                      f"{ratio(r['torch']['median_batch_ms'], r['tfm']['median_batch_ms'])} | {r['same']:.1%} | "
                      f"{r['tfm_mem']:.0f} MiB | {r['torch_mem']:.0f} MiB |")
+    if reduced:
+        lines += ["", "### Opt-in reduced precision (`--precision bf16|int8`, tfm only; PyTorch stays in f32 as above)", "",
+                  "| precision | job | tfm tok/s | tfm f32 tok/s | × tfm f32 | × PyTorch f32 | batch-1 latency PyTorch / tfm "
+                  "| tfm peak RSS |", "|---|---|---|---|---|---|---|---|"]
+        for r in reduced["rows"]:
+            latency = ratio(r["torch_median_ms"], r["median_ms"]) if "translation" in r["job"] and "batch 1" in r["job"] else ""
+            lines.append(f"| {r['precision']} | {r['job']} | {r['tok_s']:.0f} | {r['f32_tok_s']:.0f} | {ratio(r['tok_s'], r['f32_tok_s'])} "
+                         f"| **{ratio(r['tok_s'], r['torch_tok_s'])}** | {latency} | {r['mem']:.0f} MiB |")
+        if reduced["bleu"]:
+            b = reduced["bleu"]
+            lines += ["", "BLEU on Multi30k test_2016_flickr (beam 4, the same weights): " +
+                      ", ".join(f"{p} **{v:.2f}**" + (f" ({v - b['f32']:+.2f})" if p != "f32" else "") for p, v in b.items()) + "."]
     if lm:
         lines += ["", "### Language model (tinyshakespeare, `tfm lm train` defaults = nanoGPT's CPU recipe, 2,000 steps)", "",
                   "| | tfm | PyTorch | PyTorch / tfm |", "|---|---|---|---|",
@@ -171,8 +220,9 @@ def main():
         print(f"  oneDNN sgemm peak: {sgemm['peak_gflops']:.0f} GFLOP/s", flush=True)
         training = bench_training(a, work, sgemm["peak_gflops"])
         translation = bench_translation(a, work)
+        reduced = bench_reduced_precision(a, training, translation)
         lm = bench_lm(a, work) if a.text else None
-    table = report(a, sgemm, training, translation, lm)
+    table = report(a, sgemm, training, translation, lm, reduced)
     print("\n" + table)
     if not a.no_doc:
         update_doc(table)
