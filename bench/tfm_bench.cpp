@@ -97,6 +97,7 @@ struct TranslateOptions {
   std::string model, input, job_out;
   tfm::decode::SearchOptions search;
   int64_t batch = 32, limit = 0;
+  int workers = 1;
 };
 
 void bench_translate(const TranslateOptions& o) {
@@ -111,29 +112,33 @@ void bench_translate(const TranslateOptions& o) {
   if (!o.job_out.empty())
     write_json(o.job_out, {{"sources", sources}, {"bos", s.bos}, {"eos", s.eos}, {"length_penalty", s.length_penalty},
                            {"max_len_a", s.max_len_a}, {"max_len_b", s.max_len_b}});
-  // Batch by batch as decode::translate orders them, to time each batch.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < sources.size(); ++i)
-    if (!sources[i].empty()) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
   std::vector<std::vector<int>> outputs(sources.size());
   std::vector<double> batch_s;
   const auto start = Clock::now();
-  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(o.batch)) {
-    std::vector<size_t> idx(order.begin() + static_cast<std::ptrdiff_t>(b),
-                            order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), b + static_cast<size_t>(o.batch))));
-    std::vector<std::vector<int>> batch;
-    for (size_t i : idx) batch.push_back(sources[i]);
-    const auto t0 = Clock::now();
-    std::vector<std::vector<tfm::decode::Hypothesis>> hyps = tfm::decode::translate(*tm.model, batch, s, o.batch);
-    batch_s.push_back(seconds_since(t0));
-    for (size_t k = 0; k < idx.size(); ++k) outputs[idx[k]] = hyps[k][0].tokens;
+  if (o.workers != 1) {  // batches in parallel: only the total time means something
+    std::vector<std::vector<tfm::decode::Hypothesis>> hyps = tfm::decode::translate(*tm.model, sources, s, o.batch, o.workers);
+    for (size_t i = 0; i < sources.size(); ++i) outputs[i] = hyps[i][0].tokens;
+  } else {  // batch by batch as decode::translate orders them, to time each batch
+    std::vector<size_t> order;
+    for (size_t i = 0; i < sources.size(); ++i)
+      if (!sources[i].empty()) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+    for (size_t b = 0; b < order.size(); b += static_cast<size_t>(o.batch)) {
+      std::vector<size_t> idx(order.begin() + static_cast<std::ptrdiff_t>(b),
+                              order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), b + static_cast<size_t>(o.batch))));
+      std::vector<std::vector<int>> batch;
+      for (size_t i : idx) batch.push_back(sources[i]);
+      const auto t0 = Clock::now();
+      std::vector<std::vector<tfm::decode::Hypothesis>> hyps = tfm::decode::translate(*tm.model, batch, s, o.batch);
+      batch_s.push_back(seconds_since(t0));
+      for (size_t k = 0; k < idx.size(); ++k) outputs[idx[k]] = hyps[k][0].tokens;
+    }
   }
   const double seconds = seconds_since(start);
   int64_t tokens = 0;
   for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
   std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
-                    {"median_batch_ms", median(batch_s) * 1e3}, {"outputs", outputs}}
+                    {"workers", o.workers}, {"median_batch_ms", batch_s.empty() ? json() : json(median(batch_s) * 1e3)}, {"outputs", outputs}}
                    .dump()
             << std::endl;
 }
@@ -187,6 +192,8 @@ int main(int argc, char** argv) {
   translate->add_option("--input", tr.input, "Source sentences (plain or .gz)")->required()->check(CLI::ExistingFile);
   translate->add_option("--beam", tr.search.beam)->capture_default_str();
   translate->add_option("--batch", tr.batch)->capture_default_str();
+  translate->add_option("--workers", tr.workers, "Batches searched at once (see decode::translate; 1: batch by batch, timed)")
+      ->capture_default_str();
   translate->add_option("--limit", tr.limit, "Only the first N sentences (0: all)")->capture_default_str();
   translate->add_option("--job-out", tr.job_out, "Write the source ids and search options here as JSON");
   translate->callback([&] { bench_translate(tr); });

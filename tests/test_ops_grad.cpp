@@ -5,7 +5,9 @@
 #include <limits>
 #include <iostream>
 #include <cmath>
+#include <cstring>
 
+#include "autograd/autograd.h"
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -62,6 +64,22 @@ TEST(OpsGrad, Activations) {
 TEST(OpsGrad, Dropout) {
   // The mask is a function of the key, so finite differences see the same mask.
   EXPECT_GRADCHECK([](const V& x) { return ops::dropout(x[0], 0.3f, 77); }, (V{random_tensor({4, 6}, 1)}), kTol);
+}
+
+// The fused feed-forward activation: the same values and gradients as its two ops,
+// bit for bit, over more elements than one parallel block.
+TEST(OpsGrad, ReluDropoutIsDropoutOfRelu) {
+  Tensor x = random_tensor({3, 5}, 1);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] += x.data()[i] >= 0 ? 0.1f : -0.1f;
+  EXPECT_GRADCHECK([](const V& v) { return ops::relu_dropout(v[0], 0.3f, 77); }, (V{x}), kTol);
+  Tensor a = random_tensor({70, 1000}, 2), b = a.clone();
+  a.set_requires_grad(true), b.set_requires_grad(true);
+  Tensor g = random_tensor({70, 1000}, 3);
+  Tensor fused = ops::relu_dropout(a, 0.25f, 9), twice = ops::dropout(ops::relu(b), 0.25f, 9);
+  ASSERT_EQ(std::memcmp(fused.data(), twice.data(), sizeof(float) * fused.numel()), 0);
+  autograd::backward(ops::sum(ops::mul(fused, g)));
+  autograd::backward(ops::sum(ops::mul(twice, g)));
+  EXPECT_EQ(std::memcmp(a.grad().data(), b.grad().data(), sizeof(float) * a.numel()), 0);
 }
 
 TEST(OpsGrad, SoftmaxAndLogSoftmax) {

@@ -24,7 +24,16 @@ Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, Backw
   if (!any) return output;
   auto node = std::make_shared<Node>();
   node->name = name;
-  node->inputs = std::move(inputs);
+  node->inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    Edge& e = node->inputs.emplace_back();
+    if (!t.defined()) continue;
+    e.shape = t.shape();
+    if (t.impl()->grad_fn)
+      e.producer = t.impl()->grad_fn;
+    else if (t.impl()->requires_grad)
+      e.leaf = t.impl_ptr();
+  }
   node->backward = std::move(backward);
   output.impl()->grad_fn = std::move(node);
   return output;
@@ -33,21 +42,19 @@ Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, Backw
 namespace {
 
 // Post-order DFS without recursion (graphs of deep models are thousands of nodes).
-// Holds owning pointers: freeing a node during backward must not free tensors still to visit.
-std::vector<std::shared_ptr<TensorImpl>> topological_order(const std::shared_ptr<TensorImpl>& root) {
-  std::vector<std::shared_ptr<TensorImpl>> order;
-  std::unordered_set<TensorImpl*> seen;
-  std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack{{root, 0}};
+std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+  std::vector<std::shared_ptr<Node>> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack{{root, 0}};
   seen.insert(root.get());
   while (!stack.empty()) {
-    auto& [impl, next] = stack.back();
-    Node* node = impl->grad_fn.get();
-    if (node && next < node->inputs.size()) {
-      const std::shared_ptr<TensorImpl>& child = node->inputs[next++].impl_ptr();
-      if (child && child->grad_fn && seen.insert(child.get()).second) stack.push_back({child, 0});
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const std::shared_ptr<Node>& child = node->inputs[next++].producer;
+      if (child && seen.insert(child.get()).second) stack.push_back({child, 0});
       continue;
     }
-    order.push_back(std::move(impl));
+    order.push_back(std::move(node));
     stack.pop_back();
   }
   return order;  // children before parents
@@ -71,33 +78,35 @@ void backward(const Tensor& root) {
     accumulate_leaf(root.impl(), Tensor::ones(root.shape()));
     return;
   }
+  TFM_CHECK(root.impl()->grad_fn->backward, "backward() through a graph that a previous backward() already freed");
   NoGradGuard no_grad;  // backward closures compute plain tensors, never new graph
-  std::vector<std::shared_ptr<TensorImpl>> order = topological_order(root.impl_ptr());
-  std::unordered_map<TensorImpl*, Tensor> grads;
-  grads[root.impl()] = Tensor::ones(root.shape());
+  std::vector<std::shared_ptr<Node>> order = topological_order(root.impl()->grad_fn);
+  std::unordered_map<Node*, Tensor> grads;
+  grads[order.back().get()] = Tensor::ones(root.shape());
   for (size_t i = order.size(); i-- > 0;) {
-    TensorImpl* impl = order[i].get();
-    auto it = grads.find(impl);
+    const std::shared_ptr<Node> node = std::move(order[i]);
+    auto it = grads.find(node.get());
     if (it == grads.end()) continue;  // no path from root carries gradient here
     Tensor g = std::move(it->second);
     grads.erase(it);
-    std::shared_ptr<Node> node = std::move(impl->grad_fn);  // frees saved tensors after use
+    TFM_CHECK(node->backward, "backward() through a graph that a previous backward() already freed");
     std::vector<Tensor> input_grads = node->backward(g);
+    node->backward = nullptr;  // frees the tensors it saved
     TFM_CHECK(input_grads.size() == node->inputs.size(), "op " << node->name << " returned the wrong number of gradients");
     for (size_t k = 0; k < input_grads.size(); ++k) {
-      const Tensor& in = node->inputs[k];
+      const Edge& in = node->inputs[k];
       const Tensor& ig = input_grads[k];
-      if (!in.defined() || !ig.defined() || !in.requires_grad()) continue;
-      TFM_CHECK(ig.shape() == in.shape(), "op " << node->name << " produced a gradient of shape " << shape_str(ig.shape())
-                                                  << " for an input of shape " << shape_str(in.shape()));
-      TensorImpl* target = in.impl();
-      if (!target->grad_fn) {
-        if (target->requires_grad) accumulate_leaf(target, ig);
+      if (!ig.defined() || (!in.producer && !in.leaf)) continue;
+      TFM_CHECK(ig.shape() == in.shape, "op " << node->name << " produced a gradient of shape " << shape_str(ig.shape())
+                                              << " for an input of shape " << shape_str(in.shape));
+      if (in.leaf) {
+        accumulate_leaf(in.leaf.get(), ig);
         continue;
       }
-      auto [slot, inserted] = grads.try_emplace(target, ig);
+      auto [slot, inserted] = grads.try_emplace(in.producer.get(), ig);
       if (!inserted) slot->second = ops::add(slot->second, ig);
     }
+    node->inputs.clear();  // lets the nodes below go as soon as their own backward has run
   }
 }
 

@@ -5,6 +5,11 @@
 // inputs and a closure that maps the output's gradient to one gradient per input.
 // `backward(loss)` walks the recorded graph in reverse topological order. All
 // gradients passed between nodes are contiguous tensors of the input's shape.
+//
+// The graph holds no activations of its own: a node points at the nodes that made
+// its inputs (or at the leaf parameters), not at the inputs' data, so an
+// intermediate result lives only as long as some closure saved it for backward
+// (as in PyTorch). Everything else is freed during the forward pass.
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,10 +20,20 @@ namespace tfm::autograd {
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
+struct Node;
+
+// Where the gradient of one input of a node goes: to the node that computed the
+// input, or to a leaf that requires grad. Neither: no gradient flows there.
+struct Edge {
+  std::shared_ptr<Node> producer;
+  std::shared_ptr<TensorImpl> leaf;
+  Shape shape;  // the input's, which its gradient must have
+};
+
 struct Node {
-  std::string name;            // the op's name, for error messages
-  std::vector<Tensor> inputs;  // the op's inputs, in the order BackwardFn returns grads
-  BackwardFn backward;
+  std::string name;          // the op's name, for error messages
+  std::vector<Edge> inputs;  // one per input, in the order BackwardFn returns grads
+  BackwardFn backward;       // emptied (with the tensors it saved) once it has run
 };
 
 // Whether ops record graph nodes on this thread (see NoGradGuard).

@@ -19,6 +19,7 @@ struct Options {
   std::string model, input = "-", output = "-", src_vocab, tgt_vocab;
   decode::SearchOptions search;
   int64_t batch = 32, chunk = 2000;
+  int workers = 0;
   bool greedy = false;
 };
 
@@ -56,7 +57,7 @@ void run(const Options& o) {
       sources.push_back(src_vocab.encode(chunk[i]));
       if (sources.back().empty()) std::cerr << "tfm: warning: line " << n << " is empty; its translation is an empty line\n";
     }
-    std::vector<std::vector<decode::Hypothesis>> results = decode::translate(model, sources, search, o.batch);
+    std::vector<std::vector<decode::Hypothesis>> results = decode::translate(model, sources, search, o.batch, o.workers);
     for (size_t i = 0; i < results.size(); ++i) {
       const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i);
       if (search.nbest == 1) {
@@ -97,6 +98,11 @@ void add_translate_command(CLI::App& app, int&) {
   cmd->add_option("--max-len-a", o->search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str();
   cmd->add_option("--max-len-b", o->search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str();
   cmd->add_option("--batch", o->batch, "Sentences per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", o->workers,
+                  "Batches translated at once, sharing the threads (0: one per thread; 1: one batch at a time on all threads, "
+                  "the lowest latency per batch)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--src-vocab", o->src_vocab, "Source vocabulary (default: the path the checkpoint records)");
   cmd->add_option("--tgt-vocab", o->tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
   cmd->callback([o] { run(*o); });

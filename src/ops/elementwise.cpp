@@ -178,4 +178,24 @@ Tensor dropout(const Tensor& x, float p, uint64_t key) {
   return autograd::record(out, "dropout", {x}, [mask_fn](const Tensor& g) { return std::vector<Tensor>{mask_fn(g)}; });
 }
 
+Tensor relu_dropout(const Tensor& x, float p, uint64_t key) {
+  TFM_CHECK(p >= 0.0f && p < 1.0f, "dropout probability " << p << " outside [0, 1)");
+  if (p == 0.0f) return relu(x);
+  const Tensor xc = x.is_contiguous() ? x : x.clone();
+  Tensor out = Tensor::empty(x.shape());
+  const int64_t n = out.numel(), block = 4096;
+#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
+  for (int64_t start = 0; start < n; start += block) {
+    float* o = out.data() + start;
+    const int64_t len = std::min(block, n - start);
+    dropout_kernel(xc.data() + start, o, len, p, key, start);
+    for (int64_t i = 0; i < len; ++i) o[i] = o[i] > 0.0f ? o[i] : 0.0f;  // relu(x) * scale == relu(x * scale), scale > 0
+  }
+  const float keep_scale = 1.0f / (1.0f - p);
+  Tensor od = out.detach();
+  return autograd::record(out, "relu_dropout", {x}, [od, keep_scale](const Tensor& g) {
+    return std::vector<Tensor>{binary(g, od, [keep_scale](float gv, float y) { return y > 0.0f ? gv * keep_scale : 0.0f; })};
+  });
+}
+
 }  // namespace tfm::ops

@@ -16,6 +16,11 @@ Tensor gelu(const Tensor& x);  // exact (erf) form, as torch.nn.functional.gelu
 // by 1/(1-p). `key` names the random stream (see rng.h); identity when p == 0.
 Tensor dropout(const Tensor& x, float p, uint64_t key);
 
+// dropout(relu(x), p, key), identical results, in one pass that keeps only its
+// output for backward (out > 0 exactly where x > 0 and the element was kept), where
+// the two ops would keep both relu's output and dropout's.
+Tensor relu_dropout(const Tensor& x, float p, uint64_t key);
+
 // The dropout mask as a raw kernel (shared with fused ops): element i of the
 // stream is dropped when hash_uniform(key, first + i) < p. dst may alias src.
 void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first);

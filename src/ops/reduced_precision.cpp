@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct Int8Weight {
 };
 
 struct FrozenCopies {
+  std::mutex mutex;  // translation workers share the copies (map nodes never move)
   std::map<WeightKey, std::vector<bf16>> bf16_copies;
   std::map<WeightKey, Int8Weight> int8_copies;
 };
@@ -65,6 +67,7 @@ void linear_bf16(const float* x, int64_t rows, int64_t in, const float* w, int64
   to_bf16(x, rows * in, xb.data());
   const bf16* wp = nullptr;
   if (g_frozen) {
+    const std::lock_guard<std::mutex> lock(g_frozen->mutex);
     auto [it, added] = g_frozen->bf16_copies.try_emplace({w, out, in});
     if (added) {
       it->second.resize(static_cast<size_t>(out * in));
@@ -87,6 +90,7 @@ void linear_int8(const float* x, int64_t rows, int64_t in, const float* w, int64
   Int8Weight local;
   const Int8Weight* qw = nullptr;
   if (g_frozen) {
+    const std::lock_guard<std::mutex> lock(g_frozen->mutex);
     auto it = g_frozen->int8_copies.find({w, out, in});
     if (it == g_frozen->int8_copies.end()) it = g_frozen->int8_copies.emplace(WeightKey{w, out, in}, quantize_weight(w, out, in)).first;
     qw = &it->second;
