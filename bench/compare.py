@@ -80,19 +80,28 @@ def bench_training(a, work, peak_gflops):
 
 
 def bench_translation(a, work):
+    """tfm one batch at a time on all threads (as PyTorch decodes), and at batch 32 also as
+    `tfm translate` does by default: a batch per thread, one thread each."""
     rows = []
     for label, beam, batch, limit in [("greedy, batch 32", 1, 32, 0), ("beam 4, batch 32", 4, 32, 0),
                                       ("greedy, batch 1", 1, 1, a.latency_sentences), ("beam 4, batch 1", 4, 1, a.latency_sentences)]:
         job = os.path.join(work, "job.json")
-        t, t_mem, _ = run([BENCH, "translate", "--model", a.model, "--input", a.valid_src, "--beam", str(beam), "--batch", str(batch),
-                           "--limit", str(limit), "--job-out", job], a.threads)
+        tfm_cmd = [BENCH, "translate", "--model", a.model, "--input", a.valid_src, "--beam", str(beam), "--batch", str(batch),
+                   "--limit", str(limit)]
+        t, t_mem, _ = run(tfm_cmd + ["--workers", "1", "--job-out", job], a.threads)
         p, p_mem, _ = run([PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
                            "--batch", str(batch), "--threads", str(a.threads)], a.threads)
         same = sum(x == y for x, y in zip(t["outputs"], p["outputs"])) / len(t["outputs"])
         rows.append({"label": label, "beam": beam, "batch": batch, "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem, "same": same,
                      "tfm_tok_s": t["target_tokens"] / t["seconds"], "torch_tok_s": p["target_tokens"] / p["seconds"]})
-        print(f"  {label}: tfm {rows[-1]['tfm_tok_s']:.0f} tok/s, pytorch {rows[-1]['torch_tok_s']:.0f} tok/s, "
-              f"median {t['median_batch_ms']:.1f} vs {p['median_batch_ms']:.1f} ms per batch, same output {same:.1%}", flush=True)
+        r = rows[-1]
+        if batch > 1:
+            w, w_mem, _ = run(tfm_cmd + ["--workers", "0"], a.threads)
+            r.update(workers_tok_s=w["target_tokens"] / w["seconds"], workers_mem=w_mem,
+                     workers_same=sum(x == y for x, y in zip(w["outputs"], p["outputs"])) / len(w["outputs"]))
+        print(f"  {label}: tfm {r['tfm_tok_s']:.0f} tok/s" + (f" ({r['workers_tok_s']:.0f} a batch per thread)" if "workers_tok_s" in r else "") +
+              f", pytorch {r['torch_tok_s']:.0f} tok/s, median {t['median_batch_ms']:.1f} vs {p['median_batch_ms']:.1f} ms per batch, "
+              f"same output {same:.1%}", flush=True)
     return rows
 
 
@@ -111,7 +120,7 @@ def bench_reduced_precision(a, training, translation):
         for r in translation:
             limit = a.latency_sentences if r["batch"] == 1 else 0
             t, t_mem, _ = run([BENCH, "translate", "--precision", precision, "--model", a.model, "--input", a.valid_src, "--beam",
-                               str(r["beam"]), "--batch", str(r["batch"]), "--limit", str(limit)], a.threads)
+                               str(r["beam"]), "--batch", str(r["batch"]), "--limit", str(limit), "--workers", "1"], a.threads)
             rows.append({"precision": precision, "job": f"translation {r['label']}", "tok_s": t["target_tokens"] / t["seconds"],
                          "f32_tok_s": r["tfm_tok_s"], "torch_tok_s": r["torch_tok_s"], "mem": t_mem,
                          "median_ms": t["median_batch_ms"], "torch_median_ms": r["torch"]["median_batch_ms"]})
@@ -165,13 +174,17 @@ def report(a, sgemm, training, translation, lm, reduced):
     n = translation[0]["tfm"]["sentences"]
     lines += ["", f"### Translation (`{os.path.relpath(a.model, ROOT)}`, Multi30k val: {n} sentences at batch 32, "
                   f"the first {a.latency_sentences} at batch 1)", "",
-              "| search | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm median ms per batch | PyTorch median ms | "
-              "latency PyTorch / tfm | same output | tfm peak RSS | PyTorch peak RSS |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| search | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm, a batch per thread: tok/s | ratio | tfm median ms per batch "
+              "| PyTorch median ms | latency PyTorch / tfm | same output | tfm peak RSS | PyTorch peak RSS |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in translation:
+        workers = (f"{r['workers_tok_s']:.0f} | **{ratio(r['workers_tok_s'], r['torch_tok_s'])}**" if "workers_tok_s" in r else "– | –")
+        same = f"{r['same']:.1%}" + (f" / {r['workers_same']:.1%}" if "workers_same" in r else "")
+        mem = f"{r['tfm_mem']:.0f}" + (f" / {r['workers_mem']:.0f}" if "workers_mem" in r else "")
         lines.append(f"| {r['label']} | {r['tfm_tok_s']:.0f} | {r['torch_tok_s']:.0f} | **{ratio(r['tfm_tok_s'], r['torch_tok_s'])}** | "
-                     f"{r['tfm']['median_batch_ms']:.1f} | {r['torch']['median_batch_ms']:.1f} | "
-                     f"{ratio(r['torch']['median_batch_ms'], r['tfm']['median_batch_ms'])} | {r['same']:.1%} | "
-                     f"{r['tfm_mem']:.0f} MiB | {r['torch_mem']:.0f} MiB |")
+                     f"{workers} | {r['tfm']['median_batch_ms']:.1f} | {r['torch']['median_batch_ms']:.1f} | "
+                     f"{ratio(r['torch']['median_batch_ms'], r['tfm']['median_batch_ms'])} | {same} | "
+                     f"{mem} MiB | {r['torch_mem']:.0f} MiB |")
     if reduced:
         lines += ["", "### Opt-in reduced precision (`--precision bf16|int8`, tfm only; PyTorch stays in f32 as above)", "",
                   "| precision | job | tfm tok/s | tfm f32 tok/s | × tfm f32 | × PyTorch f32 | batch-1 latency PyTorch / tfm "

@@ -18,6 +18,7 @@
 #include "ops/gemm.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
+#include "tensor/storage.h"
 #include "tensor/rng.h"
 #include "train/step.h"
 
@@ -88,7 +89,7 @@ void bench_train(const TrainOptions& o) {
   std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"threads", omp_get_max_threads()},
                     {"parameters", model.num_parameters()},
                     {"config", json::parse(c.to_json())}, {"steps", o.steps}, {"seconds", total}, {"target_tokens", tokens},
-                    {"median_step_ms", median(step_s) * 1e3}}
+                    {"median_step_ms", median(step_s) * 1e3}, {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}}
                    .dump()
             << std::endl;
 }

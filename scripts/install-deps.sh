@@ -5,7 +5,7 @@
 #                                         tests/reference/make_fixtures.py
 set -euo pipefail
 packages=(g++ cmake make pkg-config libdnnl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
-          dataset-fashion-mnist clang libomp-14-dev)
+          libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev)
 if [[ "${1:-}" == "--with-torch" ]]; then
   # Without an optimised BLAS, Debian's torch runs on the reference BLAS (~20x slower GEMM).
   packages+=(python3-torch python3-numpy libopenblas0-openmp)

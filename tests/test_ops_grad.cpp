@@ -14,11 +14,14 @@
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/reduced_precision.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
+#include "support/compare.h"
 #include "support/gradcheck.h"
+#include "tensor/rng.h"
 
 namespace tfm {
 namespace {
@@ -153,6 +156,33 @@ TEST(OpsGrad, Losses) {
   EXPECT_GRADCHECK([&](const V& x) { return ops::cross_entropy(x[0], targets, 0.1f, 0); }, (V{random_tensor({6, 5}, 1, -2, 2)}), kTol);
   EXPECT_GRADCHECK([&](const V& x) { return ops::label_smoothing_kl(x[0], targets, 0.1f, 0, 4.0f); }, (V{random_tensor({6, 5}, 1, -2, 2)}),
                    kTol);
+  EXPECT_GRADCHECK([&](const V& x) { return ops::linear_cross_entropy(x[0], x[1], x[2], targets, 0.1f, 0); },
+                   (V{random_tensor({6, 4}, 1), random_tensor({5, 4}, 2), random_tensor({5}, 3)}), kTol);
+  EXPECT_GRADCHECK([&](const V& x) { return ops::linear_cross_entropy(x[0], x[1], Tensor(), targets, 0.0f, -1); },
+                   (V{random_tensor({6, 4}, 1), random_tensor({5, 4}, 2)}), kTol);
+}
+
+// The generator's fused loss equals linear + cross_entropy, loss and every gradient,
+// over several row chunks (1,024 rows each), in f32 and bf16.
+TEST(OpsGrad, LinearCrossEntropyEqualsLinearThenCrossEntropy) {
+  std::vector<int> targets(2500);
+  Rng rng(4);
+  for (int& t : targets) t = static_cast<int>(rng.randint(0, 37));  // 0 is padding
+  for (const ops::Precision precision : {ops::Precision::f32, ops::Precision::bf16}) {
+    ops::set_linear_precision(precision);
+    V fused{random_tensor({2500, 24}, 1), random_tensor({37, 24}, 2), random_tensor({37}, 3)}, plain;
+    for (Tensor& t : fused) plain.push_back(t.clone().set_requires_grad(true)), t.set_requires_grad(true);
+    Tensor a = ops::linear_cross_entropy(fused[0], fused[1], fused[2], targets, 0.1f, 0);
+    Tensor b = ops::cross_entropy(ops::linear(plain[0], plain[1], plain[2]), targets, 0.1f, 0);
+    // An incoming gradient other than 1 (f32 only: bf16 would round 3 g and g differently).
+    const float g = precision == ops::Precision::f32 ? 3.0f : 1.0f;
+    autograd::backward(ops::scale(a, g));
+    autograd::backward(ops::scale(b, g));
+    const std::string p = ops::to_string(precision);
+    EXPECT_TENSOR_NEAR(p + " loss", a, b, 1e-6);
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_TENSOR_NEAR(p + " grad " + std::to_string(i), fused[i].grad(), plain[i].grad(), 1e-5);
+  }
+  ops::set_linear_precision(ops::Precision::f32);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "nn/init.h"
 #include "nn/trace.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/softmax.h"
 
@@ -17,6 +18,10 @@ Generator::Generator(int64_t d_model, int64_t vocab) {
 Tensor Generator::logits(const Tensor& x) const { return nn::trace(path(), ops::linear(x, weight, bias)); }
 
 Tensor Generator::forward(const Tensor& x) const { return ops::log_softmax(logits(x)); }
+
+Tensor Generator::loss(const Tensor& x, const std::vector<int>& targets, float label_smoothing, int ignore_index) const {
+  return ops::linear_cross_entropy(x.reshape({-1, x.size(-1)}), weight, bias, targets, label_smoothing, ignore_index);
+}
 
 EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
   c.validate("model configuration");

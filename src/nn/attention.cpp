@@ -19,6 +19,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
   out_proj = register_module("out_proj", std::make_shared<Linear>(d_model, d_model));
 }
 
+Tensor MultiHeadAttention::attention_weights() const {
+  const std::lock_guard<std::mutex> lock(weights_mutex_);
+  return weights_;
+}
+
 void KVCache::select_rows(const std::vector<int64_t>& rows) {
   if (!k.defined()) return;
   k = ops::gather_rows(k, rows), v = ops::gather_rows(v, rows);
@@ -77,7 +82,12 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   }
   const float p = training() ? dropout_ : 0.0f;
   const uint64_t key_seed = p > 0.0f ? global_rng().next_u64() : 0;
-  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, &weights_);  // [batch, tq, d_model]
+  Tensor weights;
+  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, &weights);  // [batch, tq, d_model]
+  {
+    const std::lock_guard<std::mutex> lock(weights_mutex_);
+    weights_ = std::move(weights);
+  }
   return trace(path(), out_proj->forward(context));
 }
 

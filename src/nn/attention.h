@@ -2,6 +2,7 @@
 // Multi-head attention (paper section 3.2.2) with PyTorch's nn.MultiheadAttention
 // parameter layout: one packed in_proj for Q, K and V, and out_proj.
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "nn/layers.h"
@@ -32,7 +33,7 @@ class MultiHeadAttention : public Module {
                  KVCache* cache = nullptr);
 
   // Attention probabilities of the last forward: [batch, heads, tq, tk].
-  const Tensor& attention_weights() const { return weights_; }
+  Tensor attention_weights() const;
   int64_t heads() const { return heads_; }
 
   Tensor in_proj_weight;  // [3 * d_model, d_model]: rows of W_q, W_k, W_v
@@ -42,6 +43,8 @@ class MultiHeadAttention : public Module {
  private:
   int64_t d_model_, heads_;
   float dropout_;
+  // Translation workers run forward on one model from several threads at once.
+  mutable std::mutex weights_mutex_;
   Tensor weights_;
 };
 

@@ -11,6 +11,15 @@ namespace tfm::ops {
 // target distribution (1 - s) one-hot + s / vocab, averaged over non-ignored rows.
 Tensor cross_entropy(const Tensor& logits, const std::vector<int>& targets, float smoothing, int ignore_index);
 
+// cross_entropy(linear(x, weight, bias), ...) without the [rows, vocab] logits: rows
+// a chunk at a time, whose logits become their gradient and go straight into the
+// linear layer's backward (dx, dweight, dbias are made in the forward pass and kept
+// for backward). A generator's loss over a batch of thousands of tokens and a vocabulary of
+// thousands of words would otherwise hold the logits and their gradient at once
+// (2 x 128 MB for 4,000 tokens x 8,000 words). x: [rows, in], weight: [vocab, in].
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int>& targets,
+                            float smoothing, int ignore_index);
+
 // The Annotated Transformer's LabelSmoothing + KLDivLoss(reduction="sum"), divided by
 // `normalizer` (its SimpleLossCompute passes the token count): target distribution
 // 1 - s on the true class, s / (vocab - 2) elsewhere, 0 on the padding column.

@@ -1,25 +1,34 @@
 #include "tensor/storage.h"
 
-#include <malloc.h>
-
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
 #include "tensor/error.h"
 
+#ifdef TFM_JEMALLOC
+// Training allocates and frees the same large activation buffers every step, in
+// sizes that change with each batch. glibc's heap left the resident set 55% above
+// the bytes tensors actually held (fragmentation), and whenever it returned memory
+// to the system each step paid page faults for fresh pages (a fifth of a step).
+// jemalloc packs the buffers tighter; told never to give freed pages back (no
+// decay), it reuses them instead: `small` training 3,980 -> 4,410 tokens/s and
+// 908 -> 691 MiB, `base` 3,459 -> 2,948 MiB. (MALLOC_CONF can still override this.)
+extern "C" const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+#endif
+
 namespace tfm {
 
 namespace {
 
-// Training allocates and frees the same large activation buffers every step. By
-// default glibc serves them with mmap and returns them on free, so each step pays
-// page faults on fresh pages (a fifth of a training step went to the kernel zeroing
-// them). Never using mmap keeps freed memory in the heap, where it is reused.
-// (An mmap threshold of 1 GiB is refused: glibc's maximum is 32 MiB, and logits are larger.)
-// Only a hint: other allocators (the sanitizers') refuse it, and that is fine.
-[[maybe_unused]] const bool g_heap_tuned = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+std::atomic<size_t> g_live{0}, g_peak{0};
+
+size_t bytes_of(size_t numel) { return numel * sizeof(float); }
 
 }  // namespace
+
+size_t Storage::live_bytes() { return g_live.load(); }
+size_t Storage::peak_bytes() { return g_peak.load(); }
 
 Storage::Storage(size_t numel, Device device) : numel_(numel), device_(device) {
   TFM_CHECK(device == Device::CPU, "device " << to_string(device) << " is not supported by this build");
@@ -28,8 +37,14 @@ Storage::Storage(size_t numel, Device device) : numel_(numel), device_(device) {
   if (bytes == 0) bytes = 64;
   data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
   if (!data_) throw std::bad_alloc();
+  const size_t live = g_live += bytes_of(numel);
+  for (size_t peak = g_peak.load(); live > peak && !g_peak.compare_exchange_weak(peak, live);) {
+  }
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+  std::free(data_);
+  g_live -= bytes_of(numel_);
+}
 
 }  // namespace tfm

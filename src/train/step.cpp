@@ -11,9 +11,8 @@ int64_t Seq2SeqBatch::target_tokens(int pad) const {
 }
 
 Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing) {
-  Tensor hidden = model.forward(batch.src, batch.tgt_in);                                   // [batch, tgt_len, d_model]
-  Tensor logits = model.generator->logits(hidden).reshape({-1, model.config().tgt_vocab});  // [batch * tgt_len, vocab]
-  return ops::cross_entropy(logits, batch.tgt_out, label_smoothing, model.config().pad_id);
+  Tensor hidden = model.forward(batch.src, batch.tgt_in);  // [batch, tgt_len, d_model]
+  return model.generator->loss(hidden, batch.tgt_out, label_smoothing, model.config().pad_id);
 }
 
 double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options) {
