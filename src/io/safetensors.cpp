@@ -1,6 +1,7 @@
 #include "io/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "tensor/error.h"
@@ -22,40 +24,41 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
-uint32_t crc_of(const char* data, size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+uLong crc_update(uLong crc, const char* data, size_t n) {
   while (n > 0) {  // zlib takes uInt lengths
     uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
     crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
     data += chunk;
     n -= chunk;
   }
-  return static_cast<uint32_t>(crc);
+  return crc;
 }
 
-}  // namespace
+// Bytes [offset, offset + n) of the file into dst; offset + n is within the file.
+using ReadAt = std::function<void(uint64_t offset, size_t n, char* dst)>;
 
-const Tensor* SafeTensors::find(const std::string& name) const {
-  for (const auto& [n, t] : tensors)
-    if (n == name) return &t;
-  return nullptr;
-}
-
-SafeTensors parse_safetensors(const std::string& bytes, const std::string& origin) {
-  TFM_CHECK(bytes.size() >= 8, origin << ": too short to be a safetensors file (" << bytes.size() << " bytes)");
+// The header is validated before any data is read, then each tensor is read straight
+// into its own buffer: no copy of the whole file is held besides the tensors (a
+// checkpoint with Adam's moments is three times the model: `translate`'s peak memory).
+// The checksum covers the data in file order; values are checked after it.
+SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& origin) {
+  TFM_CHECK(file_size >= 8, origin << ": too short to be a safetensors file (" << file_size << " bytes)");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, bytes.data(), 8);  // little-endian on every supported target
-  TFM_CHECK(header_len <= kMaxHeaderBytes && header_len <= bytes.size() - 8,
-            origin << ": header length " << header_len << " exceeds the file size " << bytes.size() << " (truncated or not safetensors)");
+  read_at(0, 8, reinterpret_cast<char*>(&header_len));  // little-endian on every supported target
+  TFM_CHECK(header_len <= kMaxHeaderBytes && header_len <= file_size - 8,
+            origin << ": header length " << header_len << " exceeds the file size " << file_size << " (truncated or not safetensors)");
+  std::string header_text(static_cast<size_t>(header_len), '\0');
+  read_at(8, header_text.size(), header_text.data());
   json header;
   try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+    header = json::parse(header_text);
   } catch (const json::exception&) {  // parse errors, and numbers too large for any type
     throw Error(origin + ": header is not valid JSON (corrupted or not a safetensors file)");
   }
   TFM_CHECK(header.is_object(), origin << ": header is not a JSON object");
-  const size_t data_start = 8 + header_len;
-  const uint64_t data_size = bytes.size() - data_start;
+  const uint64_t data_start = 8 + header_len;
+  const uint64_t data_size = file_size - data_start;
+
 
   SafeTensors out;
   struct Entry {
@@ -107,32 +110,50 @@ SafeTensors parse_safetensors(const std::string& bytes, const std::string& origi
     expected = e.end;
   }
   TFM_CHECK(expected == data_size, origin << ": " << (data_size - expected) << " trailing bytes after the last tensor");
-  if (auto it = out.metadata.find("tfm.crc32"); it != out.metadata.end()) {
-    const uint32_t crc = crc_of(bytes.data() + data_start, data_size);
-    TFM_CHECK(std::to_string(crc) == it->second, origin << ": checksum mismatch, the file is corrupted");
-  }
+  uLong crc = crc32(0L, Z_NULL, 0);
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape);
-    std::memcpy(t.data(), bytes.data() + data_start + e.begin, e.end - e.begin);
-    for (int64_t i = 0; i < t.numel(); ++i)
-      TFM_CHECK(std::isfinite(t.data()[i]), origin << ": tensor '" << e.name << "' contains a non-finite value");
+    read_at(data_start + e.begin, e.end - e.begin, reinterpret_cast<char*>(t.data()));
+    crc = crc_update(crc, reinterpret_cast<const char*>(t.data()), e.end - e.begin);
     out.tensors.emplace_back(e.name, t);
   }
+  if (auto it = out.metadata.find("tfm.crc32"); it != out.metadata.end())
+    TFM_CHECK(std::to_string(static_cast<uint32_t>(crc)) == it->second, origin << ": checksum mismatch, the file is corrupted");
+  for (const auto& [name, t] : out.tensors)
+    for (int64_t i = 0; i < t.numel(); ++i)
+      TFM_CHECK(std::isfinite(t.data()[i]), origin << ": tensor '" << name << "' contains a non-finite value");
   return out;
 }
 
+}  // namespace
+
+const Tensor* SafeTensors::find(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin) {
+  return parse(bytes.size(), [&](uint64_t offset, size_t n, char* dst) { std::memcpy(dst, bytes.data() + offset, n); }, origin);
+}
+
 SafeTensors read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  TFM_CHECK(in, path << ": cannot open (" << std::strerror(errno) << ")");
-  // One buffer of the file's size: a stringstream would grow by doubling and then be
-  // copied, holding three to four times the file at once (peak memory of `translate`).
-  const std::streamoff size = in.tellg();
-  TFM_CHECK(size >= 0 && !std::filesystem::is_directory(path), path << ": cannot read (not a regular file)");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  TFM_CHECK(in, path << ": read failed (" << std::strerror(errno) << ")");
-  return parse_safetensors(bytes, path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  TFM_CHECK(fd >= 0, path << ": cannot open (" << std::strerror(errno) << ")");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  TFM_CHECK(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode), path << ": cannot read (not a regular file)");
+  return parse(static_cast<uint64_t>(st.st_size), [&](uint64_t offset, size_t n, char* dst) {
+    while (n > 0) {
+      const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      TFM_CHECK(got > 0, path << ": read failed (" << (got < 0 ? std::strerror(errno) : "the file shrank while being read") << ")");
+      dst += got, offset += static_cast<uint64_t>(got), n -= static_cast<size_t>(got);
+    }
+  }, path);
 }
 
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata) {
@@ -146,7 +167,7 @@ std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::str
     data.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
     header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {begin, data.size()}}};
   }
-  metadata["tfm.crc32"] = std::to_string(crc_of(data.data(), data.size()));
+  metadata["tfm.crc32"] = std::to_string(static_cast<uint32_t>(crc_update(crc32(0L, Z_NULL, 0), data.data(), data.size())));
   header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep tensor data 8-byte aligned

@@ -4,6 +4,7 @@
 // file we read is validated; writes are atomic (temporary file + rename).
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct SafeTensors {
 
 // Throws tfm::Error naming the file and the first problem found.
 SafeTensors read_safetensors(const std::string& path);
-SafeTensors parse_safetensors(const std::string& bytes, const std::string& origin);
+SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin);
 
 // Adds a "tfm.crc32" metadata entry over the tensor data, verified on reading.
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata);
