@@ -2,6 +2,7 @@
 // against double-precision references.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -71,6 +72,42 @@ TEST(Gemm, EveryPathMatchesTheReference) {
             EXPECT_LT(err, 1e-5) << "m=" << m << " k=" << k << " ta=" << ta << " tb=" << tb << " beta=" << beta;
           }
         }
+}
+
+// A packed weight gives the same products as the plain layout for any number of rows
+// (one packed copy serves every batch size), with and without a bias.
+TEST(PackedWeight, MatchesTheReferenceForAnyRowCount) {
+  const int64_t out = 100, in = 72;  // out not a multiple of the layout's block
+  const std::vector<float> w = random_values(static_cast<size_t>(out * in), 7), bias = random_values(static_cast<size_t>(out), 8);
+  const ops::PackedWeight packed(w.data(), out, in);
+  if (!packed.valid()) GTEST_SKIP() << "this CPU's oneDNN kernels have no packed layout";
+  for (int64_t rows : {1, 3, 32, 129}) {
+    const std::vector<float> x = random_values(static_cast<size_t>(rows * in), 9);
+    std::vector<float> with_bias(static_cast<size_t>(rows * out)), plain(with_bias.size()), c(with_bias.size());
+    for (int64_t r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), c.begin() + r * out);
+    packed.linear(x.data(), rows, bias.data(), with_bias.data());
+    packed.linear(x.data(), rows, nullptr, plain.data());
+    EXPECT_LT(worst_relative(with_bias, reference_gemm(false, true, rows, out, in, 1.0f, x, in, w, in, 1.0f, c, out)), 1e-6)
+        << rows << " rows";
+    EXPECT_LT(worst_relative(plain, reference_gemm(false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, c, out)), 1e-6)
+        << rows << " rows";
+  }
+}
+
+// In f32, frozen weights go through packed copies: the same linear layer up to rounding.
+TEST(FrozenWeights, F32LinearMatchesTheUnfrozenOne) {
+  const Tensor x = random_tensor({5, 7, 64}, 1), w = random_tensor({48, 64}, 2), b = random_tensor({48}, 3);
+  autograd::NoGradGuard no_grad;
+  const Tensor plain = ops::linear(x, w, b), plain_no_bias = ops::linear(x, w, Tensor());
+  const ops::FrozenWeights frozen;
+  for (int pass = 0; pass < 2; ++pass) {  // the copy is made once, then reused
+    const Tensor y = ops::linear(x, w, b), y_no_bias = ops::linear(x, w, Tensor());
+    ASSERT_EQ(y.shape(), plain.shape());
+    for (int64_t i = 0; i < plain.numel(); ++i) {
+      EXPECT_NEAR(y.data()[i], plain.data()[i], 1e-5f * (1.0f + std::fabs(plain.data()[i])));
+      EXPECT_NEAR(y_no_bias.data()[i], plain_no_bias.data()[i], 1e-5f * (1.0f + std::fabs(plain.data()[i])));
+    }
+  }
 }
 
 TEST(Bf16, RoundsToNearestEvenAndKeepsSpecialValues) {

@@ -19,12 +19,14 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // (value, id), best first.
 std::vector<std::pair<double, int64_t>> top_extensions(const float* lp, int64_t V, int64_t count, std::initializer_list<int> excluded) {
   std::vector<std::pair<double, int64_t>> top;  // kept sorted, best first
+  float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
   for (int64_t v = 0; v < V; ++v) {
+    if (!(lp[v] > bar)) continue;  // most entries; NaN too
     if (!std::isfinite(lp[v]) || std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;  // a diverged model
-    if (static_cast<int64_t>(top.size()) == count && lp[v] <= top.back().first) continue;
     auto at = std::upper_bound(top.begin(), top.end(), static_cast<double>(lp[v]), [](double x, const auto& e) { return x > e.first; });
     top.insert(at, {lp[v], v});
     if (static_cast<int64_t>(top.size()) > count) top.pop_back();
+    if (static_cast<int64_t>(top.size()) == count) bar = static_cast<float>(top.back().first);
   }
   return top;
 }
@@ -146,7 +148,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     if (live.empty()) break;
     bool identity = !shrunk;
     for (size_t r = 0; r < origin.size() && identity; ++r) identity = origin[r] == static_cast<int64_t>(r);
-    if (o.use_cache && !identity) cache.select_rows(origin);
+    if (o.use_cache && !identity) cache.select_rows(origin, shrunk);
     if (shrunk) {  // rows of one sentence share their memory, so the parents' rows are the children's
       memory = ops::gather_rows(memory, origin);
       std::vector<uint8_t> padding;

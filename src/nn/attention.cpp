@@ -1,5 +1,7 @@
 #include "nn/attention.h"
 
+#include <algorithm>
+
 #include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/matmul.h"
@@ -26,7 +28,17 @@ Tensor MultiHeadAttention::attention_weights() const {
 
 void KVCache::select_rows(const std::vector<int64_t>& rows) {
   if (!k.defined()) return;
-  k = ops::gather_rows(k, rows), v = ops::gather_rows(v, rows);
+  // Only the valid positions move; the new caches keep the old capacity.
+  auto gather = [&](const Tensor& x) {
+    const int64_t capacity = x.size(1), d = x.size(2), n = static_cast<int64_t>(rows.size());
+    Tensor out = Tensor::empty({n, capacity, d});
+    for (int64_t i = 0; i < n; ++i) {
+      TFM_CHECK(rows[i] >= 0 && rows[i] < x.size(0), "KVCache: row " << rows[i] << " outside 0.." << x.size(0) - 1);
+      std::copy_n(x.data() + rows[i] * capacity * d, length * d, out.data() + i * capacity * d);
+    }
+    return out;
+  };
+  k = gather(k), v = gather(v);
 }
 
 namespace {

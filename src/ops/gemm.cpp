@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -24,41 +25,65 @@ bool use_matmul_primitive(bool trans_a, int64_t m, int64_t k) {
   return m <= 48 || k >= 512;
 }
 // A product C[m, n] (f32) = alpha * op(A) op(B) + beta * C, A and B of type `in`.
+// B is either strided (op(B) by ldb and tb) or a PackedWeight's blocked layout; a bias
+// row [n] may be added.
 struct MatmulKey {
   dnnl::memory::data_type in;
   bool ta, tb;
   int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
+  bool packed_b = false, bias = false;
   bool operator==(const MatmulKey& o) const {
-    return std::tie(in, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta) ==
-           std::tie(o.in, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta);
+    return std::tie(in, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, packed_b, bias) ==
+           std::tie(o.in, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta, o.packed_b, o.bias);
   }
 };
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
-    size_t h = static_cast<size_t>(k.in) * 4 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0);
+    size_t h = static_cast<size_t>(k.in) * 16 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0) + (k.packed_b ? 4 : 0) + (k.bias ? 8 : 0);
     for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc}) h = h * 1000003u ^ static_cast<size_t>(v);
     return h ^ std::hash<float>()(k.alpha) * 31 ^ std::hash<float>()(k.beta);
   }
 };
 
-// A primitive and its three memory objects, whose data handles are set per call.
+// A primitive and its memory objects, whose data handles are set per call.
 struct Matmul {
   dnnl::matmul primitive;
-  dnnl::memory a, b, c;
+  dnnl::memory a, b, c, bias;
 };
 
 struct MatmulDescs {
-  dnnl::memory::desc a, b, c;
+  dnnl::memory::desc a, b, c, bias;
 };
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// The blocked layout oneDNN's brgemm matmul kernels pick for f32 weights [k, n]: the
+// same for any number of rows, so one packed copy serves every batch size. Empty
+// where the kernels oneDNN would pick are not brgemm ones (CPUs without AVX-512).
+dnnl::memory::desc packed_weights_desc(int64_t k, int64_t n) {
+  using tag = dnnl::memory::format_tag;
+  const auto f32 = dnnl::memory::data_type::f32;
+  constexpr int64_t kRows = 32;
+  const dnnl::matmul::primitive_desc pd(
+      dnnl::matmul::desc({{kRows, k}, f32, tag::ab}, {{k, n}, f32, tag::any}, {{kRows, n}, f32, tag::ab}), cpu_engine());
+  if (std::string(pd.impl_info_str()).rfind("brg", 0) != 0) return {};
+  return pd.weights_desc();
+}
 
 // Row-major op(A) [m, k], op(B) [k, n], C [m, n], each transposed by its strides.
 MatmulDescs descs_of(const MatmulKey& key) {
   using dims = dnnl::memory::dims;
+  const auto f32 = dnnl::memory::data_type::f32;
   return {dnnl::memory::desc({key.m, key.k}, key.in, key.ta ? dims{1, key.lda} : dims{key.lda, 1}),
-          dnnl::memory::desc({key.k, key.n}, key.in, key.tb ? dims{1, key.ldb} : dims{key.ldb, 1}),
-          dnnl::memory::desc({key.m, key.n}, dnnl::memory::data_type::f32, dims{key.ldc, 1})};
+          key.packed_b ? packed_weights_desc(key.k, key.n)
+                       : dnnl::memory::desc({key.k, key.n}, key.in, key.tb ? dims{1, key.ldb} : dims{key.ldb, 1}),
+          dnnl::memory::desc({key.m, key.n}, f32, dims{key.ldc, 1}),
+          key.bias ? dnnl::memory::desc({1, key.n}, f32, dims{key.n, 1}) : dnnl::memory::desc()};
 }
 
 class MatmulCache {
@@ -84,21 +109,24 @@ class MatmulCache {
       ops.append_sum(key.beta);
       attr.set_post_ops(ops);
     }
-    mm.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(d.a, d.b, d.c), attr, engine_));
+    const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(d.a, d.b, d.bias, d.c) : dnnl::matmul::desc(d.a, d.b, d.c);
+    mm.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine_));
     if (key.m == DNNL_RUNTIME_DIM_VAL) return;  // memory objects need real sizes: made per call
     mm.a = dnnl::memory(d.a, engine_, DNNL_MEMORY_NONE);
     mm.b = dnnl::memory(d.b, engine_, DNNL_MEMORY_NONE);
     mm.c = dnnl::memory(d.c, engine_, DNNL_MEMORY_NONE);
+    if (key.bias) mm.bias = dnnl::memory(d.bias, engine_, DNNL_MEMORY_NONE);
   }
 
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  const dnnl::engine& engine_ = cpu_engine();
   dnnl::stream stream_{engine_};
   std::unordered_map<MatmulKey, Matmul, MatmulKeyHash> cache_;
 };
 
 // Runs the product `actual` with the primitive made for `key`: the same shape, or the
 // same product with runtime (DNNL_RUNTIME_DIM_VAL) sizes and leading dimensions.
-void run_matmul(const MatmulKey& key, const MatmulKey& actual, const void* a, const void* b, float* c) {
+void run_matmul(const MatmulKey& key, const MatmulKey& actual, const void* a, const void* b, float* c,
+                const float* bias = nullptr) {
   thread_local MatmulCache cache;
   Matmul& mm = cache.get(key);
   dnnl::memory ma = mm.a, mb = mm.b, mc = mm.c;
@@ -111,7 +139,12 @@ void run_matmul(const MatmulKey& key, const MatmulKey& actual, const void* a, co
   ma.set_data_handle(const_cast<void*>(a));
   mb.set_data_handle(const_cast<void*>(b));
   mc.set_data_handle(c);
-  mm.primitive.execute(cache.stream(), {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+  if (key.bias) {
+    mm.bias.set_data_handle(const_cast<float*>(bias));
+    args.emplace(DNNL_ARG_BIAS, mm.bias);
+  }
+  mm.primitive.execute(cache.stream(), args);
 }
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -161,6 +194,25 @@ void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, cons
   dnnl_status_t st = dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.0f, a, lda, 0, b_t, ldb, 0, 0.0f, c, ldc, &no_offset);
   TFM_CHECK(st == dnnl_success, "oneDNN int8 GEMM failed (status " << static_cast<int>(st) << ") for m=" << m << " n=" << n
                                                                      << " k=" << k);
+}
+
+PackedWeight::PackedWeight(const float* w, int64_t out, int64_t in) : out_(out), in_(in) {
+  const dnnl::memory::desc packed = packed_weights_desc(in, out);
+  if (packed.is_zero()) return;
+  data_.resize(packed.get_size() / sizeof(float));
+  // w[out, in] row-major is w^T [in, out] with strides (1, in).
+  dnnl::memory plain({{in, out}, dnnl::memory::data_type::f32, dnnl::memory::dims{1, in}}, cpu_engine(), const_cast<float*>(w));
+  dnnl::memory blocked(packed, cpu_engine(), data_.data());
+  dnnl::stream stream(cpu_engine());
+  dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+  stream.wait();
+}
+
+void PackedWeight::linear(const float* x, int64_t rows, const float* bias, float* y) const {
+  TFM_CHECK(valid(), "PackedWeight::linear: this CPU has no packed layout");
+  if (rows == 0) return;
+  const MatmulKey key{dnnl::memory::data_type::f32, false, false, rows, out_, in_, in_, 0, out_, 1.0f, 0.0f, true, bias != nullptr};
+  run_matmul(key, key, x, data_.data(), y, bias);
 }
 
 }  // namespace tfm::ops

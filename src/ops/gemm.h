@@ -2,6 +2,7 @@
 // Row-major GEMM through oneDNN (which picks AVX2/AVX-512 kernels at run time):
 //   C[M, N] = alpha * op(A)[M, K] * op(B)[K, N] + beta * C,  C in single precision.
 #include <cstdint>
+#include <vector>
 
 namespace tfm::ops {
 
@@ -19,5 +20,22 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
 // Integer product C[M, N] = A[M, K] * B_t[N, K]^T, int8 inputs, exact int32 sums.
 void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
              int64_t ldc);
+
+// A linear layer's weight w[out, in] reordered once into the blocked layout that
+// oneDNN's matmul kernels read fastest, for weights that no longer change
+// (inference; see FrozenWeights). Products with a few dozen rows run up to twice as
+// fast as from the plain layout (2 cores, 32 x 256 x 1024: 44 vs 87 us).
+class PackedWeight {
+ public:
+  // Invalid where this CPU's kernels have no such layout (then use gemm).
+  PackedWeight(const float* w, int64_t out, int64_t in);
+  bool valid() const { return !data_.empty(); }
+  // y[rows, out] = x[rows, in] w^T, plus bias[out] where given.
+  void linear(const float* x, int64_t rows, const float* bias, float* y) const;
+
+ private:
+  int64_t out_, in_;
+  std::vector<float> data_;
+};
 
 }  // namespace tfm::ops

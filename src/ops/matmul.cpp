@@ -18,21 +18,28 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias) {
   shape.back() = out_f;
   Tensor out = Tensor::empty(shape);
   float* o = out.data();
-  float beta = 0.0f;
+  Tensor bc;
   if (bias.defined()) {
     TFM_CHECK(bias.dim() == 1 && bias.size(0) == out_f, "linear: bias " << shape_str(bias.shape()) << " for " << out_f << " outputs");
-    Tensor bc = bias.is_contiguous() ? bias : bias.clone();
-    const float* pb = bc.data();
-#pragma omp parallel for if (rows * out_f > (1 << 15)) schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < out_f; ++j) o[r * out_f + j] = pb[j];
-    beta = 1.0f;
+    bc = bias.is_contiguous() ? bias : bias.clone();
   }
   const Precision precision = linear_precision();
-  if (precision == Precision::f32)
-    gemm(false, true, rows, out_f, in, 1.0f, x.data(), in, w.data(), in, beta, o, out_f);
-  else
-    linear_reduced(x.data(), rows, in, w.data(), out_f, beta, o);
+  // A frozen weight's packed copy is keyed by its address: never that of a temporary clone.
+  const bool packed = w_in.is_contiguous() && linear_frozen_f32(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, o);
+  if (!packed) {
+    float beta = 0.0f;
+    if (bc.defined()) {  // o = bias, then o += x w^T
+      const float* pb = bc.data();
+#pragma omp parallel for if (rows * out_f > (1 << 15)) schedule(static)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < out_f; ++j) o[r * out_f + j] = pb[j];
+      beta = 1.0f;
+    }
+    if (precision == Precision::f32)
+      gemm(false, true, rows, out_f, in, 1.0f, x.data(), in, w.data(), in, beta, o, out_f);
+    else
+      linear_reduced(x.data(), rows, in, w.data(), out_f, beta, o);
+  }
 
   Tensor xd = x.detach(), wd = w.detach();
   bool has_bias = bias.defined();

@@ -29,6 +29,7 @@ struct FrozenCopies {
   std::mutex mutex;  // translation workers share the copies (map nodes never move)
   std::map<WeightKey, std::vector<bf16>> bf16_copies;
   std::map<WeightKey, Int8Weight> int8_copies;
+  std::map<WeightKey, PackedWeight> packed_copies;  // f32
 };
 
 FrozenCopies* g_frozen = nullptr;
@@ -167,6 +168,20 @@ void linear_reduced(const float* x, int64_t rows, int64_t in, const float* w, in
     linear_bf16(x, rows, in, w, out, beta, y);
   else
     linear_int8(x, rows, in, w, out, beta, y);
+}
+
+bool linear_frozen_f32(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y) {
+  if (!g_frozen || g_precision != Precision::f32) return false;
+  const PackedWeight* packed = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(g_frozen->mutex);
+    auto it = g_frozen->packed_copies.find({w, out, in});
+    if (it == g_frozen->packed_copies.end()) it = g_frozen->packed_copies.try_emplace(WeightKey{w, out, in}, w, out, in).first;
+    packed = &it->second;
+  }
+  if (!packed->valid()) return false;
+  packed->linear(x, rows, bias, y);
+  return true;
 }
 
 void linear_backward_bf16(const float* g, const float* x, const float* w, int64_t rows, int64_t in, int64_t out, float* dx,

@@ -34,9 +34,10 @@ float from_bf16(bf16 x);
 void to_bf16(const float* x, int64_t n, bf16* out);
 
 // While a FrozenWeights lives, the weights ops::linear sees are taken not to change:
-// their bf16 or int8 copies are made on first use and kept (keyed by address and
-// shape), instead of being converted at every product. Translation and generation
-// hold one; training, whose weights change every step, must not.
+// their bf16 or int8 copies, or in f32 their packed copies (ops/gemm.h), are made on
+// first use and kept (keyed by address and shape), instead of being converted at
+// every product. Translation and generation hold one; training, whose weights change
+// every step, must not.
 class FrozenWeights {
  public:
   FrozenWeights();
@@ -47,6 +48,11 @@ class FrozenWeights {
 
 // y[rows, out] = x[rows, in] w[out, in]^T + beta * y in the current precision (not f32).
 void linear_reduced(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y);
+
+// In f32 while a FrozenWeights lives: y[rows, out] = x w[out, in]^T (+ bias) through
+// w's packed copy. False, with nothing done, otherwise or where the CPU has no
+// packed layout.
+bool linear_frozen_f32(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y);
 
 // The bf16 backward of linear_reduced: dx = g w and dw = g^T x, g: [rows, out].
 void linear_backward_bf16(const float* g, const float* x, const float* w, int64_t rows, int64_t in, int64_t out, float* dx,

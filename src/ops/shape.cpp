@@ -26,6 +26,14 @@ void strided_copy(const Tensor& src, Tensor& dst) {
   }
   const float* s = src.data();
   float* d = dst.data();
+  if (src.dim() > 0 && src.strides().back() == 1 && dst.strides().back() == 1) {  // whole rows at a time
+    const Shape& shape = src.shape();
+    const size_t row = sizeof(float) * static_cast<size_t>(shape.back());
+    const Shape outer(shape.begin(), shape.end() - 1), src_outer(src.strides().begin(), src.strides().end() - 1),
+        dst_outer(dst.strides().begin(), dst.strides().end() - 1);
+    for_each_index<2>(outer, {src_outer, dst_outer}, [&](const std::array<int64_t, 2>& o) { std::memcpy(d + o[1], s + o[0], row); });
+    return;
+  }
   for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { d[o[1]] = s[o[0]]; });
 }
 
