@@ -149,6 +149,9 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
   pad_only.key_padding = {0, 0, 1, 0, 0, 0};  // batch 2, 3 keys; 2 queries
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only, 0.25f, 99); },
                    (V{random_tensor({2, 2, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
+  // One query, as a decoding step has (its own forward path).
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only); },
+                   (V{random_tensor({2, 1, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
 }
 
 TEST(OpsGrad, Losses) {

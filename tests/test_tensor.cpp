@@ -50,5 +50,19 @@ TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
       }
 }
 
+// A decoding step's single query takes a path of its own (dot products, no GEMM):
+// it must give that query's row of the all-queries result.
+TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
+  ops::AttentionMask mask;
+  mask.key_padding = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0};  // batch 2, 7 keys
+  const Tensor q = testing::random_tensor({2, 5, 16}, 1), k = testing::random_tensor({2, 7, 16}, 2), v = testing::random_tensor({2, 7, 16}, 3);
+  const Tensor all = ops::attention(q, k, v, 4, mask);
+  for (int64_t i = 0; i < 5; ++i) {
+    const Tensor one = ops::attention(q.slice(1, i, i + 1), k, v, 4, mask);  // [2, 1, 16]
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t c = 0; c < 16; ++c) EXPECT_NEAR(one.data()[b * 16 + c], all.data()[(b * 5 + i) * 16 + c], 1e-5f) << b << " " << i << " " << c;
+  }
+}
+
 }  // namespace
 }  // namespace tfm

@@ -1,5 +1,6 @@
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -7,6 +8,7 @@
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
 #include "ops/softmax.h"
+#include "ops/vec_math.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -54,7 +56,11 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < heads; ++h) {
         float* p = probs.data() + (b * heads + h) * tq * tk;
-        gemm(false, true, tq, tk, dk, scale, oq.head(b, h, dk), oq.row_stride, ok.head(b, h, dk), ok.row_stride, 0.0f, p, tk);
+        // A decoding step has one query: a dot product per key beats a GEMM call's overhead.
+        if (tq == 1)
+          for (int64_t j = 0; j < tk; ++j) p[j] = scale * vec::dot(oq.head(b, h, dk), ok.head(b, h, dk) + j * ok.row_stride, dk);
+        else
+          gemm(false, true, tq, tk, dk, scale, oq.head(b, h, dk), oq.row_stride, ok.head(b, h, dk), ok.row_stride, 0.0f, p, tk);
         for (int64_t i = 0; i < tq; ++i) {
           float* row = p + i * tk;
           for (int64_t j = 0; j < tk; ++j) {
@@ -69,7 +75,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
           dropout_kernel(p, scratch.data(), tq * tk, dropout_p, dropout_key, (b * heads + h) * tq * tk);
           pd = scratch.data();
         }
-        gemm(false, false, tq, dk, tk, 1.0f, pd, tk, ov.head(b, h, dk), ov.row_stride, 0.0f, out.data() + b * tq * D + h * dk, D);
+        float* o = out.data() + b * tq * D + h * dk;
+        if (tq == 1) {  // o = sum over keys of p[j] v[j]
+          std::fill_n(o, dk, 0.0f);
+          for (int64_t j = 0; j < tk; ++j) {
+            const float* vj = ov.head(b, h, dk) + j * ov.row_stride;
+            for (int64_t c = 0; c < dk; ++c) o[c] += pd[j] * vj[c];
+          }
+        } else {
+          gemm(false, false, tq, dk, tk, 1.0f, pd, tk, ov.head(b, h, dk), ov.row_stride, 0.0f, o, D);
+        }
       }
   }
   if (weights) *weights = probs.detach();

@@ -73,4 +73,14 @@ inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
   return sum;
 }
 
+// The dot product of a[0, n) and b[0, n) (8 lanes, fused multiply-adds).
+inline float dot(const float* a, const float* b, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), acc);
+  float sum = horizontal_sum(acc);
+  for (; j < n; ++j) sum += a[j] * b[j];
+  return sum;
+}
+
 }  // namespace tfm::ops::vec
