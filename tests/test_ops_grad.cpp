@@ -69,6 +69,22 @@ TEST(OpsGrad, Dropout) {
   EXPECT_GRADCHECK([](const V& x) { return ops::dropout(x[0], 0.3f, 77); }, (V{random_tensor({4, 6}, 1)}), kTol);
 }
 
+// The mask is the documented hash of (key, element index) whichever kernel makes it
+// (8 lanes at a time with AVX-512, one at a time otherwise): values at any offset,
+// with a ragged tail, special values included.
+TEST(OpsGrad, DropoutKernelIsTheHashOfKeyAndIndex) {
+  Tensor x = random_tensor({1003}, 5);
+  x.data()[3] = std::numeric_limits<float>::quiet_NaN(), x.data()[4] = -0.0f, x.data()[5] = std::numeric_limits<float>::infinity();
+  for (const int64_t first : {int64_t{0}, int64_t{13}, int64_t{1} << 40}) {
+    std::vector<float> out(1003);
+    ops::dropout_kernel(x.data(), out.data(), 1003, 0.3f, 1234, first);
+    for (int64_t i = 0; i < 1003; ++i) {
+      const float expected = hash_uniform(1234, first + i) < 0.3f ? 0.0f : x.data()[i] * (1.0f / 0.7f);
+      ASSERT_EQ(std::memcmp(&out[i], &expected, sizeof(float)), 0) << "element " << i << " from " << first;
+    }
+  }
+}
+
 // The fused feed-forward activation: the same values and gradients as its two ops,
 // bit for bit, over more elements than one parallel block.
 TEST(OpsGrad, ReluDropoutIsDropoutOfRelu) {
