@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -58,7 +57,6 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
   TFM_CHECK(header.is_object(), origin << ": header is not a JSON object");
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = file_size - data_start;
-
 
   SafeTensors out;
   struct Entry {

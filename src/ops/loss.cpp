@@ -5,7 +5,6 @@
 
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
-#include "ops/gemm.h"
 #include "ops/reduced_precision.h"
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
@@ -132,13 +131,11 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   const bool grad = autograd::grad_enabled() &&
                     (x_in.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   const Precision precision = linear_precision();
-  TFM_CHECK(!grad || precision != Precision::int8, "linear: int8 precision is for inference only; train in f32 or bf16");
+  TFM_CHECK(weight.is_contiguous(), "linear_cross_entropy: the weight " << shape_str(weight.shape()) << " must be contiguous");
   const Tensor x = x_in.is_contiguous() ? x_in : x_in.clone();
-  const Tensor w = weight.is_contiguous() ? weight : weight.clone();
   const Tensor b = bias.defined() && !bias.is_contiguous() ? bias.clone() : bias;
   Tensor dx = grad ? Tensor::empty({rows, in}) : Tensor(), dw = grad ? Tensor::empty({vocab, in}) : Tensor();
   Tensor db = grad && b.defined() ? Tensor::zeros({vocab}) : Tensor();
-  Tensor dw_chunk = grad && precision == Precision::bf16 ? Tensor::empty({vocab, in}) : Tensor();
 
   // Rows a chunk at a time: the logits (then their gradient) of one chunk exist at once.
   constexpr int64_t kChunk = 1024;
@@ -148,34 +145,14 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
     const int64_t m = std::min(kChunk, rows - r0);
     const float* xc = x.data() + r0 * in;
-    if (b.defined()) {
-#pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < m; ++r) std::copy_n(b.data(), vocab, lc + r * vocab);
-    }
-    const float beta = b.defined() ? 1.0f : 0.0f;
-    if (precision == Precision::f32)
-      gemm(false, true, m, vocab, in, 1.0f, xc, in, w.data(), in, beta, lc, vocab);
-    else
-      linear_reduced(xc, m, in, w.data(), vocab, beta, lc);
+    linear_product(xc, m, in, weight.data(), vocab, b.defined() ? b.data() : nullptr, lc);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < m; ++r)
       row_losses[r0 + r] = row_loss(lc + r * vocab, lc + r * vocab, vocab, targets[r0 + r], ignore_index, q, grad, inv_n);
     if (!grad) continue;
-    // The chunk's share of the linear layer's backward: dx = g w, dw += g^T x, db += sum of g's rows.
-    if (precision == Precision::f32) {
-      gemm(false, false, m, in, vocab, 1.0f, lc, vocab, w.data(), in, 0.0f, dx.data() + r0 * in, in);
-      gemm(true, false, vocab, in, m, 1.0f, lc, vocab, xc, in, r0 == 0 ? 0.0f : 1.0f, dw.data(), in);
-    } else {
-      linear_backward_bf16(lc, xc, w.data(), m, in, vocab, dx.data() + r0 * in, r0 == 0 ? dw.data() : dw_chunk.data());
-      if (r0 > 0) add_(dw, dw_chunk);
-    }
-    if (db.defined()) {
-      float* d = db.data();
-#pragma omp parallel for schedule(static)
-      for (int64_t j0 = 0; j0 < vocab; j0 += 64)
-        for (int64_t r = 0; r < m; ++r)
-          for (int64_t j = j0; j < std::min(vocab, j0 + 64); ++j) d[j] += lc[r * vocab + j];
-    }
+    // The chunk's share of the linear layer's backward: dx = g w, dw += g^T x, db += the sum of g's rows.
+    linear_product_backward(precision, lc, xc, weight.data(), m, in, vocab, dx.data() + r0 * in, dw.data(), r0 == 0 ? 0.0f : 1.0f);
+    if (db.defined()) add_(db, sum_to(logits.slice(0, 0, m), {vocab}));
   }
   double total = 0.0;
   for (double v : row_losses) total += v;

@@ -8,50 +8,27 @@
 
 namespace tfm::ops {
 
-Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& bias) {
-  TFM_CHECK(x_in.dim() >= 1 && w_in.dim() == 2 && x_in.size(-1) == w_in.size(1),
-            "linear: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(w_in.shape()));
+Tensor linear(const Tensor& x_in, const Tensor& w, const Tensor& bias) {
+  TFM_CHECK(x_in.dim() >= 1 && w.dim() == 2 && x_in.size(-1) == w.size(1),
+            "linear: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(w.shape()));
+  // Not a temporary copy: frozen weights' converted copies are keyed by address.
+  TFM_CHECK(w.is_contiguous(), "linear: the weight " << shape_str(w.shape()) << " must be contiguous");
+  TFM_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == w.size(0)),
+            "linear: bias " << shape_str(bias.shape()) << " for " << w.size(0) << " outputs");
   Tensor x = x_in.is_contiguous() ? x_in : x_in.clone();
-  Tensor w = w_in.is_contiguous() ? w_in : w_in.clone();
+  const Tensor bc = bias.defined() && !bias.is_contiguous() ? bias.clone() : bias;
   const int64_t in = w.size(1), out_f = w.size(0), rows = x.numel() / in;
   Shape shape = x.shape();
   shape.back() = out_f;
   Tensor out = Tensor::empty(shape);
-  float* o = out.data();
-  Tensor bc;
-  if (bias.defined()) {
-    TFM_CHECK(bias.dim() == 1 && bias.size(0) == out_f, "linear: bias " << shape_str(bias.shape()) << " for " << out_f << " outputs");
-    bc = bias.is_contiguous() ? bias : bias.clone();
-  }
-  const Precision precision = linear_precision();
-  // A frozen weight's packed copy is keyed by its address: never that of a temporary clone.
-  const bool packed = w_in.is_contiguous() && linear_frozen_f32(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, o);
-  if (!packed) {
-    float beta = 0.0f;
-    if (bc.defined()) {  // o = bias, then o += x w^T
-      const float* pb = bc.data();
-#pragma omp parallel for if (rows * out_f > (1 << 15)) schedule(static)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < out_f; ++j) o[r * out_f + j] = pb[j];
-      beta = 1.0f;
-    }
-    if (precision == Precision::f32)
-      gemm(false, true, rows, out_f, in, 1.0f, x.data(), in, w.data(), in, beta, o, out_f);
-    else
-      linear_reduced(x.data(), rows, in, w.data(), out_f, beta, o);
-  }
+  linear_product(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, out.data());
 
   Tensor xd = x.detach(), wd = w.detach();
-  bool has_bias = bias.defined();
-  return autograd::record(out, "linear", {x_in, w_in, bias}, [xd, wd, has_bias, rows, in, out_f, precision](const Tensor& g) {
-    TFM_CHECK(precision != Precision::int8, "linear: int8 precision is for inference only; train in f32 or bf16");
+  const bool has_bias = bias.defined();
+  const Precision precision = linear_precision();
+  return autograd::record(out, "linear", {x_in, w, bias}, [xd, wd, has_bias, rows, in, out_f, precision](const Tensor& g) {
     Tensor dx = Tensor::empty(xd.shape()), dw = Tensor::empty(wd.shape());
-    if (precision == Precision::bf16) {
-      linear_backward_bf16(g.data(), xd.data(), wd.data(), rows, in, out_f, dx.data(), dw.data());
-    } else {
-      gemm(false, false, rows, in, out_f, 1.0f, g.data(), out_f, wd.data(), in, 0.0f, dx.data(), in);
-      gemm(true, false, out_f, in, rows, 1.0f, g.data(), out_f, xd.data(), in, 0.0f, dw.data(), in);
-    }
+    linear_product_backward(precision, g.data(), xd.data(), wd.data(), rows, in, out_f, dx.data(), dw.data(), 0.0f);
     Tensor db = has_bias ? sum_to(g, {out_f}) : Tensor();
     return std::vector<Tensor>{dx, dw, db};
   });

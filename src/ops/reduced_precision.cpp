@@ -162,30 +162,39 @@ FrozenWeights::~FrozenWeights() {
   g_frozen = nullptr;
 }
 
-void linear_reduced(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
-  TFM_CHECK(g_precision != Precision::f32, "linear_reduced: the precision is f32");
-  if (g_precision == Precision::bf16)
-    linear_bf16(x, rows, in, w, out, beta, y);
-  else
-    linear_int8(x, rows, in, w, out, beta, y);
-}
-
-bool linear_frozen_f32(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y) {
-  if (!g_frozen || g_precision != Precision::f32) return false;
-  const PackedWeight* packed = nullptr;
-  {
-    const std::lock_guard<std::mutex> lock(g_frozen->mutex);
-    auto it = g_frozen->packed_copies.find({w, out, in});
-    if (it == g_frozen->packed_copies.end()) it = g_frozen->packed_copies.try_emplace(WeightKey{w, out, in}, w, out, in).first;
-    packed = &it->second;
+void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y) {
+  if (g_frozen && g_precision == Precision::f32) {
+    const PackedWeight* packed = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(g_frozen->mutex);
+      packed = &g_frozen->packed_copies.try_emplace(WeightKey{w, out, in}, w, out, in).first->second;
+    }
+    if (packed->valid()) {
+      packed->linear(x, rows, bias, y);
+      return;
+    }
   }
-  if (!packed->valid()) return false;
-  packed->linear(x, rows, bias, y);
-  return true;
+  float beta = 0.0f;
+  if (bias) {  // y = bias, then y += x w^T
+#pragma omp parallel for if (rows * out > (1 << 15)) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(bias, out, y + r * out);
+    beta = 1.0f;
+  }
+  switch (g_precision) {
+    case Precision::f32: gemm(false, true, rows, out, in, 1.0f, x, in, w, in, beta, y, out); break;
+    case Precision::bf16: linear_bf16(x, rows, in, w, out, beta, y); break;
+    case Precision::int8: linear_int8(x, rows, in, w, out, beta, y); break;
+  }
 }
 
-void linear_backward_bf16(const float* g, const float* x, const float* w, int64_t rows, int64_t in, int64_t out, float* dx,
-                          float* dw) {
+void linear_product_backward(Precision precision, const float* g, const float* x, const float* w, int64_t rows, int64_t in,
+                             int64_t out, float* dx, float* dw, float dw_beta) {
+  TFM_CHECK(precision != Precision::int8, "linear: int8 precision is for inference only; train in f32 or bf16");
+  if (precision == Precision::f32) {
+    gemm(false, false, rows, in, out, 1.0f, g, out, w, in, 0.0f, dx, in);        // dx = g w
+    gemm(true, false, out, in, rows, 1.0f, g, out, x, in, dw_beta, dw, in);      // dw = g^T x + dw_beta dw
+    return;
+  }
   // Reused between calls: fresh buffers of this size would cost a page fault per 4 KiB.
   thread_local std::vector<bf16> gb, xb, wb;
   gb.resize(static_cast<size_t>(rows * out));
@@ -194,8 +203,8 @@ void linear_backward_bf16(const float* g, const float* x, const float* w, int64_
   to_bf16(g, rows * out, gb.data());
   to_bf16(x, rows * in, xb.data());
   to_bf16(w, out * in, wb.data());
-  gemm_bf16(false, false, rows, in, out, 1.0f, gb.data(), out, wb.data(), in, 0.0f, dx, in);   // dx = g w
-  gemm_bf16(true, false, out, in, rows, 1.0f, gb.data(), out, xb.data(), in, 0.0f, dw, in);    // dw = g^T x
+  gemm_bf16(false, false, rows, in, out, 1.0f, gb.data(), out, wb.data(), in, 0.0f, dx, in);
+  gemm_bf16(true, false, out, in, rows, 1.0f, gb.data(), out, xb.data(), in, dw_beta, dw, in);
 }
 
 }  // namespace tfm::ops

@@ -33,10 +33,10 @@ bf16 to_bf16(float x);
 float from_bf16(bf16 x);
 void to_bf16(const float* x, int64_t n, bf16* out);
 
-// While a FrozenWeights lives, the weights ops::linear sees are taken not to change:
-// their bf16 or int8 copies, or in f32 their packed copies (ops/gemm.h), are made on
-// first use and kept (keyed by address and shape), instead of being converted at
-// every product. Translation and generation hold one; training, whose weights change
+// While a FrozenWeights lives, the weights the linear layers see (contiguous tensors:
+// parameters or views of them) are taken not to change: their bf16 or int8 copies,
+// or in f32 their packed copies (ops/gemm.h), are made on first use and kept (keyed
+// by address and shape), instead of being converted at every product. Translation and generation hold one; training, whose weights change
 // every step, must not.
 class FrozenWeights {
  public:
@@ -46,16 +46,14 @@ class FrozenWeights {
   FrozenWeights& operator=(const FrozenWeights&) = delete;
 };
 
-// y[rows, out] = x[rows, in] w[out, in]^T + beta * y in the current precision (not f32).
-void linear_reduced(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y);
+// The linear layers' products (ops::linear, ops::linear_cross_entropy) in the current
+// precision: y[rows, out] = x[rows, in] w[out, in]^T (+ bias[out] where given). In
+// f32 while a FrozenWeights lives, through w's packed copy (ops/gemm.h).
+void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y);
 
-// In f32 while a FrozenWeights lives: y[rows, out] = x w[out, in]^T (+ bias) through
-// w's packed copy. False, with nothing done, otherwise or where the CPU has no
-// packed layout.
-bool linear_frozen_f32(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y);
-
-// The bf16 backward of linear_reduced: dx = g w and dw = g^T x, g: [rows, out].
-void linear_backward_bf16(const float* g, const float* x, const float* w, int64_t rows, int64_t in, int64_t out, float* dx,
-                          float* dw);
+// Their backward in the precision of the forward pass (int8 is refused):
+// dx[rows, in] = g w and dw[out, in] = g^T x + dw_beta * dw, g: [rows, out].
+void linear_product_backward(Precision precision, const float* g, const float* x, const float* w, int64_t rows, int64_t in,
+                             int64_t out, float* dx, float* dw, float dw_beta);
 
 }  // namespace tfm::ops
