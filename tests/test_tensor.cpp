@@ -52,15 +52,24 @@ TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
 
 // A decoding step's single query takes a path of its own (dot products, no GEMM):
 // it must give that query's row of the all-queries result.
+// Geometries cover the kernels' tails: keys not a multiple of 4, head widths below 8,
+// between multiples of 8 and above 32.
 TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
-  ops::AttentionMask mask;
-  mask.key_padding = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0};  // batch 2, 7 keys
-  const Tensor q = testing::random_tensor({2, 5, 16}, 1), k = testing::random_tensor({2, 7, 16}, 2), v = testing::random_tensor({2, 7, 16}, 3);
-  const Tensor all = ops::attention(q, k, v, 4, mask);
-  for (int64_t i = 0; i < 5; ++i) {
-    const Tensor one = ops::attention(q.slice(1, i, i + 1), k, v, 4, mask);  // [2, 1, 16]
-    for (int64_t b = 0; b < 2; ++b)
-      for (int64_t c = 0; c < 16; ++c) EXPECT_NEAR(one.data()[b * 16 + c], all.data()[(b * 5 + i) * 16 + c], 1e-5f) << b << " " << i << " " << c;
+  struct Geometry {
+    int64_t keys, heads, width;
+  };
+  for (const Geometry g : {Geometry{7, 4, 16}, Geometry{11, 2, 2 * 45}, Geometry{4, 1, 64}}) {
+    ops::AttentionMask mask;
+    for (int64_t i = 0; i < 2 * g.keys; ++i) mask.key_padding.push_back(i == 2 || i == 2 * g.keys - 2);  // batch 2
+    const Tensor q = testing::random_tensor({2, 5, g.width}, 1), k = testing::random_tensor({2, g.keys, g.width}, 2),
+                 v = testing::random_tensor({2, g.keys, g.width}, 3);
+    const Tensor all = ops::attention(q, k, v, g.heads, mask);
+    for (int64_t i = 0; i < 5; ++i) {
+      const Tensor one = ops::attention(q.slice(1, i, i + 1), k, v, g.heads, mask);  // [2, 1, width]
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t c = 0; c < g.width; ++c)
+          EXPECT_NEAR(one.data()[b * g.width + c], all.data()[(b * 5 + i) * g.width + c], 1e-5f) << g.keys << " keys, b" << b << " i" << i << " c" << c;
+    }
   }
 }
 

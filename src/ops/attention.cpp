@@ -57,10 +57,18 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
       for (int64_t h = 0; h < heads; ++h) {
         float* p = probs.data() + (b * heads + h) * tq * tk;
         // A decoding step has one query: a dot product per key beats a GEMM call's overhead.
-        if (tq == 1)
-          for (int64_t j = 0; j < tk; ++j) p[j] = scale * vec::dot(oq.head(b, h, dk), ok.head(b, h, dk) + j * ok.row_stride, dk);
-        else
+        if (tq == 1) {
+          const float *qh = oq.head(b, h, dk), *kh = ok.head(b, h, dk);
+          const int64_t ks = ok.row_stride;
+          int64_t j = 0;
+          for (; j + 4 <= tk; j += 4) {
+            vec::dot4(qh, kh + j * ks, kh + (j + 1) * ks, kh + (j + 2) * ks, kh + (j + 3) * ks, dk, p + j);
+            for (int c = 0; c < 4; ++c) p[j + c] *= scale;
+          }
+          for (; j < tk; ++j) p[j] = scale * vec::dot(qh, kh + j * ks, dk);
+        } else {
           gemm(false, true, tq, tk, dk, scale, oq.head(b, h, dk), oq.row_stride, ok.head(b, h, dk), ok.row_stride, 0.0f, p, tk);
+        }
         for (int64_t i = 0; i < tq; ++i) {
           float* row = p + i * tk;
           for (int64_t j = 0; j < tk; ++j) {
@@ -77,11 +85,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
         }
         float* o = out.data() + b * tq * D + h * dk;
         if (tq == 1) {  // o = sum over keys of p[j] v[j]
-          std::fill_n(o, dk, 0.0f);
-          for (int64_t j = 0; j < tk; ++j) {
-            const float* vj = ov.head(b, h, dk) + j * ov.row_stride;
-            for (int64_t c = 0; c < dk; ++c) o[c] += pd[j] * vj[c];
-          }
+          vec::weighted_row_sum(pd, ov.head(b, h, dk), ov.row_stride, tk, dk, o);
         } else {
           gemm(false, false, tq, dk, tk, 1.0f, pd, tk, ov.head(b, h, dk), ov.row_stride, 0.0f, o, D);
         }

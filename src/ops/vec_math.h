@@ -83,4 +83,48 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
+// The dot products of a[0, n) with each of b0..b3[0, n): four independent chains,
+// so the multiply-adds overlap instead of waiting on one accumulator.
+inline void dot4(const float* a, const float* b0, const float* b1, const float* b2, const float* b3, int64_t n, float out[4]) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 x = _mm256_loadu_ps(a + j);
+    s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b0 + j), s0);
+    s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b1 + j), s1);
+    s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b2 + j), s2);
+    s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b3 + j), s3);
+  }
+  out[0] = horizontal_sum(s0), out[1] = horizontal_sum(s1), out[2] = horizontal_sum(s2), out[3] = horizontal_sum(s3);
+  for (; j < n; ++j) out[0] += a[j] * b0[j], out[1] += a[j] * b1[j], out[2] += a[j] * b2[j], out[3] += a[j] * b3[j];
+}
+
+// y[0, n) = sum over r < count of w[r] * x[r * stride, r * stride + n): 32 columns at a
+// time held in registers across all rows (one store per column, not one per row).
+inline void weighted_row_sum(const float* w, const float* x, int64_t stride, int64_t count, int64_t n, float* y) {
+  int64_t c = 0;
+  for (; c + 32 <= n; c += 32) {
+    __m256 y0 = _mm256_setzero_ps(), y1 = _mm256_setzero_ps(), y2 = _mm256_setzero_ps(), y3 = _mm256_setzero_ps();
+    for (int64_t r = 0; r < count; ++r) {
+      const __m256 wr = _mm256_set1_ps(w[r]);
+      const float* xr = x + r * stride + c;
+      y0 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr), y0);
+      y1 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 8), y1);
+      y2 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 16), y2);
+      y3 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 24), y3);
+    }
+    _mm256_storeu_ps(y + c, y0), _mm256_storeu_ps(y + c + 8, y1), _mm256_storeu_ps(y + c + 16, y2), _mm256_storeu_ps(y + c + 24, y3);
+  }
+  for (; c + 8 <= n; c += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t r = 0; r < count; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(x + r * stride + c), acc);
+    _mm256_storeu_ps(y + c, acc);
+  }
+  for (; c < n; ++c) {
+    float acc = 0.0f;
+    for (int64_t r = 0; r < count; ++r) acc += w[r] * x[r * stride + c];
+    y[c] = acc;
+  }
+}
+
 }  // namespace tfm::ops::vec
