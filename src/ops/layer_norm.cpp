@@ -6,9 +6,40 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "ops/vec_math.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
+
+namespace {
+
+// One row's share of the backward pass, x̂ = (x - mu) * rs: adds g x̂ to dw and g to db,
+// and returns the row sums of g w and g w x̂ that dx needs (8 columns at a time).
+void accumulate_row_backward(const float* x, const float* g, const float* w, float mu, float rs, int64_t d, float* dw, float* db,
+                             float& sum_gw, float& sum_gw_xhat) {
+  const __m256 vmu = _mm256_set1_ps(mu), vrs = _mm256_set1_ps(rs);
+  __m256 acc_gw = _mm256_setzero_ps(), acc_gw_xhat = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= d; j += 8) {
+    const __m256 xhat = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vmu), vrs);
+    const __m256 gj = _mm256_loadu_ps(g + j);
+    const __m256 gw = _mm256_mul_ps(gj, _mm256_loadu_ps(w + j));
+    acc_gw = _mm256_add_ps(acc_gw, gw);
+    acc_gw_xhat = _mm256_fmadd_ps(gw, xhat, acc_gw_xhat);
+    _mm256_storeu_ps(dw + j, _mm256_fmadd_ps(gj, xhat, _mm256_loadu_ps(dw + j)));
+    _mm256_storeu_ps(db + j, _mm256_add_ps(gj, _mm256_loadu_ps(db + j)));
+  }
+  sum_gw = vec::horizontal_sum(acc_gw), sum_gw_xhat = vec::horizontal_sum(acc_gw_xhat);
+  for (; j < d; ++j) {
+    const float xhat = (x[j] - mu) * rs, gw = g[j] * w[j];
+    sum_gw += gw;
+    sum_gw_xhat += gw * xhat;
+    dw[j] += g[j] * xhat;
+    db[j] += g[j];
+  }
+}
+
+}  // namespace
 
 Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, float eps) {
   const int64_t d = x_in.size(-1);
@@ -22,12 +53,8 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
 #pragma omp parallel for if (x.numel() > (1 << 14)) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = px + r * d;
-    float mu = 0.0f;
-    for (int64_t j = 0; j < d; ++j) mu += xr[j];
-    mu /= static_cast<float>(d);
-    float var = 0.0f;
-    for (int64_t j = 0; j < d; ++j) var += (xr[j] - mu) * (xr[j] - mu);
-    var /= static_cast<float>(d);
+    const float mu = vec::sum(xr, d) / static_cast<float>(d);
+    const float var = vec::squared_deviations(xr, d, mu) / static_cast<float>(d);
     const float rs = 1.0f / std::sqrt(var + eps);
     pm[r] = mu;
     pr[r] = rs;
@@ -51,15 +78,8 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
         const float* xr = px + r * d;
         const float* gr = pg + r * d;
         const float mu = pm[r], rs = pr[r];
-        float sum_gw = 0.0f, sum_gw_xhat = 0.0f;
-        for (int64_t j = 0; j < d; ++j) {
-          const float xhat = (xr[j] - mu) * rs;
-          const float gw = gr[j] * pw[j];
-          sum_gw += gw;
-          sum_gw_xhat += gw * xhat;
-          dw[j] += gr[j] * xhat;
-          db[j] += gr[j];
-        }
+        float sum_gw, sum_gw_xhat;
+        accumulate_row_backward(xr, gr, pw, mu, rs, d, dw, db, sum_gw, sum_gw_xhat);
         const float inv_d = 1.0f / static_cast<float>(d);
         for (int64_t j = 0; j < d; ++j) {
           const float xhat = (xr[j] - mu) * rs;

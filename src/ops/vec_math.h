@@ -73,6 +73,30 @@ inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
   return sum;
 }
 
+// The sum of x[0, n).
+inline float sum(const float* x, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + j));
+  float total = horizontal_sum(acc);
+  for (; j < n; ++j) total += x[j];
+  return total;
+}
+
+// The sum of (x[j] - mean)^2 over x[0, n).
+inline float squared_deviations(const float* x, int64_t n, float mean) {
+  const __m256 m = _mm256_set1_ps(mean);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 dev = _mm256_sub_ps(_mm256_loadu_ps(x + j), m);
+    acc = _mm256_fmadd_ps(dev, dev, acc);
+  }
+  float total = horizontal_sum(acc);
+  for (; j < n; ++j) total += (x[j] - mean) * (x[j] - mean);
+  return total;
+}
+
 // The dot product of a[0, n) and b[0, n) (8 lanes, fused multiply-adds).
 inline float dot(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
