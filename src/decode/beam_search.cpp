@@ -15,20 +15,26 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// The `count` largest finite entries of lp[0, V) other than the excluded ids, as
-// (value, id), best first.
-std::vector<std::pair<double, int64_t>> top_extensions(const float* lp, int64_t V, int64_t count, std::initializer_list<int> excluded) {
-  std::vector<std::pair<double, int64_t>> top;  // kept sorted, best first
+// The `count` most probable tokens of a row of logits[0, V) other than the excluded ids,
+// as (log-probability, id), best first. The log-softmax is never written out: the
+// logits rank the tokens as their log-probabilities do, and only the kept ones are
+// shifted by the row's log-sum-exp.
+std::vector<std::pair<double, int64_t>> top_extensions(const float* logits, int64_t V, int64_t count, std::initializer_list<int> excluded) {
+  const float lse = ops::log_sum_exp_row(logits, V);
+  if (!std::isfinite(lse)) return {};  // a diverged model (NaN or infinite logits) proposes nothing
+  std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
   float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
   for (int64_t v = 0; v < V; ++v) {
-    if (!(lp[v] > bar)) continue;  // most entries; NaN too
-    if (!std::isfinite(lp[v]) || std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;  // a diverged model
-    auto at = std::upper_bound(top.begin(), top.end(), static_cast<double>(lp[v]), [](double x, const auto& e) { return x > e.first; });
-    top.insert(at, {lp[v], v});
+    if (!(logits[v] > bar)) continue;  // most entries; -inf too
+    if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
+    auto at = std::upper_bound(top.begin(), top.end(), logits[v], [](float x, const auto& e) { return x > e.first; });
+    top.insert(at, {logits[v], v});
     if (static_cast<int64_t>(top.size()) > count) top.pop_back();
-    if (static_cast<int64_t>(top.size()) == count) bar = static_cast<float>(top.back().first);
+    if (static_cast<int64_t>(top.size()) == count) bar = top.back().first;
   }
-  return top;
+  std::vector<std::pair<double, int64_t>> out;
+  for (const auto& [logit, v] : top) out.push_back({logit - lse, v});
+  return out;
 }
 
 struct Beam {
@@ -94,16 +100,12 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     Tensor hidden = model.decode(memory, beam_src_mask, input, causal, o.use_cache ? &cache : nullptr);
     Tensor logits = model.generator->logits(hidden.slice(1, hidden.size(1) - 1, hidden.size(1)).contiguous());  // [n, 1, vocab]
     const int64_t V = logits.size(-1);
-    std::vector<float> logp(static_cast<size_t>(n * V));
     // Each beam's 2K best extensions: together they hold the sentence's 2K best,
     // which can always supply K that do not end the sentence.
     std::vector<std::vector<std::pair<double, int64_t>>> best(static_cast<size_t>(n));
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < n; ++r) {
-      float* lp = logp.data() + r * V;
-      ops::log_softmax_row(logits.data() + r * V, lp, V);
-      if (std::isfinite(beams[r].log_prob)) best[r] = top_extensions(lp, V, 2 * K, {pad, o.bos});
-    }
+    for (int64_t r = 0; r < n; ++r)
+      if (std::isfinite(beams[r].log_prob)) best[r] = top_extensions(logits.data() + r * V, V, 2 * K, {pad, o.bos});
 
     std::vector<Beam> next;
     std::vector<int64_t> origin, still;

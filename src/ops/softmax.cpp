@@ -19,9 +19,13 @@ void softmax_row(const float* x, float* y, int64_t n) {
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }
 
-void log_softmax_row(const float* x, float* y, int64_t n) {
+float log_sum_exp_row(const float* x, int64_t n) {
   const float mx = vec::max_of(x, n);
-  const float lse = mx + std::log(vec::exp_shifted(x, nullptr, n, mx));
+  return mx + std::log(vec::exp_shifted(x, nullptr, n, mx));
+}
+
+void log_softmax_row(const float* x, float* y, int64_t n) {
+  const float lse = log_sum_exp_row(x, n);
   for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
 }
 
