@@ -3,6 +3,7 @@
 
 #include "ops/attention.h"
 #include "ops/shape.h"
+#include "ops/vec_math.h"
 #include "support/gradcheck.h"
 #include "tensor/error.h"
 
@@ -71,6 +72,23 @@ TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
           EXPECT_NEAR(one.data()[b * g.width + c], all.data()[(b * 5 + i) * g.width + c], 1e-5f) << g.keys << " keys, b" << b << " i" << i << " c" << c;
     }
   }
+}
+
+// Beam search finds its candidates with it: every entry above the bar, in order, from
+// any start, NaN and -inf never, across the 8-wide blocks and the scalar tail.
+TEST(VecMath, FirstAboveVisitsWhatAScanWould) {
+  std::vector<float> x(37);
+  for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>((j * 7) % 11) - 5.0f;
+  x[3] = std::numeric_limits<float>::quiet_NaN(), x[20] = -std::numeric_limits<float>::infinity();
+  for (float bar : {-std::numeric_limits<float>::infinity(), 0.0f, 4.0f, 5.0f})
+    for (int64_t from = 0; from <= 37; from += 5) {
+      std::vector<int64_t> expected, found;
+      for (int64_t j = from; j < 37; ++j)
+        if (x[j] > bar) expected.push_back(j);
+      for (int64_t j = ops::vec::first_above(x.data(), from, 37, bar); j < 37; j = ops::vec::first_above(x.data(), j + 1, 37, bar))
+        found.push_back(j);
+      EXPECT_EQ(found, expected) << "bar " << bar << " from " << from;
+    }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "autograd/autograd.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
+#include "ops/vec_math.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
@@ -24,8 +25,7 @@ std::vector<std::pair<double, int64_t>> top_extensions(const float* logits, int6
   if (!std::isfinite(lse)) return {};  // a diverged model (NaN or infinite logits) proposes nothing
   std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
   float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
-  for (int64_t v = 0; v < V; ++v) {
-    if (!(logits[v] > bar)) continue;  // most entries; -inf too
+  for (int64_t v = ops::vec::first_above(logits, 0, V, bar); v < V; v = ops::vec::first_above(logits, v + 1, V, bar)) {
     if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
     auto at = std::upper_bound(top.begin(), top.end(), logits[v], [](float x, const auto& e) { return x > e.first; });
     top.insert(at, {logits[v], v});

@@ -73,6 +73,19 @@ inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
   return sum;
 }
 
+// The first index j in [from, n) with x[j] > bar (NaN never is), or n.
+inline int64_t first_above(const float* x, int64_t from, int64_t n, float bar) {
+  const __m256 b = _mm256_set1_ps(bar);
+  int64_t j = from;
+  for (; j + 8 <= n; j += 8) {
+    const int above = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), b, _CMP_GT_OQ));
+    if (above) return j + __builtin_ctz(static_cast<unsigned>(above));
+  }
+  for (; j < n; ++j)
+    if (x[j] > bar) return j;
+  return n;
+}
+
 // The sum of x[0, n).
 inline float sum(const float* x, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
