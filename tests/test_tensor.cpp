@@ -1,6 +1,7 @@
 // Tensor views and the semantics of the fused attention op.
 #include <gtest/gtest.h>
 
+#include "autograd/autograd.h"
 #include "ops/attention.h"
 #include "ops/shape.h"
 #include "ops/vec_math.h"
@@ -72,6 +73,29 @@ TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
           EXPECT_NEAR(one.data()[b * g.width + c], all.data()[(b * 5 + i) * g.width + c], 1e-5f) << g.keys << " keys, b" << b << " i" << i << " c" << c;
     }
   }
+}
+
+// A cache's index (key_rows) must give what gathering each query row's keys and
+// values into a batch of their own gives.
+TEST(Attention, IndexedKeysEqualGatheredOnes) {
+  const int64_t stored = 3, batch = 4, keys = 5, width = 16;
+  const Tensor q = testing::random_tensor({batch, 1, width}, 1), k = testing::random_tensor({stored, keys, width}, 2),
+               v = testing::random_tensor({stored, keys, width}, 3);
+  std::vector<int32_t> rows(keys * batch);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>((i * 5 + i / 3) % stored);
+  ops::AttentionMask mask;
+  mask.key_padding.assign(batch * keys, 0);
+  mask.key_padding[1 * keys + 4] = 1;
+  autograd::NoGradGuard no_grad;
+  const Tensor indexed = ops::attention(q, k, v, 2, mask, 0.0f, 0, nullptr, rows.data());
+  Tensor gk = Tensor::empty({batch, keys, width}), gv = Tensor::empty({batch, keys, width});
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < keys; ++j) {
+      gk.slice(0, b, b + 1).slice(1, j, j + 1).copy_from(k.slice(0, rows[j * batch + b], rows[j * batch + b] + 1).slice(1, j, j + 1));
+      gv.slice(0, b, b + 1).slice(1, j, j + 1).copy_from(v.slice(0, rows[j * batch + b], rows[j * batch + b] + 1).slice(1, j, j + 1));
+    }
+  const Tensor gathered = ops::attention(q, gk, gv, 2, mask);
+  for (int64_t i = 0; i < batch * width; ++i) EXPECT_FLOAT_EQ(indexed.data()[i], gathered.data()[i]) << i;
 }
 
 // Beam search finds its candidates with it: every entry above the bar, in order, from

@@ -26,39 +26,41 @@ Tensor MultiHeadAttention::attention_weights() const {
   return weights_;
 }
 
-void KVCache::select_rows(const std::vector<int64_t>& rows) {
+void KVCache::select_rows(const std::vector<int64_t>& order) {
   if (!k.defined()) return;
-  // Only the valid positions move; the new caches keep the old capacity.
-  auto gather = [&](const Tensor& x) {
-    const int64_t capacity = x.size(1), d = x.size(2), n = static_cast<int64_t>(rows.size());
-    Tensor out = Tensor::empty({n, capacity, d});
-    for (int64_t i = 0; i < n; ++i) {
-      TFM_CHECK(rows[i] >= 0 && rows[i] < x.size(0), "KVCache: row " << rows[i] << " outside 0.." << x.size(0) - 1);
-      std::copy_n(x.data() + rows[i] * capacity * d, length * d, out.data() + i * capacity * d);
-    }
-    return out;
-  };
-  k = gather(k), v = gather(v);
+  const int64_t batch = rows.empty() ? k.size(0) : static_cast<int64_t>(rows.size()) / length;
+  const int64_t n = static_cast<int64_t>(order.size());
+  std::vector<int32_t> next(static_cast<size_t>(length * n));
+  for (int64_t i = 0; i < n; ++i) {
+    TFM_CHECK(order[i] >= 0 && order[i] < batch, "KVCache: row " << order[i] << " outside 0.." << batch - 1);
+    for (int64_t j = 0; j < length; ++j) next[j * n + i] = rows.empty() ? static_cast<int32_t>(order[i]) : rows[j * batch + order[i]];
+  }
+  rows = std::move(next);
 }
 
 namespace {
 
-// Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache, growing it as needed.
+// Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache,
+// rows 0..batch-1, growing it as needed. The storage is position-major ([capacity,
+// rows, d], viewed as [rows, capacity, d]) so that growing copies one block.
 void append(KVCache& c, const Tensor& k, const Tensor& v) {
   const int64_t batch = k.size(0), t = k.size(1), d = k.size(2);
+  const int64_t written = c.k.defined() ? c.k.size(0) : batch;
+  TFM_CHECK(batch <= written && (batch == written || !c.rows.empty()), "KVCache: " << batch << " rows appended to a cache of " << written);
   if (!c.k.defined() || c.k.size(1) < c.length + t) {
     const int64_t capacity = std::max<int64_t>(2 * (c.length + t), 16);
-    Tensor nk = Tensor::empty({batch, capacity, d}), nv = Tensor::empty({batch, capacity, d});
-    if (c.length > 0) {
-      Tensor dst_k = nk.slice(1, 0, c.length), dst_v = nv.slice(1, 0, c.length);
-      dst_k.copy_from(c.k.slice(1, 0, c.length));
-      dst_v.copy_from(c.v.slice(1, 0, c.length));
-    }
-    c.k = nk, c.v = nv;
+    auto grow = [&](const Tensor& old) {
+      Tensor storage = Tensor::empty({capacity, written, d});
+      if (c.length > 0) storage.slice(0, 0, c.length).copy_from(old.transpose(0, 1).slice(0, 0, c.length));
+      return storage.transpose(0, 1);
+    };
+    c.k = grow(c.k), c.v = grow(c.v);
   }
-  Tensor dst_k = c.k.slice(1, c.length, c.length + t), dst_v = c.v.slice(1, c.length, c.length + t);
-  dst_k.copy_from(k);
-  dst_v.copy_from(v);
+  c.k.slice(0, 0, batch).slice(1, c.length, c.length + t).copy_from(k);
+  c.v.slice(0, 0, batch).slice(1, c.length, c.length + t).copy_from(v);
+  if (!c.rows.empty())
+    for (int64_t j = 0; j < t; ++j)
+      for (int64_t b = 0; b < batch; ++b) c.rows.push_back(static_cast<int32_t>(b));
   c.length += t;
 }
 
@@ -86,7 +88,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     } else {
       Tensor kv = project(key, 1, 2);  // [batch, tk, 2 * d_model]
       k = kv.slice(2, 0, D), v = kv.slice(2, D, 2 * D);
-      if (cache) cache->k = k.contiguous(), cache->v = v.contiguous(), cache->length = k.size(1);
+      if (cache) cache->k = k, cache->v = v, cache->length = k.size(1);
     }
   } else {
     TFM_CHECK(!cache, "attention caches need self-attention or shared keys and values");
@@ -95,7 +97,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   const float p = training() ? dropout_ : 0.0f;
   const uint64_t key_seed = p > 0.0f ? global_rng().next_u64() : 0;
   Tensor weights;
-  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, &weights);  // [batch, tq, d_model]
+  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, &weights, cache ? cache->key_rows() : nullptr);  // [batch, tq, d_model]
   {
     const std::lock_guard<std::mutex> lock(weights_mutex_);
     weights_ = std::move(weights);

@@ -13,11 +13,17 @@ namespace tfm::nn {
 // Keys and values kept between decoding steps so that a step costs one position.
 // Self-attention appends each step's projections; encoder-decoder attention
 // projects the memory once, on the first step, and reuses it.
+//
+// Vectors stay where they were written. Beam search reorders its hypotheses by
+// rewriting `rows`, an index per position and batch row (ops::attention's key_rows),
+// never the vectors: a step moves a few bytes per position instead of 2 * d_model floats.
 struct KVCache {
-  Tensor k, v;         // [batch, capacity, d_model]; the first `length` positions are valid
+  Tensor k, v;  // [written rows, capacity, d_model] views; the first `length` positions are valid
   int64_t length = 0;
-  // Reorders the batch rows (beam search keeps the beams it extends).
+  std::vector<int32_t> rows;  // [length, batch]: the row of k, v holding batch row b's position j; empty: row b
+  // Batch row r becomes the old row rows[r] (beam search keeps the beams it extends).
   void select_rows(const std::vector<int64_t>& rows);
+  const int32_t* key_rows() const { return rows.empty() ? nullptr : rows.data(); }
 };
 
 class MultiHeadAttention : public Module {

@@ -57,10 +57,9 @@ DecoderLayer::DecoderLayer(const LayerOptions& o) : o_(o) {
   norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model));
 }
 
-void DecoderCache::select_rows(const std::vector<int64_t>& rows, bool sentences_changed) {
+void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
   for (KVCache& c : self_attn) c.select_rows(rows);
-  if (sentences_changed)
-    for (KVCache& c : cross_attn) c.select_rows(rows);
+  for (KVCache& c : cross_attn) c.select_rows(rows);
 }
 
 Tensor DecoderLayer::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,

@@ -57,10 +57,8 @@ struct DecoderCache {
   std::vector<KVCache> self_attn, cross_attn;
   int64_t length() const { return self_attn.empty() ? 0 : self_attn[0].length; }
   // Row r of the batch becomes the old row rows[r] (beam search keeps the beams it
-  // extends). Encoder-decoder caches hold one copy of a sentence's memory per beam,
-  // so they move only when the sentences change, not when beams are reordered
-  // within them.
-  void select_rows(const std::vector<int64_t>& rows, bool sentences_changed);
+  // extends): only the caches' indices change (KVCache).
+  void select_rows(const std::vector<int64_t>& rows);
 };
 
 class DecoderLayer : public Module {

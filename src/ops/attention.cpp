@@ -31,12 +31,13 @@ Operand operand(const Tensor& t, const char* name) {
 }  // namespace
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask, float dropout_p,
-                 uint64_t dropout_key, Tensor* weights) {
+                 uint64_t dropout_key, Tensor* weights, const int32_t* key_rows) {
   Operand oq = operand(q, "q"), ok = operand(k, "k"), ov = operand(v, "v");
   const int64_t B = q.size(0), tq = q.size(1), tk = k.size(1), D = q.size(2);
   TFM_CHECK(heads > 0 && D % heads == 0, "attention: model width " << D << " not divisible by " << heads << " heads");
-  TFM_CHECK(k.size(0) == B && v.size(0) == B && v.size(1) == tk && k.size(2) == D && v.size(2) == D,
+  TFM_CHECK((key_rows || k.size(0) == B) && v.size(0) == k.size(0) && v.size(1) == tk && k.size(2) == D && v.size(2) == D,
             "attention: q " << shape_str(q.shape()) << ", k " << shape_str(k.shape()) << ", v " << shape_str(v.shape()) << " do not match");
+  TFM_CHECK(!key_rows || (tq == 1 && !autograd::grad_enabled()), "attention: indexed keys are for decoding one query per row, without gradient");
   TFM_CHECK(mask.key_padding.empty() || static_cast<int64_t>(mask.key_padding.size()) == B * tk,
             "attention: padding mask has " << mask.key_padding.size() << " entries for " << B << "x" << tk << " keys");
   TFM_CHECK(!mask.causal || tk >= tq, "attention: causal mask needs at least as many keys as queries");
@@ -52,20 +53,24 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
 #pragma omp parallel
   {
     std::vector<float> scratch(dropout_p > 0.0f ? tq * tk : 0);
+    std::vector<const float*> key(tq == 1 ? tk : 0), value(tq == 1 ? tk : 0);  // one query's keys and values, this head
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < heads; ++h) {
         float* p = probs.data() + (b * heads + h) * tq * tk;
         // A decoding step has one query: a dot product per key beats a GEMM call's overhead.
         if (tq == 1) {
-          const float *qh = oq.head(b, h, dk), *kh = ok.head(b, h, dk);
-          const int64_t ks = ok.row_stride;
+          for (int64_t j = 0; j < tk; ++j) {
+            const int64_t row = key_rows ? key_rows[j * B + b] : b;
+            key[j] = ok.head(row, h, dk) + j * ok.row_stride, value[j] = ov.head(row, h, dk) + j * ov.row_stride;
+          }
+          const float* qh = oq.head(b, h, dk);
           int64_t j = 0;
           for (; j + 4 <= tk; j += 4) {
-            vec::dot4(qh, kh + j * ks, kh + (j + 1) * ks, kh + (j + 2) * ks, kh + (j + 3) * ks, dk, p + j);
+            vec::dot4(qh, key[j], key[j + 1], key[j + 2], key[j + 3], dk, p + j);
             for (int c = 0; c < 4; ++c) p[j + c] *= scale;
           }
-          for (; j < tk; ++j) p[j] = scale * vec::dot(qh, kh + j * ks, dk);
+          for (; j < tk; ++j) p[j] = scale * vec::dot(qh, key[j], dk);
         } else {
           gemm(false, true, tq, tk, dk, scale, oq.head(b, h, dk), oq.row_stride, ok.head(b, h, dk), ok.row_stride, 0.0f, p, tk);
         }
@@ -85,7 +90,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
         }
         float* o = out.data() + b * tq * D + h * dk;
         if (tq == 1) {  // o = sum over keys of p[j] v[j]
-          vec::weighted_row_sum(pd, ov.head(b, h, dk), ov.row_stride, tk, dk, o);
+          vec::weighted_row_sum(pd, value.data(), tk, dk, o);
         } else {
           gemm(false, false, tq, dk, tk, 1.0f, pd, tk, ov.head(b, h, dk), ov.row_stride, 0.0f, o, D);
         }

@@ -21,7 +21,12 @@ struct AttentionMask {
 // its last dimension; head h uses columns [h * d_k, (h + 1) * d_k).
 // Returns [batch, tq, heads * d_k], heads concatenated. If `weights` is non-null
 // it receives the attention probabilities [batch, heads, tq, tk] (before dropout).
+//
+// key_rows (decoding: one query per row, no gradient) says where each query row's
+// keys are: key j of query row b is row key_rows[j * batch + b] of k and v, which may
+// then have any number of rows. A cache keeps its vectors where they were written
+// and beam search reorders its hypotheses by rewriting this index alone.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask,
-                 float dropout_p = 0.0f, uint64_t dropout_key = 0, Tensor* weights = nullptr);
+                 float dropout_p = 0.0f, uint64_t dropout_key = 0, Tensor* weights = nullptr, const int32_t* key_rows = nullptr);
 
 }  // namespace tfm::ops

@@ -136,15 +136,15 @@ inline void dot4(const float* a, const float* b0, const float* b1, const float* 
   for (; j < n; ++j) out[0] += a[j] * b0[j], out[1] += a[j] * b1[j], out[2] += a[j] * b2[j], out[3] += a[j] * b3[j];
 }
 
-// y[0, n) = sum over r < count of w[r] * x[r * stride, r * stride + n): 32 columns at a
-// time held in registers across all rows (one store per column, not one per row).
-inline void weighted_row_sum(const float* w, const float* x, int64_t stride, int64_t count, int64_t n, float* y) {
+// y[0, n) = sum over r < count of w[r] * rows[r][0, n): 32 columns at a time held in
+// registers across all rows (one store per column, not one per row).
+inline void weighted_row_sum(const float* w, const float* const* rows, int64_t count, int64_t n, float* y) {
   int64_t c = 0;
   for (; c + 32 <= n; c += 32) {
     __m256 y0 = _mm256_setzero_ps(), y1 = _mm256_setzero_ps(), y2 = _mm256_setzero_ps(), y3 = _mm256_setzero_ps();
     for (int64_t r = 0; r < count; ++r) {
       const __m256 wr = _mm256_set1_ps(w[r]);
-      const float* xr = x + r * stride + c;
+      const float* xr = rows[r] + c;
       y0 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr), y0);
       y1 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 8), y1);
       y2 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 16), y2);
@@ -154,12 +154,12 @@ inline void weighted_row_sum(const float* w, const float* x, int64_t stride, int
   }
   for (; c + 8 <= n; c += 8) {
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t r = 0; r < count; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(x + r * stride + c), acc);
+    for (int64_t r = 0; r < count; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(rows[r] + c), acc);
     _mm256_storeu_ps(y + c, acc);
   }
   for (; c < n; ++c) {
     float acc = 0.0f;
-    for (int64_t r = 0; r < count; ++r) acc += w[r] * x[r * stride + c];
+    for (int64_t r = 0; r < count; ++r) acc += w[r] * rows[r][c];
     y[c] = acc;
   }
 }
