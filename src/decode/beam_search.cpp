@@ -103,7 +103,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     // Each beam's 2K best extensions: together they hold the sentence's 2K best,
     // which can always supply K that do not end the sentence.
     std::vector<std::vector<std::pair<double, int64_t>>> best(static_cast<size_t>(n));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (n * V > (1 << 15)) schedule(static)
     for (int64_t r = 0; r < n; ++r)
       if (std::isfinite(beams[r].log_prob)) best[r] = top_extensions(logits.data() + r * V, V, 2 * K, {pad, o.bos});
 

@@ -50,7 +50,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
   Tensor probs = Tensor::empty({B, heads, tq, tk});
   Tensor out = Tensor::empty({B, tq, D});
 
-#pragma omp parallel
+  // A decoding step of one sentence is a few microseconds of work: less than waking
+  // the second core costs (~3 us).
+#pragma omp parallel if (B * tq * tk * D > (1 << 15))
   {
     std::vector<float> scratch(dropout_p > 0.0f ? tq * tk : 0);
     std::vector<const float*> key(tq == 1 ? tk : 0), value(tq == 1 ? tk : 0);  // one query's keys and values, this head

@@ -24,6 +24,29 @@ bool use_matmul_primitive(bool trans_a, int64_t m, int64_t k) {
   if (trans_a || m < 16 || m > 256) return false;
   return m <= 48 || k >= 512;
 }
+// Forking the second core costs about 3 us on this machine (an empty OpenMP region,
+// 2 vCPUs): more than splitting saves on a small product (1 x 256 x 256 in 2.6 us on
+// one thread, 6.9 us on two). Small means both under a million multiply-adds and a
+// B under 512 KB: a decoding step of one sentence streams its weights from memory,
+// and two cores read them faster than one (batch-1 greedy latency 6.2 ms with every
+// product on both cores, 6.4 ms with the work rule alone, 5.7 ms with both rules).
+int threads_for(int64_t m, int64_t n, int64_t k) {
+  const bool small = m * n * k < (int64_t{1} << 20) && n * k < (int64_t{1} << 17);
+  return small ? 1 : omp_get_max_threads();
+}
+
+// Sets the calling thread's OpenMP thread count for oneDNN's next call, restoring it after.
+class ThreadCount {
+ public:
+  explicit ThreadCount(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~ThreadCount() { omp_set_num_threads(saved_); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  int saved_;
+};
+
 // A product C[m, n] (f32) = alpha * op(A) op(B) + beta * C, A and B of type `in`.
 // B is either strided (op(B) by ldb and tb) or a PackedWeight's blocked layout; a bias
 // row [n] may be added.
@@ -33,16 +56,17 @@ struct MatmulKey {
   int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
   bool packed_b = false, bias = false;
+  int threads = 1;  // oneDNN fixes a primitive's thread count when it is made
   bool operator==(const MatmulKey& o) const {
-    return std::tie(in, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, packed_b, bias) ==
-           std::tie(o.in, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta, o.packed_b, o.bias);
+    return std::tie(in, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, packed_b, bias, threads) ==
+           std::tie(o.in, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta, o.packed_b, o.bias, o.threads);
   }
 };
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
     size_t h = static_cast<size_t>(k.in) * 16 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0) + (k.packed_b ? 4 : 0) + (k.bias ? 8 : 0);
-    for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc}) h = h * 1000003u ^ static_cast<size_t>(v);
+    for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, int64_t{k.threads}}) h = h * 1000003u ^ static_cast<size_t>(v);
     return h ^ std::hash<float>()(k.alpha) * 31 ^ std::hash<float>()(k.beta);
   }
 };
@@ -124,10 +148,12 @@ class MatmulCache {
 };
 
 // Runs the product `actual` with the primitive made for `key`: the same shape, or the
-// same product with runtime (DNNL_RUNTIME_DIM_VAL) sizes and leading dimensions.
+// same product with runtime (DNNL_RUNTIME_DIM_VAL) sizes and leading dimensions. Both
+// name the thread count (threads_for the actual sizes).
 void run_matmul(const MatmulKey& key, const MatmulKey& actual, const void* a, const void* b, float* c,
                 const float* bias = nullptr) {
   thread_local MatmulCache cache;
+  const ThreadCount threads(key.threads);
   Matmul& mm = cache.get(key);
   dnnl::memory ma = mm.a, mb = mm.b, mc = mm.c;
   if (!(key == actual)) {
@@ -149,6 +175,7 @@ void run_matmul(const MatmulKey& key, const MatmulKey& actual, const void* a, co
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const ThreadCount threads(threads_for(m, n, k));
   dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   TFM_CHECK(st == dnnl_success, "oneDNN sgemm failed (status " << static_cast<int>(st) << ") for m=" << m << " n=" << n
                                                                    << " k=" << k);
@@ -162,7 +189,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   // Inside a parallel region (attention's per-head products) both would run on one
   // thread, where sgemm's lower overhead wins.
   if (use_matmul_primitive(trans_a, m, k) && !omp_in_parallel()) {
-    const MatmulKey key{dnnl::memory::data_type::f32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta};
+    const MatmulKey key{dnnl::memory::data_type::f32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, false, false, threads_for(m, n, k)};
     run_matmul(key, key, a, b, c);
     return;
   }
@@ -183,14 +210,16 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   // memory) and are as fast or faster (4000 x 8000 x 256: 768 vs 578 GFLOP/s).
   constexpr int64_t R = DNNL_RUNTIME_DIM_VAL;
   const dnnl::memory::data_type bf16_type = dnnl::memory::data_type::bf16;
-  run_matmul({bf16_type, trans_a, trans_b, R, R, R, R, R, R, alpha, beta},
-             {bf16_type, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta}, a, b, c);
+  const int threads = threads_for(m, n, k);
+  run_matmul({bf16_type, trans_a, trans_b, R, R, R, R, R, R, alpha, beta, false, false, threads},
+             {bf16_type, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, false, false, threads}, a, b, c);
 }
 
 void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
              int64_t ldc) {
   if (m == 0 || n == 0) return;
   const int32_t no_offset = 0;
+  const ThreadCount threads(threads_for(m, n, k));
   dnnl_status_t st = dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.0f, a, lda, 0, b_t, ldb, 0, 0.0f, c, ldc, &no_offset);
   TFM_CHECK(st == dnnl_success, "oneDNN int8 GEMM failed (status " << static_cast<int>(st) << ") for m=" << m << " n=" << n
                                                                      << " k=" << k);
@@ -211,7 +240,8 @@ PackedWeight::PackedWeight(const float* w, int64_t out, int64_t in) : out_(out),
 void PackedWeight::linear(const float* x, int64_t rows, const float* bias, float* y) const {
   TFM_CHECK(valid(), "PackedWeight::linear: this CPU has no packed layout");
   if (rows == 0) return;
-  const MatmulKey key{dnnl::memory::data_type::f32, false, false, rows, out_, in_, in_, 0, out_, 1.0f, 0.0f, true, bias != nullptr};
+  const MatmulKey key{dnnl::memory::data_type::f32, false, false, rows, out_, in_, in_, 0, out_, 1.0f, 0.0f, true, bias != nullptr,
+                      threads_for(rows, out_, in_)};
   run_matmul(key, key, x, data_.data(), y, bias);
 }
 
