@@ -52,25 +52,35 @@ TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
       }
 }
 
-// A decoding step's single query takes a path of its own (dot products, no GEMM):
-// it must give that query's row of the all-queries result.
-// Geometries cover the kernels' tails: keys not a multiple of 4, head widths below 8,
-// between multiples of 8 and above 32.
+// Short sequences and decoding steps go by dot products per query and key, longer
+// ones by two GEMM calls per head: each query's row of a long sequence's result must be
+// what it gets alone (its visible keys only, under the causal mask). Geometries cover
+// the kernels' tails: keys not a multiple of 8, head widths below 8, between
+// multiples of 8 and above 64.
 TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
   struct Geometry {
     int64_t keys, heads, width;
+    bool causal;
   };
-  for (const Geometry g : {Geometry{7, 4, 16}, Geometry{11, 2, 2 * 45}, Geometry{4, 1, 64}}) {
+  for (const Geometry g : {Geometry{7, 4, 16, false}, Geometry{30, 2, 2 * 45, false}, Geometry{43, 1, 72, false},
+                           Geometry{60, 2, 64, true}, Geometry{12, 2, 16, true}}) {
+    const int64_t queries = 5;
     ops::AttentionMask mask;
     for (int64_t i = 0; i < 2 * g.keys; ++i) mask.key_padding.push_back(i == 2 || i == 2 * g.keys - 2);  // batch 2
-    const Tensor q = testing::random_tensor({2, 5, g.width}, 1), k = testing::random_tensor({2, g.keys, g.width}, 2),
+    mask.causal = g.causal;
+    const Tensor q = testing::random_tensor({2, queries, g.width}, 1), k = testing::random_tensor({2, g.keys, g.width}, 2),
                  v = testing::random_tensor({2, g.keys, g.width}, 3);
     const Tensor all = ops::attention(q, k, v, g.heads, mask);
-    for (int64_t i = 0; i < 5; ++i) {
-      const Tensor one = ops::attention(q.slice(1, i, i + 1), k, v, g.heads, mask);  // [2, 1, width]
+    for (int64_t i = 0; i < queries; ++i) {
+      const int64_t visible = g.causal ? g.keys - queries + i + 1 : g.keys;
+      ops::AttentionMask alone;
+      for (int64_t b = 0; b < 2; ++b)
+        alone.key_padding.insert(alone.key_padding.end(), mask.key_padding.begin() + b * g.keys, mask.key_padding.begin() + b * g.keys + visible);
+      const Tensor one = ops::attention(q.slice(1, i, i + 1), k.slice(1, 0, visible), v.slice(1, 0, visible), g.heads, alone);  // [2, 1, width]
       for (int64_t b = 0; b < 2; ++b)
         for (int64_t c = 0; c < g.width; ++c)
-          EXPECT_NEAR(one.data()[b * g.width + c], all.data()[(b * 5 + i) * g.width + c], 1e-5f) << g.keys << " keys, b" << b << " i" << i << " c" << c;
+          EXPECT_NEAR(one.data()[b * g.width + c], all.data()[(b * queries + i) * g.width + c], 1e-5f)
+              << g.keys << " keys, b" << b << " i" << i << " c" << c;
     }
   }
 }

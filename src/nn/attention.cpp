@@ -41,8 +41,8 @@ void KVCache::select_rows(const std::vector<int64_t>& order) {
 namespace {
 
 // Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache,
-// rows 0..batch-1, growing it as needed. The storage is position-major ([capacity,
-// rows, d], viewed as [rows, capacity, d]) so that growing copies one block.
+// rows 0..batch-1, growing it as needed. A row's positions are contiguous, so that
+// attention reads each row's keys as one stream.
 void append(KVCache& c, const Tensor& k, const Tensor& v) {
   const int64_t batch = k.size(0), t = k.size(1), d = k.size(2);
   const int64_t written = c.k.defined() ? c.k.size(0) : batch;
@@ -50,9 +50,9 @@ void append(KVCache& c, const Tensor& k, const Tensor& v) {
   if (!c.k.defined() || c.k.size(1) < c.length + t) {
     const int64_t capacity = std::max<int64_t>(2 * (c.length + t), 16);
     auto grow = [&](const Tensor& old) {
-      Tensor storage = Tensor::empty({capacity, written, d});
-      if (c.length > 0) storage.slice(0, 0, c.length).copy_from(old.transpose(0, 1).slice(0, 0, c.length));
-      return storage.transpose(0, 1);
+      Tensor storage = Tensor::empty({written, capacity, d});
+      if (c.length > 0) storage.slice(1, 0, c.length).copy_from(old.slice(1, 0, c.length));
+      return storage;
     };
     c.k = grow(c.k), c.v = grow(c.v);
   }

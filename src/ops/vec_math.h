@@ -64,13 +64,16 @@ inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
     if (y) _mm256_storeu_ps(y + j, e);
     acc = _mm256_add_ps(acc, e);
   }
-  float sum = horizontal_sum(acc);
-  for (; j < n; ++j) {
-    const float e = std::exp(x[j] - shift);
-    if (y) y[j] = e;
-    sum += e;
+  if (j < n) {  // the last few, padded with -inf (e^-inf = 0)
+    alignas(32) float tail[8];
+    for (int64_t c = 0; c < 8; ++c) tail[c] = j + c < n ? x[j + c] : -std::numeric_limits<float>::infinity();
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_load_ps(tail), s));
+    acc = _mm256_add_ps(acc, e);
+    _mm256_store_ps(tail, e);
+    if (y)
+      for (int64_t c = 0; j + c < n; ++c) y[j + c] = tail[c];
   }
-  return sum;
+  return horizontal_sum(acc);
 }
 
 // The first index j in [from, n) with x[j] > bar (NaN never is), or n.
@@ -120,46 +123,54 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-// The dot products of a[0, n) with each of b0..b3[0, n): four independent chains,
-// so the multiply-adds overlap instead of waiting on one accumulator.
-inline void dot4(const float* a, const float* b0, const float* b1, const float* b2, const float* b3, int64_t n, float out[4]) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+// out[r] = scale * (a[0, n) . (b[r] + offset)[0, n)) for r < 8: eight independent
+// chains keep both FMA units busy, and one transposing reduction adds up all eight.
+inline void scaled_dot8(const float* a, const float* const* b, int64_t offset, int64_t n, float scale, float* out) {
+  __m256 s[8];
+  for (int r = 0; r < 8; ++r) s[r] = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     const __m256 x = _mm256_loadu_ps(a + j);
-    s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b0 + j), s0);
-    s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b1 + j), s1);
-    s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b2 + j), s2);
-    s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b3 + j), s3);
+    for (int r = 0; r < 8; ++r) s[r] = _mm256_fmadd_ps(x, _mm256_loadu_ps(b[r] + offset + j), s[r]);
   }
-  out[0] = horizontal_sum(s0), out[1] = horizontal_sum(s1), out[2] = horizontal_sum(s2), out[3] = horizontal_sum(s3);
-  for (; j < n; ++j) out[0] += a[j] * b0[j], out[1] += a[j] * b1[j], out[2] += a[j] * b2[j], out[3] += a[j] * b3[j];
+  // hadd adds neighbours within 128-bit halves; after two rounds, lane r of the lower
+  // half plus lane r of the upper half is row r's sum.
+  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
+  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(s[4], s[5]), _mm256_hadd_ps(s[6], s[7]));
+  __m256 sums = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+  if (j < n) {  // columns past the last multiple of 8
+    alignas(32) float tail[8];
+    for (int r = 0; r < 8; ++r) {
+      tail[r] = 0.0f;
+      for (int64_t c = j; c < n; ++c) tail[r] += a[c] * b[r][offset + c];
+    }
+    sums = _mm256_add_ps(sums, _mm256_load_ps(tail));
+  }
+  _mm256_storeu_ps(out, _mm256_mul_ps(sums, _mm256_set1_ps(scale)));
 }
 
-// y[0, n) = sum over r < count of w[r] * rows[r][0, n): 32 columns at a time held in
-// registers across all rows (one store per column, not one per row).
-inline void weighted_row_sum(const float* w, const float* const* rows, int64_t count, int64_t n, float* y) {
+// y[0, n) = sum over r < count of w[r] * (rows[r] + offset)[0, n): 64 columns at a time
+// held in eight registers across all rows (independent chains, one store per column).
+inline void weighted_row_sum(const float* w, const float* const* rows, int64_t offset, int64_t count, int64_t n, float* y) {
   int64_t c = 0;
-  for (; c + 32 <= n; c += 32) {
-    __m256 y0 = _mm256_setzero_ps(), y1 = _mm256_setzero_ps(), y2 = _mm256_setzero_ps(), y3 = _mm256_setzero_ps();
+  for (; c + 64 <= n; c += 64) {
+    __m256 acc[8];
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t r = 0; r < count; ++r) {
       const __m256 wr = _mm256_set1_ps(w[r]);
-      const float* xr = rows[r] + c;
-      y0 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr), y0);
-      y1 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 8), y1);
-      y2 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 16), y2);
-      y3 = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 24), y3);
+      const float* xr = rows[r] + offset + c;
+      for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(wr, _mm256_loadu_ps(xr + 8 * i), acc[i]);
     }
-    _mm256_storeu_ps(y + c, y0), _mm256_storeu_ps(y + c + 8, y1), _mm256_storeu_ps(y + c + 16, y2), _mm256_storeu_ps(y + c + 24, y3);
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(y + c + 8 * i, acc[i]);
   }
   for (; c + 8 <= n; c += 8) {
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t r = 0; r < count; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(rows[r] + c), acc);
+    for (int64_t r = 0; r < count; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(rows[r] + offset + c), acc);
     _mm256_storeu_ps(y + c, acc);
   }
   for (; c < n; ++c) {
     float acc = 0.0f;
-    for (int64_t r = 0; r < count; ++r) acc += w[r] * rows[r][c];
+    for (int64_t r = 0; r < count; ++r) acc += w[r] * rows[r][offset + c];
     y[c] = acc;
   }
 }
