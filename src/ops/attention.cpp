@@ -112,7 +112,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
         for (int64_t h = 0; h < heads; ++h) {
           float* p = probs.data() + (b * heads + h) * tq * tk;
           gemm(false, true, tq, tk, dk, scale, oq.head(b, h, dk), oq.row_stride, ok.head(b, h, dk), ok.row_stride, 0.0f, p, tk);
-          for (int64_t i = 0; i < tq; ++i) probabilities(p + i * tk, b, i, (b * heads + h) * tq * tk + i * tk, scratch.data() + i * tk);
+          for (int64_t i = 0; i < tq; ++i)
+            probabilities(p + i * tk, b, i, (b * heads + h) * tq * tk + i * tk, dropout_p > 0.0f ? scratch.data() + i * tk : nullptr);
           gemm(false, false, tq, dk, tk, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.head(b, h, dk), ov.row_stride, 0.0f,
                out.data() + b * tq * D + h * dk, D);
         }
