@@ -100,7 +100,9 @@ TEST(FrozenWeights, F32LinearMatchesTheUnfrozenOne) {
   autograd::NoGradGuard no_grad;
   const Tensor plain = ops::linear(x, w, b), plain_no_bias = ops::linear(x, w, Tensor());
   const ops::FrozenWeights frozen;
+  ASSERT_EQ(frozen.copies(), 0u);
   for (int pass = 0; pass < 2; ++pass) {  // the copy is made once, then reused
+    EXPECT_EQ(frozen.copies(), static_cast<size_t>(pass));
     const Tensor y = ops::linear(x, w, b), y_no_bias = ops::linear(x, w, Tensor());
     ASSERT_EQ(y.shape(), plain.shape());
     for (int64_t i = 0; i < plain.numel(); ++i) {

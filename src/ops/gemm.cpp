@@ -71,10 +71,11 @@ struct MatmulKeyHash {
   }
 };
 
-// A primitive and its memory objects, whose data handles are set per call.
+// A primitive and its arguments' memory objects, whose data handles are set per call
+// (empty for runtime sizes, whose memory objects are made per call).
 struct Matmul {
   dnnl::matmul primitive;
-  dnnl::memory a, b, c, bias;
+  std::unordered_map<int, dnnl::memory> args;
 };
 
 struct MatmulDescs {
@@ -110,6 +111,15 @@ MatmulDescs descs_of(const MatmulKey& key) {
           key.bias ? dnnl::memory::desc({1, key.n}, f32, dims{key.n, 1}) : dnnl::memory::desc()};
 }
 
+// Memory objects for a product's arguments, their data handles unset.
+std::unordered_map<int, dnnl::memory> memory_args(const MatmulDescs& d, const dnnl::engine& engine) {
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(d.a, engine, DNNL_MEMORY_NONE)},
+                                             {DNNL_ARG_WEIGHTS, dnnl::memory(d.b, engine, DNNL_MEMORY_NONE)},
+                                             {DNNL_ARG_DST, dnnl::memory(d.c, engine, DNNL_MEMORY_NONE)}};
+  if (!d.bias.is_zero()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(d.bias, engine, DNNL_MEMORY_NONE));
+  return args;
+}
+
 class MatmulCache {
  public:
   // Each new shape costs a JIT compilation (~250 us); decoding repeats its shapes.
@@ -135,11 +145,7 @@ class MatmulCache {
     }
     const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(d.a, d.b, d.bias, d.c) : dnnl::matmul::desc(d.a, d.b, d.c);
     mm.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine_));
-    if (key.m == DNNL_RUNTIME_DIM_VAL) return;  // memory objects need real sizes: made per call
-    mm.a = dnnl::memory(d.a, engine_, DNNL_MEMORY_NONE);
-    mm.b = dnnl::memory(d.b, engine_, DNNL_MEMORY_NONE);
-    mm.c = dnnl::memory(d.c, engine_, DNNL_MEMORY_NONE);
-    if (key.bias) mm.bias = dnnl::memory(d.bias, engine_, DNNL_MEMORY_NONE);
+    if (key.m != DNNL_RUNTIME_DIM_VAL) mm.args = memory_args(d, engine_);
   }
 
   const dnnl::engine& engine_ = cpu_engine();
@@ -155,21 +161,13 @@ void run_matmul(const MatmulKey& key, const MatmulKey& actual, const void* a, co
   thread_local MatmulCache cache;
   const ThreadCount threads(key.threads);
   Matmul& mm = cache.get(key);
-  dnnl::memory ma = mm.a, mb = mm.b, mc = mm.c;
-  if (!(key == actual)) {
-    const MatmulDescs d = descs_of(actual);
-    ma = dnnl::memory(d.a, cache.engine(), DNNL_MEMORY_NONE);
-    mb = dnnl::memory(d.b, cache.engine(), DNNL_MEMORY_NONE);
-    mc = dnnl::memory(d.c, cache.engine(), DNNL_MEMORY_NONE);
-  }
-  ma.set_data_handle(const_cast<void*>(a));
-  mb.set_data_handle(const_cast<void*>(b));
-  mc.set_data_handle(c);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-  if (key.bias) {
-    mm.bias.set_data_handle(const_cast<float*>(bias));
-    args.emplace(DNNL_ARG_BIAS, mm.bias);
-  }
+  std::unordered_map<int, dnnl::memory> per_call;
+  if (!(key == actual)) per_call = memory_args(descs_of(actual), cache.engine());
+  std::unordered_map<int, dnnl::memory>& args = key == actual ? mm.args : per_call;
+  args.at(DNNL_ARG_SRC).set_data_handle(const_cast<void*>(a));
+  args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<void*>(b));
+  args.at(DNNL_ARG_DST).set_data_handle(c);
+  if (key.bias) args.at(DNNL_ARG_BIAS).set_data_handle(const_cast<float*>(bias));
   mm.primitive.execute(cache.stream(), args);
 }
 

@@ -34,6 +34,24 @@ struct FrozenCopies {
 
 FrozenCopies* g_frozen = nullptr;
 
+// The copy of weight w[out, in] in `copies` (a member of FrozenCopies), made by `make`
+// on first use; null while no FrozenWeights lives (the caller then converts w itself).
+template <class Copy, class Make>
+const Copy* frozen_copy(std::map<WeightKey, Copy> FrozenCopies::*copies, const float* w, int64_t out, int64_t in, Make make) {
+  if (!g_frozen) return nullptr;
+  const std::lock_guard<std::mutex> lock(g_frozen->mutex);
+  std::map<WeightKey, Copy>& held = g_frozen->*copies;
+  auto it = held.find({w, out, in});
+  if (it == held.end()) it = held.emplace(WeightKey{w, out, in}, make()).first;
+  return &it->second;
+}
+
+std::vector<bf16> bf16_copy(const float* w, int64_t n) {
+  std::vector<bf16> out(static_cast<size_t>(n));
+  to_bf16(w, n, out.data());
+  return out;
+}
+
 bool has_vnni() {
   const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
   auto has = [&](dnnl_cpu_isa_t want) { return (isa & want) == static_cast<unsigned>(want); };
@@ -66,16 +84,9 @@ void linear_bf16(const float* x, int64_t rows, int64_t in, const float* w, int64
   thread_local std::vector<bf16> xb, wb;
   xb.resize(static_cast<size_t>(rows * in));
   to_bf16(x, rows * in, xb.data());
-  const bf16* wp = nullptr;
-  if (g_frozen) {
-    const std::lock_guard<std::mutex> lock(g_frozen->mutex);
-    auto [it, added] = g_frozen->bf16_copies.try_emplace({w, out, in});
-    if (added) {
-      it->second.resize(static_cast<size_t>(out * in));
-      to_bf16(w, out * in, it->second.data());
-    }
-    wp = it->second.data();
-  } else {
+  const std::vector<bf16>* frozen = frozen_copy(&FrozenCopies::bf16_copies, w, out, in, [&] { return bf16_copy(w, out * in); });
+  const bf16* wp = frozen ? frozen->data() : nullptr;
+  if (!frozen) {
     wb.resize(static_cast<size_t>(out * in));
     to_bf16(w, out * in, wb.data());
     wp = wb.data();
@@ -89,13 +100,8 @@ void linear_int8(const float* x, int64_t rows, int64_t in, const float* w, int64
   // saturates for full-range inputs: the results would be silently wrong.
   TFM_CHECK(vnni, "int8 precision needs a CPU with AVX512-VNNI or AVX-VNNI; use bf16 or f32 on this one");
   Int8Weight local;
-  const Int8Weight* qw = nullptr;
-  if (g_frozen) {
-    const std::lock_guard<std::mutex> lock(g_frozen->mutex);
-    auto it = g_frozen->int8_copies.find({w, out, in});
-    if (it == g_frozen->int8_copies.end()) it = g_frozen->int8_copies.emplace(WeightKey{w, out, in}, quantize_weight(w, out, in)).first;
-    qw = &it->second;
-  } else {
+  const Int8Weight* qw = frozen_copy(&FrozenCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
+  if (!qw) {
     local = quantize_weight(w, out, in);
     qw = &local;
   }
@@ -157,19 +163,20 @@ FrozenWeights::FrozenWeights() {
   g_frozen = new FrozenCopies;
 }
 
+size_t FrozenWeights::copies() const {
+  const std::lock_guard<std::mutex> lock(g_frozen->mutex);
+  return g_frozen->bf16_copies.size() + g_frozen->int8_copies.size() + g_frozen->packed_copies.size();
+}
+
 FrozenWeights::~FrozenWeights() {
   delete g_frozen;
   g_frozen = nullptr;
 }
 
 void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y) {
-  if (g_frozen && g_precision == Precision::f32) {
-    const PackedWeight* packed = nullptr;
-    {
-      const std::lock_guard<std::mutex> lock(g_frozen->mutex);
-      packed = &g_frozen->packed_copies.try_emplace(WeightKey{w, out, in}, w, out, in).first->second;
-    }
-    if (packed->valid()) {
+  if (g_precision == Precision::f32) {
+    const PackedWeight* packed = frozen_copy(&FrozenCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
+    if (packed && packed->valid()) {
       packed->linear(x, rows, bias, y);
       return;
     }

@@ -44,6 +44,8 @@ class FrozenWeights {
   ~FrozenWeights();
   FrozenWeights(const FrozenWeights&) = delete;
   FrozenWeights& operator=(const FrozenWeights&) = delete;
+  // How many converted copies are held (one per weight used, in the current precision's form).
+  size_t copies() const;
 };
 
 // The linear layers' products (ops::linear, ops::linear_cross_entropy) in the current

@@ -1,7 +1,9 @@
 #pragma once
-// Vectorised row kernels for softmax and the losses (AVX2 + FMA, 8 floats at a time).
-// The scalar loops they replace called libm's expf once per vocabulary entry: over an
-// 8,000-word generator that was a tenth of a training step and of every decoding step.
+// Vectorised row kernels (AVX2 + FMA, 8 floats at a time) for softmax and the losses,
+// attention's dot products and weighted sums, layer norm's row sums and beam search's
+// candidate scan. The scalar loops they replace called libm's expf once per vocabulary
+// entry (a tenth of a training step over an 8,000-word generator), or waited on one
+// accumulator's latency in reductions the compiler may not reorder.
 #include <immintrin.h>
 
 #include <cmath>

@@ -8,10 +8,9 @@ namespace tfm {
 
 class Storage {
  public:
-  // Bytes held by all tensors' storage now, and the most ever held at once in this
-  // process (benchmarks report it beside the resident set, which also counts the
-  // allocator's free but unreturned memory).
-  static size_t live_bytes();
+  // The most bytes all tensors' storage ever held at once in this process (benchmarks
+  // report it beside the resident set, which also counts the allocator's free but
+  // unreturned memory).
   static size_t peak_bytes();
 
   Storage(size_t numel, Device device);
