@@ -52,8 +52,8 @@ TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
       }
 }
 
-// Short sequences and decoding steps go by dot products per query and key, longer
-// ones by two GEMM calls per head: each query's row of a long sequence's result must be
+// Short sequences (up to 48 keys, 96 under the causal mask) and decoding steps go
+// by dot products per query and key, longer ones by two GEMM calls per head: each query's row of a long sequence's result must be
 // what it gets alone (its visible keys only, under the causal mask). Geometries cover
 // the kernels' tails: keys not a multiple of 8, head widths below 8, between
 // multiples of 8 and above 64.
@@ -63,7 +63,8 @@ TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
     bool causal;
   };
   for (const Geometry g : {Geometry{7, 4, 16, false}, Geometry{30, 2, 2 * 45, false}, Geometry{43, 1, 72, false},
-                           Geometry{60, 2, 64, true}, Geometry{12, 2, 16, true}}) {
+                           Geometry{53, 2, 64, false}, Geometry{60, 2, 64, true}, Geometry{100, 2, 32, true},
+                           Geometry{12, 2, 16, true}}) {
     const int64_t queries = 5;
     ops::AttentionMask mask;
     for (int64_t i = 0; i < 2 * g.keys; ++i) mask.key_padding.push_back(i == 2 || i == 2 * g.keys - 2);  // batch 2

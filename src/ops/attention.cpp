@@ -66,9 +66,12 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
 
   // Few keys per query (every decoding step, Multi30k's sentences) go by dot products
   // per query and key: two GEMM calls per head cost more to make than to compute at
-  // that size (4,000 tokens on 2 cores: 16 keys in 766 vs 1,425 us, 24 in 1,077 vs
-  // 1,382, 32 in 1,554 vs 1,202; causal 48 in 1,567 vs 1,972).
-  const bool by_dot_products = tq == 1 || (mask.causal ? tk / 2 : tk) <= 24;
+  // that size (4,000 tokens on 2 cores: 16 keys in 763 vs 1,425 us, 32 in 1,241 vs
+  // 1,214; causal 48 in 1,567 vs 1,972). Up to 48 keys they stay a third slower at
+  // most (40 keys: 1,529 vs 1,363 us; 48: 1,934 vs 1,443), which spares a translation
+  // of such sentences the first sgemm call's one-time 39 ms set-up (64 keys: 3,152 vs
+  // 1,682 us).
+  const bool by_dot_products = tq == 1 || (mask.causal ? tk / 2 : tk) <= 48;
   // A decoding step of one sentence is a few microseconds of work: less than waking
   // the second core costs (~3 us).
 #pragma omp parallel if (B * tq * tk * D > (1 << 15))
