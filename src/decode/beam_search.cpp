@@ -9,6 +9,7 @@
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::decode {
 
@@ -103,9 +104,9 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     // Each beam's 2K best extensions: together they hold the sentence's 2K best,
     // which can always supply K that do not end the sentence.
     std::vector<std::vector<std::pair<double, int64_t>>> best(static_cast<size_t>(n));
-#pragma omp parallel for if (n * V > (1 << 15)) schedule(static)
-    for (int64_t r = 0; r < n; ++r)
+    ops::parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
       if (std::isfinite(beams[r].log_prob)) best[r] = top_extensions(logits.data() + r * V, V, 2 * K, {pad, o.bos});
+    });
 
     std::vector<Beam> next;
     std::vector<int64_t> origin, still;

@@ -5,6 +5,7 @@
 #include "ops/matmul.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::models {
 
@@ -16,15 +17,14 @@ Tensor patchify(const Tensor& images, int64_t P) {
   Tensor out = Tensor::empty({B, gh * gw, C * P * P});
   const float* src = x.data();
   float* dst = out.data();
-#pragma omp parallel for collapse(2) if (B * gh * gw > 256)
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t n = 0; n < gh * gw; ++n) {
-      float* row = dst + (b * gh * gw + n) * C * P * P;
-      const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t dy = 0; dy < P; ++dy)
-          for (int64_t dx = 0; dx < P; ++dx) *row++ = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
-    }
+  ops::parallel_for(B * gh * gw, B * gh * gw > 256, [&](int64_t patch) {  // patch n of image b
+    const int64_t b = patch / (gh * gw), n = patch % (gh * gw);
+    float* row = dst + patch * C * P * P;
+    const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t dy = 0; dy < P; ++dy)
+        for (int64_t dx = 0; dx < P; ++dx) *row++ = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
+  });
   return out;
 }
 

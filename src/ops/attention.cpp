@@ -10,6 +10,7 @@
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 
@@ -74,8 +75,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
   const bool by_dot_products = tq == 1 || (mask.causal ? tk / 2 : tk) <= 48;
   // A decoding step of one sentence is a few microseconds of work: less than waking
   // the second core costs (~3 us).
-#pragma omp parallel if (B * tq * tk * D > (1 << 15))
-  {
+  parallel_region(B * tq * tk * D > (1 << 15), [&] {
     std::vector<float> scratch(dropout_p > 0.0f ? (by_dot_products ? tk : tq * tk) : 0);
     // Query i of row b, head h, against the keys and values rows[j] + h * dk.
     std::vector<const float*> key(tk), value(tk);
@@ -121,7 +121,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
                out.data() + b * tq * D + h * dk, D);
         }
     }
-  }
+  });
   if (weights) *weights = probs.detach();
 
   Tensor qd = q.detach(), kd = k.detach(), vd = v.detach();

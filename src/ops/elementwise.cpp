@@ -10,6 +10,7 @@
 #include "ops/strided.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 
@@ -48,13 +49,12 @@ Tensor binary(const Tensor& a, const Tensor& b, F f) {
   const float* pb = b.data();
   const int64_t n = out.numel();
   if (a.shape() == shape && a.is_contiguous() && b.shape() == shape && b.is_contiguous()) {
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-    for (int64_t i = 0; i < n; ++i) o[i] = f(pa[i], pb[i]);
+    parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = f(pa[i], pb[i]); });
   } else if (a.shape() == shape && a.is_contiguous() && is_suffix_broadcast(b, shape)) {
     const int64_t nb = b.numel();
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-    for (int64_t r = 0; r < n / nb; ++r)
+    parallel_for(n / nb, n > kParallelThreshold, [&](int64_t r) {
       for (int64_t j = 0; j < nb; ++j) o[r * nb + j] = f(pa[r * nb + j], pb[j]);
+    });
   } else {
     std::array<Shape, 3> st{broadcast_strides(a.shape(), a.strides(), shape), broadcast_strides(b.shape(), b.strides(), shape),
                             out.strides()};
@@ -70,8 +70,7 @@ Tensor unary(const Tensor& x, F f) {
   const float* px = xc.data();
   float* o = out.data();
   const int64_t n = out.numel();
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-  for (int64_t i = 0; i < n; ++i) o[i] = f(px[i]);
+  parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = f(px[i]); });
   return out;
 }
 
@@ -88,14 +87,13 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
     // rows are read along their length rather than down a column.
     const int64_t nb = out.numel(), rows = g.numel() / nb;
     constexpr int64_t kColumns = 64;
-#pragma omp parallel for if (g.numel() > kParallelThreshold) schedule(static)
-    for (int64_t j0 = 0; j0 < nb; j0 += kColumns) {
-      const int64_t width = std::min(kColumns, nb - j0);
+    parallel_for((nb + kColumns - 1) / kColumns, g.numel() > kParallelThreshold, [&](int64_t block) {
+      const int64_t j0 = block * kColumns, width = std::min(kColumns, nb - j0);
       float acc[kColumns] = {};
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < width; ++j) acc[j] += pg[r * nb + j0 + j];
       std::copy(acc, acc + width, o + j0);
-    }
+    });
     return out;
   }
   std::array<Shape, 2> st{g.strides(), broadcast_strides(shape, out.strides(), g.shape())};
@@ -110,8 +108,7 @@ void add_(Tensor& dst, const Tensor& src) {
   float* d = dst.data();
   const float* p = s.data();
   const int64_t n = dst.numel();
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-  for (int64_t i = 0; i < n; ++i) d[i] += p[i];
+  parallel_for(n, n > kParallelThreshold, [&](int64_t i) { d[i] += p[i]; });
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
@@ -201,9 +198,10 @@ Tensor dropout(const Tensor& x, float p, uint64_t key) {
     Tensor tc = t.is_contiguous() ? t : t.clone();
     Tensor out = Tensor::empty(t.shape());
     const int64_t n = out.numel(), block = 4096;
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-    for (int64_t start = 0; start < n; start += block)
+    parallel_for((n + block - 1) / block, n > kParallelThreshold, [&](int64_t b) {
+      const int64_t start = b * block;
       dropout_kernel(tc.data() + start, out.data() + start, std::min(block, n - start), p, key, start);
+    });
     return out;
   };
   Tensor out = mask_fn(x);
@@ -216,13 +214,12 @@ Tensor relu_dropout(const Tensor& x, float p, uint64_t key) {
   const Tensor xc = x.is_contiguous() ? x : x.clone();
   Tensor out = Tensor::empty(x.shape());
   const int64_t n = out.numel(), block = 4096;
-#pragma omp parallel for if (n > kParallelThreshold) schedule(static)
-  for (int64_t start = 0; start < n; start += block) {
+  parallel_for((n + block - 1) / block, n > kParallelThreshold, [&](int64_t b) {
+    const int64_t start = b * block, len = std::min(block, n - start);
     float* o = out.data() + start;
-    const int64_t len = std::min(block, n - start);
     dropout_kernel(xc.data() + start, o, len, p, key, start);
     for (int64_t i = 0; i < len; ++i) o[i] = o[i] > 0.0f ? o[i] : 0.0f;  // relu(x) * scale == relu(x * scale), scale > 0
-  }
+  });
   const float keep_scale = 1.0f / (1.0f - p);
   Tensor od = out.detach();
   return autograd::record(out, "relu_dropout", {x}, [od, keep_scale](const Tensor& g) {

@@ -4,6 +4,7 @@
 
 #include "autograd/autograd.h"
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 
@@ -15,8 +16,7 @@ Tensor embedding(const Tensor& weight, const std::vector<int>& ids, const Shape&
   Shape shape = ids_shape;
   shape.push_back(d);
   Tensor out = Tensor::empty(shape);
-#pragma omp parallel for if (n * d > (1 << 15)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) std::memcpy(out.data() + i * d, weight.data() + ids[i] * d, sizeof(float) * d);
+  parallel_for(n, n * d > (1 << 15), [&](int64_t i) { std::memcpy(out.data() + i * d, weight.data() + ids[i] * d, sizeof(float) * d); });
   Shape wshape = weight.shape();
   return autograd::record(out, "embedding", {weight}, [ids, wshape, d](const Tensor& g) {
     // Serial scatter-add: ids repeat, and a fixed order keeps results reproducible.

@@ -8,6 +8,7 @@
 #include "autograd/autograd.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 
@@ -50,8 +51,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
   Tensor mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
   const float *px = x.data(), *pw = weight.data(), *pb = bias.data();
   float *po = out.data(), *pm = mean.data(), *pr = rstd.data();
-#pragma omp parallel for if (x.numel() > (1 << 14)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, x.numel() > (1 << 14), [&](int64_t r) {
     const float* xr = px + r * d;
     const float mu = vec::sum(xr, d) / static_cast<float>(d);
     const float var = vec::squared_deviations(xr, d, mu) / static_cast<float>(d);
@@ -59,7 +59,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
     pm[r] = mu;
     pr[r] = rs;
     for (int64_t j = 0; j < d; ++j) po[r * d + j] = (xr[j] - mu) * rs * pw[j] + pb[j];
-  }
+  });
 
   Tensor xd = x.detach(), wd = weight.detach();
   return autograd::record(out, "layer_norm", {x_in, weight, bias}, [xd, wd, mean, rstd, rows, d](const Tensor& g) {

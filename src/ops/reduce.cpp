@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 
@@ -15,12 +16,11 @@ double blocked_sum(const Tensor& x, F term) {
   const float* p = xc.data();
   const int64_t n = xc.numel(), block = 4096, nblocks = (n + block - 1) / block;
   std::vector<double> partial(nblocks, 0.0);
-#pragma omp parallel for if (nblocks > 8) schedule(static)
-  for (int64_t b = 0; b < nblocks; ++b) {
+  parallel_for(nblocks, nblocks > 8, [&](int64_t b) {
     double acc = 0.0;
     for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) acc += term(p[i]);
     partial[b] = acc;
-  }
+  });
   double total = 0.0;
   for (double v : partial) total += v;
   return total;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 namespace {
@@ -60,8 +61,7 @@ bool has_vnni() {
 
 // Symmetric quantisation of each row of x[rows, cols] to [-127, 127].
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* q, float* scale) {
-#pragma omp parallel for if (rows * cols > (1 << 15)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(rows, rows * cols > (1 << 15), [&](int64_t r) {
     const float* xr = x + r * cols;
     float amax = 0.0f;
     for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(xr[c]));
@@ -71,7 +71,7 @@ void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* q, float*
       q[r * cols + c] = static_cast<int8_t>(std::isnan(v) ? 0.0f : std::nearbyint(std::clamp(v, -127.0f, 127.0f)));
     }
     scale[r] = s;
-  }
+  });
 }
 
 Int8Weight quantize_weight(const float* w, int64_t out, int64_t in) {
@@ -116,12 +116,12 @@ void linear_int8(const float* x, int64_t rows, int64_t in, const float* w, int64
   // Plain pointers: inside the parallel region the thread_local names would be the workers' own.
   const float *sw = qw->scale.data(), *sr = sx.data();
   const int32_t* a = acc.data();
-#pragma omp parallel for if (rows * out > (1 << 15)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
+  parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) {
     for (int64_t c = 0; c < out; ++c) {
       const float v = static_cast<float>(a[r * out + c]) * sr[r] * sw[c];
       y[r * out + c] = beta == 0.0f ? v : beta * y[r * out + c] + v;
     }
+  });
 }
 
 }  // namespace
@@ -154,8 +154,7 @@ bf16 to_bf16(float x) {
 float from_bf16(bf16 x) { return std::bit_cast<float>(static_cast<uint32_t>(x) << 16); }
 
 void to_bf16(const float* x, int64_t n, bf16* out) {
-#pragma omp parallel for if (n > (1 << 16)) schedule(static)
-  for (int64_t i = 0; i < n; ++i) out[i] = to_bf16(x[i]);
+  parallel_for(n, n > (1 << 16), [&](int64_t i) { out[i] = to_bf16(x[i]); });
 }
 
 FrozenWeights::FrozenWeights() {
@@ -183,8 +182,7 @@ void linear_product(const float* x, int64_t rows, int64_t in, const float* w, in
   }
   float beta = 0.0f;
   if (bias) {  // y = bias, then y += x w^T
-#pragma omp parallel for if (rows * out > (1 << 15)) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) std::copy_n(bias, out, y + r * out);
+    parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) { std::copy_n(bias, out, y + r * out); });
     beta = 1.0f;
   }
   switch (g_precision) {

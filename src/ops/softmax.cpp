@@ -6,6 +6,7 @@
 
 #include "autograd/autograd.h"
 #include "ops/vec_math.h"
+#include "ops/parallel.h"
 
 namespace tfm::ops {
 
@@ -36,8 +37,7 @@ Tensor rowwise(const Tensor& x, RowFn fn) {
   Tensor xc = x.is_contiguous() ? x : x.clone();
   Tensor out = Tensor::empty(x.shape());
   const int64_t n = x.size(-1), rows = x.numel() / n;
-#pragma omp parallel for if (x.numel() > (1 << 14)) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) fn(xc.data() + r * n, out.data() + r * n, n);
+  parallel_for(rows, x.numel() > (1 << 14), [&](int64_t r) { fn(xc.data() + r * n, out.data() + r * n, n); });
   return out;
 }
 
@@ -49,8 +49,7 @@ autograd::BackwardFn rowwise_backward(const Tensor& y, RowFn fn) {
   return [yd = y.detach(), fn](const Tensor& g) {
     Tensor dx = Tensor::empty(yd.shape());
     const int64_t n = yd.size(-1), rows = yd.numel() / n;
-#pragma omp parallel for if (yd.numel() > (1 << 14)) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) fn(yd.data() + r * n, g.data() + r * n, dx.data() + r * n, n);
+    parallel_for(rows, yd.numel() > (1 << 14), [&](int64_t r) { fn(yd.data() + r * n, g.data() + r * n, dx.data() + r * n, n); });
     return std::vector<Tensor>{dx};
   };
 }

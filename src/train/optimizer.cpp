@@ -5,6 +5,7 @@
 
 #include "ops/reduce.h"
 #include "tensor/error.h"
+#include "ops/parallel.h"
 
 namespace tfm::train {
 
@@ -30,15 +31,14 @@ void Adam::step() {
     const int64_t n = s.param.numel();
     const float l2 = options_.decoupled ? 0.0f : wd;
     const float shrink = options_.decoupled && s.param.dim() >= 2 ? 1.0f - options_.lr * wd : 1.0f;
-#pragma omp parallel for if (n > (1 << 14)) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
+    ops::parallel_for(n, n > (1 << 14), [&](int64_t i) {
       const float gi = l2 != 0.0f ? gp[i] + l2 * p[i] : gp[i];
       p[i] *= shrink;
       m[i] = m[i] * b1 + gi * (1.0f - b1);
       v[i] = v[i] * b2 + gi * gi * (1.0f - b2);
       const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
       p[i] -= step_size * (m[i] / denom);
-    }
+    });
   }
 }
 

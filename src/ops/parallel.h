@@ -1,0 +1,34 @@
+#pragma once
+// Loops and regions that use every OpenMP thread only when they are worth it. A
+// one-thread region (`#pragma omp parallel if (false)`) still costs ~1.5 us on this
+// machine (adding 8,192 floats: 2.1 us in one, 0.6 us without), and a decoding step
+// runs a few dozen small ops; below the threshold these run on the calling thread
+// without entering OpenMP at all.
+#include <cstdint>
+#include <utility>
+
+namespace tfm::ops {
+
+// body() on every thread of a new team when `parallel`, else once on the calling
+// thread. Worksharing inside body (`#pragma omp for`) binds to that team, or runs
+// the whole loop on the calling thread.
+template <class Body>
+void parallel_region(bool parallel, Body&& body) {
+  if (!parallel) {
+    body();
+    return;
+  }
+#pragma omp parallel
+  body();
+}
+
+// body(i) for i in [0, n), statically split over the threads when `parallel`.
+template <class Body>
+void parallel_for(int64_t n, bool parallel, Body&& body) {
+  parallel_region(parallel, [&] {
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 0; i < n; ++i) body(i);
+  });
+}
+
+}  // namespace tfm::ops
