@@ -20,6 +20,7 @@
 extern "C" {
 const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1,oversize_threshold:0";
 }
+#include <jemalloc/jemalloc.h>
 #endif
 
 namespace tfm {
@@ -31,6 +32,13 @@ std::atomic<size_t> g_live{0}, g_peak{0};
 size_t bytes_of(size_t numel) { return numel * sizeof(float); }
 
 }  // namespace
+
+void share_main_thread_arena() {
+#ifdef TFM_JEMALLOC
+  unsigned main_arena = 0;  // the first thread's
+  mallctl("thread.arena", nullptr, nullptr, &main_arena, sizeof main_arena);
+#endif
+}
 
 size_t Storage::peak_bytes() { return g_peak.load(); }
 
