@@ -132,41 +132,6 @@ TEST_F(CheckpointTest, WrongDtypeAndNonFiniteValuesAreRejected) {
   EXPECT_NE(load_error().find("contains a non-finite value"), std::string::npos) << load_error();
 }
 
-// Inference reads a training checkpoint without Adam's moments (three times the
-// model), yet still checks them: a damaged moment fails the load all the same.
-TEST_F(CheckpointTest, WeightsAloneLeaveTheOptimizerStateOutButCheckIt) {
-  io::Checkpoint extra{"encoder_decoder", config_.to_json(), {{"exp_avg.w", Tensor::full({4}, 0.5f)}}, "{}"};
-  io::save_checkpoint(path_, *model_, extra);
-  io::SafeTensors weights = io::read_weights(path_);
-  EXPECT_EQ(weights.tensors.size(), model_->named_parameters().size());
-  EXPECT_EQ(weights.find("optimizer.exp_avg.w"), nullptr);
-  EXPECT_NE(io::read_safetensors(path_).find("optimizer.exp_avg.w"), nullptr);
-  models::EncoderDecoder fresh(config_);
-  io::load_parameters(fresh, weights, path_);
-  EXPECT_EQ(fresh.named_parameters()[0].second.to_vector(), model_->named_parameters()[0].second.to_vector());
-
-  auto weights_error = [&] {
-    try {
-      io::read_weights(path_);
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  };
-  std::string bytes = read_bytes();
-  bytes[bytes.size() - 3] ^= 0x5a;  // inside the moment, the last tensor in the file
-  write_bytes(bytes);
-  EXPECT_NE(weights_error().find("checksum mismatch"), std::string::npos) << weights_error();
-
-  // A NaN moment written by another tool (tfm refuses to write one), no checksum.
-  const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                             R"("optimizer.w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
-  const float values[2] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
-  uint64_t n = header.size();
-  write_bytes(std::string(reinterpret_cast<char*>(&n), 8) + header + std::string(reinterpret_cast<const char*>(values), 8));
-  EXPECT_NE(weights_error().find("tensor 'optimizer.w' contains a non-finite value"), std::string::npos) << weights_error();
-}
-
 TEST_F(CheckpointTest, OverlappingOrGappedDataIsRejected) {
   const std::string header = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   uint64_t n = header.size();

@@ -54,7 +54,7 @@ std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& id
 }
 
 void run(const Options& o) {
-  if (io::checkpoint_info(io::read_weights(o.model), o.model).model_kind == "vit") return run_vit(o);
+  if (io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind == "vit") return run_vit(o);
   TFM_CHECK(!o.src.empty(), "--src is needed for a translation model");
   decode::TranslationModel tm = decode::TranslationModel::load(o.model);
   models::EncoderDecoder& model = *tm.model;

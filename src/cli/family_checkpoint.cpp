@@ -6,7 +6,7 @@ namespace tfm::cli {
 
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm) {
-  FamilyCheckpoint c{path, io::read_weights(path), {}, std::nullopt};
+  FamilyCheckpoint c{path, io::read_safetensors(path), {}, std::nullopt};
   io::Checkpoint info = io::checkpoint_info(c.file, path);
   TFM_CHECK(info.model_kind == kind, path << ": is a '" << info.model_kind << "' checkpoint, not " << made_by);
   c.config = models::StackConfig::from_json(info.config_json, path);

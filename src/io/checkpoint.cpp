@@ -17,10 +17,6 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Che
   write_safetensors(path, tensors, metadata);
 }
 
-SafeTensors read_weights(const std::string& path) {
-  return read_safetensors(path, [](const std::string& name) { return name.rfind(kOptimizerPrefix, 0) != 0; });
-}
-
 void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin) {
   std::set<std::string> expected;
   for (auto& [name, param] : model.named_parameters()) {

@@ -26,11 +26,6 @@ struct Checkpoint {
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra);
 
-// A checkpoint without its optimizer state, all of it still validated: what
-// inference needs (Adam's moments make a training checkpoint three times the model;
-// holding them doubled `translate`'s peak memory).
-SafeTensors read_weights(const std::string& path);
-
 // Copies every parameter of `model` from `file`. Fails on the first missing,
 // unexpected or wrongly shaped tensor with one line naming it.
 void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin);

@@ -37,11 +37,10 @@ uLong crc_update(uLong crc, const char* data, size_t n) {
 using ReadAt = std::function<void(uint64_t offset, size_t n, char* dst)>;
 
 // The header is validated before any data is read, then each tensor is read straight
-// into its own buffer (or, when not kept, into one scratch buffer): no copy of the
-// whole file is held besides the kept tensors (a checkpoint with Adam's moments is
-// three times the model: `translate`'s peak memory). The checksum covers the data in
-// file order; values are checked after it.
-SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& origin, const TensorFilter& keep) {
+// into its own buffer: no copy of the whole file is held besides the tensors (a
+// checkpoint with Adam's moments is three times the model: `translate`'s peak memory).
+// The checksum covers the data in file order; values are checked after it.
+SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& origin) {
   TFM_CHECK(file_size >= 8, origin << ": too short to be a safetensors file (" << file_size << " bytes)");
   uint64_t header_len = 0;
   read_at(0, 8, reinterpret_cast<char*>(&header_len));  // little-endian on every supported target
@@ -110,26 +109,17 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
   }
   TFM_CHECK(expected == data_size, origin << ": " << (data_size - expected) << " trailing bytes after the last tensor");
   uLong crc = crc32(0L, Z_NULL, 0);
-  std::string first_non_finite;  // among the tensors not kept; reported after the checksum, as the kept ones are
-  std::vector<float> scratch;
   for (const Entry& e : entries) {
-    const int64_t numel = static_cast<int64_t>((e.end - e.begin) / 4);
-    const bool kept = !keep || keep(e.name);
-    Tensor t = kept ? Tensor::empty(e.shape) : Tensor();
-    if (!kept) scratch.resize(static_cast<size_t>(numel));
-    float* dst = kept ? t.data() : scratch.data();
-    read_at(data_start + e.begin, e.end - e.begin, reinterpret_cast<char*>(dst));
-    crc = crc_update(crc, reinterpret_cast<const char*>(dst), e.end - e.begin);
-    if (kept) out.tensors.emplace_back(e.name, t);
-    else if (first_non_finite.empty() && !std::all_of(dst, dst + numel, [](float v) { return std::isfinite(v); }))
-      first_non_finite = e.name;
+    Tensor t = Tensor::empty(e.shape);
+    read_at(data_start + e.begin, e.end - e.begin, reinterpret_cast<char*>(t.data()));
+    crc = crc_update(crc, reinterpret_cast<const char*>(t.data()), e.end - e.begin);
+    out.tensors.emplace_back(e.name, t);
   }
   if (auto it = out.metadata.find("tfm.crc32"); it != out.metadata.end())
     TFM_CHECK(std::to_string(static_cast<uint32_t>(crc)) == it->second, origin << ": checksum mismatch, the file is corrupted");
   for (const auto& [name, t] : out.tensors)
     for (int64_t i = 0; i < t.numel(); ++i)
       TFM_CHECK(std::isfinite(t.data()[i]), origin << ": tensor '" << name << "' contains a non-finite value");
-  TFM_CHECK(first_non_finite.empty(), origin << ": tensor '" << first_non_finite << "' contains a non-finite value");
   return out;
 }
 
@@ -142,10 +132,10 @@ const Tensor* SafeTensors::find(const std::string& name) const {
 }
 
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin) {
-  return parse(bytes.size(), [&](uint64_t offset, size_t n, char* dst) { std::memcpy(dst, bytes.data() + offset, n); }, origin, {});
+  return parse(bytes.size(), [&](uint64_t offset, size_t n, char* dst) { std::memcpy(dst, bytes.data() + offset, n); }, origin);
 }
 
-SafeTensors read_safetensors(const std::string& path, const TensorFilter& keep) {
+SafeTensors read_safetensors(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   TFM_CHECK(fd >= 0, path << ": cannot open (" << std::strerror(errno) << ")");
   struct Closer {
@@ -161,7 +151,7 @@ SafeTensors read_safetensors(const std::string& path, const TensorFilter& keep) 
       TFM_CHECK(got > 0, path << ": read failed (" << (got < 0 ? std::strerror(errno) : "the file shrank while being read") << ")");
       dst += got, offset += static_cast<uint64_t>(got), n -= static_cast<size_t>(got);
     }
-  }, path, keep);
+  }, path);
 }
 
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata) {

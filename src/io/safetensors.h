@@ -2,7 +2,6 @@
 // Reading and writing the safetensors format (an 8-byte little-endian header
 // length, a JSON header, then raw tensor bytes), float32 only. Every field of a
 // file we read is validated; writes are atomic (temporary file + rename).
-#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -21,12 +20,8 @@ struct SafeTensors {
   const Tensor* find(const std::string& name) const;
 };
 
-// Which tensors of a file to keep, by name (all when empty).
-using TensorFilter = std::function<bool(const std::string& name)>;
-
-// Throws tfm::Error naming the file and the first problem found. Tensors that `keep`
-// rejects are read, checksummed and checked all the same, but not held.
-SafeTensors read_safetensors(const std::string& path, const TensorFilter& keep = {});
+// Throws tfm::Error naming the file and the first problem found.
+SafeTensors read_safetensors(const std::string& path);
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin);
 
 // Adds a "tfm.crc32" metadata entry over the tensor data, verified on reading.
