@@ -79,29 +79,43 @@ def bench_training(a, work, peak_gflops):
     return rows
 
 
+def median_run(runs):
+    """-> (the run of median tokens/s, the highest peak memory of all): runs are (json, MiB, wall) triples."""
+    ranked = sorted(runs, key=lambda r: r[0]["target_tokens"] / r[0]["seconds"])
+    return ranked[len(ranked) // 2][0], max(r[1] for r in runs)
+
+
 def bench_translation(a, work):
     """tfm one batch at a time on all threads (as PyTorch decodes), and at batch 32 also as
-    `tfm translate` does by default: a batch per thread, one thread each."""
+    `tfm translate` does by default: a batch per thread, one thread each. The engines take
+    turns `a.repeats` times and each figure is the median run: this machine's speed drifts
+    by 10-30% over minutes, and back-to-back pairs keep the drift out of the ratios."""
     rows = []
     for label, beam, batch, limit in [("greedy, batch 32", 1, 32, 0), ("beam 4, batch 32", 4, 32, 0),
                                       ("greedy, batch 1", 1, 1, a.latency_sentences), ("beam 4, batch 1", 4, 1, a.latency_sentences)]:
         job = os.path.join(work, "job.json")
         tfm_cmd = [BENCH, "translate", "--model", a.model, "--input", a.valid_src, "--beam", str(beam), "--batch", str(batch),
                    "--limit", str(limit)]
-        t, t_mem, _ = run(tfm_cmd + ["--workers", "1", "--job-out", job], a.threads)
-        p, p_mem, _ = run([PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
-                           "--batch", str(batch), "--threads", str(a.threads)], a.threads)
+        torch_cmd = [PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
+                     "--batch", str(batch), "--threads", str(a.threads)]
+        tfm_runs, torch_runs, worker_runs = [], [], []
+        for i in range(a.repeats):
+            tfm_runs.append(run(tfm_cmd + ["--workers", "1"] + (["--job-out", job] if i == 0 else []), a.threads))
+            torch_runs.append(run(torch_cmd, a.threads))
+            if batch > 1:
+                worker_runs.append(run(tfm_cmd + ["--workers", "0"], a.threads))
+        (t, t_mem), (p, p_mem) = median_run(tfm_runs), median_run(torch_runs)
         same = sum(x == y for x, y in zip(t["outputs"], p["outputs"])) / len(t["outputs"])
         rows.append({"label": label, "beam": beam, "batch": batch, "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem, "same": same,
                      "tfm_tok_s": t["target_tokens"] / t["seconds"], "torch_tok_s": p["target_tokens"] / p["seconds"]})
         r = rows[-1]
-        if batch > 1:
-            w, w_mem, _ = run(tfm_cmd + ["--workers", "0"], a.threads)
+        if worker_runs:
+            w, w_mem = median_run(worker_runs)
             r.update(workers_tok_s=w["target_tokens"] / w["seconds"], workers_mem=w_mem,
                      workers_same=sum(x == y for x, y in zip(w["outputs"], p["outputs"])) / len(w["outputs"]))
         print(f"  {label}: tfm {r['tfm_tok_s']:.0f} tok/s" + (f" ({r['workers_tok_s']:.0f} a batch per thread)" if "workers_tok_s" in r else "") +
               f", pytorch {r['torch_tok_s']:.0f} tok/s, median {t['median_batch_ms']:.1f} vs {p['median_batch_ms']:.1f} ms per batch, "
-              f"same output {same:.1%}", flush=True)
+              f"same output {same:.1%} (medians of {a.repeats} alternating runs)", flush=True)
     return rows
 
 
@@ -173,7 +187,7 @@ def report(a, sgemm, training, translation, lm, reduced):
                      f"{r['torch_mem']:.0f} MiB |")
     n = translation[0]["tfm"]["sentences"]
     lines += ["", f"### Translation (`{os.path.relpath(a.model, ROOT)}`, Multi30k val: {n} sentences at batch 32, "
-                  f"the first {a.latency_sentences} at batch 1)", "",
+                  f"the first {a.latency_sentences} at batch 1; medians of {a.repeats} alternating runs per engine)", "",
               "| search | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm, a batch per thread: tok/s | ratio | tfm median ms per batch "
               "| PyTorch median ms | latency PyTorch / tfm | same output | tfm peak RSS | PyTorch peak RSS |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -224,6 +238,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=4000)
     ap.add_argument("--latency-sentences", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=3, help="alternating runs of each engine per translation job (medians reported)")
     ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
     a = ap.parse_args()
     a.train_src, a.train_tgt = os.path.join(a.data, "train.de.gz"), os.path.join(a.data, "train.en.gz")
