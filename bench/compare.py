@@ -176,7 +176,7 @@ def report(a, sgemm, training, translation, lm, reduced):
     lines = [f"Measured {datetime.date.today()} on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
              f"{a.threads} threads for both engines; PyTorch {training[0]['torch']['engine'].split()[-1]} with OpenBLAS "
              f"(`OPENBLAS_CORETYPE=SkylakeX`). oneDNN sgemm peak here: **{sgemm['peak_gflops']:.0f} GFLOP/s** "
-             f"(best of {shapes}).", "",
+             f"(best of {shapes}, three runs).", "",
              f"### Training (forward + backward + Adam, {a.steps} Multi30k batches of ≤ {a.max_tokens} tokens)", "",
              "| preset | parameters | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm % of sgemm peak | PyTorch % of peak "
              "| tfm peak RSS | PyTorch peak RSS |", "|---|---|---|---|---|---|---|---|---|"]
@@ -244,8 +244,10 @@ def main():
     a.train_src, a.train_tgt = os.path.join(a.data, "train.de.gz"), os.path.join(a.data, "train.en.gz")
     a.valid_src = os.path.join(a.data, "val.de.gz")
     with tempfile.TemporaryDirectory() as work:
-        sgemm, _, _ = run([BENCH, "sgemm"], a.threads)
-        print(f"  oneDNN sgemm peak: {sgemm['peak_gflops']:.0f} GFLOP/s", flush=True)
+        # The best of three: one measurement in a slow spell of this shared machine
+        # (once 214 GFLOP/s against 413 minutes earlier) would overstate every "% of peak".
+        sgemm = max((run([BENCH, "sgemm"], a.threads)[0] for _ in range(3)), key=lambda r: r["peak_gflops"])
+        print(f"  oneDNN sgemm peak: {sgemm['peak_gflops']:.0f} GFLOP/s (best of 3 runs)", flush=True)
         training = bench_training(a, work, sgemm["peak_gflops"])
         translation = bench_translation(a, work)
         reduced = bench_reduced_precision(a, training, translation)

@@ -5,11 +5,11 @@
 #include <limits>
 
 #include "autograd/autograd.h"
+#include "ops/parallel.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
-#include "ops/parallel.h"
 
 namespace tfm::decode {
 

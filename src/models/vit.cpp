@@ -3,9 +3,9 @@
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/parallel.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
-#include "ops/parallel.h"
 
 namespace tfm::models {
 

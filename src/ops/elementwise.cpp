@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "ops/parallel.h"
 #include "ops/strided.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
-#include "ops/parallel.h"
 
 namespace tfm::ops {
 

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "autograd/autograd.h"
-#include "tensor/error.h"
 #include "ops/parallel.h"
+#include "tensor/error.h"
 
 namespace tfm::ops {
 

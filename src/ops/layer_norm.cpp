@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "ops/parallel.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
-#include "ops/parallel.h"
 
 namespace tfm::ops {
 

@@ -10,8 +10,8 @@
 #include <tuple>
 #include <vector>
 
-#include "tensor/error.h"
 #include "ops/parallel.h"
+#include "tensor/error.h"
 
 namespace tfm::ops {
 namespace {

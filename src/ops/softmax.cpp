@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "ops/vec_math.h"
 #include "ops/parallel.h"
+#include "ops/vec_math.h"
 
 namespace tfm::ops {
 

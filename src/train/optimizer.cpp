@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/parallel.h"
 #include "ops/reduce.h"
 #include "tensor/error.h"
-#include "ops/parallel.h"
 
 namespace tfm::train {
 
