@@ -53,10 +53,11 @@ TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
 }
 
 // Short sequences (up to 48 keys, 96 under the causal mask) and decoding steps go
-// by dot products per query and key, longer ones by two GEMM calls per head: each query's row of a long sequence's result must be
-// what it gets alone (its visible keys only, under the causal mask). Geometries cover
-// the kernels' tails: keys not a multiple of 8, head widths below 8, between
-// multiples of 8 and above 64.
+// by dot products per query and key, longer ones by two GEMM calls per head: each
+// query's row of a sequence's result must be what it gets alone (its visible keys
+// only, under the causal mask). Geometries cover both paths on either side of the
+// limit and the kernels' tails: keys not a multiple of 8, head widths below 8,
+// between multiples of 8 and above 64.
 TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
   struct Geometry {
     int64_t keys, heads, width;

@@ -5,7 +5,6 @@
 // runs a few dozen small ops; below the threshold these run on the calling thread
 // without entering OpenMP at all.
 #include <cstdint>
-#include <utility>
 
 namespace tfm::ops {
 

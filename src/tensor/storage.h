@@ -9,10 +9,10 @@ namespace tfm {
 // Makes the calling thread allocate from the main thread's allocator arena, for
 // threads that take turns at the same kind of work (translation workers): each then
 // reuses the buffers the other freed instead of faulting in pages of its own arena.
-// With a batch per thread, greedy Multi30k translation at batch 32: 12,100 -> 14,100
-// tokens/s and 262 -> 165 MiB; beam 4: 4,740 -> 5,060 tokens/s, 388 -> 277 MiB. (All
+// With a batch per thread, greedy Multi30k translation at batch 32: 12,100 -> 14,000
+// tokens/s and 256 -> 162 MiB; beam 4: 4,740 -> 5,030 tokens/s, 379 -> 276 MiB. (All
 // threads on one arena slows training by ~8%: its OpenMP threads' scratch buffers
-// then contend.) A no-op without jemalloc.
+// then contend.) A no-op without jemalloc, and where the arena cannot be changed.
 void share_main_thread_arena();
 
 class Storage {
