@@ -139,7 +139,8 @@ void bench_translate(const TranslateOptions& o) {
   int64_t tokens = 0;
   for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
   std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
-                    {"workers", o.workers}, {"median_batch_ms", batch_s.empty() ? json() : json(median(batch_s) * 1e3)}, {"outputs", outputs}}
+                    {"workers", o.workers}, {"median_batch_ms", batch_s.empty() ? json() : json(median(batch_s) * 1e3)},
+                    {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}, {"outputs", outputs}}
                    .dump()
             << std::endl;
 }

@@ -49,21 +49,18 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   TFM_CHECK(o.beam >= 1 && o.nbest >= 1 && o.nbest <= o.beam, "beam search: need 1 <= nbest <= beam");
   autograd::NoGradGuard no_grad;
   const int pad = model.config().pad_id;
-  const int64_t B = src.rows, K = o.beam, rows = B * K;
+  const int64_t B = src.rows, K = o.beam;
   auto normalized = [&](double log_prob, size_t length) {
     return o.length_penalty == 0.0f ? log_prob : log_prob / std::pow(static_cast<double>(length), o.length_penalty);
   };
 
-  // Encode once, then give every beam its own copy of its sentence's memory.
-  ops::AttentionMask src_mask = models::padding_mask(src, pad);
+  // Encode once. The first step extends one beam per sentence (the start symbol);
+  // its K children then share their sentence's memory: the cached encoder-decoder
+  // keys and values are projected for B rows and indexed per beam (KVCache::rows),
+  // never copied K times.
+  const ops::AttentionMask src_mask = models::padding_mask(src, pad);
   Tensor memory = model.encode(src, src_mask);  // [batch, src_len, d_model]
-  std::vector<int64_t> expand(rows);
-  for (int64_t r = 0; r < rows; ++r) expand[r] = r / K;
-  memory = ops::gather_rows(memory, expand);  // [batch * beam, src_len, d_model]
-  ops::AttentionMask beam_src_mask;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < src.cols; ++c) beam_src_mask.key_padding.push_back(src_mask.key_padding[expand[r] * src.cols + c]);
-
+  ops::AttentionMask beam_src_mask = src_mask;   // a row per beam
   std::vector<int64_t> max_len(B);
   for (int64_t b = 0; b < B; ++b) {
     int64_t n = 0;
@@ -72,22 +69,18 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   }
   const int64_t steps = *std::max_element(max_len.begin(), max_len.end());
 
-  // Sentences still searched, in the order of their blocks of K rows: a finished
+  // Sentences still searched, in the order of their blocks of rows: a finished
   // sentence leaves the batch (its rows of the memory, mask and caches with it).
   std::vector<int64_t> live(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) live[b] = b;
-  std::vector<Beam> beams(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    beams[r].tokens = {o.bos};
-    beams[r].log_prob = r % K == 0 ? 0.0 : kNegInf;  // identical beams would be found K times
-  }
+  std::vector<Beam> beams(static_cast<size_t>(B), Beam{{o.bos}, 0.0});  // then K per sentence
   std::vector<std::vector<Hypothesis>> finished(B);
   nn::DecoderCache cache;
   ops::AttentionMask causal;
   causal.causal = true;
 
   for (int64_t step = 1; step <= steps && !live.empty(); ++step) {
-    const int64_t n = static_cast<int64_t>(beams.size());
+    const int64_t n = static_cast<int64_t>(beams.size()), width = n / static_cast<int64_t>(live.size());  // beams per sentence
     models::Tokens input{{}, n, o.use_cache ? 1 : step};
     for (const Beam& beam : beams) {
       if (o.use_cache) {
@@ -113,15 +106,15 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     for (size_t j = 0; j < live.size(); ++j) {
       const int64_t b = live[j];
       std::vector<std::pair<double, int64_t>> cand;  // (log-probability, k * V + token)
-      for (int64_t k = 0; k < K; ++k)
-        for (const auto& [lp, token] : best[j * K + k]) cand.push_back({beams[j * K + k].log_prob + lp, k * V + token});
+      for (int64_t k = 0; k < width; ++k)
+        for (const auto& [lp, token] : best[j * width + k]) cand.push_back({beams[j * width + k].log_prob + lp, k * V + token});
       std::stable_sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
       std::vector<Beam> children;
       std::vector<int64_t> parents;
       for (size_t i = 0; i < cand.size() && static_cast<int64_t>(children.size()) < K; ++i) {
         const int64_t k = cand[i].second / V;
         const int token = static_cast<int>(cand[i].second % V);
-        const Beam& parent = beams[j * K + k];
+        const Beam& parent = beams[j * width + k];
         if (token == o.eos) {
           std::vector<int> out(parent.tokens.begin() + 1, parent.tokens.end());
           if (static_cast<int64_t>(finished[b].size()) < K)
@@ -130,9 +123,9 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
         }
         children.push_back({parent.tokens, cand[i].first});
         children.back().tokens.push_back(token);
-        parents.push_back(static_cast<int64_t>(j) * K + k);
+        parents.push_back(static_cast<int64_t>(j) * width + k);
       }
-      while (static_cast<int64_t>(children.size()) < K) children.push_back({{o.bos}, kNegInf}), parents.push_back(static_cast<int64_t>(j) * K);
+      while (static_cast<int64_t>(children.size()) < K) children.push_back({{o.bos}, kNegInf}), parents.push_back(static_cast<int64_t>(j) * width);
       if (step >= max_len[b]) {  // out of length: the open beams end here
         for (const Beam& beam : children) {
           if (!std::isfinite(beam.log_prob)) continue;
@@ -145,14 +138,14 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
       still.push_back(b);
       for (int64_t k = 0; k < K; ++k) next.push_back(std::move(children[k])), origin.push_back(parents[k]);
     }
-    const bool shrunk = still.size() < live.size();
+    const bool regrouped = still.size() < live.size() || width < K;  // sentences left, or the first step's beams branched
     live = std::move(still);
     beams = std::move(next);
     if (live.empty()) break;
-    bool identity = !shrunk;
+    bool identity = !regrouped;
     for (size_t r = 0; r < origin.size() && identity; ++r) identity = origin[r] == static_cast<int64_t>(r);
     if (o.use_cache && !identity) cache.select_rows(origin);
-    if (shrunk) {  // rows of one sentence share their memory, so the parents' rows are the children's
+    if (regrouped) {  // rows of one sentence share their memory, so the parents' rows are the children's
       if (!o.use_cache) memory = ops::gather_rows(memory, origin);  // cached: projected once, indexed by the cache
       std::vector<uint8_t> padding;
       for (int64_t r : origin)

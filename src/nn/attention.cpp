@@ -41,21 +41,23 @@ void KVCache::select_rows(const std::vector<int64_t>& order) {
 namespace {
 
 // Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache,
-// rows 0..batch-1, growing it as needed. A row's positions are contiguous, so that
-// attention reads each row's keys as one stream.
+// rows 0..batch-1, growing it as needed (in positions, and in rows when beam search's
+// first step, one row per sentence, has branched into K beams). A row's positions are
+// contiguous, so that attention reads each row's keys as one stream.
 void append(KVCache& c, const Tensor& k, const Tensor& v) {
   const int64_t batch = k.size(0), t = k.size(1), d = k.size(2);
   const int64_t written = c.k.defined() ? c.k.size(0) : batch;
-  TFM_CHECK(batch <= written && (batch == written || !c.rows.empty()), "KVCache: " << batch << " rows appended to a cache of " << written);
-  if (!c.k.defined() || c.k.size(1) < c.length + t) {
+  TFM_CHECK(batch == written || !c.rows.empty(), "KVCache: " << batch << " rows appended to a cache of " << written);
+  if (!c.k.defined() || c.k.size(1) < c.length + t || batch > written) {
     // Grown by half (in steps of 16 positions) rather than doubled: beam 4 at batch 32
     // holds 128 rows per layer, and a doubled cache for 40 positions has room for 64
     // (a batch per thread: 270 -> 253 MiB peak). The copies cost nothing measurable.
     const int64_t old_capacity = c.k.defined() ? c.k.size(1) : 0;
-    const int64_t capacity = (std::max(c.length + t, old_capacity + old_capacity / 2) + 15) / 16 * 16;
+    const int64_t capacity = c.length + t <= old_capacity ? old_capacity
+                                                          : (std::max(c.length + t, old_capacity + old_capacity / 2) + 15) / 16 * 16;
     auto grow = [&](const Tensor& old) {
-      Tensor storage = Tensor::empty({written, capacity, d});
-      if (c.length > 0) storage.slice(1, 0, c.length).copy_from(old.slice(1, 0, c.length));
+      Tensor storage = Tensor::empty({std::max(written, batch), capacity, d});
+      if (c.length > 0) storage.slice(0, 0, written).slice(1, 0, c.length).copy_from(old.slice(1, 0, c.length));
       return storage;
     };
     c.k = grow(c.k), c.v = grow(c.v);
