@@ -60,7 +60,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   // never copied K times.
   const ops::AttentionMask src_mask = models::padding_mask(src, pad);
   Tensor memory = model.encode(src, src_mask);  // [batch, src_len, d_model]
-  ops::AttentionMask beam_src_mask = src_mask;   // a row per beam
+  ops::AttentionMask beam_src_mask = src_mask;  // a row per beam
   std::vector<int64_t> max_len(B);
   for (int64_t b = 0; b < B; ++b) {
     int64_t n = 0;
