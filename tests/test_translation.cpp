@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "autograd/autograd.h"
 #include "data/batching.h"
 #include "data/text.h"
 #include "data/vocab.h"
@@ -20,6 +21,7 @@
 #include "decode/translator.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "ops/softmax.h"
 #include "support/fixture.h"
 #include "support/compare.h"
 #include "support/process.h"
@@ -155,6 +157,40 @@ TEST(BeamSearch, CachedDecodingEqualsRecomputingThePrefix) {
       EXPECT_NEAR(cached[b][k].score, full[b][k].score, 1e-5);
     }
     EXPECT_GE(cached[b][0].score, cached[b][1].score);
+  }
+}
+
+// Each hypothesis's log-probability is what the model gives its tokens when it reads
+// them whole (teacher forcing, one sentence alone, no cache): the search's bookkeeping
+// (which beam each child came from, the first step's single beam per sentence,
+// sentences leaving the batch) never mixes up a history and its score.
+TEST(BeamSearch, HypothesesScoreWhatTheModelGivesTheirTokens) {
+  testing::ModelFixture f = testing::load_model_fixture("model_pre_gelu.safetensors");
+  auto model = f.make_model();
+  model->eval();
+  autograd::NoGradGuard no_grad;
+  models::Tokens src = f.tokens("input.src");
+  decode::SearchOptions o;
+  o.beam = 4, o.nbest = 4, o.bos = 1, o.eos = 2, o.max_len_a = 1.0f, o.max_len_b = 3;
+  const auto result = decode::beam_search(*model, src, o);
+  ASSERT_EQ(static_cast<int64_t>(result.size()), src.rows);
+  const int pad = f.config.pad_id;
+  for (int64_t b = 0; b < src.rows; ++b) {
+    models::Tokens one{{src.ids.begin() + b * src.cols, src.ids.begin() + (b + 1) * src.cols}, 1, src.cols};
+    const int64_t max_len = std::count_if(one.ids.begin(), one.ids.end(), [&](int t) { return t != pad; }) + o.max_len_b;
+    ASSERT_EQ(result[b].size(), 4u);
+    for (const decode::Hypothesis& h : result[b]) {
+      const bool ended = static_cast<int64_t>(h.tokens.size()) < max_len;  // else cut at the length limit, no end symbol
+      std::vector<int> targets = h.tokens;
+      if (ended) targets.push_back(o.eos);
+      models::Tokens input{{o.bos}, 1, static_cast<int64_t>(targets.size())};
+      input.ids.insert(input.ids.end(), targets.begin(), targets.end() - 1);
+      Tensor log_probs = ops::log_softmax(model->generator->logits(model->forward(one, input)));  // [1, len, vocab]
+      const int64_t V = log_probs.size(-1);
+      double expected = 0;
+      for (size_t i = 0; i < targets.size(); ++i) expected += log_probs.data()[static_cast<int64_t>(i) * V + targets[i]];
+      EXPECT_NEAR(h.log_prob, expected, 1e-4) << "sentence " << b << ", " << h.tokens.size() << " tokens";
+    }
   }
 }
 
