@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 #include <limits>
+#include <memory>
 #include <iostream>
 #include <cmath>
 #include <cstring>
@@ -54,6 +55,9 @@ TEST(OpsGrad, ShapeOps) {
   EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].slice(1, 1, 3), random_tensor({2, 2, 4}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
   EXPECT_GRADCHECK([](const V& x) { return ops::scale(ops::concat({x[0], x[1]}, 1), 1.5f); },
                    (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 2, 4}, 2)}), kTol);
+  // A row gathered twice gets both gradients.
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::gather_rows(x[0], {2, 0, 2}), random_tensor({3, 2, 4}, 9)); },
+                   (V{random_tensor({3, 2, 4}, 1)}), kTol);
 }
 
 TEST(OpsGrad, Activations) {
@@ -165,6 +169,15 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
   pad_only.key_padding = {0, 0, 1, 0, 0, 0};  // batch 2, 3 keys; 2 queries
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only, 0.25f, 99); },
                    (V{random_tensor({2, 2, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
+  // Packed sequences (lengths 3, 1, 2) without padding: self-attention and, with
+  // padded queries, encoder-decoder attention.
+  ops::AttentionMask packed;
+  packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(ops::PackedSequences{{0, 3, 4}, {3, 1, 2}});
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0].slice(2, 0, 6), x[0].slice(2, 6, 12), x[0].slice(2, 12, 18), 2, packed, 0.25f, 7); },
+                   (V{random_tensor({1, 6, 18}, 1)}), kTol);
+  packed.packed_queries = nullptr;
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, packed); },
+                   (V{random_tensor({3, 2, 6}, 1), random_tensor({1, 6, 6}, 2), random_tensor({1, 6, 6}, 3)}), kTol);
   // One query, as a decoding step has (its own forward path).
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only); },
                    (V{random_tensor({2, 1, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);

@@ -1,10 +1,16 @@
 // Tensor views and the semantics of the fused attention op.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+
 #include "autograd/autograd.h"
 #include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/vec_math.h"
+#include "support/compare.h"
 #include "support/gradcheck.h"
 #include "tensor/error.h"
 
@@ -108,6 +114,68 @@ TEST(Attention, IndexedKeysEqualGatheredOnes) {
     }
   const Tensor gathered = ops::attention(q, gk, gv, 2, mask);
   for (int64_t i = 0; i < batch * width; ++i) EXPECT_FLOAT_EQ(indexed.data()[i], gathered.data()[i]) << i;
+}
+
+// Training's encoder packs its sentences one after another without padding
+// (ops::PackedSequences). Each real row's result and gradients must be what the padded
+// batch gives it: self-attention (both sides packed, causal or not) and encoder-decoder
+// attention (keys packed), on the dot-product and the GEMM paths, under dropout too
+// (with the longest sentence unpadded, its masks are indexed as in the padded batch).
+TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
+  const int64_t batch = 3, width = 16, heads = 2, queries = 5;
+  for (const int64_t longest : {11, 60})
+    for (const bool causal : {false, true})
+      for (const float dropout : {0.0f, 0.3f}) {
+        const std::vector<int64_t> lengths{longest - 4, longest, 3};
+        ops::AttentionMask padded_mask;
+        auto sequences = std::make_shared<ops::PackedSequences>();
+        std::vector<int64_t> positions;
+        for (int64_t b = 0; b < batch; ++b) {
+          sequences->start.push_back(static_cast<int64_t>(positions.size()));
+          sequences->length.push_back(lengths[b]);
+          for (int64_t t = 0; t < longest; ++t) {
+            padded_mask.key_padding.push_back(t >= lengths[b]);
+            if (t < lengths[b]) positions.push_back(b * longest + t);
+          }
+        }
+        const int64_t tokens = static_cast<int64_t>(positions.size());
+        auto pack = [&](const Tensor& x) {  // [batch, longest, w] -> [1, tokens, w]
+          return ops::gather_rows(x.reshape({batch * longest, x.size(2)}), positions).reshape({1, tokens, x.size(2)});
+        };
+        const std::string where = std::to_string(longest) + " keys" + (causal ? ", causal" : "") + ", dropout " + std::to_string(dropout);
+        // Self-attention: q, k, v slices of one projection, as in the encoder.
+        Tensor qkv = testing::random_tensor({batch, longest, 3 * width}, 7).set_requires_grad(true);
+        Tensor qkv_packed = pack(qkv.detach()).set_requires_grad(true);
+        ops::AttentionMask packed_mask;
+        packed_mask.causal = padded_mask.causal = causal;
+        packed_mask.packed_queries = packed_mask.packed_keys = sequences;
+        auto self = [&](const Tensor& x, const ops::AttentionMask& m) {
+          return ops::attention(x.slice(2, 0, width), x.slice(2, width, 2 * width), x.slice(2, 2 * width, 3 * width), heads, m, dropout, 42);
+        };
+        const Tensor out = pack(self(qkv, padded_mask)), out_packed = self(qkv_packed, packed_mask);
+        EXPECT_TENSOR_NEAR("self-attention, " + where, out_packed, out, 1e-6);
+        const Tensor w = testing::random_tensor(out.shape(), 8);  // the loss weighs real rows only
+        ops::sum(ops::mul(out, w)).backward();
+        ops::sum(ops::mul(out_packed, w)).backward();
+        EXPECT_TENSOR_NEAR("self-attention gradient, " + where, qkv_packed.grad(), pack(qkv.grad()), 1e-6);
+
+        // Encoder-decoder attention: padded queries, packed keys and values.
+        if (causal) continue;
+        Tensor q = testing::random_tensor({batch, queries, width}, 9).set_requires_grad(true);
+        Tensor kv = testing::random_tensor({batch, longest, 2 * width}, 10).set_requires_grad(true);
+        Tensor q2 = q.detach().clone().set_requires_grad(true), kv_packed = pack(kv.detach()).set_requires_grad(true);
+        ops::AttentionMask memory_mask;
+        memory_mask.packed_keys = sequences;
+        const Tensor cross = ops::attention(q, kv.slice(2, 0, width), kv.slice(2, width, 2 * width), heads, padded_mask, dropout, 43);
+        const Tensor cross_packed =
+            ops::attention(q2, kv_packed.slice(2, 0, width), kv_packed.slice(2, width, 2 * width), heads, memory_mask, dropout, 43);
+        EXPECT_TENSOR_NEAR("encoder-decoder attention, " + where, cross_packed, cross, 1e-6);
+        const Tensor wc = testing::random_tensor(cross.shape(), 11);
+        ops::sum(ops::mul(cross, wc)).backward();
+        ops::sum(ops::mul(cross_packed, wc)).backward();
+        EXPECT_TENSOR_NEAR("encoder-decoder query gradient, " + where, q2.grad(), q.grad(), 1e-6);
+        EXPECT_TENSOR_NEAR("encoder-decoder key/value gradient, " + where, kv_packed.grad(), pack(kv.grad()), 1e-6);
+      }
 }
 
 // Beam search finds its candidates with it: every entry above the bar, in order, from

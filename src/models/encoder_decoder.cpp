@@ -1,9 +1,12 @@
 #include "models/encoder_decoder.h"
 
+#include <algorithm>
+
 #include "nn/init.h"
 #include "nn/trace.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 
 namespace tfm::models {
@@ -51,9 +54,26 @@ Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& sr
 }
 
 Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
-  ops::AttentionMask src_mask = padding_mask(src, config_.pad_id);
-  Tensor memory = encode(src, src_mask);
-  return decode(memory, src_mask, tgt, padding_mask(tgt, config_.pad_id, /*causal=*/true));
+  const ops::AttentionMask tgt_mask = padding_mask(tgt, config_.pad_id, /*causal=*/true);
+  const Unpadded unpadded = unpad(src, config_.pad_id);
+  const auto& lengths = unpadded.sequences->length;
+  if (std::find(lengths.begin(), lengths.end(), 0) != lengths.end()) {  // a source of padding alone attends to nothing
+    const ops::AttentionMask src_mask = padding_mask(src, config_.pad_id);
+    return decode(encode(src, src_mask), src_mask, tgt, tgt_mask);
+  }
+  // The encoder runs on the source's real tokens only, one sentence after another: no
+  // product, layer norm or attention spends time on padding (PyTorch's nn.Transformer
+  // fast path does the same with nested tensors). The values of the real tokens are
+  // those of the padded computation.
+  Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
+  const int64_t tokens = static_cast<int64_t>(unpadded.positions.size());
+  x = ops::gather_rows(x.reshape({src.rows * src.cols, config_.d_model}), unpadded.positions).reshape({1, tokens, config_.d_model});
+  ops::AttentionMask packed;
+  packed.packed_queries = packed.packed_keys = unpadded.sequences;
+  Tensor memory = transformer->encoder->forward(x, packed);  // [1, tokens, d_model]
+  ops::AttentionMask memory_mask;
+  memory_mask.packed_keys = unpadded.sequences;
+  return decode(memory, memory_mask, tgt, tgt_mask);
 }
 
 void EncoderDecoder::init_parameters(Rng& rng) {

@@ -35,7 +35,8 @@ class EncoderDecoder : public nn::Module {
   // (inference), tgt holds only the positions after the cached prefix.
   Tensor decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt, const ops::AttentionMask& tgt_mask,
                 nn::DecoderCache* cache = nullptr);
-  // Decoder output for the teacher-forced target (masks built from padding).
+  // Decoder output for the teacher-forced target (masks built from padding; the
+  // encoder skips the source's padding).
   Tensor forward(const Tokens& src, const Tokens& tgt);
 
   // Xavier-uniform for every weight matrix, as the Annotated Transformer's make_model.

@@ -10,4 +10,17 @@ ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
   return m;
 }
 
+Unpadded unpad(const Tokens& t, int pad_id) {
+  Unpadded u;
+  auto sequences = std::make_shared<ops::PackedSequences>();
+  for (int64_t r = 0; r < t.rows; ++r) {
+    sequences->start.push_back(static_cast<int64_t>(u.positions.size()));
+    for (int64_t c = 0; c < t.cols; ++c)
+      if (t.at(r, c) != pad_id) u.positions.push_back(r * t.cols + c);
+    sequences->length.push_back(static_cast<int64_t>(u.positions.size()) - sequences->start.back());
+  }
+  u.sequences = std::move(sequences);
+  return u;
+}
+
 }  // namespace tfm::models

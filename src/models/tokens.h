@@ -1,6 +1,7 @@
 #pragma once
 // Batches of token ids as every model takes them.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ops/attention.h"
@@ -16,5 +17,13 @@ struct Tokens {
 
 // Key-padding mask (1 where the token is padding), optionally with the look-ahead mask.
 ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal = false);
+
+// A batch's tokens without their padding: which of the [rows * cols] positions are
+// real tokens (row by row), and the sequences they make one after another.
+struct Unpadded {
+  std::vector<int64_t> positions;
+  std::shared_ptr<const ops::PackedSequences> sequences;
+};
+Unpadded unpad(const Tokens& t, int pad_id);
 
 }  // namespace tfm::models

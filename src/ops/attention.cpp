@@ -14,51 +14,77 @@
 
 namespace tfm::ops {
 
+int64_t PackedSequences::longest() const { return length.empty() ? 0 : *std::max_element(length.begin(), length.end()); }
+
 namespace {
 
-// Geometry of one [batch, time, heads * d_k] operand that may be a strided view.
+// Geometry of one operand that may be a strided view: [batch, time, heads * d_k], or
+// packed sequences [1, rows, heads * d_k] (row i of sequence b is row start[b] + i).
 struct Operand {
   const float* base;
   int64_t batch_stride, row_stride;
-  const float* head(int64_t b, int64_t h, int64_t dk) const { return base + b * batch_stride + h * dk; }
+  const PackedSequences* packed;
+  int64_t time;  // the padded length: a packed operand's longest sequence
+  const float* row(int64_t b, int64_t i) const {
+    return base + (packed ? (packed->start[b] + i) * row_stride : b * batch_stride + i * row_stride);
+  }
+  int64_t length(int64_t b) const { return packed ? packed->length[b] : time; }
 };
 
-Operand operand(const Tensor& t, const char* name) {
+Operand operand(const Tensor& t, const char* name, const PackedSequences* packed) {
   TFM_CHECK(t.dim() == 3 && t.strides()[2] == 1, "attention: " << name << " must be [batch, time, heads*d_k] with unit last stride, got "
                                                                 << shape_str(t.shape()));
-  return {t.data(), t.strides()[0], t.strides()[1]};
+  if (packed) {
+    int64_t rows = 0;
+    for (int64_t b = 0; b < packed->batch(); ++b) {
+      TFM_CHECK(packed->start[b] == rows && packed->length[b] > 0, "attention: packed sequences must be non-empty and follow one another");
+      rows += packed->length[b];
+    }
+    TFM_CHECK(t.size(0) == 1 && t.size(1) == rows, "attention: packed " << name << " must be [1, " << rows << ", heads*d_k], got "
+                                                                         << shape_str(t.shape()));
+  }
+  return {t.data(), t.strides()[0], t.strides()[1], packed, packed ? packed->longest() : t.size(1)};
 }
 
 }  // namespace
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask, float dropout_p,
                  uint64_t dropout_key, Tensor* weights, const int32_t* key_rows) {
-  Operand oq = operand(q, "q"), ok = operand(k, "k"), ov = operand(v, "v");
-  const int64_t B = q.size(0), tq = q.size(1), tk = k.size(1), D = q.size(2);
+  const PackedSequences *packed_q = mask.packed_queries.get(), *packed_k = mask.packed_keys.get();
+  Operand oq = operand(q, "q", packed_q), ok = operand(k, "k", packed_k), ov = operand(v, "v", packed_k);
+  const int64_t B = packed_q ? packed_q->batch() : q.size(0), tq = oq.time, tk = ok.time, D = q.size(2);
   TFM_CHECK(heads > 0 && D % heads == 0, "attention: model width " << D << " not divisible by " << heads << " heads");
-  TFM_CHECK((key_rows || k.size(0) == B) && v.size(0) == k.size(0) && v.size(1) == tk && k.size(2) == D && v.size(2) == D,
+  TFM_CHECK((key_rows || (packed_k ? packed_k->batch() : k.size(0)) == B) && v.size(0) == k.size(0) && v.size(1) == k.size(1) &&
+                k.size(2) == D && v.size(2) == D,
             "attention: q " << shape_str(q.shape()) << ", k " << shape_str(k.shape()) << ", v " << shape_str(v.shape()) << " do not match");
-  TFM_CHECK(!key_rows || (tq == 1 && !autograd::grad_enabled()), "attention: indexed keys are for decoding one query per row, without gradient");
-  TFM_CHECK(mask.key_padding.empty() || static_cast<int64_t>(mask.key_padding.size()) == B * tk,
+  TFM_CHECK(!key_rows || (tq == 1 && !packed_q && !packed_k && !autograd::grad_enabled()),
+            "attention: indexed keys are for decoding one query per row, without gradient");
+  TFM_CHECK(mask.key_padding.empty() || (!packed_k && static_cast<int64_t>(mask.key_padding.size()) == B * tk),
             "attention: padding mask has " << mask.key_padding.size() << " entries for " << B << "x" << tk << " keys");
   TFM_CHECK(!mask.causal || tk >= tq, "attention: causal mask needs at least as many keys as queries");
   TFM_CHECK(dropout_p >= 0.0f && dropout_p < 1.0f, "attention: dropout " << dropout_p << " outside [0, 1)");
   const int64_t dk = D / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
-  const int64_t causal_shift = tk - tq;
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Keys that query i of row b sees: its sequence's, up to the causal horizon.
+  auto visible_keys = [&](int64_t b, int64_t i) {
+    const int64_t keys = ok.length(b);
+    return mask.causal ? std::min(keys, i + keys - oq.length(b) + 1) : keys;
+  };
 
-  Tensor probs = Tensor::empty({B, heads, tq, tk});
-  Tensor out = Tensor::empty({B, tq, D});
+  // A packed sequence's rows past its length are never written: they stay 0.
+  Tensor probs = packed_q ? Tensor::zeros({B, heads, tq, tk}) : Tensor::empty({B, heads, tq, tk});
+  Tensor out = Tensor::empty(packed_q ? Shape{1, q.size(1), D} : Shape{B, tq, D});
+  const Operand oo = operand(out, "out", packed_q);
+  auto out_row = [&](int64_t b, int64_t i) { return const_cast<float*>(oo.row(b, i)); };
 
   // Masks a row of scores of query row b, position i, and normalises it in place;
   // returns the probabilities to weight the values with: the row itself, or under
   // dropout a masked copy in `dropped` (P stays intact: users inspect it, backward needs it).
   auto probabilities = [&](float* row, int64_t b, int64_t i, int64_t offset, float* dropped) -> const float* {
-    for (int64_t j = 0; j < tk; ++j) {
-      const bool masked = (!mask.key_padding.empty() && mask.key_padding[b * tk + j]) || (mask.causal && j > i + causal_shift);
-      if (masked) row[j] = neg_inf;
-    }
+    const int64_t visible = visible_keys(b, i);
+    for (int64_t j = 0; j < tk; ++j)
+      if (j >= visible || (!mask.key_padding.empty() && mask.key_padding[b * tk + j])) row[j] = neg_inf;
     softmax_row(row, row, tk);
     if (dropout_p == 0.0f) return row;
     dropout_kernel(row, dropped, tk, dropout_p, dropout_key, offset);
@@ -80,21 +106,21 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
     // Query i of row b, head h, against the keys and values rows[j] + h * dk.
     std::vector<const float*> key(tk), value(tk);
     auto gather_rows = [&](int64_t b) {
-      for (int64_t j = 0; j < tk; ++j) {
+      for (int64_t j = 0; j < ok.length(b); ++j) {
         const int64_t row = key_rows ? key_rows[j * B + b] : b;
-        key[j] = ok.head(row, 0, dk) + j * ok.row_stride, value[j] = ov.head(row, 0, dk) + j * ov.row_stride;
+        key[j] = ok.row(row, j), value[j] = ov.row(row, j);
       }
     };
     auto attend = [&](int64_t b, int64_t h, int64_t i) {
       // Keys after the causal horizon get no probability: neither scored nor summed.
-      const int64_t visible = mask.causal ? std::min(tk, i + causal_shift + 1) : tk;
+      const int64_t visible = visible_keys(b, i);
       float* p = probs.data() + ((b * heads + h) * tq + i) * tk;
-      const float* qi = oq.head(b, h, dk) + i * oq.row_stride;
+      const float* qi = oq.row(b, i) + h * dk;
       int64_t j = 0;
       for (; j + 8 <= visible; j += 8) vec::scaled_dot8(qi, key.data() + j, h * dk, dk, scale, p + j);
       for (; j < visible; ++j) p[j] = scale * vec::dot(qi, key[j] + h * dk, dk);
       const float* pd = probabilities(p, b, i, ((b * heads + h) * tq + i) * tk, scratch.data());
-      vec::weighted_row_sum(pd, value.data(), h * dk, visible, dk, out.data() + (b * tq + i) * D + h * dk);
+      vec::weighted_row_sum(pd, value.data(), h * dk, visible, dk, out_row(b, i) + h * dk);
     };
     if (tq == 1) {  // a decoding step: each row's keys and values read once, whole, for all heads
 #pragma omp for schedule(static)
@@ -107,54 +133,60 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < heads; ++h) {
           gather_rows(b);
-          for (int64_t i = 0; i < tq; ++i) attend(b, h, i);
+          for (int64_t i = 0; i < oq.length(b); ++i) attend(b, h, i);
         }
     } else {
 #pragma omp for collapse(2) schedule(static)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < heads; ++h) {
+          const int64_t tq_b = oq.length(b), tk_b = ok.length(b);
           float* p = probs.data() + (b * heads + h) * tq * tk;
-          gemm(false, true, tq, tk, dk, scale, oq.head(b, h, dk), oq.row_stride, ok.head(b, h, dk), ok.row_stride, 0.0f, p, tk);
-          for (int64_t i = 0; i < tq; ++i)
+          gemm(false, true, tq_b, tk_b, dk, scale, oq.row(b, 0) + h * dk, oq.row_stride, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, p, tk);
+          for (int64_t i = 0; i < tq_b; ++i)
             probabilities(p + i * tk, b, i, (b * heads + h) * tq * tk + i * tk, dropout_p > 0.0f ? scratch.data() + i * tk : nullptr);
-          gemm(false, false, tq, dk, tk, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.head(b, h, dk), ov.row_stride, 0.0f,
-               out.data() + b * tq * D + h * dk, D);
+          gemm(false, false, tq_b, dk, tk_b, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f,
+               out_row(b, 0) + h * dk, D);
         }
     }
   });
   if (weights) *weights = probs.detach();
 
   Tensor qd = q.detach(), kd = k.detach(), vd = v.detach();
+  std::shared_ptr<const PackedSequences> keep_q = mask.packed_queries, keep_k = mask.packed_keys;
   return autograd::record(out, "attention", {q, k, v}, [=](const Tensor& g) {
-    Tensor dq = Tensor::empty({B, tq, D}), dkt = Tensor::empty({B, tk, D}), dv = Tensor::empty({B, tk, D});
-    Operand oq = operand(qd, "q"), ok = operand(kd, "k"), ov = operand(vd, "v");
+    // Gradients in the operands' own layouts (packed or not), contiguous.
+    Tensor dq = Tensor::empty(qd.shape()), dkt = Tensor::empty(kd.shape()), dv = Tensor::empty(vd.shape());
+    const Operand oq = operand(qd, "q", keep_q.get()), ok = operand(kd, "k", keep_k.get()), ov = operand(vd, "v", keep_k.get());
+    const Operand og = operand(g, "gradient", keep_q.get()), odq = operand(dq, "dq", keep_q.get()),
+                  odk = operand(dkt, "dk", keep_k.get()), odv = operand(dv, "dv", keep_k.get());
+    auto at = [&](const Operand& o, int64_t b, int64_t h) { return const_cast<float*>(o.row(b, 0)) + h * dk; };
 #pragma omp parallel
     {
       std::vector<float> dp(tq * tk), scratch(dropout_p > 0.0f ? tq * tk : 0);
 #pragma omp for collapse(2) schedule(static)
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < heads; ++h) {
-          const int64_t bh = b * heads + h;
+          const int64_t bh = b * heads + h, tq_b = oq.length(b), tk_b = ok.length(b);
           const float* p = probs.data() + bh * tq * tk;
-          const float* go = g.data() + b * tq * D + h * dk;
+          const float* go = og.row(b, 0) + h * dk;
           const float* pd = p;
           if (dropout_p > 0.0f) {
             dropout_kernel(p, scratch.data(), tq * tk, dropout_p, dropout_key, bh * tq * tk);
             pd = scratch.data();
           }
           // dV = P_dropped^T dO ; dP_dropped = dO V^T
-          gemm(true, false, tk, dk, tq, 1.0f, pd, tk, go, D, 0.0f, dv.data() + b * tk * D + h * dk, D);
-          gemm(false, true, tq, tk, dk, 1.0f, go, D, ov.head(b, h, dk), ov.row_stride, 0.0f, dp.data(), tk);
-          for (int64_t i = 0; i < tq; ++i) {
+          gemm(true, false, tk_b, dk, tq_b, 1.0f, pd, tk, go, og.row_stride, 0.0f, at(odv, b, h), D);
+          gemm(false, true, tq_b, tk_b, dk, 1.0f, go, og.row_stride, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f, dp.data(), tk);
+          for (int64_t i = 0; i < tq_b; ++i) {
             float* dr = dp.data() + i * tk;
             const float* pr = p + i * tk;
-            if (dropout_p > 0.0f) dropout_kernel(dr, dr, tk, dropout_p, dropout_key, bh * tq * tk + i * tk);
+            if (dropout_p > 0.0f) dropout_kernel(dr, dr, tk_b, dropout_p, dropout_key, bh * tq * tk + i * tk);
             float dot = 0.0f;
-            for (int64_t j = 0; j < tk; ++j) dot += dr[j] * pr[j];
-            for (int64_t j = 0; j < tk; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // dS, scale folded in
+            for (int64_t j = 0; j < tk_b; ++j) dot += dr[j] * pr[j];
+            for (int64_t j = 0; j < tk_b; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // dS, scale folded in
           }
-          gemm(false, false, tq, dk, tk, 1.0f, dp.data(), tk, ok.head(b, h, dk), ok.row_stride, 0.0f, dq.data() + b * tq * D + h * dk, D);
-          gemm(true, false, tk, dk, tq, 1.0f, dp.data(), tk, oq.head(b, h, dk), oq.row_stride, 0.0f, dkt.data() + b * tk * D + h * dk, D);
+          gemm(false, false, tq_b, dk, tk_b, 1.0f, dp.data(), tk, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, at(odq, b, h), D);
+          gemm(true, false, tk_b, dk, tq_b, 1.0f, dp.data(), tk, oq.row(b, 0) + h * dk, oq.row_stride, 0.0f, at(odk, b, h), D);
         }
     }
     return std::vector<Tensor>{dq, dkt, dv};

@@ -47,7 +47,17 @@ Tensor gather_rows(const Tensor& x_in, const std::vector<int64_t>& rows) {
     TFM_CHECK(rows[i] >= 0 && rows[i] < x.size(0), "gather_rows: row " << rows[i] << " outside 0.." << x.size(0) - 1);
     std::memcpy(out.data() + i * row, x.data() + rows[i] * row, sizeof(float) * row);
   }
-  return out;
+  const Shape x_shape = x.shape();
+  return autograd::record(out, "gather_rows", {x_in}, [=](const Tensor& g_in) {
+    Tensor g = g_in.is_contiguous() ? g_in : g_in.clone();
+    Tensor dx = Tensor::zeros(x_shape);  // a row gathered twice gets both gradients
+    for (size_t i = 0; i < rows.size(); ++i) {
+      float* d = dx.data() + rows[i] * row;
+      const float* gi = g.data() + i * row;
+      for (int64_t c = 0; c < row; ++c) d[c] += gi[c];
+    }
+    return std::vector<Tensor>{dx};
+  });
 }
 
 Tensor contiguous(const Tensor& x) {

@@ -14,8 +14,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& order);
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);  // [start, end) along dim
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
 
-// Rows of x along dim 0 in the given order: out[i] = x[rows[i]]. Not differentiable
-// (used to reorder decoding state between beam-search steps).
+// Rows of x along dim 0 in the given order: out[i] = x[rows[i]] (beam search's
+// reordering of decoding state; training's packing of sentences without padding).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
 
 // Copies src into dst element by element (same shape, any strides). Not differentiable.
