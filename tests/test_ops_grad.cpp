@@ -55,6 +55,18 @@ TEST(OpsGrad, ShapeOps) {
   EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].slice(1, 1, 3), random_tensor({2, 2, 4}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
   EXPECT_GRADCHECK([](const V& x) { return ops::scale(ops::concat({x[0], x[1]}, 1), 1.5f); },
                    (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 2, 4}, 2)}), kTol);
+  // Slices add their gradients into one buffer per input (autograd's AccumulateFn):
+  // overlapping slices of a leaf; slices of two op outputs whose gradients arrive
+  // first as one shared tensor (add hands its gradient to both inputs), which the
+  // slices must not add into in place.
+  EXPECT_GRADCHECK([](const V& x) { return ops::add(x[0].slice(1, 0, 2), x[0].slice(1, 1, 3)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK(
+      [](const V& x) {
+        Tensor y = ops::scale(x[0], 2.0f);
+        Tensor v = ops::scale(x[0], -3.0f);
+        return ops::concat({ops::add(y.slice(1, 0, 2), v.slice(1, 1, 3)), ops::add(y, v)}, 1);
+      },
+      (V{random_tensor({2, 3, 4}, 1)}), kTol);
   // A row gathered twice gets both gradients.
   EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::gather_rows(x[0], {2, 0, 2}), random_tensor({3, 2, 4}, 9)); },
                    (V{random_tensor({3, 2, 4}, 1)}), kTol);

@@ -39,6 +39,12 @@ Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, Backw
   return output;
 }
 
+Tensor record_view(Tensor output, const char* name, const Tensor& input, AccumulateFn accumulate) {
+  output = record(output, name, {input}, nullptr);
+  if (output.impl()->grad_fn) output.impl()->grad_fn->accumulate = std::move(accumulate);
+  return output;
+}
+
 namespace {
 
 // Post-order DFS without recursion (graphs of deep models are thousands of nodes).
@@ -82,6 +88,10 @@ void backward(const Tensor& root) {
   NoGradGuard no_grad;  // backward closures compute plain tensors, never new graph
   std::vector<std::shared_ptr<Node>> order = topological_order(root.impl()->grad_fn);
   std::unordered_map<Node*, Tensor> grads;
+  // Nodes whose accumulated gradient is a buffer of its own, made here (a sum, or a
+  // view's AccumulateFn), which may be added to in place. Any other may be shared: an
+  // op's backward can hand one tensor to several inputs.
+  std::unordered_set<Node*> owned;
   grads[order.back().get()] = Tensor::ones(root.shape());
   for (size_t i = order.size(); i-- > 0;) {
     const std::shared_ptr<Node> node = std::move(order[i]);
@@ -89,7 +99,24 @@ void backward(const Tensor& root) {
     if (it == grads.end()) continue;  // no path from root carries gradient here
     Tensor g = std::move(it->second);
     grads.erase(it);
-    TFM_CHECK(node->backward, "backward() through a graph that a previous backward() already freed");
+    owned.erase(node.get());
+    TFM_CHECK(node->backward || node->accumulate, "backward() through a graph that a previous backward() already freed");
+    if (node->accumulate) {
+      const Edge& in = node->inputs.at(0);
+      if (in.leaf) {  // a leaf's .grad is always its own buffer (accumulate_leaf)
+        Tensor acc = in.leaf->grad ? Tensor(in.leaf->grad) : Tensor();
+        node->accumulate(g, acc);
+        in.leaf->grad = acc.impl_ptr();
+      } else if (in.producer) {
+        Tensor& acc = grads[in.producer.get()];
+        if (acc.defined() && !owned.count(in.producer.get())) acc = acc.clone();
+        node->accumulate(g, acc);
+        owned.insert(in.producer.get());
+      }
+      node->accumulate = nullptr;
+      node->inputs.clear();
+      continue;
+    }
     std::vector<Tensor> input_grads = node->backward(g);
     node->backward = nullptr;  // frees the tensors it saved
     TFM_CHECK(input_grads.size() == node->inputs.size(), "op " << node->name << " returned the wrong number of gradients");
@@ -104,7 +131,13 @@ void backward(const Tensor& root) {
         continue;
       }
       auto [slot, inserted] = grads.try_emplace(in.producer.get(), ig);
-      if (!inserted) slot->second = ops::add(slot->second, ig);
+      if (inserted) continue;
+      if (owned.count(in.producer.get())) {
+        ops::add_(slot->second, ig);
+      } else {
+        slot->second = ops::add(slot->second, ig);
+        owned.insert(in.producer.get());
+      }
     }
     node->inputs.clear();  // lets the nodes below go as soon as their own backward has run
   }

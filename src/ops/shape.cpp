@@ -19,22 +19,39 @@ int64_t normalize_dim(int64_t d, int64_t nd) {
 
 }  // namespace
 
+namespace {
+
+// Calls f(dst_row, src_row, n) over two tensors of one shape, any strides: whole rows
+// where both have a contiguous last dimension, else element by element.
+template <class F>
+void for_each_row(const Tensor& src, Tensor& dst, F&& f) {
+  const float* s = src.data();
+  float* d = dst.data();
+  if (src.dim() > 0 && src.strides().back() == 1 && dst.strides().back() == 1) {
+    const Shape& shape = src.shape();
+    const Shape outer(shape.begin(), shape.end() - 1), src_outer(src.strides().begin(), src.strides().end() - 1),
+        dst_outer(dst.strides().begin(), dst.strides().end() - 1);
+    for_each_index<2>(outer, {src_outer, dst_outer}, [&](const std::array<int64_t, 2>& o) { f(d + o[1], s + o[0], shape.back()); });
+    return;
+  }
+  for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { f(d + o[1], s + o[0], 1); });
+}
+
+// dst += src, same shape, any strides.
+void strided_add(const Tensor& src, Tensor& dst) {
+  for_each_row(src, dst, [](float* d, const float* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  });
+}
+
+}  // namespace
+
 void strided_copy(const Tensor& src, Tensor& dst) {
   if (src.is_contiguous() && dst.is_contiguous()) {
     std::memcpy(dst.data(), src.data(), sizeof(float) * src.numel());
     return;
   }
-  const float* s = src.data();
-  float* d = dst.data();
-  if (src.dim() > 0 && src.strides().back() == 1 && dst.strides().back() == 1) {  // whole rows at a time
-    const Shape& shape = src.shape();
-    const size_t row = sizeof(float) * static_cast<size_t>(shape.back());
-    const Shape outer(shape.begin(), shape.end() - 1), src_outer(src.strides().begin(), src.strides().end() - 1),
-        dst_outer(dst.strides().begin(), dst.strides().end() - 1);
-    for_each_index<2>(outer, {src_outer, dst_outer}, [&](const std::array<int64_t, 2>& o) { std::memcpy(d + o[1], s + o[0], row); });
-    return;
-  }
-  for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { d[o[1]] = s[o[0]]; });
+  for_each_row(src, dst, [](float* d, const float* s, int64_t n) { std::memcpy(d, s, sizeof(float) * n); });
 }
 
 Tensor gather_rows(const Tensor& x_in, const std::vector<int64_t>& rows) {
@@ -119,11 +136,12 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
   shape[dim] = end - start;
   Tensor out = make_view(x, shape, x.strides(), x.impl()->offset + start * x.strides()[dim]);
   Shape in_shape = x.shape();
-  return autograd::record(out, "slice", {x}, [in_shape, dim, start, end](const Tensor& g) {
-    Tensor full = Tensor::zeros(in_shape);
-    Tensor window = slice(full, dim, start, end);
-    strided_copy(g, window);
-    return std::vector<Tensor>{full};
+  // The gradient goes into its window of the input's gradient, which sibling slices share.
+  return autograd::record_view(out, "slice", x, [in_shape, dim, start, end](const Tensor& g, Tensor& grad) {
+    const bool fresh = !grad.defined();
+    if (fresh) grad = Tensor::zeros(in_shape);
+    Tensor window = slice(grad, dim, start, end);
+    fresh ? strided_copy(g, window) : strided_add(g, window);
   });
 }
 
