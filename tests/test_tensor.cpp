@@ -33,6 +33,31 @@ TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {
   EXPECT_THROW(t.slice(1, 2, 5), Error);
 }
 
+// Copies and fills above 65,536 elements split over the threads (rows of evenly spaced
+// views, chunks of contiguous ones); every element must land where one thread puts it.
+TEST(Tensor, LargeCopiesFillsAndSliceGradientsLandEveryElement) {
+  const int64_t A = 3, R = 300, C = 240;
+  Tensor x = testing::random_tensor({A, R, C}, 3).set_requires_grad(true);
+  const Tensor window = x.slice(2, 40, 160), copy = window.contiguous(), whole = x.detach().clone();  // [3, 300, 120]: rows 240 apart
+  const Tensor transposed = x.detach().transpose(0, 1).contiguous();                                 // uneven rows: element by element
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        const float v = x.data()[(a * R + r) * C + c];
+        ASSERT_EQ(whole.data()[(a * R + r) * C + c], v);
+        ASSERT_EQ(transposed.data()[(r * A + a) * C + c], v);
+        if (c >= 40 && c < 160) ASSERT_EQ(copy.data()[(a * R + r) * 120 + c - 40], v);
+      }
+  Tensor filled = Tensor::full({A * R * C + 5}, 2.5f);
+  for (int64_t i = 0; i < filled.numel(); ++i) ASSERT_EQ(filled.data()[i], 2.5f) << i;
+  // Two overlapping slices' gradients add into one buffer: 1 + 1 where they overlap.
+  ops::add(ops::sum(x.slice(2, 0, 160)), ops::sum(x.slice(2, 100, 240))).backward();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = i % C;
+    ASSERT_EQ(x.grad().data()[i], (c < 160 ? 1.0f : 0.0f) + (c >= 100 ? 1.0f : 0.0f)) << i;
+  }
+}
+
 TEST(Tensor, StorageIs64ByteAligned) {
   for (int64_t n : {1, 3, 17, 1000}) EXPECT_EQ(reinterpret_cast<uintptr_t>(Tensor::empty({n}).data()) % 64, 0u);
   EXPECT_EQ(Tensor::empty({2}).device(), Device::CPU);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "autograd/autograd.h"
+#include "ops/parallel.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -113,7 +114,11 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(float value) {
   TFM_CHECK(is_contiguous(), "fill needs a contiguous tensor");
-  std::fill(data(), data() + numel(), value);
+  // Split over the threads when large (zero-filled gradient buffers in training).
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t n = numel(), chunks = (n + kChunk - 1) / kChunk;
+  float* d = data();
+  ops::parallel_for(chunks, chunks > 1, [&](int64_t c) { std::fill(d + c * kChunk, d + std::min(n, (c + 1) * kChunk), value); });
 }
 
 Tensor& Tensor::set_requires_grad(bool on) {
