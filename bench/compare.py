@@ -49,14 +49,17 @@ def run(cmd, threads):
     return (json.loads(lines[-1]) if lines else {}), peak_kib / 1024, wall
 
 
-def step_flops(batch, cfg):
-    """Multiply-add FLOPs of one training step (forward x 3) on the padded shapes both engines compute."""
+def step_flops(batch, cfg, packed_source):
+    """Multiply-add FLOPs of one training step (forward x 3) on the shapes an engine computes: the padded
+    batch (PyTorch), or with the source's padding left out of the encoder and the encoder-decoder keys
+    (tfm's training forward packs the source's real tokens)."""
     B, S, T = len(batch["src"]), len(batch["src"][0]), len(batch["tgt_in"][0])
     d, f, V = cfg["d_model"], cfg["d_ff"], cfg["tgt_vocab"]
-    ns, nt = B * S, B * T
-    enc = cfg["encoder_layers"] * (8 * d * d * ns + 4 * d * f * ns + 4 * B * S * S * d)
+    lengths = [sum(t != cfg["pad_id"] for t in row) for row in batch["src"]] if packed_source else [S] * B
+    ns, nt = sum(lengths), B * T
+    enc = cfg["encoder_layers"] * (8 * d * d * ns + 4 * d * f * ns + 4 * sum(n * n for n in lengths) * d)
     dec = cfg["decoder_layers"] * (8 * d * d * nt + 4 * B * T * T * d  # self-attention
-                                   + 4 * d * d * nt + 4 * d * d * ns + 4 * B * T * S * d  # cross-attention
+                                   + 4 * d * d * nt + 4 * d * d * ns + 4 * T * ns * d  # cross-attention
                                    + 4 * d * f * nt)
     return 3 * (enc + dec + 2 * d * V * nt)
 
@@ -69,10 +72,11 @@ def bench_training(a, work, peak_gflops):
                            "--max-tokens", str(a.max_tokens), "--steps", str(a.steps), "--batches-out", batches], a.threads)
         p, p_mem, _ = run([PY, os.path.join(ROOT, "bench", "torch_train.py"), "--config", json.dumps(t["config"]), "--batches", batches,
                            "--threads", str(a.threads)], a.threads)
-        flops = sum(step_flops(b, t["config"]) for b in json.load(open(batches))[3:])
+        timed = json.load(open(batches))[3:]
+        tfm_flops, torch_flops = (sum(step_flops(b, t["config"], packed) for b in timed) for packed in (True, False))
         rows.append({"preset": preset, "parameters": t["parameters"], "tfm": t, "torch": p, "tfm_mem": t_mem, "torch_mem": p_mem,
                      "tfm_tok_s": t["target_tokens"] / t["seconds"], "torch_tok_s": p["target_tokens"] / p["seconds"],
-                     "tfm_gflops": flops / t["seconds"] / 1e9, "torch_gflops": flops / p["seconds"] / 1e9})
+                     "tfm_gflops": tfm_flops / t["seconds"] / 1e9, "torch_gflops": torch_flops / p["seconds"] / 1e9})
         r = rows[-1]
         print(f"  training {preset}: tfm {r['tfm_tok_s']:.0f} tok/s ({r['tfm_gflops'] / peak_gflops:.0%} of peak), "
               f"pytorch {r['torch_tok_s']:.0f} tok/s ({r['torch_gflops'] / peak_gflops:.0%})", flush=True)
