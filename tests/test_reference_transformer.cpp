@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/loss.h"
 #include "support/compare.h"
@@ -56,6 +57,20 @@ TEST_P(ReferenceTransformer, FiveAdamStepsMatchPyTorch) {
     worst = std::max(worst, std::abs(loss - expected[step - 1]) / std::abs(expected[step - 1]));
   }
   std::cout << "  " << GetParam() << " 5 Adam steps: worst relative loss difference " << worst << "\n";
+}
+
+// Training's forward runs the encoder on the source's real tokens only; inference
+// (encode, then decode) on the padded batch. Both must give the decoder the same
+// output, padded target rows included.
+TEST_P(ReferenceTransformer, PackedTrainingForwardEqualsPaddedEncodeThenDecode) {
+  testing::ModelFixture f = testing::load_model_fixture("model_" + GetParam() + ".safetensors");
+  auto model = f.make_model();
+  model->eval();
+  models::Tokens src = f.tokens("input.src"), tgt_in = f.tokens("input.tgt_in");
+  autograd::NoGradGuard no_grad;
+  const ops::AttentionMask src_mask = models::padding_mask(src, f.config.pad_id);
+  const Tensor padded = model->decode(model->encode(src, src_mask), src_mask, tgt_in, models::padding_mask(tgt_in, f.config.pad_id, true));
+  EXPECT_TENSOR_NEAR("decoder output", model->forward(src, tgt_in), padded, 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, ReferenceTransformer,
