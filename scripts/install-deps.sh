@@ -4,7 +4,9 @@
 #   scripts/install-deps.sh --with-torch  also PyTorch and OpenBLAS, for bench/ and
 #                                         tests/reference/make_fixtures.py
 set -euo pipefail
-packages=(g++ cmake make pkg-config libdnnl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
+# ocl-icd-opencl-dev: oneDNN's CMake config requires OpenCL (its GPU runtime), which
+# libdnnl-dev only recommends.
+packages=(g++ cmake make pkg-config libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
           libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev)
 if [[ "${1:-}" == "--with-torch" ]]; then
   # Without an optimised BLAS, Debian's torch runs on the reference BLAS (~20x slower GEMM).
