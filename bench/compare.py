@@ -175,9 +175,22 @@ def ratio(x, y):
     return f"{x / y:.2f}×"
 
 
+
+def cpu_model():
+    """The CPU's model name (the machines these runs land on differ), or the architecture."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def report(a, sgemm, training, translation, lm, reduced):
     shapes = ", ".join("{m}×{n}×{k}".format(**s) for s in sgemm["shapes"])
-    lines = [f"Measured {datetime.date.today()} on {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores, "
              f"{a.threads} threads for both engines; PyTorch {training[0]['torch']['engine'].split()[-1]} with OpenBLAS "
              f"(`OPENBLAS_CORETYPE=SkylakeX`). oneDNN sgemm peak here: **{sgemm['peak_gflops']:.0f} GFLOP/s** "
              f"(best of {shapes}, three runs).", "",
