@@ -175,7 +175,6 @@ def ratio(x, y):
     return f"{x / y:.2f}×"
 
 
-
 def cpu_model():
     """The CPU's model name (the machines these runs land on differ), or the architecture."""
     try:

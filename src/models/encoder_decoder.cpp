@@ -6,7 +6,6 @@
 #include "nn/trace.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
-#include "ops/shape.h"
 #include "ops/softmax.h"
 
 namespace tfm::models {
@@ -65,12 +64,10 @@ Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
   // product, layer norm or attention spends time on padding (PyTorch's nn.Transformer
   // fast path does the same with nested tensors). The values of the real tokens are
   // those of the padded computation.
-  Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
-  const int64_t tokens = static_cast<int64_t>(unpadded.positions.size());
-  x = ops::gather_rows(x.reshape({src.rows * src.cols, config_.d_model}), unpadded.positions).reshape({1, tokens, config_.d_model});
+  const Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
   ops::AttentionMask packed;
   packed.packed_queries = packed.packed_keys = unpadded.sequences;
-  Tensor memory = transformer->encoder->forward(x, packed);  // [1, tokens, d_model]
+  Tensor memory = transformer->encoder->forward(at_tokens(x, unpadded), packed);  // [1, tokens, d_model]
   ops::AttentionMask memory_mask;
   memory_mask.packed_keys = unpadded.sequences;
   return decode(memory, memory_mask, tgt, tgt_mask);

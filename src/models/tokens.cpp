@@ -1,5 +1,7 @@
 #include "models/tokens.h"
 
+#include "ops/shape.h"
+
 namespace tfm::models {
 
 ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
@@ -21,6 +23,11 @@ Unpadded unpad(const Tokens& t, int pad_id) {
   }
   u.sequences = std::move(sequences);
   return u;
+}
+
+Tensor at_tokens(const Tensor& x, const Unpadded& u) {
+  const int64_t tokens = static_cast<int64_t>(u.positions.size()), features = x.size(-1);
+  return ops::gather_rows(x.reshape({-1, features}), u.positions).reshape({1, tokens, features});
 }
 
 }  // namespace tfm::models

@@ -26,4 +26,7 @@ struct Unpadded {
 };
 Unpadded unpad(const Tokens& t, int pad_id);
 
+// The rows of x [t.rows, t.cols, features] at u's positions: [1, tokens, features].
+Tensor at_tokens(const Tensor& x, const Unpadded& u);
+
 }  // namespace tfm::models

@@ -11,7 +11,7 @@ namespace tfm::ops {
 
 // Sequences of different lengths stored without their padding, one after another:
 // sequence b is rows [start[b], start[b] + length[b]) of a [1, rows, features] tensor.
-// Training's encoder works on its sentences so (models::pack_padding): the
+// Training's encoder works on its sentences so (models::unpad): the
 // position-wise products then skip the padding (14% of the source rows of Multi30k's
 // batches), and attention never scores a padded key.
 struct PackedSequences {

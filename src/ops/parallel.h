@@ -30,4 +30,14 @@ void parallel_for(int64_t n, bool parallel, Body&& body) {
   });
 }
 
+// body(begin, end) over [0, n) in chunks of 65,536 elements, split over the threads
+// when there are two chunks or more: whole-buffer copies and fills (gradient buffers
+// zero-filled, leaf gradients copied) otherwise ran on one core while the other waited.
+template <class Body>
+void parallel_chunks(int64_t n, Body&& body) {
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  parallel_for(chunks, chunks > 1, [&](int64_t c) { body(c * kChunk, c + 1 == chunks ? n : (c + 1) * kChunk); });
+}
+
 }  // namespace tfm::ops

@@ -1,6 +1,5 @@
 #include "ops/shape.h"
 
-#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -23,9 +22,8 @@ int64_t normalize_dim(int64_t d, int64_t nd) {
 
 namespace {
 
-// Element counts above which a copy or a fill splits over the threads: whole-tensor
-// copies and zero-fills of gradients were a few percent of a `base` training step,
-// run on one core while the other waited.
+// Element counts above which a strided copy or add splits its rows over the threads
+// (as parallel_chunks does for contiguous buffers).
 constexpr int64_t kParallelElements = 1 << 16;
 
 // The distance between consecutive rows (last dimension) of t when its rows are evenly
@@ -75,12 +73,9 @@ void strided_add(const Tensor& src, Tensor& dst) {
 
 void strided_copy(const Tensor& src, Tensor& dst) {
   if (src.is_contiguous() && dst.is_contiguous()) {
-    const int64_t n = src.numel(), chunks = (n + kParallelElements - 1) / kParallelElements;
     float* d = dst.data();
     const float* s = src.data();
-    parallel_for(chunks, chunks > 1, [&](int64_t c) {
-      std::memcpy(d + c * kParallelElements, s + c * kParallelElements, sizeof(float) * std::min(kParallelElements, n - c * kParallelElements));
-    });
+    parallel_chunks(src.numel(), [&](int64_t begin, int64_t end) { std::memcpy(d + begin, s + begin, sizeof(float) * (end - begin)); });
     return;
   }
   for_each_row(src, dst, [](float* d, const float* s, int64_t n) { std::memcpy(d, s, sizeof(float) * n); });

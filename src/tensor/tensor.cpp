@@ -114,11 +114,8 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(float value) {
   TFM_CHECK(is_contiguous(), "fill needs a contiguous tensor");
-  // Split over the threads when large (zero-filled gradient buffers in training).
-  constexpr int64_t kChunk = 1 << 16;
-  const int64_t n = numel(), chunks = (n + kChunk - 1) / kChunk;
   float* d = data();
-  ops::parallel_for(chunks, chunks > 1, [&](int64_t c) { std::fill(d + c * kChunk, d + std::min(n, (c + 1) * kChunk), value); });
+  ops::parallel_chunks(numel(), [&](int64_t begin, int64_t end) { std::fill(d + begin, d + end, value); });
 }
 
 Tensor& Tensor::set_requires_grad(bool on) {

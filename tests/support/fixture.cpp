@@ -6,7 +6,6 @@
 
 #include "io/checkpoint.h"
 #include "models/tokens.h"
-#include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::testing {
@@ -57,10 +56,7 @@ namespace {
 // tokens' positions (what it computes at padding, nothing ever reads).
 Tensor at_real_source_tokens(const ModelFixture& f, const std::string& module, const Tensor& expected) {
   if (module.rfind("transformer.encoder.", 0) != 0) return expected;
-  const models::Tokens src = f.tokens("input.src");
-  const models::Unpadded unpadded = models::unpad(src, f.config.pad_id);
-  const int64_t tokens = static_cast<int64_t>(unpadded.positions.size()), width = expected.size(-1);
-  return ops::gather_rows(expected.reshape({src.rows * src.cols, width}), unpadded.positions).reshape({1, tokens, width});
+  return models::at_tokens(expected, models::unpad(f.tokens("input.src"), f.config.pad_id));
 }
 
 }  // namespace
