@@ -37,6 +37,31 @@ TEST(OpsGrad, Linear) {
   EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], Tensor()); }, (V{random_tensor({3, 4}, 1), random_tensor({2, 4}, 2)}), kTol);
 }
 
+TEST(OpsGrad, LinearRelu) {
+  // Inputs spread so that some outputs fall on each side of the ReLU's kink (none near it).
+  EXPECT_GRADCHECK([](const V& x) { return ops::linear_relu(x[0], x[1], x[2]); },
+                   (V{random_tensor({2, 3, 4}, 1), random_tensor({5, 4}, 2), random_tensor({5}, 3)}), kTol);
+}
+
+// The fused op is relu(linear): the same output and gradients, bit for bit, in each
+// precision that trains.
+TEST(OpsGrad, LinearReluEqualsLinearThenRelu) {
+  for (const ops::Precision precision : {ops::Precision::f32, ops::Precision::bf16}) {
+    ops::set_linear_precision(precision);
+    V fused{random_tensor({40, 24}, 1), random_tensor({37, 24}, 2), random_tensor({37}, 3)}, plain;
+    for (Tensor& t : fused) plain.push_back(t.clone().set_requires_grad(true)), t.set_requires_grad(true);
+    const Tensor g = random_tensor({40, 37}, 4);
+    Tensor a = ops::linear_relu(fused[0], fused[1], fused[2]);
+    Tensor b = ops::relu(ops::linear(plain[0], plain[1], plain[2]));
+    autograd::backward(ops::sum(ops::mul(a, g)));
+    autograd::backward(ops::sum(ops::mul(b, g)));
+    const std::string p = ops::to_string(precision);
+    EXPECT_TENSOR_NEAR(p + " output", a, b, 0.0);
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_TENSOR_NEAR(p + " grad " + std::to_string(i), fused[i].grad(), plain[i].grad(), 0.0);
+  }
+  ops::set_linear_precision(ops::Precision::f32);
+}
+
 TEST(OpsGrad, Matmul) {
   EXPECT_GRADCHECK([](const V& x) { return ops::matmul(x[0], x[1]); }, (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 4, 5}, 2)}), kTol);
 }
@@ -148,6 +173,36 @@ TEST(VecMath, ExpMatchesStdExp) {
   }
   std::cout << "  worst error of exp8: " << worst_ulp << " ulp\n";
   EXPECT_LE(worst_ulp, 2.0f);
+}
+
+// exp_shifted's AVX-512 path (rows of 64 or more, where the CPU has it) gives exp8's
+// values element for element, over whole vectors and ragged tails, and their sum up
+// to the order of adding.
+TEST(VecMath, ExpShiftedGivesExp8sValuesOnEitherPath) {
+  if (!ops::vec::has_avx512()) GTEST_SKIP() << "this CPU has no AVX-512: exp_shifted always takes the AVX2 path";
+  std::vector<float> x;
+  for (float v = -100.0f; v < 10.0f; v += 0.0371f) x.push_back(v);
+  x.insert(x.end(), {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), std::nanf("")});
+  for (int64_t n : {int64_t{64}, int64_t{77}, int64_t{1000}, static_cast<int64_t>(x.size())}) {
+    std::vector<float> y(static_cast<size_t>(n)), want(static_cast<size_t>(n + 8));
+    const float shift = 1.5f;
+    const float sum = ops::vec::exp_shifted(x.data(), y.data(), n, shift);
+    double want_sum = 0.0;
+    for (int64_t j = 0; j < n; j += 8) {
+      alignas(32) float in[8];
+      for (int c = 0; c < 8; ++c) in[c] = j + c < n ? x[j + c] - shift : 0.0f;
+      _mm256_storeu_ps(want.data() + j, ops::vec::exp8(_mm256_load_ps(in)));
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      if (std::isnan(want[j])) {
+        EXPECT_TRUE(std::isnan(y[j])) << "n=" << n << " x=" << x[j];
+        continue;
+      }
+      ASSERT_EQ(y[j], want[j]) << "n=" << n << " x=" << x[j];
+      want_sum += want[j];
+    }
+    if (n < static_cast<int64_t>(x.size())) EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum) << "n=" << n;
+  }
 }
 
 TEST(OpsGrad, LayerNorm) {

@@ -75,7 +75,8 @@ TEST(Gemm, EveryPathMatchesTheReference) {
 }
 
 // A packed weight gives the same products as the plain layout for any number of rows
-// (one packed copy serves every batch size), with and without a bias.
+// (one packed copy serves every batch size), with and without a bias, and its ReLU
+// epilogue cuts exactly the negative outputs.
 TEST(PackedWeight, MatchesTheReferenceForAnyRowCount) {
   const int64_t out = 100, in = 72;  // out not a multiple of the layout's block
   const std::vector<float> w = random_values(static_cast<size_t>(out * in), 7), bias = random_values(static_cast<size_t>(out), 8);
@@ -91,10 +92,19 @@ TEST(PackedWeight, MatchesTheReferenceForAnyRowCount) {
         << rows << " rows";
     EXPECT_LT(worst_relative(plain, reference_gemm(false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, c, out)), 1e-6)
         << rows << " rows";
+    std::vector<float> rectified(with_bias.size());
+    packed.linear(x.data(), rows, bias.data(), rectified.data(), true);
+    size_t cut = 0;
+    for (size_t i = 0; i < rectified.size(); ++i) {
+      ASSERT_EQ(rectified[i], std::max(with_bias[i], 0.0f)) << rows << " rows, element " << i;
+      cut += with_bias[i] < 0.0f;
+    }
+    EXPECT_GT(cut, 0u) << "the test needs negative outputs to cut";
   }
 }
 
-// In f32, frozen weights go through packed copies: the same linear layer up to rounding.
+// In f32, frozen weights go through packed copies: the same linear layer (and with
+// the ReLU fused) up to rounding.
 TEST(FrozenWeights, F32LinearMatchesTheUnfrozenOne) {
   const Tensor x = random_tensor({5, 7, 64}, 1), w = random_tensor({48, 64}, 2), b = random_tensor({48}, 3);
   autograd::NoGradGuard no_grad;
@@ -103,11 +113,13 @@ TEST(FrozenWeights, F32LinearMatchesTheUnfrozenOne) {
   ASSERT_EQ(frozen.copies(), 0u);
   for (int pass = 0; pass < 2; ++pass) {  // the copy is made once, then reused
     EXPECT_EQ(frozen.copies(), static_cast<size_t>(pass));
-    const Tensor y = ops::linear(x, w, b), y_no_bias = ops::linear(x, w, Tensor());
+    const Tensor y = ops::linear(x, w, b), y_no_bias = ops::linear(x, w, Tensor()), y_relu = ops::linear_relu(x, w, b);
     ASSERT_EQ(y.shape(), plain.shape());
+    ASSERT_EQ(y_relu.shape(), plain.shape());
     for (int64_t i = 0; i < plain.numel(); ++i) {
       EXPECT_NEAR(y.data()[i], plain.data()[i], 1e-5f * (1.0f + std::fabs(plain.data()[i])));
       EXPECT_NEAR(y_no_bias.data()[i], plain_no_bias.data()[i], 1e-5f * (1.0f + std::fabs(plain.data()[i])));
+      EXPECT_NEAR(y_relu.data()[i], std::max(plain.data()[i], 0.0f), 1e-5f * (1.0f + std::fabs(plain.data()[i])));
     }
   }
 }

@@ -10,6 +10,9 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) const;  // [..., in] -> [..., out]
+  // relu(forward(x)) as one op (ops::linear_relu); while a trace records outputs,
+  // as two, so that forward's own output is there to compare.
+  Tensor forward_relu(const Tensor& x) const;
   Tensor weight;                          // [out, in]
   Tensor bias;                            // [out] (undefined without bias)
 };

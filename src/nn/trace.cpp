@@ -14,4 +14,6 @@ const Tensor& trace(const std::string& name, const Tensor& t) {
   return t;
 }
 
+bool tracing() { return g_recorder != nullptr; }
+
 }  // namespace tfm::nn

@@ -21,4 +21,7 @@ class TraceRecorder {
 // Records `t` under `name` if a recorder is active; returns t.
 const Tensor& trace(const std::string& name, const Tensor& t);
 
+// Whether a recorder is active (on this thread).
+bool tracing();
+
 }  // namespace tfm::nn

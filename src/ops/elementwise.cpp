@@ -135,9 +135,11 @@ Tensor scale(const Tensor& x, float s) {
 Tensor relu(const Tensor& x) {
   Tensor out = unary(x, [](float v) { return v > 0.0f ? v : 0.0f; });
   Tensor od = out.detach();
-  return autograd::record(out, "relu", {x}, [od](const Tensor& g) {
-    return std::vector<Tensor>{binary(g, od, [](float gv, float y) { return y > 0.0f ? gv : 0.0f; })};
-  });
+  return autograd::record(out, "relu", {x}, [od](const Tensor& g) { return std::vector<Tensor>{relu_backward(g, od)}; });
+}
+
+Tensor relu_backward(const Tensor& grad, const Tensor& output) {
+  return binary(grad, output, [](float gv, float y) { return y > 0.0f ? gv : 0.0f; });
 }
 
 Tensor gelu(const Tensor& x) {

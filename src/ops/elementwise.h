@@ -10,6 +10,8 @@ Tensor add(const Tensor& a, const Tensor& b);  // broadcasting
 Tensor mul(const Tensor& a, const Tensor& b);  // broadcasting
 Tensor scale(const Tensor& x, float s);        // x * s
 Tensor relu(const Tensor& x);
+// relu's backward from its output, no autograd: grad where output > 0, else 0.
+Tensor relu_backward(const Tensor& grad, const Tensor& output);
 Tensor gelu(const Tensor& x);  // exact (erf) form, as torch.nn.functional.gelu
 
 // Inverted dropout: zeroes each element with probability p and scales survivors

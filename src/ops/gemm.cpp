@@ -49,7 +49,7 @@ class ThreadCount {
 
 // A product C[m, n] (f32) = alpha * op(A) op(B) + beta * C, A and B of type `in`.
 // B is either strided (op(B) by ldb and tb) or a PackedWeight's blocked layout; a bias
-// row [n] may be added.
+// row [n] may be added, and the result passed through ReLU.
 struct MatmulKey {
   dnnl::memory::data_type in;
   bool ta, tb;
@@ -57,15 +57,16 @@ struct MatmulKey {
   float alpha, beta;
   bool packed_b = false, bias = false;
   int threads = 1;  // oneDNN fixes a primitive's thread count when it is made
+  bool relu = false;
   bool operator==(const MatmulKey& o) const {
-    return std::tie(in, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, packed_b, bias, threads) ==
-           std::tie(o.in, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta, o.packed_b, o.bias, o.threads);
+    return std::tie(in, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, packed_b, bias, threads, relu) ==
+           std::tie(o.in, o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta, o.packed_b, o.bias, o.threads, o.relu);
   }
 };
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
-    size_t h = static_cast<size_t>(k.in) * 16 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0) + (k.packed_b ? 4 : 0) + (k.bias ? 8 : 0);
+    size_t h = static_cast<size_t>(k.in) * 32 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0) + (k.packed_b ? 4 : 0) + (k.bias ? 8 : 0) + (k.relu ? 16 : 0);
     for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, int64_t{k.threads}}) h = h * 1000003u ^ static_cast<size_t>(v);
     return h ^ std::hash<float>()(k.alpha) * 31 ^ std::hash<float>()(k.beta);
   }
@@ -138,11 +139,10 @@ class MatmulCache {
     const MatmulDescs d = descs_of(key);
     dnnl::primitive_attr attr;
     if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
-    if (key.beta != 0.0f) {
-      dnnl::post_ops ops;
-      ops.append_sum(key.beta);
-      attr.set_post_ops(ops);
-    }
+    dnnl::post_ops ops;
+    if (key.beta != 0.0f) ops.append_sum(key.beta);
+    if (key.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
     const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(d.a, d.b, d.bias, d.c) : dnnl::matmul::desc(d.a, d.b, d.c);
     mm.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, engine_));
     if (key.m != DNNL_RUNTIME_DIM_VAL) mm.args = memory_args(d, engine_);
@@ -261,11 +261,11 @@ PackedWeight::PackedWeight(const float* w, int64_t out, int64_t in) : out_(out),
   stream.wait();
 }
 
-void PackedWeight::linear(const float* x, int64_t rows, const float* bias, float* y) const {
+void PackedWeight::linear(const float* x, int64_t rows, const float* bias, float* y, bool relu) const {
   TFM_CHECK(valid(), "PackedWeight::linear: this CPU has no packed layout");
   if (rows == 0) return;
   const MatmulKey key{dnnl::memory::data_type::f32, false, false, rows, out_, in_, in_, 0, out_, 1.0f, 0.0f, true, bias != nullptr,
-                      threads_for(rows, out_, in_)};
+                      threads_for(rows, out_, in_), relu};
   run_matmul(key, key, x, data_.data(), y, bias);
 }
 

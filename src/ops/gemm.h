@@ -30,8 +30,9 @@ class PackedWeight {
   // Invalid where this CPU's kernels have no such layout (then use gemm).
   PackedWeight(const float* w, int64_t out, int64_t in);
   bool valid() const { return !data_.empty(); }
-  // y[rows, out] = x[rows, in] w^T, plus bias[out] where given.
-  void linear(const float* x, int64_t rows, const float* bias, float* y) const;
+  // y[rows, out] = x[rows, in] w^T, plus bias[out] where given; with `relu`, max(y, 0)
+  // applied as the kernels write y (no second pass over it).
+  void linear(const float* x, int64_t rows, const float* bias, float* y, bool relu = false) const;
 
  private:
   int64_t out_, in_;

@@ -8,7 +8,11 @@
 
 namespace tfm::ops {
 
-Tensor linear(const Tensor& x_in, const Tensor& w, const Tensor& bias) {
+namespace {
+
+// y = x W^T + b, then max(y, 0) where `relu`: one op, so that frozen weights' kernels
+// apply the ReLU as they write y and no second [.., out] tensor is made.
+Tensor linear_op(const Tensor& x_in, const Tensor& w, const Tensor& bias, bool relu) {
   TFM_CHECK(x_in.dim() >= 1 && w.dim() == 2 && x_in.size(-1) == w.size(1),
             "linear: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(w.shape()));
   // Not a temporary copy: frozen weights' converted copies are keyed by address.
@@ -21,18 +25,27 @@ Tensor linear(const Tensor& x_in, const Tensor& w, const Tensor& bias) {
   Shape shape = x.shape();
   shape.back() = out_f;
   Tensor out = Tensor::empty(shape);
-  linear_product(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, out.data());
+  linear_product(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, out.data(), relu);
 
-  Tensor xd = x.detach(), wd = w.detach();
+  Tensor xd = x.detach(), wd = w.detach(), yd = relu ? out.detach() : Tensor();
   const bool has_bias = bias.defined();
   const Precision precision = linear_precision();
-  return autograd::record(out, "linear", {x_in, w, bias}, [xd, wd, has_bias, rows, in, out_f, precision](const Tensor& g) {
+  return autograd::record(out, relu ? "linear_relu" : "linear", {x_in, w, bias},
+                          [xd, wd, yd, has_bias, rows, in, out_f, precision](const Tensor& g_in) {
+    // Through the ReLU first: no gradient where it cut the output to 0.
+    const Tensor g = yd.defined() ? relu_backward(g_in, yd) : g_in;
     Tensor dx = Tensor::empty(xd.shape()), dw = Tensor::empty(wd.shape());
     linear_product_backward(precision, g.data(), xd.data(), wd.data(), rows, in, out_f, dx.data(), dw.data(), 0.0f);
     Tensor db = has_bias ? sum_to(g, {out_f}) : Tensor();
     return std::vector<Tensor>{dx, dw, db};
   });
 }
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) { return linear_op(x, weight, bias, false); }
+
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) { return linear_op(x, weight, bias, true); }
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   TFM_CHECK(a_in.dim() >= 2 && a_in.dim() == b_in.dim() && a_in.size(-1) == b_in.size(-2),

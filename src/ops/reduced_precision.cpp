@@ -172,11 +172,11 @@ FrozenWeights::~FrozenWeights() {
   g_frozen = nullptr;
 }
 
-void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y) {
+void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y, bool relu) {
   if (g_precision == Precision::f32) {
     const PackedWeight* packed = frozen_copy(&FrozenCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
     if (packed && packed->valid()) {
-      packed->linear(x, rows, bias, y);
+      packed->linear(x, rows, bias, y, relu);
       return;
     }
   }
@@ -190,6 +190,10 @@ void linear_product(const float* x, int64_t rows, int64_t in, const float* w, in
     case Precision::bf16: linear_bf16(x, rows, in, w, out, beta, y); break;
     case Precision::int8: linear_int8(x, rows, in, w, out, beta, y); break;
   }
+  if (relu)
+    parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) {
+      for (float* v = y + r * out; v < y + (r + 1) * out; ++v) *v = *v > 0.0f ? *v : 0.0f;
+    });
 }
 
 void linear_product_backward(Precision precision, const float* g, const float* x, const float* w, int64_t rows, int64_t in,

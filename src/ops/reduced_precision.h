@@ -49,9 +49,11 @@ class FrozenWeights {
 };
 
 // The linear layers' products (ops::linear, ops::linear_cross_entropy) in the current
-// precision: y[rows, out] = x[rows, in] w[out, in]^T (+ bias[out] where given). In
-// f32 while a FrozenWeights lives, through w's packed copy (ops/gemm.h).
-void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y);
+// precision: y[rows, out] = x[rows, in] w[out, in]^T (+ bias[out] where given), with
+// `relu` then max(y, 0). In f32 while a FrozenWeights lives, through w's packed copy
+// (ops/gemm.h), whose kernels apply the ReLU as they write y.
+void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y,
+                    bool relu = false);
 
 // Their backward in the precision of the forward pass (int8 is refused):
 // dx[rows, in] = g w and dw[out, in] = g^T x + dw_beta * dw, g: [rows, out].
