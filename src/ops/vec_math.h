@@ -12,21 +12,27 @@
 
 namespace tfm::ops::vec {
 
-// e^x for 8 floats (Cephes' expf: range reduction by ln 2 and a degree-5 polynomial;
-// within 2 ulp of std::exp). Like std::exp: -inf -> 0, +inf -> +inf, NaN -> NaN.
+// Cephes' expf, shared by exp8 and exp16 so that both give the same value for every
+// element: range reduction by ln 2 (split in two parts for precision) and a degree-5
+// polynomial. Above ln(FLT_MAX) the result is +inf; below -88.38 it is 0 (std::exp is
+// subnormal there).
+namespace cephes_exp {
+constexpr float kHi = 88.7228391f, kLo = -88.3762626647949f, kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kPoly[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+}  // namespace cephes_exp
+
+// e^x for 8 floats, within 2 ulp of std::exp. Like std::exp: -inf -> 0, +inf -> +inf,
+// NaN -> NaN.
 inline __m256 exp8(__m256 x) {
-  // Above ln(FLT_MAX) the result is +inf; below -88.38 it is 0 (std::exp is subnormal there).
-  const __m256 hi = _mm256_set1_ps(88.7228391f), lo = _mm256_set1_ps(-88.3762626647949f);
-  __m256 c = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  c = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), c);
-  c = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), c);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, c, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, c, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, c, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, c, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, c, _mm256_set1_ps(5.0000001201e-1f));
+  using namespace cephes_exp;
+  const __m256 hi = _mm256_set1_ps(kHi);
+  __m256 c = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kLo)), hi);
+  __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(kLog2e), _mm256_set1_ps(0.5f)));
+  c = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kLn2Hi), c);
+  c = _mm256_fnmadd_ps(fx, _mm256_set1_ps(kLn2Lo), c);
+  __m256 y = _mm256_set1_ps(kPoly[0]);
+  for (int i = 1; i < 6; ++i) y = _mm256_fmadd_ps(y, c, _mm256_set1_ps(kPoly[i]));
   y = _mm256_fmadd_ps(y, _mm256_mul_ps(c, c), _mm256_add_ps(c, _mm256_set1_ps(1.0f)));
   // y * 2^fx, fx in [-127, 128]: 2^128 is not a float, so fx = 128 is 2^127 * 2 (0 for fx = -127).
   const __m256i n = _mm256_cvttps_epi32(fx);
@@ -63,20 +69,23 @@ inline bool has_avx512() {
   return yes;
 }
 
-// exp8 for 16 floats: the same operations, so the same result for every element.
+// GCC 12's AVX-512 intrinsics start from a self-initialised "undefined" register, which
+// -Wall reports as uninitialised once they are inlined (GCC bug 105593, fixed in 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// exp8 for 16 floats: the same operations in AVX-512 registers (mask registers where
+// exp8 blends by vector masks), so the same result for every element.
 __attribute__((target("avx512f"))) inline __m512 exp16(__m512 x) {
-  const __m512 hi = _mm512_set1_ps(88.7228391f), lo = _mm512_set1_ps(-88.3762626647949f);
-  __m512 c = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-  __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-                                   _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  c = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), c);
-  c = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), c);
-  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-  y = _mm512_fmadd_ps(y, c, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, c, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, c, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, c, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, c, _mm512_set1_ps(5.0000001201e-1f));
+  using namespace cephes_exp;
+  const __m512 hi = _mm512_set1_ps(kHi);
+  __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kLo)), hi);
+  __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(c, _mm512_set1_ps(kLog2e), _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  c = _mm512_fnmadd_ps(fx, _mm512_set1_ps(kLn2Hi), c);
+  c = _mm512_fnmadd_ps(fx, _mm512_set1_ps(kLn2Lo), c);
+  __m512 y = _mm512_set1_ps(kPoly[0]);
+  for (int i = 1; i < 6; ++i) y = _mm512_fmadd_ps(y, c, _mm512_set1_ps(kPoly[i]));
   y = _mm512_fmadd_ps(y, _mm512_mul_ps(c, c), _mm512_add_ps(c, _mm512_set1_ps(1.0f)));
   const __m512i n = _mm512_cvttps_epi32(fx);
   const __m512i pow2 = _mm512_slli_epi32(_mm512_add_epi32(_mm512_min_epi32(n, _mm512_set1_epi32(127)), _mm512_set1_epi32(127)), 23);
@@ -99,6 +108,8 @@ __attribute__((target("avx512f"))) inline float exp_shifted16(const float* x, fl
   }
   return _mm512_reduce_add_ps(acc);
 }
+
+#pragma GCC diagnostic pop
 
 // y[j] = e^(x[j] - shift) (y may be x, or null to only sum); returns the sum.
 inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
