@@ -71,9 +71,11 @@ inline bool has_avx512() {
 
 // GCC 12's AVX-512 intrinsics start from a self-initialised "undefined" register, which
 // -Wall reports as uninitialised once they are inlined (GCC bug 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // exp8 for 16 floats: the same operations in AVX-512 registers (mask registers where
 // exp8 blends by vector masks), so the same result for every element.
@@ -109,7 +111,9 @@ __attribute__((target("avx512f"))) inline float exp_shifted16(const float* x, fl
   return _mm512_reduce_add_ps(acc);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 // y[j] = e^(x[j] - shift) (y may be x, or null to only sum); returns the sum.
 inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
