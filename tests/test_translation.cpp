@@ -436,5 +436,27 @@ TEST(TranslationTraining, DrawsTrainingCurves) {
   EXPECT_EQ(testing::read_file(dir.path("run/curves.png")).substr(1, 3), "PNG");
 }
 
+// A checkpoint whose recorded vocabulary path is relative to where training ran
+// (tests/fixtures/threads/mt.safetensors records "vocab.model") still finds it when
+// used from another directory, beside the checkpoint; with the file nowhere, one line
+// says where it looked and which flag gives it (the review's U7).
+TEST(TranslateCli, FindsTheVocabularyBesideTheCheckpointFromAnotherDirectory) {
+  const std::string fixtures = std::string(TFM_FIXTURE_DIR) + "/threads";
+  TempDir dir;
+  const std::string cd = "cd '" + dir.path("") + "' && ";
+  const testing::CliResult ok =
+      testing::run_command(cd + TFM_BINARY + " translate --greedy --model " + fixtures + "/mt.safetensors -i " + fixtures + "/mt.de");
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  std::filesystem::copy_file(fixtures + "/mt.safetensors", dir.path("mt.safetensors"));
+  const testing::CliResult missing = testing::run_command(cd + TFM_BINARY + " translate --greedy --model mt.safetensors -i " + fixtures + "/mt.de");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.output.find("its vocabulary vocab.model is not there, nor at"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("give the file with --src-vocab"), std::string::npos) << missing.output;
+  const testing::CliResult given = testing::run_command(cd + TFM_BINARY + " translate --greedy --model mt.safetensors -i " + fixtures +
+                                                        "/mt.de --src-vocab " + fixtures + "/vocab.model --tgt-vocab " + fixtures + "/vocab.model");
+  EXPECT_EQ(given.code, 0) << given.output;
+  EXPECT_EQ(given.output, ok.output);
+}
+
 }  // namespace
 }  // namespace tfm

@@ -36,6 +36,7 @@ class PackedWeight {
 
  private:
   int64_t out_, in_;
+  int layout_threads_;  // the thread count its blocked layout was chosen under
   std::vector<float> data_;
 };
 
