@@ -226,12 +226,28 @@ bool has_bf16_kernels() {
   return has;
 }
 
-// rows x cols bfloat16 numbers, `ld` apart, widened into a contiguous float buffer.
-const float* widened(const bf16* x, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& out) {
+// Without VNNI (AVX512-VNNI or AVX-VNNI), oneDNN's int8 kernels add pairs of products
+// in 16 bits, which saturates for full-range inputs: the results would be silently wrong.
+bool has_vnni() {
+  static const bool has = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    auto is = [&](dnnl_cpu_isa_t want) { return (isa & want) == static_cast<unsigned>(want); };
+    return is(dnnl_cpu_isa_avx512_core_vnni) || is(dnnl_cpu_isa_avx2_vnni);
+  }();
+  return has;
+}
+
+float to_float(bf16 x) { return from_bf16(x); }
+float to_float(int8_t x) { return static_cast<float>(x); }
+
+// rows x cols numbers (bfloat16 or int8), `ld` apart, widened exactly into a
+// contiguous float buffer.
+template <class T>
+const float* widened(const T* x, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& out) {
   out.resize(static_cast<size_t>(rows * cols));
   float* o = out.data();
   parallel_for(rows, rows * cols > (1 << 15), [&](int64_t r) {
-    for (int64_t j = 0; j < cols; ++j) o[r * cols + j] = from_bf16(x[r * ld + j]);
+    for (int64_t j = 0; j < cols; ++j) o[r * cols + j] = to_float(x[r * ld + j]);
   });
   return o;
 }
@@ -247,6 +263,22 @@ void gemm_bf16_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
   const float* a32 = widened(a, a_rows, a_cols, lda, af);
   const float* b32 = widened(b, b_rows, b_cols, ldb, bf);
   gemm(trans_a, trans_b, m, n, k, alpha, a32, a_cols, b32, b_cols, beta, c, ldc);
+}
+
+// gemm_s8 without VNNI: the int8 values widened to single precision and multiplied by
+// the f32 GEMM. Each sum of products is exact while it stays below 2^24 in magnitude
+// (always for an inner dimension under 1,040 at full range), rounded to 24 bits beyond.
+void gemm_s8_widened(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
+                     int64_t ldc) {
+  thread_local std::vector<float> af, bf, cf;
+  const float* a32 = widened(a, m, k, lda, af);
+  const float* b32 = widened(b_t, n, k, ldb, bf);
+  cf.resize(static_cast<size_t>(m * n));
+  gemm(false, true, m, n, k, 1.0f, a32, k, b32, k, 0.0f, cf.data(), n);
+  const float* p = cf.data();
+  parallel_for(m, m * n > (1 << 15), [&](int64_t i) {
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = static_cast<int32_t>(p[i * n + j]);
+  });
 }
 
 }  // namespace
@@ -290,6 +322,7 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
 void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
              int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (!has_vnni()) return gemm_s8_widened(m, n, k, a, lda, b_t, ldb, c, ldc);
   const int32_t no_offset = 0;
   const ThreadCount threads(threads_for(m, n, k));
   dnnl_status_t st = dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.0f, a, lda, 0, b_t, ldb, 0, 0.0f, c, ldc, &no_offset);
