@@ -4,7 +4,7 @@
 #include <sentencepiece_trainer.h>
 #include <zlib.h>
 
-#include "io/safetensors.h"
+#include "io/output_file.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 
