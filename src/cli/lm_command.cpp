@@ -60,7 +60,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
-    std::cout << o->prompt << std::flush;
+    std::cout << o->prompt;
+    io::check_stdout();
     decode::generate(model, prompt, o->sampling, [&](int id) {
       std::cout << tokenizer.decode({id});
       io::check_stdout();  // flushes: each token shows as it comes, and generation stops when output fails
