@@ -9,6 +9,7 @@
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
 #include "io/checkpoint.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/language_model.h"
@@ -59,8 +60,12 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
-    std::cout << o->prompt << std::flush;
-    decode::generate(model, prompt, o->sampling, [&](int id) { std::cout << tokenizer.decode({id}) << std::flush; });
+    std::cout << o->prompt;
+    io::check_stdout();
+    decode::generate(model, prompt, o->sampling, [&](int id) {
+      std::cout << tokenizer.decode({id});
+      io::check_stdout();  // flushes: each token shows as it comes, and generation stops when output fails
+    });
     std::cout << "\n";
     exit_code = 0;
   });

@@ -6,10 +6,12 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
 int main(int argc, char** argv) {
+  tfm::io::handle_output_signals();
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "0.2.0");
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_embed_command(app, exit_code);
   try {
     app.parse(argc, argv);
+    tfm::io::check_stdout();  // output lost to a full disk must not end with status 0
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const tfm::Error& e) {

@@ -17,6 +17,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     std::string config_path, out_dir, resume;
     int64_t steps = 0, log_every = 50, save_every = 0;
     uint64_t seed = 1;
+    bool force = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -27,6 +28,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--save-every", o->save_every, "Also keep a step-N checkpoint every N steps (0: never)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed (initialisation, data order, dropout)")->capture_default_str();
   cmd->add_option("--resume", o->resume, "Continue the run saved in this checkpoint")->check(CLI::ExistingFile);
+  cmd->add_flag("--force", o->force, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
   cmd->add_option("--log-every", o->log_every, "Log interval in steps when output is not a terminal")->capture_default_str();
 
   auto* copy = cmd->add_option_group("copy task");
@@ -66,7 +68,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       TFM_CHECK(!mt.train_tgt.empty() && !mt.valid_src.empty() && !mt.valid_tgt.empty() && !mt.src_vocab.empty() && !mt.tgt_vocab.empty(),
                 "translation training needs --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
       mt.config_path = o->config_path, mt.max_steps = o->steps, mt.seed = o->seed, mt.resume = o->resume, mt.log_every = o->log_every;
-      mt.save_every = o->save_every;
+      mt.save_every = o->save_every, mt.force = o->force;
       if (!o->out_dir.empty()) mt.out_dir = o->out_dir;
       exit_code = train::run_translation_training(mt, std::cout);
       return;
@@ -75,6 +77,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     if (!o->config_path.empty()) copy.model = models::TransformerConfig::from_file(o->config_path);
     if (o->steps > 0) copy.steps = o->steps;
     copy.seed = o->seed, copy.resume = o->resume, copy.log_every = o->log_every, copy.save_every = o->save_every;
+    copy.force = o->force;
     if (!o->out_dir.empty()) copy.out_dir = o->out_dir;
     train::CopyTaskResult r = train::run_copy_task(copy, std::cout);
     exit_code = r.exit_code != 0 ? r.exit_code : r.copied == r.decoded ? 0 : 2;

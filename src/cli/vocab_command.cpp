@@ -1,10 +1,12 @@
 // `tfm vocab`: trains SentencePiece subword vocabularies on training text.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "data/text.h"
 #include "data/vocab.h"
+#include "io/output_file.h"
 
 namespace tfm::cli {
 
@@ -23,6 +25,7 @@ void add_vocab_command(CLI::App& app, int&) {
   cmd->add_option("--size", o->vocab.size, "Vocabulary size (per vocabulary)")->capture_default_str()->check(CLI::Range(8, 1000000));
   cmd->add_option("--type", o->vocab.model_type, "Subword model")->capture_default_str()->check(CLI::IsMember({"bpe", "unigram"}));
   cmd->callback([o] {
+    io::create_directories(std::filesystem::path(o->out).parent_path().string());  // before the seconds of training, as `train` does
     std::vector<std::string> src = data::read_lines(o->src), tgt = data::read_lines(o->tgt);
     if (o->joint) {
       src.insert(src.end(), tgt.begin(), tgt.end());

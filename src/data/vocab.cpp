@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "io/safetensors.h"
+#include "io/output_file.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 

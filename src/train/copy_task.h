@@ -25,6 +25,7 @@ struct CopyTaskOptions {
   std::string out_dir = "runs/copy";  // last.safetensors, metrics.jsonl, curves.png
   int64_t save_every = 0;             // also keep step-N checkpoints; 0: never
   std::string resume;                 // continue the run saved here
+  bool force = false;                 // a fresh run may replace the run already in out_dir
   int64_t log_every = 50;
   int64_t samples = 5;                // sequences decoded at the end (the validation)
 

@@ -120,6 +120,7 @@ int run_translation_training(const TranslationOptions& o, std::ostream& out) {
   t.out_dir = o.out_dir, t.epochs = o.epochs, t.max_steps = o.max_steps, t.max_minutes = o.max_minutes, t.accumulate = o.accumulate;
   t.clip_norm = o.clip_norm, t.validate_every = o.validate_every, t.save_every = o.save_every, t.patience = o.patience;
   t.skip_nonfinite = o.skip_nonfinite, t.seed = o.seed, t.log_every = o.log_every, t.resume = o.resume;
+  t.force = o.force;
   Trainer trainer(t, out);
   TranslationTask task(o, out);
   task.build_model(trainer.resumed());

@@ -36,6 +36,7 @@ struct TranslationOptions {
   uint64_t seed = 1;
   int64_t log_every = 50;
   std::string resume;                 // a last.safetensors to continue from
+  bool force = false;                 // a fresh run may replace the run already in out_dir
 };
 
 // Returns the process exit code (0 done, 130 interrupted).
