@@ -154,7 +154,7 @@ TEST(ConfigTest, BadConfigurationsGiveOneClearError) {
   EXPECT_NE(error_of(R"({"src_vocab": 5, "tgt_vocab": 5, "d_model": 10, "heads": 4})").find("not divisible"), std::string::npos);
   EXPECT_NE(error_of(R"({"src_vocab": 5, "tgt_vocab": 5, "activation": "tanh"})").find("unknown activation 'tanh'"), std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
-  EXPECT_THROW(models::TransformerConfig::from_file("/nonexistent/model.json"), Error);
+  EXPECT_THROW(models::TransformerConfig::from_file("/nonexistent/model.json", {}), Error);
 }
 
 }  // namespace

@@ -113,6 +113,7 @@ CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
   t.out_dir = o.out_dir, t.max_steps = o.steps, t.validate_every = 0, t.save_every = o.save_every, t.seed = o.seed;
   t.log_every = o.log_every, t.resume = o.resume, t.clip_norm = 0;
   Trainer trainer(t, out);
+  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, o.resume, "a translation one");
   const models::TransformerConfig config =
       trainer.resumed() ? models::TransformerConfig::from_json(trainer.resumed()->config_json, o.resume) : o.model;
   TFM_CHECK(config.src_vocab > 2 && config.src_vocab == config.tgt_vocab, "copy task: needs equal source and target vocabularies above 2");
