@@ -60,7 +60,7 @@ void expect_adamw_steps_match(const testing::ModelFixture& f, nn::Module& model,
 
 struct GptCase {
   testing::ModelFixture f = testing::load_model_fixture("gpt.safetensors");
-  models::GPT model{models::StackConfig::from_json(f.config_json, "gpt fixture")};
+  models::GPT model{models::StackConfig::from_json(f.config_json, "gpt fixture", "gpt")};
   models::Tokens ids = f.tokens("input.ids");
   GptCase() { f.load_weights(model); }
   Tensor loss() {  // next-token cross-entropy of ids[:, :-1] predicting ids[:, 1:]
@@ -84,7 +84,7 @@ TEST(ReferenceGPT, FiveAdamWStepsMatchPyTorch) {
 
 struct VitCase {
   testing::ModelFixture f = testing::load_model_fixture("vit.safetensors");
-  models::ViT model{models::StackConfig::from_json(f.config_json, "vit fixture")};
+  models::ViT model{models::StackConfig::from_json(f.config_json, "vit fixture", "vit")};
   std::vector<int> labels;
   VitCase() {
     f.load_weights(model);

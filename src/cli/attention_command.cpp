@@ -54,7 +54,9 @@ std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& id
 }
 
 void run(const Options& o) {
-  if (io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind == "vit") return run_vit(o);
+  const std::string kind = io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind;
+  io::check_model_kind(kind, {"encoder_decoder", "vit"}, o.model, "a translation or vit one (attention draws those)");
+  if (kind == "vit") return run_vit(o);
   TFM_CHECK(!o.src.empty(), "--src is needed for a translation model");
   decode::TranslationModel tm = decode::TranslationModel::load(o.model);
   models::EncoderDecoder& model = *tm.model;

@@ -22,12 +22,19 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   bert->require_subcommand(1);
   CLI::App* cmd = bert->add_subcommand("train", "Train a masked-language-model encoder on a text file");
   add_text_flags(cmd, o->data);
-  auto* m = add_model_flags(cmd, o->model, o->config_path, "bert");
-  m->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()->check(CLI::Range(2, 100000));
+  auto m = std::make_shared<ModelFlags>(cmd, o->model, "bert");
+  m->bind(m->group()->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()
+              ->check(CLI::Range(2, 100000)),
+          "max_len");
   cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str();
   add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, &exit_code] { exit_code = train::run_masked_lm_training(*o, std::cout); });
+  cmd->callback([o, m, &exit_code] {
+    m->check_resume(o->trainer.resume);
+    train::MaskedLmOptions run = *o;
+    run.model = m->resolve(run.config_origin);
+    exit_code = train::run_masked_lm_training(run, std::cout);
+  });
 }
 
 void add_embed_command(CLI::App& app, int& exit_code) {

@@ -8,8 +8,8 @@ FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::stri
                                         const std::string& spm) {
   FamilyCheckpoint c{path, io::read_safetensors(path), {}, std::nullopt};
   io::Checkpoint info = io::checkpoint_info(c.file, path);
-  TFM_CHECK(info.model_kind == kind, path << ": is a '" << info.model_kind << "' checkpoint, not " << made_by);
-  c.config = models::StackConfig::from_json(info.config_json, path);
+  io::check_model_kind(info.model_kind, {kind}, path, made_by);
+  c.config = models::StackConfig::from_json(info.config_json, path, kind);
   if (kind != "vit") {
     auto tok = info.metadata.find("tfm.tokenizer");
     TFM_CHECK(tok != info.metadata.end(), path << ": records no tokenizer");

@@ -18,7 +18,7 @@ struct FamilyCheckpoint {
   std::optional<data::Tokenizer> tokenizer;  // gpt and bert
 };
 
-// `made_by` completes "is a '<kind>' checkpoint, not <made_by>"; `spm` overrides a
+// `made_by` completes "is a <kind> checkpoint, not <made_by>"; `spm` overrides a
 // recorded SentencePiece path.
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm = "");

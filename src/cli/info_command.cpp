@@ -1,27 +1,57 @@
-// `tfm info`: what a checkpoint holds.
+// `tfm info`: what a checkpoint of any family holds.
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "io/checkpoint.h"
 #include "models/config.h"
+#include "models/stack_config.h"
 
 namespace tfm::cli {
 
+namespace {
+
+// The configuration, parsed and validated as the family's own commands do.
+std::string config_of(const io::Checkpoint& info, const std::string& path) {
+  io::check_model_kind(info.model_kind, {"encoder_decoder", "gpt", "bert", "vit"}, path, "a translation, gpt, bert or vit one");
+  if (info.model_kind == "encoder_decoder") return models::TransformerConfig::from_json(info.config_json, path).to_json();
+  return models::StackConfig::from_json(info.config_json, path, info.model_kind).to_json();
+}
+
+// "characters (65)" or the SentencePiece model's path and checksum; the record as it is
+// if it is malformed, since info describes a file and loads no tokenizer.
+std::string tokenizer_summary(const std::string& record) {
+  const nlohmann::json j = nlohmann::json::parse(record, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.value("type", "") == "characters" && j.contains("characters") && j["characters"].is_array())
+    return "characters (" + std::to_string(j["characters"].size()) + ")";
+  return record;
+}
+
+const char* family_of(const std::string& kind) {
+  if (kind == "gpt") return "decoder-only language model (gpt)";
+  if (kind == "bert") return "masked-language-model encoder (bert)";
+  if (kind == "vit") return "Vision Transformer (vit)";
+  return "encoder-decoder (translation or copy task)";
+}
+
+}  // namespace
+
 void add_info_command(CLI::App& app, int&) {
   auto path = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("info", "Show a checkpoint's model configuration, size, vocabularies and training state");
-  cmd->add_option("checkpoint", *path, "Checkpoint file (safetensors)")->required();
+  CLI::App* cmd = app.add_subcommand("info", "Show a checkpoint's family, configuration, size, vocabulary and training state");
+  cmd->add_option("checkpoint", *path, "Checkpoint file (safetensors) of any family")->required();
   cmd->callback([path] {
     io::SafeTensors file = io::read_safetensors(*path);
     io::Checkpoint info = io::checkpoint_info(file, *path);
-    models::TransformerConfig config = models::TransformerConfig::from_json(info.config_json, *path);
+    const std::string config = config_of(info, *path);
     int64_t params = 0;
     for (const auto& [name, t] : file.tensors)
       if (name.rfind(io::kOptimizerPrefix, 0) != 0) params += t.numel();
-    std::cout << "model: " << (info.model_kind.empty() ? "unknown" : info.model_kind) << "\nconfig: " << config.to_json()
-              << "\nparameters: " << params << "\n";
+    std::cout << "model: " << info.model_kind << ", " << family_of(info.model_kind) << "\nconfig: " << config << "\nparameters: " << params
+              << "\n";
     if (info.metadata.count("tfm.vocab")) std::cout << "vocabularies: " << info.metadata.at("tfm.vocab") << "\n";
+    if (info.metadata.count("tfm.tokenizer")) std::cout << "tokenizer: " << tokenizer_summary(info.metadata.at("tfm.tokenizer")) << "\n";
     std::cout << "training state: " << (info.train_state.empty() ? "none" : info.train_state) << "\n";
   });
 }

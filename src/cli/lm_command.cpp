@@ -23,16 +23,21 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = lm->add_subcommand(
       "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe)");
   add_text_flags(cmd, o->data);
-  auto* m = add_model_flags(cmd, o->model, o->config_path, "gpt");  // d_ff follows as 4 x d_model unless given
-  m->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(CLI::PositiveNumber);
-  m->add_flag("!--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table");
+  auto m = std::make_shared<ModelFlags>(cmd, o->model, "gpt");
+  m->bind(m->group()->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(CLI::PositiveNumber),
+          "max_len");
+  m->bind(m->group()->add_flag("!--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table"),
+          "learned_positions");
   cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end")->capture_default_str();
   add_trainer_flags(cmd, o->trainer);
-  auto d_ff_given = cmd->get_option("--d-ff");
-  cmd->callback([o, d_ff_given, &exit_code] {
+  cmd->callback([o, m, &exit_code] {
+    m->check_resume(o->trainer.resume);
     train::LanguageModelOptions run = *o;
-    if (d_ff_given->count() == 0) run.model.d_ff = 4 * run.model.d_model;
+    models::StackConfig base = m->defaults();
+    base.d_ff = 0;  // 4 x d_model unless --config or --d-ff gives it
+    run.model = m->resolve(base, run.config_origin);
+    if (run.model.d_ff == 0) run.model.d_ff = 4 * run.model.d_model;
     exit_code = train::run_language_model_training(run, std::cout);
   });
 }

@@ -14,7 +14,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   struct Options {
     train::CopyTaskOptions copy;
     train::TranslationOptions mt;
-    std::string config_path, out_dir, resume;
+    std::string config_path, out_dir, resume, preset = "small";
+    float dropout = 0.1f;
+    bool post_norm = false;
     int64_t steps = 0, log_every = 50, save_every = 0;
     uint64_t seed = 1;
     bool force = false;
@@ -44,10 +46,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
   data->add_option("--valid-tgt", mt.valid_tgt, "Validation target text")->check(CLI::ExistingFile);
   data->add_option("--src-vocab", mt.src_vocab, "Source SentencePiece model (from `tfm vocab`)")->check(CLI::ExistingFile);
   data->add_option("--tgt-vocab", mt.tgt_vocab, "Target SentencePiece model (same file for a joint vocabulary)")->check(CLI::ExistingFile);
-  data->add_option("--preset", mt.preset, "Model size: small or base")->capture_default_str()->check(CLI::IsMember({"small", "base"}));
-  data->add_option("--dropout", mt.dropout, "Dropout probability")->capture_default_str();
-  data->add_option("--post-norm", [&mt](const CLI::results_t&) { mt.norm_first = false; return true; },
-                   "Residual placement of the paper (default: pre-norm)")->expected(0);
+  // Model flags given override --config, which overrides the preset.
+  auto* preset = data->add_option("--preset", o->preset, "Model size: small or base")->capture_default_str()->check(CLI::IsMember({"small", "base"}));
+  auto* dropout = data->add_option("--dropout", o->dropout, "Dropout probability (default: the preset's or --config's)");
+  data->add_flag("--post-norm", o->post_norm, "Residual placement of the paper (default: pre-norm)");
   data->add_option("--max-tokens", mt.max_tokens, "Padded tokens per batch")->capture_default_str()->check(CLI::PositiveNumber);
   data->add_option("--accumulate", mt.accumulate, "Batches per optimiser step")->capture_default_str()->check(CLI::PositiveNumber);
   data->add_option("--epochs", mt.epochs, "Passes over the training data")->capture_default_str()->check(CLI::PositiveNumber);
@@ -62,9 +64,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
   data->add_flag("--skip-nonfinite", mt.skip_nonfinite, "Skip steps with a non-finite loss or gradient instead of stopping");
   data->add_option("--patience", mt.patience, "Early stop after N validations without a better BLEU (0: never)")->capture_default_str();
 
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, preset, dropout, &exit_code] {
     if (!o->mt.train_src.empty() || !o->mt.train_tgt.empty()) {
       train::TranslationOptions mt = o->mt;
+      if (preset->count()) mt.preset = o->preset;
+      if (dropout->count()) mt.dropout = o->dropout;
+      if (o->post_norm) mt.norm_first = false;
       TFM_CHECK(!mt.train_tgt.empty() && !mt.valid_src.empty() && !mt.valid_tgt.empty() && !mt.src_vocab.empty() && !mt.tgt_vocab.empty(),
                 "translation training needs --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
       mt.config_path = o->config_path, mt.max_steps = o->steps, mt.seed = o->seed, mt.resume = o->resume, mt.log_every = o->log_every;
@@ -74,7 +79,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       return;
     }
     train::CopyTaskOptions copy = o->copy;
-    if (!o->config_path.empty()) copy.model = models::TransformerConfig::from_file(o->config_path);
+    if (!o->config_path.empty()) copy.model = models::TransformerConfig::from_file(o->config_path, copy.model);
     if (o->steps > 0) copy.steps = o->steps;
     copy.seed = o->seed, copy.resume = o->resume, copy.log_every = o->log_every, copy.save_every = o->save_every;
     copy.force = o->force;

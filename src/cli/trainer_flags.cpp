@@ -1,5 +1,8 @@
 #include "cli/trainer_flags.h"
 
+#include "io/checkpoint.h"
+#include "tensor/error.h"
+
 namespace tfm::cli {
 
 void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
@@ -32,16 +35,50 @@ void add_text_flags(CLI::App* cmd, train::TextSource& s) {
   cmd->add_option("--vocab", s.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
 }
 
-CLI::Option_group* add_model_flags(CLI::App* cmd, models::StackConfig& m, std::string& config_path, const std::string& family) {
-  auto* g = cmd->add_option_group("model");
-  g->add_option("--config", config_path, "Model configuration as a JSON file (family " + family + "); overrides the flags below")
+ModelFlags::ModelFlags(CLI::App* cmd, models::StackConfig& model, const std::string& family)
+    : model_(model), family_(family), group_(cmd->add_option_group("model")) {
+  model_.family = family;  // so that to_json() writes the family's own fields
+  defaults_ = model_;
+  group_->add_option("--config", config_path_, "Model configuration as a JSON file (family " + family + "); the flags below override it")
       ->check(CLI::ExistingFile);
-  g->add_option("--layers", m.layers, "Transformer layers")->capture_default_str()->check(CLI::PositiveNumber);
-  g->add_option("--heads", m.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber);
-  g->add_option("--d-model", m.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber);
-  g->add_option("--d-ff", m.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber);
-  g->add_option("--dropout", m.dropout, "Dropout probability")->capture_default_str();
-  return g;
+  bind(group_->add_option("--layers", model.layers, "Transformer layers")->capture_default_str()->check(CLI::PositiveNumber), "layers");
+  bind(group_->add_option("--heads", model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber), "heads");
+  bind(group_->add_option("--d-model", model.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber), "d_model");
+  bind(group_->add_option("--d-ff", model.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber), "d_ff");
+  bind(group_->add_option("--dropout", model.dropout, "Dropout probability")->capture_default_str(), "dropout");
+}
+
+CLI::Option* ModelFlags::bind(CLI::Option* option, const char* key) {
+  flags_.emplace_back(option, key);
+  return option;
+}
+
+nlohmann::json ModelFlags::flags_given() const {
+  const nlohmann::json values = nlohmann::json::parse(model_.to_json());
+  nlohmann::json given = nlohmann::json::object();
+  for (const auto& [option, key] : flags_)
+    if (option->count() > 0) given[key] = values.at(key);
+  return given;
+}
+
+models::StackConfig ModelFlags::resolve(const models::StackConfig& base, std::string& origin) const {
+  origin = config_path_.empty() ? "model configuration" : config_path_;
+  const models::StackConfig file =
+      config_path_.empty() ? base : models::StackConfig::from_file(config_path_, family_, base, /*validate=*/false);
+  return models::StackConfig::from_json(flags_given().dump(), "the model flags", family_, file, /*validate=*/false);
+}
+
+void ModelFlags::check_resume(const std::string& resume) const {
+  const nlohmann::json given = flags_given();
+  if (resume.empty() || given.empty()) return;
+  const io::SafeTensors file = io::read_safetensors(resume);
+  const io::Checkpoint info = io::checkpoint_info(file, resume);
+  io::check_model_kind(info.model_kind, {family_}, resume, "a " + family_ + " one");
+  const nlohmann::json saved = nlohmann::json::parse(models::StackConfig::from_json(info.config_json, resume, family_).to_json());
+  for (const auto& [option, key] : flags_)
+    TFM_CHECK(!given.contains(key) || given[key] == saved.at(key),
+              option->get_name() << " " << given[key].dump() << " disagrees with " << resume << ", whose " << key << " is "
+                                 << saved.at(key).dump() << " (a resumed run keeps its checkpoint's architecture)");
 }
 
 }  // namespace tfm::cli

@@ -50,15 +50,16 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<train::VitOptions>();
   CLI::App* cmd = vit->add_subcommand("train", "Train a ViT on an MNIST-style image set");
   cmd->add_option("--data", o->data_dir, "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
-  auto* m = add_model_flags(cmd, o->model, o->config_path, "vit");
-  m->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(CLI::PositiveNumber);
+  auto m = std::make_shared<ModelFlags>(cmd, o->model, "vit");
+  m->bind(m->group()->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(CLI::PositiveNumber), "patch");
   cmd->add_option("--batch", o->batch, "Images per batch")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str();
   cmd->add_flag("!--no-flip", o->flip, "Do not mirror training images at random");
   add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, m, &exit_code] {
+    m->check_resume(o->trainer.resume);
     train::VitOptions run = *o;
-    run.model.max_len = run.model.patches() + 1;
+    run.model = m->resolve(run.config_origin);
     exit_code = train::run_vit_training(run, std::cout);
   });
 

@@ -62,11 +62,15 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
               origin << ": was trained with another SentencePiece model than " << t.spm_->path());
     return t;
   }
+  // encode() looks characters up by binary search: they must be distinct and in order, as characters() makes them.
   Tokenizer t;
   for (const json& c : j["characters"]) {
     TFM_CHECK(c.is_string() && utf8_characters(c.get<std::string>()).size() == 1, origin << ": the tokenizer record in the metadata is malformed");
+    TFM_CHECK(t.chars_.empty() || t.chars_.back() < c.get<std::string>(),
+              origin << ": the tokenizer record lists " << c.dump() << " twice or out of order");
     t.chars_.push_back(c.get<std::string>());
   }
+  TFM_CHECK(!t.chars_.empty(), origin << ": the tokenizer record holds no characters");
   return t;
 }
 

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "io/input_file.h"
 #include "io/output_file.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
@@ -35,6 +36,7 @@ uint32_t crc_of(const std::string& bytes) {
 }  // namespace
 
 Vocab Vocab::load(const std::string& path) {
+  io::check_input_file(path, int64_t{1} << 28, "SentencePiece model");  // not /dev/zero, a FIFO or gigabytes
   Vocab v;
   v.sp_ = std::make_shared<sentencepiece::SentencePieceProcessor>();
   sentencepiece::util::Status status;

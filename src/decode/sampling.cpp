@@ -10,6 +10,9 @@
 namespace tfm::decode {
 
 int sample_token(const float* logits, int64_t vocab, const SamplingOptions& o, Rng& rng) {
+  // Nothing can be ranked or sampled by NaN: an error, not a silent pick of token 0.
+  TFM_CHECK(std::all_of(logits, logits + vocab, [](float x) { return std::isfinite(x); }),
+            "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
   if (o.temperature <= 0.0f) return static_cast<int>(std::max_element(logits, logits + vocab) - logits);
   // Candidates by decreasing logit; softmax at the temperature over those kept.
   std::vector<int> order(static_cast<size_t>(vocab));

@@ -24,6 +24,7 @@ data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const 
 TranslationModel TranslationModel::load(const std::string& checkpoint, const std::string& src_vocab, const std::string& tgt_vocab) {
   io::SafeTensors file = io::read_safetensors(checkpoint);
   io::Checkpoint info = io::checkpoint_info(file, checkpoint);
+  io::check_model_kind(info.model_kind, {"encoder_decoder"}, checkpoint, "a translation one");
   TFM_CHECK(info.metadata.count("tfm.vocab"),
             checkpoint << ": records no vocabularies; translation needs a checkpoint from `tfm train --train-src ...`");
   nlohmann::json record;

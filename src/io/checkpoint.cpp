@@ -1,5 +1,6 @@
 #include "io/checkpoint.h"
 
+#include <algorithm>
 #include <set>
 
 #include "tensor/error.h"
@@ -46,6 +47,17 @@ Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin) {
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(prefix, 0) == 0) c.optimizer.emplace_back(name.substr(prefix.size()), t);
   return c;
+}
+
+std::string kind_name(const std::string& model_kind) {
+  if (model_kind.empty()) return "unlabelled";
+  return model_kind == "encoder_decoder" ? "translation" : model_kind;
+}
+
+void check_model_kind(const std::string& model_kind, std::initializer_list<std::string_view> kinds, const std::string& origin,
+                      const std::string& wanted) {
+  TFM_CHECK(std::find(kinds.begin(), kinds.end(), model_kind) != kinds.end(),
+            origin << ": is a " << kind_name(model_kind) << " checkpoint, not " << wanted);
 }
 
 }  // namespace tfm::io

@@ -3,8 +3,10 @@
 // PyTorch state_dict names, the model configuration as JSON in the metadata
 // ("tfm.config"), and optionally the training state: optimizer moments under the
 // "optimizer." prefix and the step, RNG and data position in "tfm.train_state".
+#include <initializer_list>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "io/safetensors.h"
 #include "nn/module.h"
@@ -32,5 +34,14 @@ void load_parameters(nn::Module& model, const SafeTensors& file, const std::stri
 
 // The configuration, model kind, optimizer tensors and training state of a file.
 Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin);
+
+// What users call a model kind: "translation" for "encoder_decoder" (translation and the
+// copy task), else the kind itself ("gpt", "bert", "vit").
+std::string kind_name(const std::string& model_kind);
+
+// Refuses a checkpoint whose model kind is none of `kinds` before its configuration is
+// read: "<origin>: is a gpt checkpoint, not <wanted>".
+void check_model_kind(const std::string& model_kind, std::initializer_list<std::string_view> kinds, const std::string& origin,
+                      const std::string& wanted);
 
 }  // namespace tfm::io

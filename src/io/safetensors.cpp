@@ -44,8 +44,10 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
   TFM_CHECK(file_size >= 8, origin << ": too short to be a safetensors file (" << file_size << " bytes)");
   uint64_t header_len = 0;
   read_at(0, 8, reinterpret_cast<char*>(&header_len));  // little-endian on every supported target
-  TFM_CHECK(header_len <= kMaxHeaderBytes && header_len <= file_size - 8,
-            origin << ": header length " << header_len << " exceeds the file size " << file_size << " (truncated or not safetensors)");
+  TFM_CHECK(header_len <= kMaxHeaderBytes, origin << ": the header length field says " << header_len << " bytes, over tfm's limit of "
+                                                  << kMaxHeaderBytes << " (corrupted or not safetensors)");
+  TFM_CHECK(header_len <= file_size - 8, origin << ": the header length field says " << header_len << " bytes, but only " << file_size - 8
+                                                << " bytes follow it (truncated or not safetensors)");
   std::string header_text(static_cast<size_t>(header_len), '\0');
   read_at(8, header_text.size(), header_text.data());
   json header;
@@ -80,15 +82,18 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
               origin << ": tensor '" << name << "' lacks dtype, shape or data_offsets");
     TFM_CHECK(v["dtype"].is_string(), origin << ": tensor '" << name << "' has a non-string dtype");
     const std::string dtype = v["dtype"].get<std::string>();
-    TFM_CHECK(dtype == "F32", origin << ": tensor '" << name << "' has dtype " << dtype << "; tfm reads F32 tensors");
+    TFM_CHECK(dtype == "F32", origin << ": tensor '" << name << "' has dtype " << v["dtype"].dump() << "; tfm reads \"F32\" tensors");
     Entry e{name, {}, 0, 0};
     TFM_CHECK(v["shape"].is_array(), origin << ": tensor '" << name << "' has a malformed shape");
-    uint64_t numel = 1;
+    // `span` is the product of the nonzero dimensions: it bounds numel and every stride,
+    // which a zero dimension would otherwise let overflow ([0, 2^40-1, 2^40-1] has numel 0).
+    uint64_t numel = 1, span = 1;
     for (const json& d : v["shape"]) {
       TFM_CHECK(d.is_number_unsigned() && d.get<uint64_t>() < (1ull << 40), origin << ": tensor '" << name << "' has a malformed shape");
       e.shape.push_back(d.get<int64_t>());
       numel *= d.get<uint64_t>();
-      TFM_CHECK(numel < (1ull << 40), origin << ": tensor '" << name << "' is implausibly large");
+      span *= std::max<uint64_t>(d.get<uint64_t>(), 1);
+      TFM_CHECK(span < (1ull << 40), origin << ": tensor '" << name << "' is implausibly large");
     }
     const json& off = v["data_offsets"];
     TFM_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() && off[1].is_number_unsigned(),

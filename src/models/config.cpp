@@ -1,5 +1,7 @@
 #include "models/config.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "models/json_fields.h"
@@ -24,10 +26,11 @@ std::string TransformerConfig::to_json() const {
   return j.dump();
 }
 
-TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& origin, bool validate) {
+TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& origin, const TransformerConfig& base,
+                                             bool validate) {
   JsonFields f(text, origin, {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
                               "activation", "norm_first", "share_embeddings", "max_len", "pad_id"});
-  TransformerConfig c;
+  TransformerConfig c = base;
   f.read("src_vocab", c.src_vocab);
   f.read("tgt_vocab", c.tgt_vocab);
   f.read("d_model", c.d_model);
@@ -45,8 +48,12 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
   return c;
 }
 
-TransformerConfig TransformerConfig::from_file(const std::string& path, bool validate) {
-  return from_json(read_config_file(path), path, validate);
+TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& origin) {
+  return from_json(text, origin, TransformerConfig());
+}
+
+TransformerConfig TransformerConfig::from_file(const std::string& path, const TransformerConfig& base, bool validate) {
+  return from_json(read_config_file(path), path, base, validate);
 }
 
 TransformerConfig preset(const std::string& name) {
@@ -58,14 +65,23 @@ TransformerConfig preset(const std::string& name) {
 }
 
 void TransformerConfig::validate(const std::string& origin) const {
-  TFM_CHECK(src_vocab > 0 && tgt_vocab > 0, origin << ": src_vocab and tgt_vocab must be positive");
-  TFM_CHECK(d_model > 0 && heads > 0 && d_ff > 0, origin << ": d_model, heads and d_ff must be positive");
-  TFM_CHECK(d_model % heads == 0, origin << ": d_model " << d_model << " is not divisible by heads " << heads);
-  TFM_CHECK(encoder_layers >= 1 && decoder_layers >= 1, origin << ": need at least one encoder and one decoder layer");
+  check_range(origin, "src_vocab", src_vocab, 1, kMaxVocab);
+  check_range(origin, "tgt_vocab", tgt_vocab, 1, kMaxVocab);
+  check_widths(origin, d_model, heads, d_ff);
+  check_range(origin, "encoder_layers", encoder_layers, 1, kMaxLayers);
+  check_range(origin, "decoder_layers", decoder_layers, 1, kMaxLayers);
+  check_range(origin, "max_len", max_len, 1, kMaxPositions);
+  check_range(origin, "pad_id", pad_id, 0, std::min(src_vocab, tgt_vocab) - 1);
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
-  TFM_CHECK(max_len > 0, origin << ": max_len must be positive");
-  TFM_CHECK(pad_id >= 0 && pad_id < src_vocab && pad_id < tgt_vocab, origin << ": pad_id " << pad_id << " outside the vocabulary");
   TFM_CHECK(!share_embeddings || src_vocab == tgt_vocab, origin << ": share_embeddings needs src_vocab == tgt_vocab");
+  check_weight_floats(origin, weight_floats(), "the vocabularies, d_model, d_ff, max_len and the layers");
+}
+
+// Embeddings and generator, the two sinusoid tables, the layers and the final LayerNorms.
+// The bounds validate() checks first keep every product far inside int64.
+int64_t TransformerConfig::weight_floats() const {
+  return (src_vocab + 2 * tgt_vocab) * d_model + tgt_vocab + 2 * max_len * d_model + 4 * d_model +
+         encoder_layers * encoder_layer_floats(d_model, d_ff) + decoder_layers * decoder_layer_floats(d_model, d_ff);
 }
 
 }  // namespace tfm::models

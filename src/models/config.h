@@ -14,7 +14,7 @@ struct TransformerConfig {
   int64_t encoder_layers = 6, decoder_layers = 6;
   float dropout = 0.1f;
   nn::Activation activation = nn::Activation::ReLU;
-  bool norm_first = false;
+  bool norm_first = true;  // pre-norm, as the CLI's default (false: the paper's post-norm)
   // Ties source embedding, target embedding and generator weights (needs src_vocab == tgt_vocab).
   bool share_embeddings = false;
   int64_t max_len = 5000;
@@ -22,11 +22,17 @@ struct TransformerConfig {
 
   nn::LayerOptions layer_options() const;
   std::string to_json() const;
-  // Parses and (unless told not to, for callers that fill in fields first)
-  // validates; `origin` names the source in error messages.
-  static TransformerConfig from_json(const std::string& text, const std::string& origin, bool validate = true);
-  static TransformerConfig from_file(const std::string& path, bool validate = true);
+  // Parses the settings `text` gives over `base` (absent fields keep base's values) and,
+  // unless the caller checks fields first, validates the result; `origin` names the
+  // source in error messages.
+  static TransformerConfig from_json(const std::string& text, const std::string& origin, const TransformerConfig& base,
+                                     bool validate = true);
+  static TransformerConfig from_json(const std::string& text, const std::string& origin);  // over the defaults
+  static TransformerConfig from_file(const std::string& path, const TransformerConfig& base, bool validate = true);
+  // Every field within its bounds (models/json_fields.h), the weights within kMaxWeightFloats.
   void validate(const std::string& origin) const;
+  // About how many floats the weights and position tables take (tied weights counted apart).
+  int64_t weight_floats() const;
 };
 
 // Named sizes: "base" is the paper's (512 / 2048 / 8 heads / 6 + 6 layers),

@@ -20,11 +20,14 @@ std::string StackConfig::to_json() const {
   return j.dump();
 }
 
-StackConfig StackConfig::from_json(const std::string& text, const std::string& origin) {
+StackConfig StackConfig::from_json(const std::string& text, const std::string& origin, const std::string& family, StackConfig base,
+                                   bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
                               "learned_positions", "image_size", "channels", "patch", "classes"});
-  StackConfig c;
+  StackConfig c = std::move(base);
+  c.family = family;
   f.read("family", c.family);
+  TFM_CHECK(c.family == family, origin << ": is a configuration of family '" << c.family << "', not " << family);
   f.read("vocab", c.vocab);
   f.read("max_len", c.max_len);
   f.read("d_model", c.d_model);
@@ -39,26 +42,45 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("channels", c.channels);
   f.read("patch", c.patch);
   f.read("classes", c.classes);
+  if (!validate) return c;
   c.validate(origin);
   if (c.family == "vit") c.max_len = c.patches() + 1;
   return c;
 }
 
-StackConfig StackConfig::from_file(const std::string& path) { return from_json(read_config_file(path), path); }
+StackConfig StackConfig::from_json(const std::string& text, const std::string& origin, const std::string& family) {
+  return from_json(text, origin, family, StackConfig());
+}
+
+StackConfig StackConfig::from_file(const std::string& path, const std::string& family, const StackConfig& base, bool validate) {
+  return from_json(read_config_file(path), path, family, base, validate);
+}
 
 void StackConfig::validate(const std::string& origin) const {
   TFM_CHECK(family == "gpt" || family == "bert" || family == "vit", origin << ": family '" << family << "' is not gpt, bert or vit");
-  TFM_CHECK(d_model > 0 && heads > 0 && d_ff > 0 && layers > 0, origin << ": d_model, heads, d_ff and layers must be positive");
-  TFM_CHECK(d_model % heads == 0, origin << ": d_model " << d_model << " is not divisible by heads " << heads);
+  check_widths(origin, d_model, heads, d_ff);
+  check_range(origin, "layers", layers, 1, kMaxLayers);
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
   if (family == "vit") {
-    TFM_CHECK(patch > 0 && image_size > 0 && image_size % patch == 0,
-              origin << ": image_size " << image_size << " is not a positive multiple of patch " << patch);
-    TFM_CHECK(channels > 0 && classes > 1, origin << ": need channels >= 1 and classes >= 2");
+    check_range(origin, "image_size", image_size, 1, kMaxImageSize);
+    check_range(origin, "patch", patch, 1, image_size);
+    TFM_CHECK(image_size % patch == 0, origin << ": image_size " << image_size << " is not a multiple of patch " << patch);
+    check_range(origin, "channels", channels, 1, kMaxChannels);
+    check_range(origin, "classes", classes, 2, kMaxVocab);
   } else {
-    TFM_CHECK(vocab > 0, origin << ": vocab must be positive");
-    TFM_CHECK(max_len > 0, origin << ": max_len must be positive");
+    check_range(origin, "vocab", vocab, 1, kMaxVocab);
+    check_range(origin, "max_len", max_len, 1, kMaxPositions);
   }
+  check_weight_floats(origin, weight_floats(), family == "vit" ? "image_size, patch, d_model, d_ff and layers" : "vocab, max_len, d_model, d_ff and layers");
+}
+
+// The layers and final LayerNorm, then the family's inputs and outputs: patch projection,
+// [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
+// for gpt). The bounds validate() checks first keep every product far inside int64.
+int64_t StackConfig::weight_floats() const {
+  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + 2 * d_model;
+  if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
+  return stack + (vocab + max_len + d_model + 5) * d_model + vocab;
 }
 
 }  // namespace tfm::models

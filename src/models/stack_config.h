@@ -14,7 +14,7 @@ namespace tfm::models {
 struct StackConfig {
   std::string family;             // "gpt", "bert" or "vit"
   int64_t vocab = 0;              // gpt, bert: token vocabulary (specials included)
-  int64_t max_len = 64;           // gpt: context window; bert: longest input. vit: derived (patches + 1)
+  int64_t max_len = 64;           // gpt: context window; bert: longest input. vit: derived (patches + 1) once validated
   int64_t d_model = 128, heads = 4, d_ff = 512, layers = 4;
   float dropout = 0.0f;
   nn::Activation activation = nn::Activation::GELU;
@@ -25,9 +25,17 @@ struct StackConfig {
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
   nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first}; }
   std::string to_json() const;
-  static StackConfig from_json(const std::string& text, const std::string& origin);
-  static StackConfig from_file(const std::string& path);
+  // Parses the settings `text` gives over `base` (absent fields keep base's values) for
+  // `family`, which a "family" field must name if the text has one. Validates unless the
+  // caller fills in fields first (the vocabulary from the tokenizer) and validates then.
+  static StackConfig from_json(const std::string& text, const std::string& origin, const std::string& family, StackConfig base,
+                               bool validate = true);
+  static StackConfig from_json(const std::string& text, const std::string& origin, const std::string& family);  // over the defaults
+  static StackConfig from_file(const std::string& path, const std::string& family, const StackConfig& base, bool validate = true);
+  // Every field within its bounds (models/json_fields.h), the weights within kMaxWeightFloats.
   void validate(const std::string& origin) const;
+  // About how many floats the weights and position tables take (tied weights counted apart).
+  int64_t weight_floats() const;
 };
 
 }  // namespace tfm::models

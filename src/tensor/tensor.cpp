@@ -19,9 +19,21 @@ std::string shape_str(const Shape& s) {
   return os.str();
 }
 
+namespace {
+
+// a * b, refusing a product past int64: sizes come from files and configurations, and
+// an overflowed element count or stride would be undefined behaviour, then a wild access.
+int64_t checked_product(int64_t a, int64_t b, const Shape& s) {
+  int64_t out = 0;
+  TFM_CHECK(!__builtin_mul_overflow(a, b, &out), "shape " << shape_str(s) << " has more elements than a tensor can index");
+  return out;
+}
+
+}  // namespace
+
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) n = checked_product(n, d, s);
   return n;
 }
 
@@ -30,7 +42,7 @@ Shape contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    acc = checked_product(acc, s[i], s);
   }
   return st;
 }

@@ -110,7 +110,7 @@ Validation CopyTask::validate() {
 void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
   TFM_CHECK(!c.metadata.count("tfm.vocab"), origin << ": is a translation checkpoint (it records vocabularies); resume it with its "
                                                       "data: --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
-  TFM_CHECK(c.model_kind == "encoder_decoder", origin << ": is a '" << c.model_kind << "' checkpoint, not one of the copy task");
+  io::check_model_kind(c.model_kind, {"encoder_decoder"}, origin, "a translation one");
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ namespace {
 class LanguageModelTask : public TextStreamTask {
  public:
   LanguageModelTask(const LanguageModelOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out)
-      : TextStreamTask(o.data, "gpt", o.model, o.config_path, resumed, o.trainer.resume,
+      : TextStreamTask(o.data, "gpt", o.model, o.config_origin, resumed, o.trainer.resume,
                        [](const models::StackConfig& c) { return c.max_len + 1; }, o.batch, out),
         o_(o),
         model_(config_) {}

@@ -16,7 +16,7 @@ namespace tfm::train {
 struct LanguageModelOptions {
   TextSource data;
   models::StackConfig model = default_model();
-  std::string config_path;   // JSON overriding `model` (vocab comes from the tokenizer)
+  std::string config_origin = "model configuration";  // what errors in `model` name (e.g. its --config file)
   int64_t batch = 12;
   int64_t sample_tokens = 300;  // sample printed at the end (0: none)
   TrainerOptions trainer = default_trainer();

@@ -57,7 +57,7 @@ namespace {
 class MaskedLmTask : public TextStreamTask {
  public:
   MaskedLmTask(const MaskedLmOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out)
-      : TextStreamTask(o.data, "bert", o.model, o.config_path, resumed, o.trainer.resume,
+      : TextStreamTask(o.data, "bert", o.model, o.config_origin, resumed, o.trainer.resume,
                        [](const models::StackConfig& c) { return c.max_len - 1; }, o.batch, out),
         o_(o),
         model_(config_, data::Tokenizer::kPad) {}

@@ -19,7 +19,7 @@ namespace tfm::train {
 struct MaskedLmOptions {
   TextSource data;
   models::StackConfig model = default_model();
-  std::string config_path;
+  std::string config_origin = "model configuration";  // what errors in `model` name (e.g. its --config file)
   int64_t batch = 64;
   double mask_fraction = 0.15;
   TrainerOptions trainer = default_trainer();

@@ -4,25 +4,29 @@
 
 namespace tfm::train {
 
-TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, const models::StackConfig& defaults,
-                               const std::string& config_path, const std::optional<io::Checkpoint>& resumed,
+TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, const models::StackConfig& model,
+                               const std::string& config_origin, const std::optional<io::Checkpoint>& resumed,
                                const std::string& resume_path, const std::function<int64_t(const models::StackConfig&)>& window,
                                int64_t batch, std::ostream& out)
     : kind_(kind), batch_(batch) {
   TFM_CHECK(batch >= 1, "batch must be at least 1");
   const std::string text = data::read_text(s.text);
   if (resumed) {
+    io::check_model_kind(resumed->model_kind, {kind}, resume_path, "a " + kind + " one");
     auto it = resumed->metadata.find("tfm.tokenizer");
-    TFM_CHECK(resumed->model_kind == kind && it != resumed->metadata.end(),
-              resume_path << ": is a '" << resumed->model_kind << "' checkpoint, not a " << kind << " one");
+    TFM_CHECK(it != resumed->metadata.end(), resume_path << ": records no tokenizer");
     tokenizer_ = data::Tokenizer::from_record(it->second, resume_path, s.spm);
-    config_ = models::StackConfig::from_json(resumed->config_json, resume_path);
-  } else {
+    config_ = models::StackConfig::from_json(resumed->config_json, resume_path, kind);
+  } else {  // the command's configuration (defaults, --config, flags), completed by the tokenizer
     tokenizer_ = s.spm.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(s.spm);
-    config_ = config_path.empty() ? defaults : models::StackConfig::from_file(config_path);
+    TFM_CHECK(model.vocab == 0 || model.vocab == tokenizer_.size(),
+              config_origin << ": vocab " << model.vocab << " disagrees with the tokenizer's " << tokenizer_.size()
+                            << "; leave it out (the tokenizer decides it)");
+    config_ = model;
+    config_.family = kind;
+    config_.vocab = tokenizer_.size();
+    config_.validate(config_origin);
   }
-  config_.family = kind;
-  config_.vocab = tokenizer_.size();
   std::vector<int> ids = tokenizer_.encode(text);
   if (s.valid_text.empty()) {
     TFM_CHECK(s.valid_fraction > 0 && s.valid_fraction < 1, "the validation fraction must be in (0, 1)");

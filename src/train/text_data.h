@@ -26,10 +26,11 @@ struct TextSource {
 
 class TextStreamTask : public TrainingTask {
  protected:
-  // Loads the text and resolves the configuration: the resumed checkpoint's, else the
-  // --config file's, else `defaults`; family `kind`, vocabulary from the tokenizer.
-  // `window` maps the configuration to the tokens one example takes from the stream.
-  TextStreamTask(const TextSource& source, const std::string& kind, const models::StackConfig& defaults, const std::string& config_path,
+  // Loads the text and resolves the configuration: the resumed checkpoint's, else `model`
+  // (the command's: defaults, --config, flags) with family `kind` and the tokenizer's
+  // vocabulary, validated with errors naming `config_origin`. `window` maps the
+  // configuration to the tokens one example takes from the stream.
+  TextStreamTask(const TextSource& source, const std::string& kind, const models::StackConfig& model, const std::string& config_origin,
                  const std::optional<io::Checkpoint>& resumed, const std::string& resume_path,
                  const std::function<int64_t(const models::StackConfig&)>& window, int64_t batch, std::ostream& out);
 

@@ -1,6 +1,7 @@
 #include "train/translation.h"
 
 #include <cmath>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "data/batching.h"
@@ -71,16 +72,48 @@ TranslationTask::TranslationTask(const TranslationOptions& o, std::ostream& out)
   out_ << "validation data: " << valid_.examples.size() << " pairs for loss, " << n << " sentences for BLEU\n";
 }
 
+std::string sizes(const models::TransformerConfig& c) {
+  return "d_model " + std::to_string(c.d_model) + ", heads " + std::to_string(c.heads) + ", d_ff " + std::to_string(c.d_ff) + ", " +
+         std::to_string(c.encoder_layers) + " + " + std::to_string(c.decoder_layers) + " layers";
+}
+
+std::string str(float x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+// A resumed run keeps its checkpoint's architecture: a flag given that disagrees with it is an error.
+void check_flags_agree(const TranslationOptions& o, const models::TransformerConfig& saved) {
+  auto agree = [&](const std::string& flag, const std::string& given, const std::string& kept) {
+    TFM_CHECK(given == kept, flag << " gives " << given << ", but " << o.resume << " has " << kept
+                                  << " (a resumed run keeps its checkpoint's architecture)");
+  };
+  if (o.preset) agree("--preset " + *o.preset, sizes(models::preset(*o.preset)), sizes(saved));
+  if (o.dropout) agree("--dropout", "dropout " + str(*o.dropout), "dropout " + str(saved.dropout));
+  if (o.norm_first) agree("--post-norm", "post-norm", saved.norm_first ? "pre-norm" : "post-norm");
+}
+
 void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) {
-  models::TransformerConfig config = models::preset(o_.preset);
-  if (o_.config_path.empty()) config.dropout = o_.dropout, config.norm_first = o_.norm_first;
-  else config = models::TransformerConfig::from_file(o_.config_path, /*validate=*/false);
-  config.src_vocab = src_vocab_.size();  // the vocabularies decide these
-  config.tgt_vocab = tgt_vocab_.size();
-  config.share_embeddings = src_vocab_.checksum() == tgt_vocab_.checksum();
-  config.pad_id = data::Vocab::kPad;
+  if (resumed) {
+    const models::TransformerConfig saved = models::TransformerConfig::from_json(resumed->config_json, o_.resume);
+    check_flags_agree(o_, saved);
+    model_ = std::make_unique<models::EncoderDecoder>(saved);
+    return;
+  }
+  models::TransformerConfig base = models::preset(o_.preset.value_or("small"));
+  base.src_vocab = src_vocab_.size();  // the vocabularies decide these
+  base.tgt_vocab = tgt_vocab_.size();
+  base.pad_id = data::Vocab::kPad;
+  base.share_embeddings = src_vocab_.checksum() == tgt_vocab_.checksum();
+  models::TransformerConfig config =
+      o_.config_path.empty() ? base : models::TransformerConfig::from_file(o_.config_path, base, /*validate=*/false);
+  TFM_CHECK(config.src_vocab == base.src_vocab && config.tgt_vocab == base.tgt_vocab && config.pad_id == base.pad_id,
+            o_.config_path << ": src_vocab, tgt_vocab and pad_id come from the vocabularies (" << base.src_vocab << ", "
+                           << base.tgt_vocab << " and " << base.pad_id << "); leave them out of the file");
+  if (o_.dropout) config.dropout = *o_.dropout;
+  if (o_.norm_first) config.norm_first = *o_.norm_first;
   config.validate(o_.config_path.empty() ? "model configuration" : o_.config_path);
-  if (resumed) config = models::TransformerConfig::from_json(resumed->config_json, o_.resume);
   model_ = std::make_unique<models::EncoderDecoder>(config);
 }
 
@@ -106,8 +139,10 @@ Validation TranslationTask::validate() {
   const double loss = tokens ? nll / static_cast<double>(tokens) : 0.0;
   decode::SearchOptions greedy;
   greedy.beam = 1;
-  std::vector<std::string> hyps;
-  for (const auto& h : decode::translate(*model_, valid_sources_, greedy, 64)) hyps.push_back(tgt_vocab_.decode(h[0].tokens));
+  // A diverged model (kept by --skip-nonfinite) has no scores to search by: it scores 0 rather than stopping the run.
+  std::vector<std::string> hyps(valid_sources_.size());
+  if (std::isfinite(loss))
+    for (size_t i = 0; const auto& h : decode::translate(*model_, valid_sources_, greedy, 64)) hyps[i++] = tgt_vocab_.decode(h[0].tokens);
   return {{{"valid_loss", loss}, {"valid_ppl", std::exp(loss)}, {"bleu", eval::corpus_bleu(hyps, valid_refs_).score},
            {"chrf", eval::corpus_chrf(hyps, valid_refs_)}},
           "bleu"};
@@ -122,6 +157,7 @@ int run_translation_training(const TranslationOptions& o, std::ostream& out) {
   t.skip_nonfinite = o.skip_nonfinite, t.seed = o.seed, t.log_every = o.log_every, t.resume = o.resume;
   t.force = o.force;
   Trainer trainer(t, out);
+  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, o.resume, "a translation one");
   TranslationTask task(o, out);
   task.build_model(trainer.resumed());
   trainer.set_schedule({Schedule::Kind::Noam, o.lr_factor, 0.0f, o.warmup, 0, task.d_model()});

@@ -5,6 +5,7 @@
 // greedy translations), checkpoints (last, best by BLEU, every N steps), exact
 // resume, early stopping, and a clean stop on Ctrl-C.
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -14,10 +15,12 @@ struct TranslationOptions {
   std::string train_src, train_tgt, valid_src, valid_tgt;
   std::string src_vocab, tgt_vocab;  // SentencePiece models (the same file for a joint vocabulary)
   std::string out_dir = "runs/translation";
-  std::string preset = "small";
-  std::string config_path;           // JSON overriding the preset (vocabulary sizes come from the vocabularies)
-  float dropout = 0.1f;
-  bool norm_first = true;
+  // The model: flags given > config_path > preset > defaults. Vocabulary sizes, pad_id
+  // and (unless the file says otherwise) tied embeddings come from the vocabularies.
+  std::optional<std::string> preset;  // default "small"
+  std::string config_path;            // JSON over the preset
+  std::optional<float> dropout;       // default: the preset's (0.1)
+  std::optional<bool> norm_first;     // default: the preset's (pre-norm)
   int64_t max_tokens = 2500;         // padded tokens per batch
   int64_t accumulate = 1;            // batches per optimiser step
   int64_t epochs = 30;

@@ -71,8 +71,14 @@ namespace {
 class VitTask : public TrainingTask {
  public:
   VitTask(const VitOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out) : o_(o) {
-    models::StackConfig config = o.config_path.empty() ? o.model : models::StackConfig::from_file(o.config_path);
-    if (resumed) config = models::StackConfig::from_json(resumed->config_json, o.trainer.resume);
+    models::StackConfig config = o.model;
+    if (resumed) {
+      io::check_model_kind(resumed->model_kind, {"vit"}, o.trainer.resume, "a vit one");
+      config = models::StackConfig::from_json(resumed->config_json, o.trainer.resume, "vit");
+    } else {
+      config.validate(o.config_origin);
+      config.max_len = config.patches() + 1;
+    }
     train_set_ = data::read_image_split(o.data_dir, /*train=*/true, config.classes);
     TFM_CHECK(train_set_.rows == config.image_size && train_set_.cols == config.image_size && config.channels == 1,
               o.data_dir << ": images are " << train_set_.rows << "x" << train_set_.cols << " grey, the model expects "

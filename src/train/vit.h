@@ -21,7 +21,7 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 struct VitOptions {
   std::string data_dir = kFashionMnistDir;
   models::StackConfig model = default_model();
-  std::string config_path;
+  std::string config_origin = "model configuration";  // what errors in `model` name (e.g. its --config file)
   int64_t batch = 128;
   int64_t valid_images = 5000;
   bool flip = true;
