@@ -97,6 +97,7 @@ train::LanguageModelOptions tiny_run(const TempDir& dir, const std::string& out,
   train::LanguageModelOptions o;
   o.data.text = dir.path("text.txt");
   o.model = tiny_gpt(16);
+  o.model.vocab = 0;  // the tokenizer decides it
   o.batch = 8, o.sample_tokens = 0;
   o.trainer.out_dir = dir.path(out), o.trainer.max_steps = steps, o.trainer.validate_every = 50, o.trainer.log_every = 10;
   o.trainer.schedule.warmup = 10, o.trainer.schedule.lr = 1e-2f;

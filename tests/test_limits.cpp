@@ -247,7 +247,7 @@ TEST(FamilyCli, ResumeRefusesArchitectureFlagsThatDisagree) {
 
 TEST(FamilyCli, ConfigFilesAreCompletedByTheCommandAndOverriddenByFlags) {
   TempDir dir;
-  const std::string train = " --text " + runs().text + " --steps 1 --validate-every 0 --out " + dir.path("run");
+  const std::string train = " --text " + runs().text + " --steps 1 --validate-every 0 --force --out " + dir.path("run");
   write_file(dir.path("gpt.json"), R"({"family": "gpt", "d_model": 16, "heads": 2, "layers": 1, "max_len": 16})");
   testing::CliResult r = run_tfm("lm train --sample-tokens 0 --config " + dir.path("gpt.json") + train);
   EXPECT_EQ(r.code, 0) << r.output;
@@ -305,6 +305,7 @@ TEST(FamilyCli, TranslationFlagsOverrideTheConfigFile) {
   EXPECT_EQ(error_of([&] { train::run_translation_training(o, log); }),
             "--dropout gives dropout 0.5, but " + o.resume + " has dropout 0 (a resumed run keeps its checkpoint's architecture)");
   o.resume.clear();
+  o.force = true;
   write_file(o.config_path, R"({"d_model": 16, "heads": 2, "src_vocab": 999})");
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("src_vocab, tgt_vocab and pad_id come from the vocabularies"),
             std::string::npos);

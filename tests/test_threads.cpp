@@ -38,9 +38,9 @@ struct Variant {
   bool avx2;  // oneDNN held to AVX2
 };
 
-std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
-  return info.param.precision + (info.param.avx2 ? "_avx2" : "_native");
-}
+std::string name_of(const Variant& v) { return v.precision + (v.avx2 ? "_avx2" : "_native"); }
+std::string variant_name(const ::testing::TestParamInfo<Variant>& info) { return name_of(info.param); }
+void PrintTo(const Variant& v, std::ostream* os) { *os << name_of(v); }  // in test names and failures
 
 // `tfm --threads N --precision P args`, run in the fixture folder (the checkpoints
 // record their vocabulary as a path relative to it).
