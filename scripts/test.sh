@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds tfm and runs every test, twice:
 #  1. the Release build: unit, finite-difference, PyTorch reference, CLI, crash-safety,
-#     and the thread matrix (tests/test_threads.cpp: every path at 1-16 threads);
+#     and the thread matrix (tests/test_threads.cpp: every path at 1-16 threads); then
+#     every build/tfm command line of the README, at small sizes (tests/readme_commands.sh);
 #  2. the checked build (clang, AddressSanitizer + UndefinedBehaviorSanitizer, every
 #     report fatal): the same suite, plus each libFuzzer target replaying its seeds and
 #     fuzz/regressions/ and fuzzing for 10 s (scripts/fuzz.sh fuzzes longer). Three
@@ -22,6 +23,7 @@ stage() {  # stage NAME COMMAND...: runs the command, then prints how long it to
 stage "release build" scripts/build.sh
 # One test at a time: each already uses every core through OpenMP.
 stage "release tests" ctest --test-dir build --output-on-failure
+stage "README commands" tests/readme_commands.sh build
 configure_checked() { CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null; }
 stage "checked build" eval 'configure_checked && cmake --build build-checked -j"$(nproc)"'
 stage "checked tests" ctest --test-dir build-checked --output-on-failure \

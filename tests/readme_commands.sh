@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The README stays true: every `build/tfm` command line of README.md's shell blocks
+# runs, verbatim except for the size substitutions listed below, in a fresh directory
+# laid out like a checkout (build/ and ../shared/ are links to the real ones). Commands
+# that make a model (vocab and the trainers) run first, in README order, then every
+# other one in README order, so that each finds the model it reads.
+#
+#   tests/readme_commands.sh [BUILD_DIR]      (default: build)
+#
+# Lines of scripts/ and bench/ (building, testing, fuzzing, benchmarks) are not run
+# here: scripts/test.sh is the test command itself.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+shared="$(cd "$root/../shared" 2>/dev/null && pwd)" || { echo "readme: ../shared (the data) is missing"; exit 1; }
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/checkout"
+ln -s "$build" "$work/checkout/build"
+ln -s "$shared" "$work/shared"
+cd "$work/checkout"
+
+# Sizes only: steps, model sizes, vocabulary size, sentences and images read, tokens
+# generated.
+tiny_model="--layers 1 --d-model 32 --heads 2 --d-ff 64"
+substitute() {
+  sed -E \
+    -e 's/--size 8000/--size 400/' \
+    -e 's/--max-minutes [0-9]+/--max-minutes 5 --steps 2 --valid-sentences 5/' \
+    -e 's/--validate-every [0-9]+/--validate-every 2/' \
+    -e 's/--max-new-tokens [0-9]+/--max-new-tokens 20/' \
+    -e 's/(zcat [^ ]*test_2016_flickr\.[a-z]+\.gz) /\1 | head -5 /' \
+    -e 's/^build\/tfm train$/build\/tfm train --steps 20/' \
+    -e "s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2 $tiny_model/" \
+    -e "s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/"
+}
+
+# The README's shell blocks, continuation lines joined, comments dropped.
+commands() {
+  awk '/^```sh/ { on = 1; next } /^```/ { on = 0 } on' "$root/README.md" |
+    sed -E ':a; /\\$/ { N; s/\\\n *//; ba }' |
+    sed -E 's/ +# .*$//'
+}
+
+mapfile -t all < <(commands | grep -E '(^D=|build/tfm)' | sed -E 's/^scripts\/build\.sh && //' | substitute)
+makes_model() { [[ "$1" =~ build/tfm\ (vocab|train|lm\ train|vit\ train|bert\ train)( |$) ]]; }
+ordered=()
+for c in "${all[@]}"; do [[ "$c" == D=* ]] && ordered+=("$c"); done
+for c in "${all[@]}"; do [[ "$c" != D=* ]] && makes_model "$c" && ordered+=("$c"); done
+for c in "${all[@]}"; do [[ "$c" != D=* ]] && ! makes_model "$c" && ordered+=("$c"); done
+
+# The copy task's exit status 3 says that not every sample was copied: the README's
+# run copies them all, one of 20 steps does not.
+succeeded() { [[ $1 == 0 || ($1 == 3 && "$2" == "build/tfm train --steps 20") ]]; }
+
+ran=0 failed=0
+for c in "${ordered[@]}"; do
+  if [[ "$c" == D=* ]]; then eval "$c"; continue; fi
+  start=$SECONDS
+  status=0
+  out="$(eval "$c" 2>&1 </dev/null)" || status=$?
+  if succeeded "$status" "$c"; then
+    ran=$((ran + 1))
+    echo "ok    $((SECONDS - start)) s  $c"
+  else
+    failed=$((failed + 1))
+    echo "FAIL  (exit $status) $c"
+    echo "$out" | tail -5 | sed 's/^/      /'
+  fi
+done
+echo "readme: $ran passed, $failed failed"
+[[ $failed == 0 && $ran -gt 0 ]]
