@@ -115,7 +115,7 @@ TEST(LanguageModelTraining, LearnsARepeatedSentence) {
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_LT(std::stod(metrics.substr(at + 13)), 0.3) << log.str();
 
-  testing::CliResult g = testing::run_tfm("generate " + dir.path("run/best.safetensors") + " --prompt 'the quick' --max-tokens 20 --temperature 0");
+  testing::CliResult g = testing::run_tfm("generate " + dir.path("run/best.safetensors") + " --prompt 'the quick' --max-new-tokens 20 --temperature 0");
   EXPECT_EQ(g.code, 0) << g.output;
   EXPECT_EQ(g.output.rfind("the quick", 0), 0u) << g.output;
   EXPECT_GE(g.output.size(), 29u) << g.output;

@@ -11,7 +11,7 @@ namespace tfm::cli {
 void add_info_command(CLI::App& app, int&) {
   auto path = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "Show a checkpoint's model configuration, size, vocabularies and training state");
-  cmd->add_option("checkpoint", *path, "Checkpoint file (safetensors)")->required();
+  add_model_flag(cmd, *path, "Checkpoint file (safetensors)");
   cmd->callback([path] {
     io::SafeTensors file = io::read_safetensors(*path);
     io::Checkpoint info = io::checkpoint_info(file, *path);

@@ -69,6 +69,7 @@ TranslationTask::TranslationTask(const TranslationOptions& o, std::ostream& out)
     valid_refs_.push_back(valid.tgt[i]);
   }
   out_ << "validation data: " << valid_.examples.size() << " pairs for loss, " << n << " sentences for BLEU\n";
+  TFM_CHECK(!valid_.examples.empty(), o_.valid_src << ": no usable sentence pairs for validation");
 }
 
 void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) {
@@ -81,6 +82,11 @@ void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) 
   config.pad_id = data::Vocab::kPad;
   config.validate(o_.config_path.empty() ? "model configuration" : o_.config_path);
   if (resumed) config = models::TransformerConfig::from_json(resumed->config_json, o_.resume);
+  // A pair of n subwords takes n + 1 positions (the end symbol, or the start symbol on the target side).
+  TFM_CHECK(o_.max_sentence_tokens < config.max_len,
+            (resumed ? o_.resume : o_.config_path.empty() ? "model configuration" : o_.config_path)
+                << ": max_len " << config.max_len << " is too short for training pairs of up to " << o_.max_sentence_tokens
+                << " subwords; raise max_len or lower --max-sentence-tokens below it");
   model_ = std::make_unique<models::EncoderDecoder>(config);
 }
 
