@@ -102,9 +102,10 @@ TEST_P(CliBadRun, SaysWhatToFix) {
   tfm::testing::TempDir dir;
   tfm::testing::write_file(dir.path("text.txt"), std::string(3000, 'a') + "\n");
   tfm::testing::write_file(dir.path("empty.txt"), "");
+  tfm::testing::write_file(dir.path("short.txt"), "abcdefghij\n");
   std::string args = GetParam().args;
   const std::pair<const char*, std::string> files[] = {
-      {"TEXT", dir.path("text.txt")}, {"EMPTY", dir.path("empty.txt")}, {"OUT", dir.path("run")}, {"DIR", dir.path("")}};
+      {"TEXT", dir.path("text.txt")}, {"EMPTY", dir.path("empty.txt")}, {"SHORT", dir.path("short.txt")}, {"OUT", dir.path("run")}, {"DIR", dir.path("")}};
   for (const auto& [name, path] : files)
     for (size_t at; (at = args.find(name)) != std::string::npos;) args.replace(at, std::strlen(name), path);
   CliResult r = run_tfm(args);
@@ -118,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
     EveryCommand, CliBadRun,
     ::testing::Values(
         BadRun{"lm train --text TEXT --valid EMPTY --steps 1 --out OUT", 1, "EMPTY: is too short: validation needs at least 65 tokens (one window), it has 0"},
-        BadRun{"lm train --text EMPTY --steps 1 --out OUT", 1, "EMPTY: too short: training needs at least 65 tokens (one window), the text has 0"},
+        BadRun{"lm train --text SHORT --steps 1 --out OUT", 1, "short.txt: too short: training needs at least 65 tokens (one window), the text has 9"},
         BadRun{"lm train --text TEXT --min-lr 0.01 --steps 1 --out OUT", 1, "--min-lr 0.01 must be from 0 to --lr 0.001"},
         BadRun{"train --steps 2 --warmup 5 --log-every 1 --samples 0 --out OUT", 0, "warning: 2 steps are fewer than the 5 warm-up steps (--warmup)"},
         BadRun{"train --seq-len 65 --out OUT", 1, "copy task: seq_len 65 exceeds the model's max_len 64"},
@@ -133,6 +134,29 @@ TEST(Cli, ScoreReadsTheHypothesesFromStandardInput) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("BLEU = 100.00"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("chrF2 = 100.00"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TheCheckpointIsGivenWithModelOrAlone) {
+  tfm::testing::TempDir dir;
+  ASSERT_EQ(run_tfm("train --steps 1 --samples 0 --out " + dir.path("run")).code, 0);
+  const std::string ckpt = dir.path("run/last.safetensors");
+  EXPECT_EQ(run_tfm("info --model " + ckpt).code, 0);
+  EXPECT_EQ(run_tfm("info " + ckpt).code, 0);
+  CliResult both = run_tfm("info --model " + ckpt + " " + ckpt);
+  EXPECT_EQ(both.code, 2) << both.output;
+  CliResult none = run_tfm("info");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("--model"), std::string::npos) << none.output;
+}
+
+TEST(Cli, TrainTakesTheSharedOptimiserFlags) {
+  tfm::testing::TempDir dir;
+  CliResult r = run_tfm("train --steps 2 --samples 0 --lr 0.5 --min-lr 1e-4 --beta2 0.99 --weight-decay 0.01 --warmup 1 --log-every 1 --out " +
+                        dir.path("run"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 steps of batch 48"), std::string::npos) << r.output;
+  CliResult old = run_tfm("train --steps 1 --samples 0 --lr-factor 0.5 --warmup 1 --out " + dir.path("old"));
+  EXPECT_EQ(old.code, 0) << old.output;
 }
 
 TEST(Cli, UsageErrorsExitWithStatus2) {

@@ -231,9 +231,9 @@ train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out, i
   o.train_tgt = o.valid_tgt = corpus().tgt;
   o.src_vocab = o.tgt_vocab = corpus().vocab;
   o.config_path = dir.path("tiny.json");
-  o.out_dir = dir.path(out);
-  o.max_tokens = 400, o.validate_every = 4, o.valid_sentences = 20, o.warmup = 4, o.log_every = 1;
-  o.max_steps = max_steps;
+  o.trainer.out_dir = dir.path(out);
+  o.max_tokens = 400, o.trainer.validate_every = 4, o.valid_sentences = 20, o.trainer.schedule.warmup = 4, o.trainer.log_every = 1;
+  o.trainer.max_steps = max_steps;
   return o;
 }
 
@@ -246,7 +246,7 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   train::TranslationOptions first = tiny_run(dir, "split", 4);
   ASSERT_EQ(train::run_translation_training(first, log), 0) << log.str();
   train::TranslationOptions rest = tiny_run(dir, "split", 8);
-  rest.resume = dir.path("split/last.safetensors");
+  rest.trainer.resume = dir.path("split/last.safetensors");
   ASSERT_EQ(train::run_translation_training(rest, log), 0) << log.str();
 
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
@@ -261,8 +261,8 @@ TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   write_unrelated_vocab(dir.path("other.model"));
   o.src_vocab = o.tgt_vocab = dir.path("other.model");
-  o.resume = dir.path("run/last.safetensors");
-  o.max_steps = 2;
+  o.trainer.resume = dir.path("run/last.safetensors");
+  o.trainer.max_steps = 2;
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("was trained with other vocabularies"), std::string::npos);
 }
 
@@ -439,8 +439,8 @@ TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   TempDir dir;
   std::ostringstream log;
   train::TranslationOptions o = tiny_run(dir, "run", 10);
-  o.lr_factor = 0.0f;  // the model never changes, so BLEU never improves after the first validation
-  o.validate_every = 1, o.patience = 2;
+  o.trainer.schedule.lr = 0.0f;  // the model never changes, so BLEU never improves after the first validation
+  o.trainer.validate_every = 1, o.trainer.patience = 2;
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_NE(log.str().find("early stop: no better bleu in 2 validations"), std::string::npos) << log.str();
   io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
@@ -452,11 +452,11 @@ TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
   TempDir dir;
   std::ostringstream log;
   train::TranslationOptions o = tiny_run(dir, "run", 3);
-  o.lr_factor = 1e35f, o.validate_every = 1000;
+  o.trainer.schedule.lr = 1e35f, o.trainer.validate_every = 1000;
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
-  o.skip_nonfinite = true;
-  o.out_dir = dir.path("skip");
-  o.epochs = 1;
+  o.trainer.skip_nonfinite = true;
+  o.trainer.out_dir = dir.path("skip");
+  o.trainer.epochs = 1;
   EXPECT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_NE(log.str().find("non-finite loss, step skipped"), std::string::npos) << log.str();
   EXPECT_THROW(io::serialize_safetensors({{"w", Tensor::full({1}, INFINITY)}}, {}), Error);
@@ -467,7 +467,7 @@ TEST(TranslationTraining, GivesUpAfter100SkippedStepsInARow) {
   TempDir dir;
   std::ostringstream log;
   train::TranslationOptions o = tiny_run(dir, "run", 5);
-  o.lr_factor = 1e35f, o.validate_every = 1000, o.skip_nonfinite = true, o.epochs = 1000000;
+  o.trainer.schedule.lr = 1e35f, o.trainer.validate_every = 1000, o.trainer.skip_nonfinite = true, o.trainer.epochs = 1000000;
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("100 steps in a row had a non-finite loss"), std::string::npos);
 }
 

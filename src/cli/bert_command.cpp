@@ -28,7 +28,7 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   add_text_flags(cmd, o->data);
   auto* m = add_model_flags(cmd, o->model, o->config_path, "bert");
   m->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()->check(in_range<int64_t>(2, 100000));
-  cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--batch", o->batch, "Windows of --max-len tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str()->check(strictly_between(0.0, 1.0));
   add_trainer_flags(cmd, o->trainer);
   cmd->callback([o, &exit_code] { exit_code = train::run_masked_lm_training(*o, std::cout); });

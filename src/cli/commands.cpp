@@ -23,7 +23,7 @@ void add_model_flag(CLI::App* cmd, std::string& path, const std::string& help, b
 
 void add_png_output(CLI::App* cmd, std::string& path) {
   cmd->add_option("--output,-o", path, "PNG file to write")->capture_default_str();
-  cmd->add_option("--out", path, "Former name of --output")->group("");
+  cmd->add_option("--out", path, "Former name of --output")->group("Deprecated");
 }
 
 }  // namespace tfm::cli

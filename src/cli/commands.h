@@ -28,7 +28,7 @@ void add_embed_command(CLI::App& app, int& exit_code);
 // given alone (`tfm info ckpt`) is accepted as a shorthand.
 void add_model_flag(CLI::App* cmd, std::string& path, const std::string& help, bool positional = true);
 
-// -o/--output FILE for a command that draws a PNG (and --out, its former name, hidden).
+// -o/--output FILE for a command that draws a PNG (and --out, its former name).
 void add_png_output(CLI::App* cmd, std::string& path);
 
 // Without a subcommand, `app` prints its help (which lists the subcommands) and sets exit code 2.

@@ -26,7 +26,7 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   auto* m = add_model_flags(cmd, o->model, o->config_path, "gpt");  // d_ff follows as 4 x d_model unless given
   m->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(at_least<int64_t>(1));
   m->add_flag("!--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table");
-  cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--batch", o->batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end (0: none)")->capture_default_str()->check(at_least<int64_t>(0));
   add_trainer_flags(cmd, o->trainer);
   auto d_ff_given = cmd->get_option("--d-ff");

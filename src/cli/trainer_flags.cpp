@@ -11,8 +11,8 @@ void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
   g->add_option("--epochs", o.epochs, "Passes over the training data")->capture_default_str()->check(at_least<int64_t>(1));
   g->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time (0: no limit)")->capture_default_str()->check(finite_nonneg<double>());
   g->add_option("--accumulate", o.accumulate, "Batches per optimiser step")->capture_default_str()->check(at_least<int64_t>(1));
-  g->add_option("--lr", o.schedule.lr, "Peak learning rate")->capture_default_str()->check(positive_number<float>());
-  g->add_option("--min-lr", o.schedule.min_lr, "Learning rate at the end of the cosine decay (at most --lr)")->capture_default_str()->check(finite_nonneg<float>());
+  g->add_option("--lr", o.schedule.lr, "Learning rate: the peak of the cosine schedule (lm, vit, bert), the factor of the paper's schedule (train)")->capture_default_str()->check(positive_number<float>());
+  g->add_option("--min-lr", o.schedule.min_lr, "Lowest learning rate: where the cosine decay ends (at most --lr), a floor under the paper's schedule")->capture_default_str()->check(finite_nonneg<float>());
   g->add_option("--warmup", o.schedule.warmup, "Linear warm-up steps")->capture_default_str()->check(at_least<int64_t>(0));
   g->add_option("--beta2", o.adam.beta2, "Adam's second-moment decay")->capture_default_str()->check(below(0.0f, 1.0f));
   g->add_option("--weight-decay", o.adam.weight_decay, "AdamW weight decay of weight matrices and embeddings")->capture_default_str()->check(finite_nonneg<float>());

@@ -133,8 +133,9 @@ bool LineReader::next(std::string& line) {
 
 bool LineReader::take(std::string& line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  ++line_no_;
   const char* problem = text_problem(line);
-  TFM_CHECK(!problem, origin_ << ":" << ++line_no_ << ": " << problem);
+  TFM_CHECK(!problem, origin_ << ":" << line_no_ << ": " << problem);
   return true;
 }
 

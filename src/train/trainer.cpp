@@ -22,7 +22,7 @@ using nlohmann::json;
 float Schedule::at(int64_t step) const {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   switch (kind) {
-    case Kind::Noam: return noam_lr(step, d_model, lr, warmup);
+    case Kind::Noam: return std::max(noam_lr(step, d_model, lr, warmup), min_lr);  // min_lr: a floor under the decay
     case Kind::Constant: return warmup > 0 && s < warmup ? static_cast<float>(lr * s / warmup) : lr;
     case Kind::Cosine: {
       if (warmup > 0 && s < warmup) return static_cast<float>(lr * s / warmup);  // nanoGPT's get_lr

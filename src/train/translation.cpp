@@ -81,10 +81,10 @@ void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) 
   config.share_embeddings = src_vocab_.checksum() == tgt_vocab_.checksum();
   config.pad_id = data::Vocab::kPad;
   config.validate(o_.config_path.empty() ? "model configuration" : o_.config_path);
-  if (resumed) config = models::TransformerConfig::from_json(resumed->config_json, o_.resume);
+  if (resumed) config = models::TransformerConfig::from_json(resumed->config_json, o_.trainer.resume);
   // A pair of n subwords takes n + 1 positions (the end symbol, or the start symbol on the target side).
   TFM_CHECK(o_.max_sentence_tokens < config.max_len,
-            (resumed ? o_.resume : o_.config_path.empty() ? "model configuration" : o_.config_path)
+            (resumed ? o_.trainer.resume : o_.config_path.empty() ? "model configuration" : o_.config_path)
                 << ": max_len " << config.max_len << " is too short for training pairs of up to " << o_.max_sentence_tokens
                 << " subwords; raise max_len or lower --max-sentence-tokens below it");
   model_ = std::make_unique<models::EncoderDecoder>(config);
@@ -121,15 +121,23 @@ Validation TranslationTask::validate() {
 
 }  // namespace
 
-int run_translation_training(const TranslationOptions& o, std::ostream& out) {
+TrainerOptions TranslationOptions::default_trainer() {
   TrainerOptions t;
-  t.out_dir = o.out_dir, t.epochs = o.epochs, t.max_steps = o.max_steps, t.max_minutes = o.max_minutes, t.accumulate = o.accumulate;
-  t.clip_norm = o.clip_norm, t.validate_every = o.validate_every, t.save_every = o.save_every, t.patience = o.patience;
-  t.skip_nonfinite = o.skip_nonfinite, t.seed = o.seed, t.log_every = o.log_every, t.resume = o.resume;
-  Trainer trainer(t, out);
+  t.out_dir = "runs/translation";
+  t.epochs = 30;
+  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, 1000, 0, 0};  // d_model is the model's
+  t.clip_norm = 1.0;
+  t.validate_every = 500;
+  return t;
+}
+
+int run_translation_training(const TranslationOptions& o, std::ostream& out) {
+  Trainer trainer(o.trainer, out);
   TranslationTask task(o, out);
   task.build_model(trainer.resumed());
-  trainer.set_schedule({Schedule::Kind::Noam, o.lr_factor, 0.0f, o.warmup, 0, task.d_model()});
+  Schedule schedule = o.trainer.schedule;
+  schedule.d_model = task.d_model();
+  trainer.set_schedule(schedule);
   return trainer.run(task);
 }
 
