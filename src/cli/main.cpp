@@ -69,7 +69,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "tfm: error: " << e.what() << " (see --help)\n";
+    // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".
+    std::string message = e.what();
+    if (const size_t at = message.find(": must be "); at != std::string::npos) message.erase(at, 1);
+    std::cerr << "tfm: error: " << message << " (see --help)\n";
     return 2;
   } catch (const tfm::Error& e) {
     std::cerr << "tfm: error: " << e.what() << "\n";

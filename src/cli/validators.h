@@ -1,7 +1,7 @@
 #pragma once
 // Range checks for numeric flags. CLI11's own print their bounds in full (DBL_MAX
 // as 300 digits) and let NaN through; these name the bound and echo the value:
-// "--batch: must be at least 1 (got 0)". A value that does not parse as the flag's
+// "--batch must be at least 1 (got 0)". A value that does not parse as the flag's
 // type fails the same way, so "--threads abc" is a usage error, not a crash.
 #include <CLI/CLI.hpp>
 
