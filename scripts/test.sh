@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # Builds tfm and runs every test, twice:
-#  1. the Release build: unit, finite-difference, PyTorch reference, CLI, crash-safety;
+#  1. the Release build: unit, finite-difference, PyTorch reference, CLI, crash-safety,
+#     and the thread matrix (tests/test_threads.cpp: every path at 1-16 threads);
 #  2. the checked build (clang, AddressSanitizer + UndefinedBehaviorSanitizer, every
 #     report fatal): the same suite, plus each libFuzzer target replaying its seeds and
-#     fuzz/regressions/ and fuzzing for 10 s (scripts/fuzz.sh fuzzes longer). Two
+#     fuzz/regressions/ and fuzzing for 10 s (scripts/fuzz.sh fuzzes longer). Three
 #     tests are left out there: the default copy-task run takes minutes under ASan and
-#     is the same code the Release build just ran, and the bounded-memory translation
-#     cannot hold under ASan, whose quarantine keeps freed memory resident.
+#     is the same code the Release build just ran; the bounded-memory translation
+#     cannot hold under ASan, whose quarantine keeps freed memory resident; and the
+#     thread matrix checks numbers, which the Release build's kernels produce.
+# Each stage prints its time, so that the CI budget (30 minutes on 2 cores) is visible.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+start=$SECONDS
+stage() {  # stage NAME COMMAND...: runs the command, then prints how long it took
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  echo "== stage '$name': $((SECONDS - t0)) s (total $((SECONDS - start)) s)"
+}
+stage "release build" scripts/build.sh
 # One test at a time: each already uses every core through OpenMP.
-ctest --test-dir build --output-on-failure
-CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null
-cmake --build build-checked -j"$(nproc)"
-ctest --test-dir build-checked --output-on-failure -E 'CopyTask.DefaultRunCopiesEverySample|TranslateCli.MemoryStaysBoundedAsTheInputGrows'
+stage "release tests" ctest --test-dir build --output-on-failure
+configure_checked() { CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null; }
+stage "checked build" eval 'configure_checked && cmake --build build-checked -j"$(nproc)"'
+stage "checked tests" ctest --test-dir build-checked --output-on-failure \
+  -E 'CopyTask.DefaultRunCopiesEverySample|TranslateCli.MemoryStaysBoundedAsTheInputGrows|ThreadMatrix'

@@ -1,7 +1,8 @@
 // Training that can be left running overnight: a run killed with SIGKILL at random
 // moments and resumed ends with exactly the weights of an uninterrupted run, and a
 // checkpoint that cannot be written (the file-size limit stands in for a full disk)
-// stops training with a clear error and leaves the previous checkpoint intact.
+// stops training with a clear error and leaves the previous checkpoint intact. The
+// metrics of a resumed run hold each step once, and one directory holds one run at a time.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -11,7 +12,10 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "support/compare.h"
 #include "support/process.h"
@@ -79,11 +83,11 @@ TEST(CrashSafety, CheckpointThatCannotBeWrittenLeavesThePreviousOneIntact) {
   const std::string before = testing::read_file(last);
   ASSERT_GT(before.size(), 100000u);
 
-  // Files may not grow past 64 KiB, far less than a checkpoint: the next save fails.
+  // Files may not grow past 64 KiB, far less than a checkpoint: the next save fails. SIGXFSZ
+  // is left at its default (which would kill the process): tfm must ignore it itself.
   std::vector<std::string> more = lm_args(dir, "run", 20);
   more.insert(more.end(), {"--resume", last});
-  testing::CliResult full =
-      testing::run_command("bash -c \"trap '' XFSZ; ulimit -f 64; exec " + std::string(TFM_BINARY) + joined(more) + "\"");
+  testing::CliResult full = testing::run_command("bash -c \"ulimit -f 64; exec " + std::string(TFM_BINARY) + joined(more) + "\"");
   EXPECT_EQ(full.code, 1) << full.output;
   EXPECT_NE(full.output.find("tfm: error: cannot write " + last + ": write failed (File too large); the previous file is untouched"),
             std::string::npos)
@@ -94,6 +98,49 @@ TEST(CrashSafety, CheckpointThatCannotBeWrittenLeavesThePreviousOneIntact) {
   testing::CliResult resumed = testing::run_tfm(joined(more));
   EXPECT_EQ(resumed.code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed " + last + " at step 10"), std::string::npos) << resumed.output;
+}
+
+// A run killed after logging steps it had not saved logs them again once resumed: the
+// metrics hold each step once, however far back the run resumes.
+TEST(CrashSafety, MetricsHoldEachStepOnceAfterAResume) {
+  TempDir dir;
+  write_text(dir);
+  std::vector<std::string> args = lm_args(dir, "run", 15);
+  args.insert(args.end(), {"--save-every", "5"});
+  ASSERT_EQ(testing::run_tfm(joined(args)).code, 0);
+  // As a SIGKILL in the middle of an append leaves it.
+  testing::write_file(dir.path("run/metrics.jsonl"), testing::read_file(dir.path("run/metrics.jsonl")) + "{\"step\":16,\"train_lo");
+
+  args.insert(args.end(), {"--resume", dir.path("run/step-5.safetensors")});
+  testing::CliResult resumed = testing::run_tfm(joined(args));
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  std::istringstream metrics(testing::read_file(dir.path("run/metrics.jsonl")));
+  std::vector<std::string> records;
+  for (std::string line; std::getline(metrics, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    records.push_back(std::to_string(j.at("step").get<int>()) + (j.contains("train_loss") ? " train" : " valid"));
+  }
+  const std::vector<std::string> expected{"5 train", "5 valid", "10 train", "10 valid", "15 train", "15 valid"};
+  EXPECT_EQ(records, expected);
+}
+
+// One run per output directory: a second one fails at once, and the lock goes with the
+// process that held it, however it ended.
+TEST(CrashSafety, ASecondRunOnTheSameDirectoryIsRefused) {
+  TempDir dir;
+  write_text(dir);
+  const pid_t first = testing::start_tfm(lm_args(dir, "run", 1000000), dir.path("first.log"));
+  for (int i = 0; i < 6000 && testing::read_file(dir.path("first.log")).find("model:") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  testing::CliResult second = testing::run_tfm(joined(lm_args(dir, "run", 5)) + " --force");
+  ::kill(first, SIGKILL);
+  testing::wait_tfm(first);
+  EXPECT_EQ(second.code, 1);
+  EXPECT_EQ(second.output, "tfm: error: " + dir.path("run") + " is in use by another tfm run (it holds " + dir.path("run/.lock") +
+                               "); wait for it to finish or choose another directory\n");
+
+  testing::CliResult after = testing::run_tfm(joined(lm_args(dir, "run", 5)) + " --force");
+  EXPECT_EQ(after.code, 0) << after.output;
 }
 
 }  // namespace

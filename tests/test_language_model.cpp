@@ -120,6 +120,10 @@ TEST(LanguageModelTraining, LearnsARepeatedSentence) {
   EXPECT_EQ(g.code, 0) << g.output;
   EXPECT_EQ(g.output.rfind("the quick", 0), 0u) << g.output;
   EXPECT_GE(g.output.size(), 29u) << g.output;
+  testing::CliResult full =
+      testing::run_command("{ " + std::string(TFM_BINARY) + " generate " + dir.path("run/best.safetensors") + " --prompt 'the' > /dev/full; }");
+  EXPECT_EQ(full.code, 1);
+  EXPECT_EQ(full.output, "tfm: error: writing stdout: No space left on device\n") << "generation must stop at a failed write";
   testing::CliResult bad = testing::run_tfm("generate " + testing::fixture_path("model_post_relu.safetensors"));
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find("not a language model"), std::string::npos) << bad.output;

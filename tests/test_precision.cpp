@@ -1,5 +1,7 @@
 // GEMM paths and the opt-in reduced precisions (ops/gemm.h, ops/reduced_precision.h)
 // against double-precision references.
+#include <omp.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,6 +103,31 @@ TEST(PackedWeight, MatchesTheReferenceForAnyRowCount) {
     }
     EXPECT_GT(cut, 0u) << "the test needs negative outputs to cut";
   }
+}
+
+// The packed layout is fixed when the weight is packed, whatever the thread count
+// then or at each product (the review's W1: packed under 3+ threads, a small product
+// run on one thread read another blocking and gave garbage).
+TEST(PackedWeight, AnyThreadCountReadsTheLayoutItWasPackedIn) {
+  const int saved = omp_get_max_threads();
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{100, 72}, {512, 64}, {64, 1000}, {1000, 64}}) {
+    const std::vector<float> w = random_values(static_cast<size_t>(out * in), 7);
+    for (int pack_threads : {1, 2, 3, 4, 5, 8, 16}) {
+      omp_set_num_threads(pack_threads);
+      const ops::PackedWeight packed(w.data(), out, in);
+      if (!packed.valid()) GTEST_SKIP() << "this CPU's oneDNN kernels have no packed layout";
+      for (int run_threads : {1, 3, 16})
+        for (int64_t rows : {1, 7, 32, 300}) {
+          omp_set_num_threads(run_threads);
+          const std::vector<float> x = random_values(static_cast<size_t>(rows * in), 9);
+          std::vector<float> y(static_cast<size_t>(rows * out)), zero(y.size(), 0.0f);
+          packed.linear(x.data(), rows, nullptr, y.data());
+          EXPECT_LT(worst_relative(y, reference_gemm(false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, zero, out)), 1e-5)
+              << out << " x " << in << " packed on " << pack_threads << " threads, " << rows << " rows on " << run_threads;
+        }
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 // In f32, frozen weights go through packed copies: the same linear layer (and with

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -328,6 +329,68 @@ TEST(TranslateCli, RefusesAnotherVocabularyAndNeverClobbersOutputOnError) {
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find(":2: invalid UTF-8"), std::string::npos) << bad.output;
   EXPECT_EQ(testing::read_file(dir.path("out.txt")), "KEEP");
+  EXPECT_FALSE(std::filesystem::exists(dir.path("out.txt.tmp")));
+}
+
+// -o through a symlink or into a FIFO writes what they name and keeps them; a directory,
+// the file-size limit or a full standard output are one-line errors with status 1, and
+// no temporary file stays behind.
+TEST(TranslateCli, WritesThroughSymlinksAndFifosAndReportsEveryFailedWrite) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 300; ++i) lines += "haus blau katze\n";
+  write_file(dir.path("in.txt"), lines);
+  const std::string translate = "translate --model " + trained().model + " --greedy --max-len-a 0 --max-len-b 8 -i " + dir.path("in.txt");
+  auto line_count = [](const std::string& text) { return std::count(text.begin(), text.end(), '\n'); };
+
+  write_file(dir.path("real.txt"), "old");
+  fs::create_symlink("real.txt", dir.path("link.txt"));
+  testing::CliResult link = testing::run_tfm(translate + " -o " + dir.path("link.txt"));
+  ASSERT_EQ(link.code, 0) << link.output;
+  EXPECT_TRUE(fs::is_symlink(dir.path("link.txt")));
+  EXPECT_EQ(line_count(testing::read_file(dir.path("real.txt"))), 300);
+
+  const std::string fifo = dir.path("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  testing::CliResult piped = testing::run_command("cat " + fifo + " > " + dir.path("got.txt") + " & " + TFM_BINARY + " " + translate +
+                                                  " -o " + fifo + "; wait");
+  ASSERT_EQ(piped.code, 0) << piped.output;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(line_count(testing::read_file(dir.path("got.txt"))), 300);
+
+  fs::create_directories(dir.path("d"));
+  testing::CliResult directory = testing::run_tfm(translate + " -o " + dir.path("d"));
+  EXPECT_EQ(directory.code, 1);
+  EXPECT_EQ(directory.output, "tfm: error: cannot write " + dir.path("d") + ": it is a directory\n");
+  EXPECT_FALSE(fs::exists(dir.path("d.tmp")));
+
+  ASSERT_GT(testing::read_file(dir.path("real.txt")).size(), 1024u) << "the output must exceed the 1 KiB limit below";
+  write_file(dir.path("out.txt"), "KEEP");
+  testing::CliResult limited =
+      testing::run_command("bash -c 'ulimit -f 1; exec " + std::string(TFM_BINARY) + " " + translate + " -o " + dir.path("out.txt") + "'");
+  EXPECT_EQ(limited.code, 1) << limited.output;
+  EXPECT_EQ(limited.output, "tfm: error: cannot write " + dir.path("out.txt") + ": write failed (File too large); the previous file is untouched\n");
+  EXPECT_EQ(testing::read_file(dir.path("out.txt")), "KEEP");
+  EXPECT_FALSE(fs::exists(dir.path("out.txt.tmp")));
+
+  testing::CliResult full = testing::run_command("{ " + std::string(TFM_BINARY) + " " + translate + " > /dev/full; }");
+  EXPECT_EQ(full.code, 1);
+  EXPECT_EQ(full.output, "tfm: error: writing stdout: No space left on device\n");
+}
+
+// Ctrl-C while the output is being written (here: waiting for input) removes the temporary file.
+TEST(TranslateCli, CtrlCLeavesNoTemporaryFile) {
+  TempDir dir;
+  const std::string fifo = dir.path("in.fifo"), out = dir.path("out.txt");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t pid = testing::start_tfm({"translate", "--model", trained().model, "-i", fifo, "-o", out}, dir.path("log"));
+  for (int i = 0; i < 6000 && !std::filesystem::exists(out + ".tmp"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(std::filesystem::exists(out + ".tmp"));
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(testing::wait_tfm(pid).code, 128 + SIGINT) << testing::read_file(dir.path("log"));
+  EXPECT_FALSE(std::filesystem::exists(out + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(TranslateCli, ReadsGzipAndRefusesDirectoriesAndNulBytes) {
@@ -407,11 +470,12 @@ TEST(TrainCli, CtrlCSavesACheckpointAndExits) {
 
 TEST(VocabCli, TrainsSeparateUnigramVocabularies) {
   TempDir dir;
+  // Into a directory that does not exist yet (created, as `train` creates its --out).
   testing::CliResult r = testing::run_tfm("vocab --src " + corpus().src + " --tgt " + corpus().tgt + " --size 30 --type unigram --out " +
-                                          dir.path("v"));
+                                          dir.path("new/v"));
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(data::Vocab::load(dir.path("v.src.model")).size(), 30);
-  EXPECT_EQ(data::Vocab::load(dir.path("v.tgt.model")).decode(data::Vocab::load(dir.path("v.tgt.model")).encode("red cat")), "red cat");
+  EXPECT_EQ(data::Vocab::load(dir.path("new/v.src.model")).size(), 30);
+  EXPECT_EQ(data::Vocab::load(dir.path("new/v.tgt.model")).decode(data::Vocab::load(dir.path("new/v.tgt.model")).encode("red cat")), "red cat");
   testing::CliResult bad = testing::run_tfm("vocab --src " + corpus().src + " --tgt " + corpus().tgt + " --type wordpiece");
   EXPECT_NE(bad.code, 0);
 }
@@ -491,6 +555,28 @@ TEST(TranslationTraining, DrawsTrainingCurves) {
   train::TranslationOptions o = tiny_run(dir, "run", 4);
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_EQ(testing::read_file(dir.path("run/curves.png")).substr(1, 3), "PNG");
+}
+
+// A checkpoint whose recorded vocabulary path is relative to where training ran
+// (tests/fixtures/threads/mt.safetensors records "vocab.model") still finds it when
+// used from another directory, beside the checkpoint; with the file nowhere, one line
+// says where it looked and which flag gives it (the review's U7).
+TEST(TranslateCli, FindsTheVocabularyBesideTheCheckpointFromAnotherDirectory) {
+  const std::string fixtures = std::string(TFM_FIXTURE_DIR) + "/threads";
+  TempDir dir;
+  const std::string cd = "cd '" + dir.path("") + "' && ";
+  const testing::CliResult ok =
+      testing::run_command(cd + TFM_BINARY + " translate --greedy --model " + fixtures + "/mt.safetensors -i " + fixtures + "/mt.de");
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  std::filesystem::copy_file(fixtures + "/mt.safetensors", dir.path("mt.safetensors"));
+  const testing::CliResult missing = testing::run_command(cd + TFM_BINARY + " translate --greedy --model mt.safetensors -i " + fixtures + "/mt.de");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.output.find("its vocabulary vocab.model is not there, nor at"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("give the file with --src-vocab"), std::string::npos) << missing.output;
+  const testing::CliResult given = testing::run_command(cd + TFM_BINARY + " translate --greedy --model mt.safetensors -i " + fixtures +
+                                                        "/mt.de --src-vocab " + fixtures + "/vocab.model --tgt-vocab " + fixtures + "/vocab.model");
+  EXPECT_EQ(given.code, 0) << given.output;
+  EXPECT_EQ(given.output, ok.output);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "cli/validators.h"
 #include "data/text.h"
 #include "io/checkpoint.h"
-#include "io/safetensors.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/masked_lm.h"

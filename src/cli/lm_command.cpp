@@ -10,6 +10,7 @@
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
 #include "io/checkpoint.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/language_model.h"
@@ -60,7 +61,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
-    std::cout << o->prompt << std::flush;
+    std::cout << o->prompt;
+    io::check_stdout();
     // SentencePiece drops the leading space of a piece decoded alone: decode the whole text
     // each time and print what it adds (once it extends what was printed: a character may
     // take several byte pieces).
@@ -70,7 +72,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
       ids.push_back(id);
       std::string text = tokenizer.decode(ids);
       if (text.compare(0, shown.size(), shown) != 0) return;
-      std::cout << text.substr(shown.size()) << std::flush;
+      std::cout << text.substr(shown.size());
+      io::check_stdout();  // flushes: each token shows as it comes, and generation stops when output fails
       shown = std::move(text);
     });
     std::cout << "\n";

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
@@ -37,6 +38,7 @@ std::string version() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tfm::io::handle_output_signals();
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
   int exit_code = 0;
   tfm::cli::help_without_subcommand(app, exit_code);
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_embed_command(app, exit_code);
   try {
     app.parse(argc, argv);
+    tfm::io::check_stdout();  // output lost to a full disk must not end with status 0
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".

@@ -24,6 +24,7 @@ void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
   g->add_option("--seed", o.seed, "Random seed (initialisation, data order, dropout)")->capture_default_str();
   g->add_option("--log-every", o.log_every, "Log interval in steps when output is not a terminal")->capture_default_str()->check(at_least<int64_t>(1));
   g->add_option("--resume", o.resume, "Continue the run saved in this checkpoint (its last.safetensors)")->check(CLI::ExistingFile);
+  g->add_flag("--force", o.force, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
 }
 
 void add_text_flags(CLI::App* cmd, train::TextSource& s) {

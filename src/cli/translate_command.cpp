@@ -2,6 +2,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/validators.h"
@@ -9,6 +11,7 @@
 #include "data/vocab.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
@@ -25,6 +28,9 @@ struct Options {
 };
 
 void run(const Options& o) {
+  // Opened first, so that a directory or an unwritable path is refused before the model loads.
+  std::optional<io::OutputFile> out_file;
+  if (o.output != "-") out_file.emplace(o.output);
   decode::TranslationModel tm = decode::TranslationModel::load(o.model, o.src_vocab, o.tgt_vocab);
   models::EncoderDecoder& model = *tm.model;
   const data::Vocab &src_vocab = tm.src_vocab, &tgt_vocab = tm.tgt_vocab;
@@ -33,14 +39,11 @@ void run(const Options& o) {
   decode::SearchOptions search = o.search;
   if (o.greedy) search.beam = 1;
   data::LineReader in(o.input);
-  // Output goes to a temporary file renamed at the end: an existing file is replaced only by a complete translation.
-  const std::string tmp = o.output == "-" ? "" : o.output + ".tmp";
-  std::ofstream out_file;
-  if (!tmp.empty()) {
-    out_file.open(tmp);
-    TFM_CHECK(out_file, tmp << ": cannot write");
-  }
-  std::ostream& out = tmp.empty() ? std::cout : out_file;
+  auto emit = [&](const std::string& text) {
+    if (out_file) return out_file->write(text);
+    std::cout << text;
+    io::check_stdout();  // stop at the first chunk that cannot be written
+  };
 
   int64_t line_no = 0;
   std::vector<std::string> chunk;
@@ -52,6 +55,7 @@ void run(const Options& o) {
       if (sources.back().empty()) std::cerr << "tfm: warning: line " << n << " is empty; its translation is an empty line\n";
     }
     std::vector<std::vector<decode::Hypothesis>> results = decode::translate(model, sources, search, o.batch, o.workers);
+    std::ostringstream out;
     for (size_t i = 0; i < results.size(); ++i) {
       const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i);
       if (search.nbest == 1) {
@@ -60,7 +64,7 @@ void run(const Options& o) {
       }
       for (const decode::Hypothesis& h : results[i]) out << n << " ||| " << tgt_vocab.decode(h.tokens) << " ||| " << h.score << "\n";
     }
-    out.flush();
+    emit(out.str());
     chunk.clear();
   };
   for (std::string line; in.next(line);) {
@@ -69,11 +73,7 @@ void run(const Options& o) {
     if (static_cast<int64_t>(chunk.size()) >= o.chunk) flush();
   }
   flush();
-  if (!tmp.empty()) {
-    out_file.close();
-    TFM_CHECK(out_file, tmp << ": write failed");
-    TFM_CHECK(std::rename(tmp.c_str(), o.output.c_str()) == 0, "cannot rename " << tmp << " to " << o.output);
-  }
+  if (out_file) out_file->commit();  // an existing file is replaced only by a complete translation
 }
 
 }  // namespace
@@ -83,7 +83,10 @@ void add_translate_command(CLI::App& app, int&) {
   CLI::App* cmd = app.add_subcommand("translate", "Translate plain text (one sentence a line) with a trained model");
   add_model_flag(cmd, o->model, "Checkpoint from `tfm train --train-src ...` (e.g. runs/x/best.safetensors)", /*positional=*/false);
   cmd->add_option("--input,-i", o->input, "Input text ('-': standard input)")->capture_default_str();
-  cmd->add_option("--output,-o", o->output, "Output text ('-': standard output); replaced only when translation completes")->capture_default_str();
+  cmd->add_option("--output,-o", o->output,
+                  "Output text ('-': standard output); a file (or a symlink's target) is replaced only when translation completes, "
+                  "a FIFO or device is written directly")
+      ->capture_default_str();
   cmd->add_option("--beam", o->search.beam, "Beam size")->capture_default_str()->check(in_range<int64_t>(1, 64));
   cmd->add_flag("--greedy", o->greedy, "Greedy search (beam 1)");
   cmd->add_option("--nbest", o->search.nbest, "Hypotheses per sentence, written as 'line ||| text ||| score' (at most --beam)")->capture_default_str()->check(in_range<int64_t>(1, 64));

@@ -1,4 +1,5 @@
 // `tfm vocab`: trains SentencePiece subword vocabularies on training text.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -6,6 +7,7 @@
 #include "cli/validators.h"
 #include "data/text.h"
 #include "data/vocab.h"
+#include "io/output_file.h"
 
 namespace tfm::cli {
 
@@ -29,6 +31,7 @@ void add_vocab_command(CLI::App& app, int&) {
   cmd->callback([o] {
     require_usage(o->text.empty() ? !o->src.empty() && !o->tgt.empty() : o->src.empty() && o->tgt.empty() && !o->joint,
                   "vocab needs either --text, or --src and --tgt (with --joint for one vocabulary)");
+    io::create_directories(std::filesystem::path(o->out).parent_path().string());  // before the seconds of training, as `train` does
     std::vector<std::string> src = data::read_lines(o->text.empty() ? o->src : o->text);
     std::vector<std::string> tgt = o->text.empty() ? data::read_lines(o->tgt) : std::vector<std::string>{};
     if (o->joint || !o->text.empty()) {

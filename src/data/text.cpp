@@ -105,7 +105,7 @@ std::vector<std::string> split_lines(const std::string& content, const std::stri
 
 std::vector<std::string> read_lines(const std::string& path) { return split_lines(read_file(path), path); }
 
-LineReader::LineReader(const std::string& path) : path_(path), origin_(path == "-" ? "stdin" : path) {
+LineReader::LineReader(const std::string& path) : origin_(path == "-" ? "stdin" : path) {
   if (path != "-") file_ = open_text(path);
 }
 
@@ -123,7 +123,7 @@ bool LineReader::next(std::string& line) {
       return take(line);
     }
     buffer_.erase(0, pos_), pos_ = 0;
-    if (!read_chunk(file_, path_, buffer_)) break;
+    if (!read_chunk(file_, origin_, buffer_)) break;
   }
   if (buffer_.empty()) return false;  // the last line had a terminator
   line = std::move(buffer_);

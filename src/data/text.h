@@ -2,7 +2,6 @@
 // Reading text corpora: one sentence a line, plain or gzip-compressed (.gz),
 // UTF-8 validated. Errors name the file and the line.
 #include <cstdint>
-#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,7 +41,7 @@ class LineReader {
 
  private:
   bool take(std::string& line);  // strips "\r", counts and checks the line
-  std::string path_, origin_;
+  std::string origin_;           // the path, or "stdin"
   gzFile_s* file_ = nullptr;     // nullptr: standard input
   std::string buffer_;
   size_t pos_ = 0;

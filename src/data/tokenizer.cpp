@@ -57,7 +57,7 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
   TFM_CHECK(chars || spm, origin << ": the tokenizer record in the metadata is malformed");
   if (spm) {
-    Tokenizer t = sentencepiece(spm_path.empty() ? j["path"].get<std::string>() : spm_path);
+    Tokenizer t = sentencepiece(spm_path.empty() ? locate_recorded_vocab(j["path"].get<std::string>(), origin, "--vocab") : spm_path);
     TFM_CHECK(t.spm_->checksum() == j["crc32"].get<uint32_t>(),
               origin << ": was trained with another SentencePiece model than " << t.spm_->path());
     return t;

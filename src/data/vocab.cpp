@@ -4,7 +4,9 @@
 #include <sentencepiece_trainer.h>
 #include <zlib.h>
 
-#include "io/safetensors.h"
+#include <filesystem>
+
+#include "io/output_file.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 
@@ -45,7 +47,7 @@ Vocab Vocab::load(const std::string& path) {
   TFM_CHECK(v.sp_->pad_id() == kPad && v.sp_->unk_id() == kUnk && v.sp_->bos_id() == kBos && v.sp_->eos_id() == kEos,
             path << ": special token ids must be pad 0, unk 1, bos 2, eos 3 (train the vocabulary with `tfm vocab`)");
   v.checksum_ = crc_of(v.sp_->serialized_model_proto());
-  v.path_ = path;
+  v.path_ = std::filesystem::absolute(path).lexically_normal().string();  // what checkpoints record: valid from any directory
   return v;
 }
 
@@ -93,5 +95,14 @@ std::string Vocab::decode(const std::vector<int>& ids) const {
 
 std::string Vocab::piece(int id) const { return sp_->IdToPiece(id); }
 int Vocab::size() const { return sp_->GetPieceSize(); }
+
+std::string locate_recorded_vocab(const std::string& recorded, const std::string& checkpoint, const std::string& flag) {
+  namespace fs = std::filesystem;
+  const fs::path beside = fs::path(checkpoint).parent_path() / fs::path(recorded).filename();
+  std::error_code ec;
+  if (fs::exists(recorded, ec)) return recorded;
+  if (fs::exists(beside, ec)) return beside.string();
+  throw Error(checkpoint + ": its vocabulary " + recorded + " is not there, nor at " + beside.string() + "; give the file with " + flag);
+}
 
 }  // namespace tfm::data

@@ -42,4 +42,10 @@ class Vocab {
   std::string path_;
 };
 
+// The file of a vocabulary that `checkpoint` recorded at `recorded`: there (an absolute
+// path, or relative to where training ran), else beside the checkpoint (a run folder
+// moved, or used from another directory). Fails with one line naming the places
+// tried and `flag`, which gives the file explicitly.
+std::string locate_recorded_vocab(const std::string& recorded, const std::string& checkpoint, const std::string& flag);
+
 }  // namespace tfm::data

@@ -11,7 +11,8 @@ namespace {
 
 data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
   TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
-  const std::string path = given.empty() ? record[side]["path"].get<std::string>() : given;
+  const std::string path =
+      given.empty() ? data::locate_recorded_vocab(record[side]["path"].get<std::string>(), model, std::string("--") + side + "-vocab") : given;
   data::Vocab v = data::Vocab::load(path);
   TFM_CHECK(v.checksum() == record[side]["crc32"].get<uint32_t>(),
             path << ": is not the " << side << " vocabulary " << model << " was trained with (checksum differs)");

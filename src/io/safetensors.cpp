@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "io/output_file.h"
 #include "tensor/error.h"
 
 namespace tfm::io {
@@ -176,40 +176,6 @@ std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::str
 
 void write_safetensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
   write_file_atomic(path, serialize_safetensors(tensors, metadata));
-}
-
-void write_file_atomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](const char* what) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw Error("cannot write " + path + ": " + what + " failed (" + reason + "); the previous file is untouched");
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("open");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      fail("write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
-  if (::close(fd) != 0) fail("close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
-  // Persist the rename itself.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
 }
 
 }  // namespace tfm::io

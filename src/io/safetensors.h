@@ -1,7 +1,7 @@
 #pragma once
 // Reading and writing the safetensors format (an 8-byte little-endian header
 // length, a JSON header, then raw tensor bytes), float32 only. Every field of a
-// file we read is validated; writes are atomic (temporary file + rename).
+// file we read is validated; writes go through io::OutputFile (temporary file + rename).
 #include <map>
 #include <string>
 #include <string_view>
@@ -27,9 +27,5 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin)
 // Adds a "tfm.crc32" metadata entry over the tensor data, verified on reading.
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata);
 void write_safetensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
-
-// Writes `bytes` to path.tmp, syncs it, and renames it over `path`: readers see
-// the old file or the new one, never a partial write.
-void write_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace tfm::io

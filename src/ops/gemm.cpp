@@ -8,6 +8,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ops/parallel.h"
+#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -55,7 +57,10 @@ struct MatmulKey {
   bool ta, tb;
   int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
-  bool packed_b = false, bias = false;
+  // B's layout: 0 for strided, else a PackedWeight's, named by the thread count it was
+  // chosen under (see packed_weights_desc).
+  int packed_b = 0;
+  bool bias = false;
   int threads = 1;  // oneDNN fixes a primitive's thread count when it is made
   bool relu = false;
   bool operator==(const MatmulKey& o) const {
@@ -66,8 +71,9 @@ struct MatmulKey {
 
 struct MatmulKeyHash {
   size_t operator()(const MatmulKey& k) const {
-    size_t h = static_cast<size_t>(k.in) * 32 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0) + (k.packed_b ? 4 : 0) + (k.bias ? 8 : 0) + (k.relu ? 16 : 0);
-    for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, int64_t{k.threads}}) h = h * 1000003u ^ static_cast<size_t>(v);
+    size_t h = static_cast<size_t>(k.in) * 32 + (k.ta ? 1 : 0) + (k.tb ? 2 : 0) + (k.bias ? 8 : 0) + (k.relu ? 16 : 0);
+    for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, int64_t{k.threads}, int64_t{k.packed_b}})
+      h = h * 1000003u ^ static_cast<size_t>(v);
     return h ^ std::hash<float>()(k.alpha) * 31 ^ std::hash<float>()(k.beta);
   }
 };
@@ -88,11 +94,18 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
-// The blocked layout oneDNN's brgemm matmul kernels pick for f32 weights [k, n]: the
-// same for any number of rows, so one packed copy serves every batch size. Empty
-// where the kernels oneDNN would pick are not brgemm ones (CPUs without AVX-512).
-dnnl::memory::desc packed_weights_desc(int64_t k, int64_t n) {
+// The blocked layout oneDNN's brgemm matmul kernels pick for f32 weights [k, n] when
+// they run on `threads` threads: the same for any number of rows, so one packed copy
+// serves every batch size. The choice depends on the thread count (on AVX-512, 3 or
+// more threads block the columns differently from 1 or 2), so a packed copy records
+// the count its layout was chosen under and every product names that layout
+// explicitly, whatever threads it runs on: a product that asked oneDNN for its own
+// choice on one thread read weights packed for three in another blocking, and printed
+// garbage (the outside review's W1). Empty where the kernels oneDNN would pick are
+// not brgemm ones (CPUs without AVX-512).
+dnnl::memory::desc packed_weights_desc(int64_t k, int64_t n, int threads) {
   using tag = dnnl::memory::format_tag;
+  const ThreadCount chosen_under(threads);
   const auto f32 = dnnl::memory::data_type::f32;
   constexpr int64_t kRows = 32;
   const dnnl::matmul::primitive_desc pd(
@@ -106,7 +119,7 @@ MatmulDescs descs_of(const MatmulKey& key) {
   using dims = dnnl::memory::dims;
   const auto f32 = dnnl::memory::data_type::f32;
   return {dnnl::memory::desc({key.m, key.k}, key.in, key.ta ? dims{1, key.lda} : dims{key.lda, 1}),
-          key.packed_b ? packed_weights_desc(key.k, key.n)
+          key.packed_b ? packed_weights_desc(key.k, key.n, key.packed_b)
                        : dnnl::memory::desc({key.k, key.n}, key.in, key.tb ? dims{1, key.ldb} : dims{key.ldb, 1}),
           dnnl::memory::desc({key.m, key.n}, f32, dims{key.ldc, 1}),
           key.bias ? dnnl::memory::desc({1, key.n}, f32, dims{key.n, 1}) : dnnl::memory::desc()};
@@ -195,11 +208,77 @@ void gemm_in_row_pieces(int64_t m, int64_t n, int64_t k, float alpha, const floa
   int64_t row = 0;
   for (int64_t rows = kPiece; rows >= kSmallest; rows /= 2)
     for (; m - row >= rows; row += rows) {
-      const MatmulKey key{dnnl::memory::data_type::f32, false, true, rows, n, k, lda, ldb, ldc, alpha, beta, false, false,
+      const MatmulKey key{dnnl::memory::data_type::f32, false, true, rows, n, k, lda, ldb, ldc, alpha, beta, 0, false,
                           threads_for(rows, n, k)};
       run_matmul(key, key, a + row * lda, b, c + row * ldc);
     }
   if (row < m) sgemm(false, true, m - row, n, k, alpha, a + row * lda, lda, b, ldb, beta, c + row * ldc, ldc);
+}
+
+// oneDNN 2.6 has bf16 matmul kernels only from AVX-512 on (native AVX512-BF16, or
+// emulated in AVX-512 registers); on an AVX2 CPU, or under ONEDNN_MAX_CPU_ISA=AVX2,
+// making the primitive fails.
+bool has_bf16_kernels() {
+  static const bool has = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core) == static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  }();
+  return has;
+}
+
+// Without VNNI (AVX512-VNNI or AVX-VNNI), oneDNN's int8 kernels add pairs of products
+// in 16 bits, which saturates for full-range inputs: the results would be silently wrong.
+bool has_vnni() {
+  static const bool has = [] {
+    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+    auto is = [&](dnnl_cpu_isa_t want) { return (isa & want) == static_cast<unsigned>(want); };
+    return is(dnnl_cpu_isa_avx512_core_vnni) || is(dnnl_cpu_isa_avx2_vnni);
+  }();
+  return has;
+}
+
+float to_float(bf16 x) { return from_bf16(x); }
+float to_float(int8_t x) { return static_cast<float>(x); }
+
+// rows x cols numbers (bfloat16 or int8), `ld` apart, widened exactly into a
+// contiguous float buffer.
+template <class T>
+const float* widened(const T* x, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(rows * cols));
+  float* o = out.data();
+  parallel_for(rows, rows * cols > (1 << 15), [&](int64_t r) {
+    for (int64_t j = 0; j < cols; ++j) o[r * cols + j] = to_float(x[r * ld + j]);
+  });
+  return o;
+}
+
+// gemm_bf16 where oneDNN has no bf16 kernels: the same bfloat16 inputs, widened
+// exactly to single precision and multiplied by the f32 GEMM (products and sums in
+// single precision, as the bf16 kernels compute them; only the order of the sums differs).
+void gemm_bf16_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+                       const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  thread_local std::vector<float> af, bf;
+  // op(A) [m, k] is stored as trans_a ? [k, m] : [m, k], op(B) [k, n] as trans_b ? [n, k] : [k, n].
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k, b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  const float* a32 = widened(a, a_rows, a_cols, lda, af);
+  const float* b32 = widened(b, b_rows, b_cols, ldb, bf);
+  gemm(trans_a, trans_b, m, n, k, alpha, a32, a_cols, b32, b_cols, beta, c, ldc);
+}
+
+// gemm_s8 without VNNI: the int8 values widened to single precision and multiplied by
+// the f32 GEMM. Each sum of products is exact while it stays below 2^24 in magnitude
+// (always for an inner dimension under 1,040 at full range), rounded to 24 bits beyond.
+void gemm_s8_widened(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
+                     int64_t ldc) {
+  thread_local std::vector<float> af, bf, cf;
+  const float* a32 = widened(a, m, k, lda, af);
+  const float* b32 = widened(b_t, n, k, ldb, bf);
+  cf.resize(static_cast<size_t>(m * n));
+  gemm(false, true, m, n, k, 1.0f, a32, k, b32, k, 0.0f, cf.data(), n);
+  const float* p = cf.data();
+  parallel_for(m, m * n > (1 << 15), [&](int64_t i) {
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = static_cast<int32_t>(p[i * n + j]);
+  });
 }
 
 }  // namespace
@@ -211,7 +290,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   // thread, where sgemm's lower overhead wins.
   if (!omp_in_parallel()) {
     if (use_matmul_primitive(trans_a, m, k)) {
-      const MatmulKey key{dnnl::memory::data_type::f32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, false, false, threads_for(m, n, k)};
+      const MatmulKey key{dnnl::memory::data_type::f32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, 0, false, threads_for(m, n, k)};
       run_matmul(key, key, a, b, c);
       return;
     }
@@ -223,6 +302,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
                const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (!has_bf16_kernels()) return gemm_bf16_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (k == 0) {  // an empty product: C = beta * C
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
@@ -235,13 +315,14 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   constexpr int64_t R = DNNL_RUNTIME_DIM_VAL;
   const dnnl::memory::data_type bf16_type = dnnl::memory::data_type::bf16;
   const int threads = threads_for(m, n, k);
-  run_matmul({bf16_type, trans_a, trans_b, R, R, R, R, R, R, alpha, beta, false, false, threads},
-             {bf16_type, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, false, false, threads}, a, b, c);
+  run_matmul({bf16_type, trans_a, trans_b, R, R, R, R, R, R, alpha, beta, 0, false, threads},
+             {bf16_type, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, 0, false, threads}, a, b, c);
 }
 
 void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
              int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (!has_vnni()) return gemm_s8_widened(m, n, k, a, lda, b_t, ldb, c, ldc);
   const int32_t no_offset = 0;
   const ThreadCount threads(threads_for(m, n, k));
   dnnl_status_t st = dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.0f, a, lda, 0, b_t, ldb, 0, 0.0f, c, ldc, &no_offset);
@@ -249,8 +330,8 @@ void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, cons
                                                                      << " k=" << k);
 }
 
-PackedWeight::PackedWeight(const float* w, int64_t out, int64_t in) : out_(out), in_(in) {
-  const dnnl::memory::desc packed = packed_weights_desc(in, out);
+PackedWeight::PackedWeight(const float* w, int64_t out, int64_t in) : out_(out), in_(in), layout_threads_(omp_get_max_threads()) {
+  const dnnl::memory::desc packed = packed_weights_desc(in, out, layout_threads_);
   if (packed.is_zero()) return;
   data_.resize(packed.get_size() / sizeof(float));
   // w[out, in] row-major is w^T [in, out] with strides (1, in).
@@ -264,8 +345,8 @@ PackedWeight::PackedWeight(const float* w, int64_t out, int64_t in) : out_(out),
 void PackedWeight::linear(const float* x, int64_t rows, const float* bias, float* y, bool relu) const {
   TFM_CHECK(valid(), "PackedWeight::linear: this CPU has no packed layout");
   if (rows == 0) return;
-  const MatmulKey key{dnnl::memory::data_type::f32, false, false, rows, out_, in_, in_, 0, out_, 1.0f, 0.0f, true, bias != nullptr,
-                      threads_for(rows, out_, in_), relu};
+  const MatmulKey key{dnnl::memory::data_type::f32, false, false, rows, out_, in_, in_, 0, out_, 1.0f, 0.0f, layout_threads_,
+                      bias != nullptr, threads_for(rows, out_, in_), relu};
   run_matmul(key, key, x, data_.data(), y, bias);
 }
 

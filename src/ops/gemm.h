@@ -13,11 +13,14 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // The same with bfloat16 inputs, accumulated in single precision (AVX-512 BF16
-// instructions where the CPU has them, emulated by oneDNN elsewhere).
+// instructions where the CPU has them, emulated by oneDNN on other AVX-512 CPUs, and
+// widened to the f32 GEMM on AVX2 ones).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
                const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// Integer product C[M, N] = A[M, K] * B_t[N, K]^T, int8 inputs, exact int32 sums.
+// Integer product C[M, N] = A[M, K] * B_t[N, K]^T, int8 inputs, int32 sums: exact with
+// VNNI; elsewhere through the f32 GEMM, exact below 2^24 and rounded to 24 bits above
+// (oneDNN's own int8 kernels saturate there).
 void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
              int64_t ldc);
 
@@ -36,6 +39,7 @@ class PackedWeight {
 
  private:
   int64_t out_, in_;
+  int layout_threads_;  // the thread count its blocked layout was chosen under
   std::vector<float> data_;
 };
 

@@ -1,7 +1,5 @@
 #include "ops/reduced_precision.h"
 
-#include <oneapi/dnnl/dnnl.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -53,12 +51,6 @@ std::vector<bf16> bf16_copy(const float* w, int64_t n) {
   return out;
 }
 
-bool has_vnni() {
-  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-  auto has = [&](dnnl_cpu_isa_t want) { return (isa & want) == static_cast<unsigned>(want); };
-  return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
-}
-
 // Symmetric quantisation of each row of x[rows, cols] to [-127, 127].
 void quantize_rows(const float* x, int64_t rows, int64_t cols, int8_t* q, float* scale) {
   parallel_for(rows, rows * cols > (1 << 15), [&](int64_t r) {
@@ -95,10 +87,6 @@ void linear_bf16(const float* x, int64_t rows, int64_t in, const float* w, int64
 }
 
 void linear_int8(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
-  static const bool vnni = has_vnni();
-  // Without VNNI, oneDNN's int8 kernels add pairs of products in 16 bits, which
-  // saturates for full-range inputs: the results would be silently wrong.
-  TFM_CHECK(vnni, "int8 precision needs a CPU with AVX512-VNNI or AVX-VNNI; use bf16 or f32 on this one");
   Int8Weight local;
   const Int8Weight* qw = frozen_copy(&FrozenCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
   if (!qw) {

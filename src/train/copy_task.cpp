@@ -119,11 +119,20 @@ Validation CopyTask::validate() {
   return {{{"copied", static_cast<double>(result.copied) / static_cast<double>(result.decoded)}}, "copied"};
 }
 
+// `tfm train --resume` without data runs the copy task: any other checkpoint must be
+// refused, never continued (and overwritten) as a copy task.
+void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
+  TFM_CHECK(!c.metadata.count("tfm.vocab"), origin << ": is a translation checkpoint (it records vocabularies); resume it with its "
+                                                      "data: --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
+  TFM_CHECK(c.model_kind == "encoder_decoder", origin << ": is a '" << c.model_kind << "' checkpoint, not one of the copy task");
+}
+
 }  // namespace
 
 CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
   TFM_CHECK(o.seq_len >= 2 && o.batch >= 1, "copy task: need seq_len >= 2 and batch >= 1");
   Trainer trainer(o.trainer, out);
+  if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), o.trainer.resume);
   const models::TransformerConfig config =
       trainer.resumed() ? models::TransformerConfig::from_json(trainer.resumed()->config_json, o.trainer.resume) : o.model;
   TFM_CHECK(config.src_vocab > 2 && config.src_vocab == config.tgt_vocab, "copy task: needs equal source and target vocabularies above 2");

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -45,7 +46,23 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void on_interrupt(int) {
-  if (g_stop.exchange(true)) std::_Exit(130);  // a second Ctrl-C: stop now
+  if (!g_stop.exchange(true)) return;
+  io::discard_pending_output();  // a second Ctrl-C: stop now, leaving no half-written checkpoint behind
+  std::_Exit(130);
+}
+
+// The files a training run writes into its directory (the lock file aside).
+std::vector<std::string> run_files(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool step_n = name.starts_with("step-") && name.ends_with(".safetensors");
+    if (step_n || name == "last.safetensors" || name == "best.safetensors" || name == "metrics.jsonl" || name == "curves.png")
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 // Accuracies are percentages (0-100), printed with a % sign as `vit eval` prints them.
@@ -60,7 +77,12 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1 && o_.log_every >= 1, "training needs accumulate, epochs and log_every of at least 1");
   TFM_CHECK(ops::linear_precision() != ops::Precision::int8,
             "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
-  if (o_.resume.empty()) return;
+  io::create_directories(o_.out_dir);
+  lock_.emplace(o_.out_dir);
+  if (o_.resume.empty()) {
+    claim_out_dir();
+    return;
+  }
   resumed_file_ = io::read_safetensors(o_.resume);
   resumed_info_ = io::checkpoint_info(resumed_file_, o_.resume);
   TFM_CHECK(!resumed_info_->train_state.empty(), o_.resume << ": holds weights only, no training state to resume from");
@@ -76,6 +98,42 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   } catch (const json::exception&) {
     throw Error(o_.resume + ": the training state in the metadata is malformed");
   }
+}
+
+// Another run's files would mix with this one's: its metrics appended to, its best
+// model replaced by a worse one. --force removes them first.
+void Trainer::claim_out_dir() {
+  const std::vector<std::string> previous = run_files(o_.out_dir);
+  if (previous.empty()) return;
+  std::string names;
+  for (const std::string& name : previous) names += (names.empty() ? "" : ", ") + name;
+  const std::filesystem::path dir(o_.out_dir);
+  const std::string last = (dir / "last.safetensors").string();
+  TFM_CHECK(o_.force, o_.out_dir << " already holds a training run (" << names << "); "
+                                 << (std::filesystem::exists(last) ? "continue it with --resume " + last + ", or " : "")
+                                 << "start a new one there with --force (which deletes those files) or in another --out");
+  for (const std::string& name : previous) {
+    std::error_code ec;
+    std::filesystem::remove(dir / name, ec);
+    TFM_CHECK(!ec, "cannot remove " << (dir / name).string() << " (" << ec.message() << ")");
+  }
+  out_ << "--force: removed the previous run's " << names << " from " << o_.out_dir << "\n";
+}
+
+// A run killed after logging steps it never saved logs them again once resumed:
+// those lines (and one cut short by the kill) are dropped before anything is appended.
+void Trainer::trim_metrics() const {
+  const std::string path = (std::filesystem::path(o_.out_dir) / "metrics.jsonl").string();
+  std::ifstream in(path);
+  std::string kept;
+  bool dropped = false;
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool keep = j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() <= state_.step;
+    if (keep) kept += line + "\n";
+    dropped |= !keep;
+  }
+  if (dropped) io::write_file_atomic(path, kept);
 }
 
 void Trainer::save(TrainingTask& task, const std::string& name) {
@@ -128,7 +186,6 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
 }
 
 int Trainer::run(TrainingTask& task) {
-  std::filesystem::create_directories(o_.out_dir);
   nn::Module& model = task.model();
   optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
   if (resumed_info_) {
@@ -137,6 +194,7 @@ int Trainer::run(TrainingTask& task) {
     optimizer_->load_state(resumed_info_->optimizer, state_.step);
     global_rng().set_state(state_.dropout_rng);
     resumed_file_ = {};  // the weights are in the model now
+    trim_metrics();
     out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
   } else {
     Rng init(o_.seed);

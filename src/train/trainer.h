@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "io/output_file.h"
 #include "nn/module.h"
 #include "tensor/rng.h"
 #include "train/optimizer.h"
@@ -49,6 +50,7 @@ struct TrainerOptions {
   uint64_t seed = 1;
   int64_t log_every = 50;
   std::string resume;            // a last.safetensors to continue from
+  bool force = false;            // a fresh run may replace the run already in out_dir
 };
 
 // Validation results: named metrics, and the one score that picks the best checkpoint.
@@ -88,7 +90,10 @@ class TrainingTask {
 
 class Trainer {
  public:
-  // Reads options.resume (if set) so that the caller can rebuild the model from its configuration.
+  // Takes the output directory for the Trainer's lifetime (one run per directory; a
+  // fresh run refuses a directory that holds another run's files unless options.force)
+  // and reads options.resume (if set) so that the caller can rebuild the model from
+  // its configuration.
   Trainer(TrainerOptions options, std::ostream& out);
   // The checkpoint being resumed, if any.
   const std::optional<io::Checkpoint>& resumed() const { return resumed_info_; }
@@ -111,9 +116,12 @@ class Trainer {
   void save(TrainingTask& task, const std::string& name);
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
   void log_metrics(const std::string& json_line) const;
+  void claim_out_dir();
+  void trim_metrics() const;
 
   TrainerOptions o_;
   std::ostream& out_;
+  std::optional<io::DirectoryLock> lock_;
   io::SafeTensors resumed_file_;
   std::optional<io::Checkpoint> resumed_info_;
   std::unique_ptr<Adam> optimizer_;

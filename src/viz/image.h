@@ -40,7 +40,7 @@ class Image {
   // UTF-8 text with its top-left corner at (x, y); vertical text runs upwards from (x, y).
   void text(int x, int y, const std::string& utf8, Color c, bool vertical = false);
   static int text_width(const std::string& utf8);
-  // Writes a PNG atomically (temporary file, then rename).
+  // Writes a PNG through io::OutputFile (a regular file is replaced atomically).
   void save_png(const std::string& path) const;
 
  private:

@@ -1,0 +1,167 @@
+// Where tfm's output goes: files written through symlinks and FIFOs without replacing
+// them, directories refused, no temporary file left behind on any failure, and
+// write errors (standard output included) reported with exit status 1.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "io/output_file.h"
+#include "support/fixture.h"
+#include "support/process.h"
+
+namespace tfm {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::error_of;
+using testing::read_file;
+using testing::TempDir;
+using testing::write_file;
+
+void write_through(const std::string& path, const std::string& bytes) { io::write_file_atomic(path, bytes); }
+
+TEST(OutputFile, ReplacesARegularFileAndLeavesNoTemporaryFile) {
+  TempDir dir;
+  write_file(dir.path("a.txt"), "old");
+  write_through(dir.path("a.txt"), "new");
+  EXPECT_EQ(read_file(dir.path("a.txt")), "new");
+  write_through(dir.path("b.txt"), "fresh");
+  EXPECT_EQ(read_file(dir.path("b.txt")), "fresh");
+  EXPECT_FALSE(fs::exists(dir.path("a.txt.tmp")));
+  EXPECT_FALSE(fs::exists(dir.path("b.txt.tmp")));
+}
+
+TEST(OutputFile, WritesThroughSymlinksAndKeepsThem) {
+  TempDir dir;
+  fs::create_directories(dir.path("elsewhere"));
+  write_file(dir.path("elsewhere/real.txt"), "precious");
+  fs::create_symlink("elsewhere/real.txt", dir.path("hop.txt"));  // relative to the link's directory
+  fs::create_symlink("hop.txt", dir.path("link.txt"));            // a chain of two links
+  write_through(dir.path("link.txt"), "new");
+  EXPECT_TRUE(fs::is_symlink(dir.path("link.txt")));
+  EXPECT_TRUE(fs::is_symlink(dir.path("hop.txt")));
+  EXPECT_EQ(read_file(dir.path("elsewhere/real.txt")), "new");
+  EXPECT_FALSE(fs::exists(dir.path("elsewhere/real.txt.tmp")));
+
+  fs::create_symlink("not-yet.txt", dir.path("dangling.txt"));  // `echo > dangling` creates the target too
+  write_through(dir.path("dangling.txt"), "created");
+  EXPECT_TRUE(fs::is_symlink(dir.path("dangling.txt")));
+  EXPECT_EQ(read_file(dir.path("not-yet.txt")), "created");
+}
+
+TEST(OutputFile, WritesAFifoDirectly) {
+  TempDir dir;
+  const std::string fifo = dir.path("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = read_file(fifo); });
+  write_through(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE(fs::exists(fifo + ".tmp"));
+}
+
+TEST(OutputFile, RefusesADirectoryAndNamesTheFileAndTheReason) {
+  TempDir dir;
+  fs::create_directories(dir.path("d"));
+  EXPECT_EQ(error_of([&] { write_through(dir.path("d"), "x"); }), "cannot write " + dir.path("d") + ": it is a directory");
+  EXPECT_FALSE(fs::exists(dir.path("d.tmp")));
+  // No previous file: the message does not claim one is untouched.
+  EXPECT_EQ(error_of([&] { write_through(dir.path("missing/x.txt"), "x"); }),
+            "cannot write " + dir.path("missing/x.txt") + ": open failed (No such file or directory)");
+}
+
+TEST(OutputFile, AbandonedBeforeCommitLeavesThePreviousFileAndNoTemporaryFile) {
+  TempDir dir;
+  write_file(dir.path("a.txt"), "KEEP");
+  {
+    io::OutputFile out(dir.path("a.txt"));
+    out.write("half of it");
+    EXPECT_TRUE(fs::exists(dir.path("a.txt.tmp")));
+  }
+  EXPECT_EQ(read_file(dir.path("a.txt")), "KEEP");
+  EXPECT_FALSE(fs::exists(dir.path("a.txt.tmp")));
+}
+
+TEST(OutputFile, CreatesDirectoriesOrSaysWhyNot) {
+  TempDir dir;
+  io::create_directories(dir.path("a/b/c"));
+  EXPECT_TRUE(fs::is_directory(dir.path("a/b/c")));
+  write_file(dir.path("file"), "x");
+  EXPECT_EQ(error_of([&] { io::create_directories(dir.path("file")); }),
+            "cannot use " + dir.path("file") + " as a directory: a file of that name exists");
+  EXPECT_EQ(error_of([&] { io::create_directories(dir.path("file/sub")); }).rfind("cannot create the directory " + dir.path("file/sub") + " (", 0),
+            0u);
+}
+
+// A metrics file for `tfm plot`, the cheapest command that writes a file.
+std::string metrics(const TempDir& dir) {
+  write_file(dir.path("metrics.jsonl"), "{\"step\":1,\"train_loss\":2.5}\n{\"step\":2,\"train_loss\":2.0,\"valid_loss\":2.2}\n");
+  return dir.path("metrics.jsonl");
+}
+
+TEST(OutputCli, PlotWritesThroughASymlinkAndAFifo) {
+  TempDir dir;
+  write_file(dir.path("real.png"), "old");
+  fs::create_symlink("real.png", dir.path("link.png"));
+  testing::CliResult r = testing::run_tfm("plot " + metrics(dir) + " --out " + dir.path("link.png"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir.path("link.png")));
+  EXPECT_EQ(read_file(dir.path("real.png")).substr(1, 3), "PNG");
+
+  const std::string fifo = dir.path("fifo.png");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  testing::CliResult f = testing::run_command("cat " + fifo + " > " + dir.path("got.png") + " & " + TFM_BINARY + " plot " + metrics(dir) +
+                                              " --out " + fifo + "; wait");
+  ASSERT_EQ(f.code, 0) << f.output;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(read_file(dir.path("got.png")).substr(1, 3), "PNG");
+}
+
+TEST(OutputCli, ADirectoryOrAFileTooLargeIsAClearErrorAndLeavesNoTemporaryFile) {
+  TempDir dir;
+  fs::create_directories(dir.path("d"));
+  testing::CliResult d = testing::run_tfm("plot " + metrics(dir) + " --out " + dir.path("d"));
+  EXPECT_EQ(d.code, 1);
+  EXPECT_EQ(d.output, "tfm: error: cannot write " + dir.path("d") + ": it is a directory\n");
+  EXPECT_FALSE(fs::exists(dir.path("d.tmp")));
+
+  // No `trap '' XFSZ`: tfm itself must turn the file-size limit into an error, not die of SIGXFSZ.
+  write_file(dir.path("p.png"), "KEEP");
+  testing::CliResult big = testing::run_command("bash -c 'ulimit -f 1; exec " + std::string(TFM_BINARY) + " plot " + metrics(dir) +
+                                                " --out " + dir.path("p.png") + "'");
+  EXPECT_EQ(big.code, 1) << big.output;
+  EXPECT_NE(big.output.find("tfm: error: cannot write " + dir.path("p.png") +
+                            ": write failed (File too large); the previous file is untouched"),
+            std::string::npos)
+      << big.output;
+  EXPECT_EQ(read_file(dir.path("p.png")), "KEEP");
+  EXPECT_FALSE(fs::exists(dir.path("p.png.tmp")));
+}
+
+// stdout to /dev/full (safe: the shell opens it, tfm only writes): the lost output is an error.
+TEST(OutputCli, AFailedWriteToStandardOutputIsAnError) {
+  TempDir dir;
+  write_file(dir.path("hyp.txt"), "a cat sits\n");
+  for (const std::string args : {"score --hyp " + dir.path("hyp.txt") + " --ref " + dir.path("hyp.txt"),
+                                 "info " + testing::fixture_path("model_post_relu.safetensors")}) {
+    testing::CliResult r = testing::run_command("{ " + std::string(TFM_BINARY) + " " + args + " > /dev/full; }");
+    EXPECT_EQ(r.code, 1) << args;
+    EXPECT_EQ(r.output, "tfm: error: writing stdout: No space left on device\n") << args;
+  }
+}
+
+TEST(OutputCli, TrainOutThatIsAFileIsAClearError) {
+  TempDir dir;
+  write_file(dir.path("tiny.json"), "{}");
+  testing::CliResult r = testing::run_tfm("train --steps 1 --out " + dir.path("tiny.json"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, "tfm: error: cannot use " + dir.path("tiny.json") + " as a directory: a file of that name exists\n");
+}
+
+}  // namespace
+}  // namespace tfm
