@@ -101,6 +101,7 @@ void expect_close_vectors(const std::string& ref_out, const std::string& got_out
   for (size_t i = 0; i < ref.size(); ++i) {
     const std::vector<double> a = numbers_of(ref[i]), b = numbers_of(got[i]);
     ASSERT_EQ(a.size(), b.size()) << where << ", line " << i;
+    if (a.empty()) continue;  // the warning about truncated lines, from standard error
     double ab = 0, aa = 0, bb = 0;
     for (size_t j = 0; j < a.size(); ++j) ab += a[j] * b[j], aa += a[j] * a[j], bb += b[j] * b[j];
     EXPECT_GE(ab / std::sqrt(aa * bb), 0.99999) << where << ", line " << i;

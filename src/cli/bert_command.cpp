@@ -76,6 +76,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       out << "\n";
     }
     if (o->output != "-") io::write_file_atomic(o->output, file.str());
+    else io::check_stdout();  // the vectors complete (and written) before the warning below
     if (truncated)
       std::cerr << "tfm: warning: " << train::count_of(truncated, "line", "lines") << " longer than "
                 << train::count_of(model.config().max_len - 1, "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
