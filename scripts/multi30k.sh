@@ -22,7 +22,7 @@ build/tfm vocab --src "$data/train.de.gz" --tgt "$data/train.en.gz" --joint --si
 build/tfm --precision "$precision" train --train-src "$data/train.de.gz" --train-tgt "$data/train.en.gz" \
   --valid-src "$data/val.de.gz" --valid-tgt "$data/val.en.gz" \
   --src-vocab "$out/vocab.model" --tgt-vocab "$out/vocab.model" --out "$out" \
-  --preset small --max-tokens 4000 --warmup 800 --lr-factor 1.0 --validate-every 400 \
+  --preset small --max-tokens 4000 --warmup 800 --lr 1.0 --validate-every 400 \
   --epochs 100 --max-minutes "$minutes"
 echo "training took $(( ($(date +%s) - start) / 60 )) minutes"
 zcat "$data/test_2016_flickr.de.gz" | build/tfm translate --model "$out/best.safetensors" --beam 4 -o "$out/test_2016_flickr.hyp.en"

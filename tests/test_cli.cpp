@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +14,176 @@ namespace {
 
 using tfm::testing::CliResult;
 using tfm::testing::run_tfm;
+
+// A flag value refused before any work: exit status 2 (usage) and one line naming the flag, the bound and the value.
+struct BadFlag {
+  std::string args, message;
+};
+
+class CliBadFlag : public ::testing::TestWithParam<BadFlag> {};
+
+TEST_P(CliBadFlag, IsAUsageErrorThatNamesTheFlag) {
+  // Commands that need a file get one that exists, so that the flag's own check is what fails.
+  const std::string text = (std::filesystem::temp_directory_path() / "tfm_cli_flags.txt").string();
+  std::ofstream(text) << "some text\n";
+  std::string args = GetParam().args;
+  for (size_t at; (at = args.find("FILE")) != std::string::npos;) args.replace(at, 4, text);
+  CliResult r = run_tfm(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find("tfm: error: " + GetParam().message), std::string::npos) << args << "\n" << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryCommand, CliBadFlag,
+    ::testing::Values(
+        BadFlag{"--threads 0 info FILE", "--threads must be from 1 to 1024 (got 0)"},
+        BadFlag{"--threads -3 info FILE", "--threads must be from 1 to 1024 (got -3)"},
+        BadFlag{"--threads abc info FILE", "--threads must be from 1 to 1024 (got abc)"},
+        BadFlag{"--threads 99999999999 info FILE", "--threads must be from 1 to 1024 (got 99999999999)"},
+        BadFlag{"train --log-every 0", "--log-every must be at least 1 (got 0)"},
+        BadFlag{"train --log-every -1", "--log-every must be at least 1 (got -1)"},
+        BadFlag{"train --batch 0", "--batch must be at least 1 (got 0)"},
+        BadFlag{"train --steps -5", "--steps must be at least 0 (got -5)"},
+        BadFlag{"train --save-every -1", "--save-every must be at least 0 (got -1)"},
+        BadFlag{"train --samples -3", "--samples must be at least 0 (got -3)"},
+        BadFlag{"train --seq-len 1", "--seq-len must be at least 2 (got 1)"},
+        BadFlag{"train --valid-sentences -3", "--valid-sentences must be at least 0 (got -3)"},
+        BadFlag{"train --max-sentence-tokens -1", "--max-sentence-tokens must be at least 1 (got -1)"},
+        BadFlag{"train --max-tokens 0", "--max-tokens must be at least 1 (got 0)"},
+        BadFlag{"train --lr-factor nan", "--lr-factor must be a number greater than 0 (got nan)"},
+        BadFlag{"train --clip-norm -1", "--clip-norm must be a number of at least 0 (got -1)"},
+        BadFlag{"train --max-minutes nan", "--max-minutes must be a number of at least 0 (got nan)"},
+        BadFlag{"train --patience -1", "--patience must be at least 0 (got -1)"},
+        BadFlag{"train --label-smoothing 2", "--label-smoothing must be at least 0 and below 1 (got 2)"},
+        BadFlag{"train --dropout nan", "--dropout must be at least 0 and below 1 (got nan)"},
+        BadFlag{"lm train --text FILE --lr nan", "--lr must be a number greater than 0 (got nan)"},
+        BadFlag{"lm train --text FILE --lr inf", "--lr must be a number greater than 0 (got inf)"},
+        BadFlag{"lm train --text FILE --lr -1", "--lr must be a number greater than 0 (got -1)"},
+        BadFlag{"lm train --text FILE --lr 1e300", "--lr must be a number greater than 0 (got 1e300)"},
+        BadFlag{"lm train --text FILE --min-lr -1", "--min-lr must be a number of at least 0 (got -1)"},
+        BadFlag{"lm train --text FILE --beta2 1.5", "--beta2 must be at least 0 and below 1 (got 1.5)"},
+        BadFlag{"lm train --text FILE --beta2 nan", "--beta2 must be at least 0 and below 1 (got nan)"},
+        BadFlag{"lm train --text FILE --weight-decay nan", "--weight-decay must be a number of at least 0 (got nan)"},
+        BadFlag{"lm train --text FILE --clip-norm nan", "--clip-norm must be a number of at least 0 (got nan)"},
+        BadFlag{"lm train --text FILE --max-minutes -1", "--max-minutes must be a number of at least 0 (got -1)"},
+        BadFlag{"lm train --text FILE --log-every 0", "--log-every must be at least 1 (got 0)"},
+        BadFlag{"lm train --text FILE --epochs 0", "--epochs must be at least 1 (got 0)"},
+        BadFlag{"lm train --text FILE --accumulate 0", "--accumulate must be at least 1 (got 0)"},
+        BadFlag{"lm train --text FILE --context 0", "--context must be at least 1 (got 0)"},
+        BadFlag{"lm train --text FILE --sample-tokens -1", "--sample-tokens must be at least 0 (got -1)"},
+        BadFlag{"lm train --text FILE --heads 0", "--heads must be at least 1 (got 0)"},
+        BadFlag{"bert train --text FILE --mask-fraction 1", "--mask-fraction must be greater than 0 and below 1 (got 1)"},
+        BadFlag{"bert train --text FILE --max-len 1", "--max-len must be from 2 to 100000 (got 1)"},
+        BadFlag{"vit train --valid-images 0", "--valid-images must be at least 1 (got 0)"},
+        BadFlag{"vit train --patch 0", "--patch must be at least 1 (got 0)"},
+        BadFlag{"generate FILE --temperature nan", "--temperature must be from 0 to 100 (got nan)"},
+        BadFlag{"generate FILE --top-p nan", "--top-p must be from 0 to 1 (got nan)"},
+        BadFlag{"generate FILE --top-k -1", "--top-k must be at least 0 (got -1)"},
+        BadFlag{"translate --model FILE --max-len-a nan", "--max-len-a must be a number of at least 0 (got nan)"},
+        BadFlag{"translate --model FILE --max-len-a -1", "--max-len-a must be a number of at least 0 (got -1)"},
+        BadFlag{"translate --model FILE --max-len-a 1e39", "--max-len-a must be a number of at least 0 (got 1e39)"},
+        BadFlag{"translate --model FILE --length-penalty nan", "--length-penalty must be a finite number (got nan)"},
+        BadFlag{"translate --model FILE --beam 0", "--beam must be from 1 to 64 (got 0)"},
+        BadFlag{"translate --model FILE --batch 0", "--batch must be at least 1 (got 0)"},
+        BadFlag{"translate --model FILE --workers -1", "--workers must be from 0 to 1024 (got -1)"},
+        BadFlag{"attention --model FILE --layer -2", "--layer must be at least -1 (got -2)"},
+        BadFlag{"attention --model FILE --image -1", "--image must be at least 0 (got -1)"},
+        BadFlag{"vocab --src FILE --tgt FILE --size 7", "--size must be from 8 to 1000000 (got 7)"}));
+
+// Values that pass each flag's own check but not the run: exit status 1 and a message naming the file or flag to fix.
+struct BadRun {
+  std::string args;
+  int code;
+  std::string message;
+};
+
+class CliBadRun : public ::testing::TestWithParam<BadRun> {};
+
+TEST_P(CliBadRun, SaysWhatToFix) {
+  tfm::testing::TempDir dir;
+  tfm::testing::write_file(dir.path("text.txt"), std::string(3000, 'a') + "\n");
+  tfm::testing::write_file(dir.path("empty.txt"), "");
+  tfm::testing::write_file(dir.path("short.txt"), "abcdefghij\n");
+  std::string args = GetParam().args;
+  const std::pair<const char*, std::string> files[] = {
+      {"TEXT", dir.path("text.txt")}, {"EMPTY", dir.path("empty.txt")}, {"SHORT", dir.path("short.txt")}, {"OUT", dir.path("run")}, {"DIR", dir.path("")}};
+  for (const auto& [name, path] : files)
+    for (size_t at; (at = args.find(name)) != std::string::npos;) args.replace(at, std::strlen(name), path);
+  CliResult r = run_tfm(args);
+  EXPECT_EQ(r.code, GetParam().code) << args << "\n" << r.output;
+  std::string message = GetParam().message;
+  for (size_t at; (at = message.find("EMPTY")) != std::string::npos;) message.replace(at, 5, dir.path("empty.txt"));
+  EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryCommand, CliBadRun,
+    ::testing::Values(
+        BadRun{"lm train --text TEXT --valid EMPTY --steps 1 --out OUT", 1, "EMPTY: is too short: validation needs at least 65 tokens (one window), it has 0"},
+        BadRun{"lm train --text SHORT --steps 1 --out OUT", 1, "short.txt: too short: training needs at least 65 tokens (one window), the text has 9"},
+        BadRun{"lm train --text TEXT --min-lr 0.01 --steps 1 --out OUT", 1, "--min-lr 0.01 must be from 0 to --lr 0.001"},
+        BadRun{"train --steps 2 --warmup 5 --log-every 1 --samples 0 --out OUT", 0, "warning: 2 steps are fewer than the 5 warm-up steps (--warmup)"},
+        BadRun{"train --seq-len 65 --out OUT", 1, "copy task: seq_len 65 exceeds the model's max_len 64"},
+        BadRun{"vocab --src TEXT --out OUT", 2, "vocab needs either --text, or --src and --tgt"},
+        BadRun{"vocab --text TEXT --tgt TEXT --out OUT", 2, "vocab needs either --text, or --src and --tgt"},
+        BadRun{"score --hyp DIR --ref TEXT", 1, "is a directory, not a text file"}));
+
+TEST(Cli, ScoreReadsTheHypothesesFromStandardInput) {
+  tfm::testing::TempDir dir;
+  tfm::testing::write_file(dir.path("ref.txt"), "a small cat sat on the mat\n");
+  CliResult r = run_tfm("score --hyp - --ref " + dir.path("ref.txt") + " < " + dir.path("ref.txt"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("BLEU = 100.00"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("chrF2 = 100.00"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TheCheckpointIsGivenWithModelOrAlone) {
+  tfm::testing::TempDir dir;
+  ASSERT_EQ(run_tfm("train --steps 1 --samples 0 --out " + dir.path("run")).code, 0);
+  const std::string ckpt = dir.path("run/last.safetensors");
+  EXPECT_EQ(run_tfm("info --model " + ckpt).code, 0);
+  EXPECT_EQ(run_tfm("info " + ckpt).code, 0);
+  CliResult both = run_tfm("info --model " + ckpt + " " + ckpt);
+  EXPECT_EQ(both.code, 2) << both.output;
+  CliResult none = run_tfm("info");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("--model"), std::string::npos) << none.output;
+}
+
+TEST(Cli, TrainTakesTheSharedOptimiserFlags) {
+  tfm::testing::TempDir dir;
+  CliResult r = run_tfm("train --steps 2 --samples 0 --lr 0.5 --min-lr 1e-4 --beta2 0.99 --weight-decay 0.01 --warmup 1 --log-every 1 --out " +
+                        dir.path("run"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 steps of batch 48"), std::string::npos) << r.output;
+  CliResult old = run_tfm("train --steps 1 --samples 0 --lr-factor 0.5 --warmup 1 --out " + dir.path("old"));
+  EXPECT_EQ(old.code, 0) << old.output;
+}
+
+TEST(Cli, UsageErrorsExitWithStatus2) {
+  for (const char* args : {"--no-such-flag", "train --no-such-flag", "translate", "frobnicate"}) {
+    CliResult r = run_tfm(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("tfm: error: ", 0), 0u) << args << "\n" << r.output;
+  }
+}
+
+TEST(Cli, NoCommandListsTheCommands) {
+  for (const char* args : {"", "lm", "vit", "bert"}) {
+    CliResult r = run_tfm(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.output.find("train"), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_NE(run_tfm("").output.find("translate"), std::string::npos);
+}
+
+TEST(Cli, VersionNamesTheCommitAndTheCpuInstructions) {
+  CliResult r = run_tfm("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.output.rfind("tfm 0.2.0 (commit ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("CPU instructions in use (oneDNN): "), std::string::npos) << r.output;
+}
 
 TEST(Cli, HelpListsTheCommands) {
   CliResult r = run_tfm("--help");

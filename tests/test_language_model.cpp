@@ -2,6 +2,7 @@
 // training run through the shared Trainer (learning, exact resume, the CLI).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -116,7 +117,7 @@ TEST(LanguageModelTraining, LearnsARepeatedSentence) {
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_LT(std::stod(metrics.substr(at + 13)), 0.3) << log.str();
 
-  testing::CliResult g = testing::run_tfm("generate " + dir.path("run/best.safetensors") + " --prompt 'the quick' --max-tokens 20 --temperature 0");
+  testing::CliResult g = testing::run_tfm("generate " + dir.path("run/best.safetensors") + " --prompt 'the quick' --max-new-tokens 20 --temperature 0");
   EXPECT_EQ(g.code, 0) << g.output;
   EXPECT_EQ(g.output.rfind("the quick", 0), 0u) << g.output;
   EXPECT_GE(g.output.size(), 29u) << g.output;
@@ -127,6 +128,21 @@ TEST(LanguageModelTraining, LearnsARepeatedSentence) {
   testing::CliResult bad = testing::run_tfm("generate " + testing::fixture_path("model_post_relu.safetensors"));
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find("not a language model"), std::string::npos) << bad.output;
+}
+
+// SentencePiece drops the leading space of a piece decoded alone: generate must not lose the spaces.
+TEST(LanguageModelTraining, GeneratesSentencePieceTextWithItsSpaces) {
+  TempDir dir;
+  testing::write_file(dir.path("text.txt"), repeated_text());
+  ASSERT_EQ(testing::run_tfm("vocab --text " + dir.path("text.txt") + " --size 40 --out " + dir.path("v")).code, 0);
+  testing::CliResult t = testing::run_tfm("lm train --text " + dir.path("text.txt") + " --vocab " + dir.path("v.model") +
+                                          " --layers 1 --d-model 32 --heads 2 --d-ff 64 --context 16 --steps 100 --lr 1e-2 --warmup 10"
+                                          " --validate-every 100 --sample-tokens 0 --out " + dir.path("run"));
+  ASSERT_EQ(t.code, 0) << t.output;
+  testing::CliResult g = testing::run_tfm("generate --model " + dir.path("run/best.safetensors") +
+                                          " --prompt 'the quick' --max-new-tokens 30 --temperature 0");
+  ASSERT_EQ(g.code, 0) << g.output;
+  EXPECT_GE(std::count(g.output.begin(), g.output.end(), ' '), 5) << g.output;  // "the quick brown fox jumps over the lazy dog"
 }
 
 TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {

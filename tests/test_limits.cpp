@@ -291,8 +291,8 @@ TEST(FamilyCli, TranslationFlagsOverrideTheConfigFile) {
   o.train_src = o.train_tgt = o.valid_src = o.valid_tgt = dir.path("c.txt");
   o.src_vocab = o.tgt_vocab = dir.path("v.model");
   o.config_path = dir.path("m.json");
-  o.out_dir = dir.path("run");
-  o.max_steps = 1, o.valid_sentences = 1, o.warmup = 1;
+  o.trainer.out_dir = dir.path("run");
+  o.trainer.max_steps = 1, o.valid_sentences = 1, o.trainer.schedule.warmup = 1;
   write_file(o.config_path, R"({"d_model": 16, "heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1, "dropout": 0.3,
                               "share_embeddings": false})");
   o.dropout = 0.0f, o.norm_first = false;
@@ -301,11 +301,11 @@ TEST(FamilyCli, TranslationFlagsOverrideTheConfigFile) {
   for (const char* part : {"\"dropout\":0.0", "\"norm_first\":false", "\"share_embeddings\":false", "\"d_model\":16"})
     EXPECT_NE(log.str().find(part), std::string::npos) << part << "\n" << log.str();
 
-  o.resume = dir.path("run/last.safetensors"), o.max_steps = 2, o.dropout = 0.5f;
+  o.trainer.resume = dir.path("run/last.safetensors"), o.trainer.max_steps = 2, o.dropout = 0.5f;
   EXPECT_EQ(error_of([&] { train::run_translation_training(o, log); }),
-            "--dropout gives dropout 0.5, but " + o.resume + " has dropout 0 (a resumed run keeps its checkpoint's architecture)");
-  o.resume.clear();
-  o.force = true;
+            "--dropout gives dropout 0.5, but " + o.trainer.resume + " has dropout 0 (a resumed run keeps its checkpoint's architecture)");
+  o.trainer.resume.clear();
+  o.trainer.force = true;
   write_file(o.config_path, R"({"d_model": 16, "heads": 2, "src_vocab": 999})");
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("src_vocab, tgt_vocab and pad_id come from the vocabularies"),
             std::string::npos);

@@ -73,6 +73,14 @@ TEST(MaskedLmTraining, PredictsMaskedCharactersAndEmbeds) {
   testing::CliResult cls = testing::run_tfm("embed " + dir.path("run/best.safetensors") + " --pool cls < " + dir.path("sentences.txt"));
   EXPECT_EQ(cls.code, 0) << cls.output;
   EXPECT_EQ(std::count(cls.output.begin(), cls.output.end(), '\n'), 2) << cls.output;
+  // --model, -i and -o: the same vectors in a file.
+  testing::CliResult file = testing::run_tfm("embed --model " + dir.path("run/best.safetensors") + " -i " + dir.path("sentences.txt") +
+                                             " -o " + dir.path("vectors.txt"));
+  ASSERT_EQ(file.code, 0) << file.output;
+  EXPECT_EQ(testing::read_file(dir.path("vectors.txt")), e.output);
+  testing::CliResult d = testing::run_tfm("embed --model " + dir.path("run/best.safetensors") + " -i " + dir.path(""));
+  EXPECT_EQ(d.code, 1);
+  EXPECT_NE(d.output.find("is a directory, not a text file"), std::string::npos) << d.output;
 }
 
 }  // namespace

@@ -101,6 +101,7 @@ void expect_close_vectors(const std::string& ref_out, const std::string& got_out
   for (size_t i = 0; i < ref.size(); ++i) {
     const std::vector<double> a = numbers_of(ref[i]), b = numbers_of(got[i]);
     ASSERT_EQ(a.size(), b.size()) << where << ", line " << i;
+    if (a.empty()) continue;  // the warning about truncated lines, from standard error
     double ab = 0, aa = 0, bb = 0;
     for (size_t j = 0; j < a.size(); ++j) ab += a[j] * b[j], aa += a[j] * a[j], bb += b[j] * b[j];
     EXPECT_GE(ab / std::sqrt(aa * bb), 0.99999) << where << ", line " << i;
@@ -173,7 +174,7 @@ TEST_P(ThreadMatrix, TranslationBeam4) {
 }
 
 TEST_P(ThreadMatrix, GenerateAtTemperatureZero) {
-  across_threads("generate lm.safetensors --prompt 'ROMEO:' --max-tokens 80 --temperature 0",
+  across_threads("generate lm.safetensors --prompt 'ROMEO:' --max-new-tokens 80 --temperature 0",
                  [](const std::string& a, const std::string& b, const std::string& w) { EXPECT_EQ(b, a) << w; });
 }
 

@@ -17,7 +17,7 @@ namespace {
 TEST(CopyTask, DefaultRunCopiesEverySample) {
   testing::TempDir dir;
   train::CopyTaskOptions o;  // exactly what `tfm train` runs
-  o.out_dir = dir.path("run");
+  o.trainer.out_dir = dir.path("run");
   std::ostringstream log;
   train::CopyTaskResult r = train::run_copy_task(o, log);
   EXPECT_EQ(r.decoded, 5);
@@ -32,15 +32,15 @@ TEST(CopyTask, ResumeReproducesAnUninterruptedRunBitForBit) {
   testing::TempDir dir;
   train::CopyTaskOptions o;
   o.model.d_model = 32, o.model.d_ff = 64, o.model.heads = 2;  // small; dropout stays on, so RNG state matters
-  o.steps = 8, o.samples = 0, o.batch = 8, o.out_dir = dir.path("straight");
+  o.trainer.max_steps = 8, o.samples = 0, o.batch = 8, o.trainer.out_dir = dir.path("straight");
   std::ostringstream log;
   std::vector<double> straight = train::run_copy_task(o, log).losses;
 
   train::CopyTaskOptions first = o;
-  first.steps = 3, first.out_dir = dir.path("split");
+  first.trainer.max_steps = 3, first.trainer.out_dir = dir.path("split");
   std::vector<double> head = train::run_copy_task(first, log).losses;
   train::CopyTaskOptions rest = o;
-  rest.out_dir = dir.path("split"), rest.resume = dir.path("split/last.safetensors");
+  rest.trainer.out_dir = dir.path("split"), rest.trainer.resume = dir.path("split/last.safetensors");
   std::vector<double> tail = train::run_copy_task(rest, log).losses;
 
   head.insert(head.end(), tail.begin(), tail.end());

@@ -232,9 +232,9 @@ train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out, i
   o.train_tgt = o.valid_tgt = corpus().tgt;
   o.src_vocab = o.tgt_vocab = corpus().vocab;
   o.config_path = dir.path("tiny.json");
-  o.out_dir = dir.path(out);
-  o.max_tokens = 400, o.validate_every = 4, o.valid_sentences = 20, o.warmup = 4, o.log_every = 1;
-  o.max_steps = max_steps;
+  o.trainer.out_dir = dir.path(out);
+  o.max_tokens = 400, o.trainer.validate_every = 4, o.valid_sentences = 20, o.trainer.schedule.warmup = 4, o.trainer.log_every = 1;
+  o.trainer.max_steps = max_steps;
   return o;
 }
 
@@ -247,7 +247,7 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   train::TranslationOptions first = tiny_run(dir, "split", 4);
   ASSERT_EQ(train::run_translation_training(first, log), 0) << log.str();
   train::TranslationOptions rest = tiny_run(dir, "split", 8);
-  rest.resume = dir.path("split/last.safetensors");
+  rest.trainer.resume = dir.path("split/last.safetensors");
   ASSERT_EQ(train::run_translation_training(rest, log), 0) << log.str();
 
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
@@ -262,8 +262,8 @@ TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   write_unrelated_vocab(dir.path("other.model"));
   o.src_vocab = o.tgt_vocab = dir.path("other.model");
-  o.resume = dir.path("run/last.safetensors");
-  o.max_steps = 2;
+  o.trainer.resume = dir.path("run/last.safetensors");
+  o.trainer.max_steps = 2;
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("was trained with other vocabularies"), std::string::npos);
 }
 
@@ -393,6 +393,34 @@ TEST(TranslateCli, CtrlCLeavesNoTemporaryFile) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+TEST(TranslateCli, ReadsGzipAndRefusesDirectoriesAndNulBytes) {
+  TempDir dir;
+  write_file(dir.path("in.txt"), "haus blau\nkatze sitzt\n");
+  ASSERT_EQ(testing::run_command("gzip -c " + dir.path("in.txt") + " > " + dir.path("in.txt.gz")).code, 0);
+  testing::CliResult plain = testing::run_tfm("translate --model " + trained().model + " --greedy -i " + dir.path("in.txt"));
+  testing::CliResult gz = testing::run_tfm("translate --model " + trained().model + " --greedy -i " + dir.path("in.txt.gz"));
+  ASSERT_EQ(gz.code, 0) << gz.output;
+  EXPECT_EQ(gz.output, plain.output);
+
+  testing::CliResult d = testing::run_tfm("translate --model " + trained().model + " -i " + dir.path(""));
+  EXPECT_EQ(d.code, 1);
+  EXPECT_NE(d.output.find("is a directory, not a text file"), std::string::npos) << d.output;
+  write_file(dir.path("nul.txt"), std::string("haus\nkat\0ze\n", 12));
+  testing::CliResult nul = testing::run_tfm("translate --model " + trained().model + " -i " + dir.path("nul.txt"));
+  EXPECT_EQ(nul.code, 1);
+  EXPECT_NE(nul.output.find("nul.txt:2: contains a NUL byte"), std::string::npos) << nul.output;
+}
+
+TEST(TranslateCli, RefusesMoreHypothesesThanTheSearchKeeps) {
+  for (const std::string flags : {"--nbest 2 --greedy", "--nbest 5 --beam 2"}) {
+    testing::CliResult r = testing::run_tfm("translate --model " + trained().model + " " + flags + " < /dev/null");
+    EXPECT_EQ(r.code, 2) << flags;
+    EXPECT_NE(r.output.find(flags == "--nbest 2 --greedy" ? "--greedy keeps one hypothesis" : "--nbest 5 must be at most --beam 2"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 // tfm translate streams its input: ten times the lines may not cost more memory.
 // Each line is long (so holding the input, its tokens or the output would show) and
 // the output short (so the test stays fast).
@@ -463,14 +491,20 @@ TEST(AttentionCli, DrawsAHeatmapForEveryKind) {
   testing::CliResult bad = testing::run_tfm("attention --model " + trained().model + " --src 'haus' --layer 7 --out " + dir.path("x.png"));
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find("--layer 7 outside"), std::string::npos) << bad.output;
+  testing::CliResult utf8 = testing::run_tfm("attention --model " + trained().model + " --src \"$(printf 'haus \\377')\" -o " + dir.path("x.png"));
+  EXPECT_EQ(utf8.code, 1);
+  EXPECT_NE(utf8.output.find("--src: invalid UTF-8"), std::string::npos) << utf8.output;
+  testing::CliResult vit_flag = testing::run_tfm("attention --model " + trained().model + " --src haus --image 3 -o " + dir.path("x.png"));
+  EXPECT_EQ(vit_flag.code, 1);
+  EXPECT_NE(vit_flag.output.find("--image and --data are for ViT models"), std::string::npos) << vit_flag.output;
 }
 
 TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   TempDir dir;
   std::ostringstream log;
   train::TranslationOptions o = tiny_run(dir, "run", 10);
-  o.lr_factor = 0.0f;  // the model never changes, so BLEU never improves after the first validation
-  o.validate_every = 1, o.patience = 2;
+  o.trainer.schedule.lr = 0.0f;  // the model never changes, so BLEU never improves after the first validation
+  o.trainer.validate_every = 1, o.trainer.patience = 2;
   ASSERT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_NE(log.str().find("early stop: no better bleu in 2 validations"), std::string::npos) << log.str();
   io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
@@ -482,14 +516,37 @@ TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
   TempDir dir;
   std::ostringstream log;
   train::TranslationOptions o = tiny_run(dir, "run", 3);
-  o.lr_factor = 1e35f, o.validate_every = 1000;
+  o.trainer.schedule.lr = 1e35f, o.trainer.validate_every = 1000;
   EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
-  o.skip_nonfinite = true;
-  o.out_dir = dir.path("skip");
-  o.epochs = 1;
+  o.trainer.skip_nonfinite = true;
+  o.trainer.out_dir = dir.path("skip");
+  o.trainer.epochs = 1;
   EXPECT_EQ(train::run_translation_training(o, log), 0);
   EXPECT_NE(log.str().find("non-finite loss, step skipped"), std::string::npos) << log.str();
   EXPECT_THROW(io::serialize_safetensors({{"w", Tensor::full({1}, INFINITY)}}, {}), Error);
+}
+
+TEST(TranslationTraining, GivesUpAfter100SkippedStepsInARow) {
+  // Non-finite weights after the first step: every later step would be skipped, for every epoch.
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions o = tiny_run(dir, "run", 5);
+  o.trainer.schedule.lr = 1e35f, o.trainer.validate_every = 1000, o.trainer.skip_nonfinite = true, o.trainer.epochs = 1000000;
+  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("100 steps in a row had a non-finite loss"), std::string::npos);
+}
+
+TEST(TranslationTraining, RefusesAnEmptyValidationSetAndAMaxLenShorterThanTheSentences) {
+  TempDir dir;
+  std::ostringstream log;
+  train::TranslationOptions o = tiny_run(dir, "run", 1);
+  write_file(dir.path("empty.txt"), "");
+  o.valid_src = o.valid_tgt = dir.path("empty.txt");
+  EXPECT_EQ(error_of([&] { train::run_translation_training(o, log); }), dir.path("empty.txt") + ": no usable sentence pairs for validation");
+  o = tiny_run(dir, "run", 1);
+  write_file(dir.path("short.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1, "max_len": 8})");
+  o.config_path = dir.path("short.json");
+  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("max_len 8 is too short for training pairs of up to 100 subwords; raise max_len or lower --max-sentence-tokens"),
+            std::string::npos);
 }
 
 TEST(TranslationTraining, DrawsTrainingCurves) {

@@ -98,15 +98,19 @@ TEST(VitTraining, LearnsQuadrantsAndEvaluates) {
   o.trainer.schedule.lr = 3e-3f;
   std::ostringstream log;
   ASSERT_EQ(train::run_vit_training(o, log), 0) << log.str();
-  EXPECT_NE(log.str().find("best validation accuracy 100"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("best validation accuracy 100%"), std::string::npos) << log.str();
 
-  testing::CliResult e = testing::run_tfm("vit eval " + dir.path("run/best.safetensors") + " --data " + dir.path(""));
+  testing::CliResult e = testing::run_tfm("vit eval --model " + dir.path("run/best.safetensors") + " --data " + dir.path(""));
   EXPECT_EQ(e.code, 0) << e.output;
   EXPECT_NE(e.output.find("test accuracy 100.00%"), std::string::npos) << e.output;
   testing::CliResult a = testing::run_tfm("attention --model " + dir.path("run/best.safetensors") + " --data " + dir.path("") +
                                           " --image 3 --out " + dir.path("cls.png"));
   EXPECT_EQ(a.code, 0) << a.output;
   EXPECT_TRUE(std::filesystem::exists(dir.path("cls.png"))) << a.output;
+  testing::CliResult mt = testing::run_tfm("attention --model " + dir.path("run/best.safetensors") + " --data " + dir.path("") +
+                                           " --image 3 --kind decoder --head 1 -o " + dir.path("cls.png"));
+  EXPECT_EQ(mt.code, 1);
+  EXPECT_NE(mt.output.find("--src, --tgt, --kind and --head are for translation models"), std::string::npos) << mt.output;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include "autograd/autograd.h"
 #include "cli/commands.h"
+#include "cli/validators.h"
+#include "data/text.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "io/checkpoint.h"
@@ -20,31 +22,35 @@ namespace {
 struct Options {
   std::string model, src, tgt, kind = "cross", out = "attention.png", data_dir = train::kFashionMnistDir;
   int64_t layer = -1, head = -1, image = 0;
+  bool translation_flags = false, vit_flags = false;  // given on the command line
 };
 
 // Where [CLS] attends in test image `o.image`, averaged over heads.
 void run_vit(const Options& o) {
+  TFM_CHECK(!o.translation_flags, "--src, --tgt, --kind and --head are for translation models; a ViT's heatmap takes --image, --layer and --data");
   std::unique_ptr<models::ViT> model = load_vit(o.model);
   const models::StackConfig& c = model->config();
   const data::ImageSet test = data::read_image_split(o.data_dir, /*train=*/false, c.classes);
   TFM_CHECK(o.image >= 0 && o.image < test.count, "--image " << o.image << " outside 0.." << test.count - 1);
   TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size, o.data_dir << ": images do not match the model's " << c.image_size);
   const int64_t layer = o.layer < 0 ? c.layers - 1 : o.layer;
+  TFM_CHECK(layer < c.layers, "--layer " << o.layer << " outside 0.." << c.layers - 1);
   Tensor logits;
   {
     autograd::NoGradGuard no_grad;
     logits = model->forward(train::image_batch(test, {o.image})).contiguous();
   }
   const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
+  const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], c.classes, o.data_dir),
+                    guess = class_name(predicted, c.classes, o.data_dir);
   const Tensor attention = model->cls_attention(layer);  // [1, patches]
   const std::vector<uint8_t> pixels(test.pixels.begin() + o.image * test.rows * test.cols,
                                     test.pixels.begin() + (o.image + 1) * test.rows * test.cols);
   const int grid = static_cast<int>(c.image_size / c.patch);
   viz::image_attention(pixels, static_cast<int>(test.rows), static_cast<int>(test.cols), attention.to_vector(), grid, grid,
-                       "image " + std::to_string(o.image) + ": label " + std::to_string(test.labels[static_cast<size_t>(o.image)]) +
-                           ", predicted " + std::to_string(predicted) + "; layer " + std::to_string(layer),
+                       "image " + std::to_string(o.image) + ": label " + label + ", predicted " + guess + "; layer " + std::to_string(layer),
                        o.out);
-  std::cout << "label " << int(test.labels[static_cast<size_t>(o.image)]) << ", predicted " << predicted << "\nwrote " << o.out << "\n";
+  std::cout << "label " << label << ", predicted " << guess << "\nwrote " << o.out << "\n";
 }
 
 std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& ids) {
@@ -57,7 +63,12 @@ void run(const Options& o) {
   const std::string kind = io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind;
   io::check_model_kind(kind, {"encoder_decoder", "vit"}, o.model, "a translation or vit one (attention draws those)");
   if (kind == "vit") return run_vit(o);
+  TFM_CHECK(!o.vit_flags, "--image and --data are for ViT models; a translation model's heatmap takes --src");
   TFM_CHECK(!o.src.empty(), "--src is needed for a translation model");
+  for (const auto& [flag, text] : {std::pair{"--src", &o.src}, std::pair{"--tgt", &o.tgt}}) {
+    const char* problem = data::text_problem(*text);
+    TFM_CHECK(!problem, flag << ": " << problem);
+  }
   decode::TranslationModel tm = decode::TranslationModel::load(o.model);
   models::EncoderDecoder& model = *tm.model;
   std::vector<int> src_ids = tm.src_vocab.encode(o.src);
@@ -106,16 +117,20 @@ void add_attention_command(CLI::App& app, int&) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "attention", "Draw attention heatmaps (PNG): a translation model on one sentence, or where a ViT's [CLS] looks in one image");
-  cmd->add_option("--model", o->model, "Translation or ViT checkpoint")->required()->check(CLI::ExistingFile);
+  add_model_flag(cmd, o->model, "Translation or ViT checkpoint", /*positional=*/false);
   cmd->add_option("--src", o->src, "Source sentence (translation)");
   cmd->add_option("--tgt", o->tgt, "Target sentence (default: the model's greedy translation)");
   cmd->add_option("--kind", o->kind, "Which attention")->capture_default_str()->check(CLI::IsMember({"encoder", "decoder", "cross"}));
-  cmd->add_option("--layer", o->layer, "Layer, from 0 (-1: the last)")->capture_default_str();
-  cmd->add_option("--image", o->image, "ViT: index of the test image")->capture_default_str();
+  cmd->add_option("--layer", o->layer, "Layer, from 0 (-1: the last)")->capture_default_str()->check(at_least<int64_t>(-1));
+  cmd->add_option("--image", o->image, "ViT: index of the test image")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--data", o->data_dir, "ViT: directory of the image set")->capture_default_str();
-  cmd->add_option("--head", o->head, "Head, from 0; -1 draws every head in a grid")->capture_default_str();
-  cmd->add_option("--out", o->out, "PNG file to write")->capture_default_str();
-  cmd->callback([o] { run(*o); });
+  cmd->add_option("--head", o->head, "Head, from 0; -1 draws every head in a grid")->capture_default_str()->check(at_least<int64_t>(-1));
+  add_png_output(cmd, o->out);
+  cmd->callback([o, cmd] {
+    o->translation_flags = cmd->count("--src") + cmd->count("--tgt") + cmd->count("--kind") + cmd->count("--head") > 0;
+    o->vit_flags = cmd->count("--image") + cmd->count("--data") > 0;
+    run(*o);
+  });
 }
 
 }  // namespace tfm::cli

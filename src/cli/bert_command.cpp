@@ -1,33 +1,37 @@
 // `tfm bert train`: a BERT-style encoder with the masked-language-model objective.
 // `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled).
-#include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "autograd/autograd.h"
 #include "cli/commands.h"
 #include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
+#include "cli/validators.h"
 #include "data/text.h"
 #include "io/checkpoint.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/masked_lm.h"
+#include "train/progress.h"
 
 namespace tfm::cli {
 
 void add_bert_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<train::MaskedLmOptions>();
   CLI::App* bert = app.add_subcommand("bert", "BERT-style encoders (masked language model)");
-  bert->require_subcommand(1);
+  help_without_subcommand(*bert, exit_code);
   CLI::App* cmd = bert->add_subcommand("train", "Train a masked-language-model encoder on a text file");
   add_text_flags(cmd, o->data);
   auto m = std::make_shared<ModelFlags>(cmd, o->model, "bert");
   m->bind(m->group()->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()
-              ->check(CLI::Range(2, 100000)),
+              ->check(in_range<int64_t>(2, 100000)),
           "max_len");
-  cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Windows of --max-len tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str()->check(strictly_between(0.0, 1.0));
   add_trainer_flags(cmd, o->trainer);
   cmd->callback([o, m, &exit_code] {
     m->check_resume(o->trainer.resume);
@@ -39,12 +43,14 @@ void add_bert_command(CLI::App& app, int& exit_code) {
 
 void add_embed_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, input = "-", spm, pool = "mean";
+    std::string checkpoint, input = "-", output = "-", spm, pool = "mean";
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder from `tfm bert train`: one line of numbers per input line");
-  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint (e.g. runs/bert/best.safetensors)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--input", o->input, "Text, one sentence a line ('-': standard input)")->capture_default_str();
+  add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm bert train` (e.g. runs/bert/best.safetensors)");
+  cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
+  cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output); written once all are done")
+      ->capture_default_str();
   cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector")
       ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
@@ -57,6 +63,9 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     autograd::NoGradGuard no_grad;
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     const std::vector<std::string> lines = data::read_lines(o->input == "-" ? "/dev/stdin" : o->input);
+    std::ostringstream file;
+    std::ostream& out = o->output == "-" ? std::cout : file;
+    out << std::setprecision(6);
     int64_t truncated = 0;
     for (const std::string& line : lines) {
       std::vector<int> ids = tokenizer.encode(line);
@@ -70,11 +79,14 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       std::vector<double> v(static_cast<size_t>(D), 0.0);
       for (int64_t t = first; t < last; ++t)
         for (int64_t i = 0; i < D; ++i) v[static_cast<size_t>(i)] += hidden.data()[t * D + i] / static_cast<double>(last - first);
-      for (int64_t i = 0; i < D; ++i) std::printf(i ? " %.6g" : "%.6g", v[static_cast<size_t>(i)]);
-      std::printf("\n");
+      for (int64_t i = 0; i < D; ++i) out << (i ? " " : "") << v[static_cast<size_t>(i)];
+      out << "\n";
     }
-    if (truncated) std::fprintf(stderr, "tfm: warning: %ld lines longer than %ld tokens were truncated\n", static_cast<long>(truncated),
-                                static_cast<long>(model.config().max_len - 1));
+    if (o->output != "-") io::write_file_atomic(o->output, file.str());
+    else io::check_stdout();  // the vectors complete (and written) before the warning below
+    if (truncated)
+      std::cerr << "tfm: warning: " << train::count_of(truncated, "line", "lines") << " longer than "
+                << train::count_of(model.config().max_len - 1, "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
     exit_code = 0;
   });
 }

@@ -24,6 +24,20 @@ void add_vit_command(CLI::App& app, int& exit_code);
 void add_bert_command(CLI::App& app, int& exit_code);
 void add_embed_command(CLI::App& app, int& exit_code);
 
+// --model PATH, the checkpoint a command reads, required; with `positional`, a path
+// given alone (`tfm info ckpt`) is accepted as a shorthand.
+void add_model_flag(CLI::App* cmd, std::string& path, const std::string& help, bool positional = true);
+
+// -o/--output FILE for a command that draws a PNG (and --out, its former name).
+void add_png_output(CLI::App* cmd, std::string& path);
+
+// Without a subcommand, `app` prints its help (which lists the subcommands) and sets exit code 2.
+void help_without_subcommand(CLI::App& app, int& exit_code);
+
+// A label's class name: Fashion-MNIST's names for a 10-class set in a directory named
+// "fashion...", else the number.
+std::string class_name(int64_t label, int64_t classes, const std::string& data_dir);
+
 // A ViT checkpoint from `tfm vit train`, loaded and in eval mode.
 std::unique_ptr<models::ViT> load_vit(const std::string& path);
 

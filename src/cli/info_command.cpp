@@ -40,7 +40,7 @@ const char* family_of(const std::string& kind) {
 void add_info_command(CLI::App& app, int&) {
   auto path = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "Show a checkpoint's family, configuration, size, vocabulary and training state");
-  cmd->add_option("checkpoint", *path, "Checkpoint file (safetensors) of any family")->required();
+  add_model_flag(cmd, *path, "Checkpoint file (safetensors) of any family");
   cmd->callback([path] {
     io::SafeTensors file = io::read_safetensors(*path);
     io::Checkpoint info = io::checkpoint_info(file, *path);

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
+#include "cli/validators.h"
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
 #include "io/checkpoint.h"
@@ -19,17 +20,17 @@ namespace tfm::cli {
 void add_lm_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<train::LanguageModelOptions>();
   CLI::App* lm = app.add_subcommand("lm", "Decoder-only (GPT) language models");
-  lm->require_subcommand(1);
+  help_without_subcommand(*lm, exit_code);
   CLI::App* cmd = lm->add_subcommand(
       "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe)");
   add_text_flags(cmd, o->data);
   auto m = std::make_shared<ModelFlags>(cmd, o->model, "gpt");
-  m->bind(m->group()->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(CLI::PositiveNumber),
+  m->bind(m->group()->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(at_least<int64_t>(1)),
           "max_len");
   m->bind(m->group()->add_flag("!--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table"),
           "learned_positions");
-  cmd->add_option("--batch", o->batch, "Windows per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end (0: none)")->capture_default_str()->check(at_least<int64_t>(0));
   add_trainer_flags(cmd, o->trainer);
   cmd->callback([o, m, &exit_code] {
     m->check_resume(o->trainer.resume);
@@ -49,12 +50,12 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model from `tfm lm train`");
-  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint (e.g. runs/lm/best.safetensors)")->required()->check(CLI::ExistingFile);
+  add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm lm train` (e.g. runs/lm/best.safetensors)");
   cmd->add_option("--prompt", o->prompt, "Text to continue (default: a line break)");
-  cmd->add_option("--max-tokens", o->sampling.max_new_tokens, "Tokens to generate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--max-new-tokens", o->sampling.max_new_tokens, "Tokens to generate")->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(in_range(0.0f, 100.0f));
+  cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(in_range(0.0f, 1.0f));
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
@@ -67,9 +68,18 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
     std::cout << o->prompt;
     io::check_stdout();
+    // SentencePiece drops the leading space of a piece decoded alone: decode the whole text
+    // each time and print what it adds (once it extends what was printed: a character may
+    // take several byte pieces).
+    std::vector<int> ids = prompt;
+    std::string shown = tokenizer.decode(ids);
     decode::generate(model, prompt, o->sampling, [&](int id) {
-      std::cout << tokenizer.decode({id});
+      ids.push_back(id);
+      std::string text = tokenizer.decode(ids);
+      if (text.compare(0, shown.size(), shown) != 0) return;
+      std::cout << text.substr(shown.size());
       io::check_stdout();  // flushes: each token shows as it comes, and generation stops when output fails
+      shown = std::move(text);
     });
     std::cout << "\n";
     exit_code = 0;

@@ -1,22 +1,51 @@
 // tfm: the command-line front end. Each subcommand (cli/*_command.cpp) parses its
 // flags and calls the library; any tfm::Error becomes one "tfm: error: ..." line
-// and exit status 1.
+// and exit status 1, a usage error (an unknown flag, a value out of range) exit status 2.
+#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
+#ifndef TFM_GIT_COMMIT
+#define TFM_GIT_COMMIT "unknown"
+#endif
+
+namespace {
+
+// The instruction set oneDNN's products run with on this machine.
+const char* cpu_isa() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx (AVX-512 with bf16, VNNI and AMX)";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16 (AVX-512 with bf16 and VNNI)";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni (AVX-512 with VNNI)";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core (AVX-512)";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni (AVX2 with VNNI)";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    default: return "older than AVX2";
+  }
+}
+
+std::string version() {
+  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + cpu_isa();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   tfm::io::handle_output_signals();
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "0.2.0");
+  int exit_code = 0;
+  tfm::cli::help_without_subcommand(app, exit_code);
+  app.set_version_flag("--version", version, "Print the version, git commit and CPU instructions in use, then exit");
   int threads = 0;
-  app.add_option("--threads", threads, "Worker threads (default: all cores, or OMP_NUM_THREADS)")
+  app.add_option("--threads", threads, "Worker threads, 1 to 1024 (default: all cores, or OMP_NUM_THREADS)")
+      ->check(tfm::cli::in_range(1, 1024))  // before the action below, which then parses a valid number
       ->each([](const std::string& v) { omp_set_num_threads(std::stoi(v)); });
   std::string precision = "f32";
   app.add_option("--precision", precision,
@@ -26,7 +55,6 @@ int main(int argc, char** argv) {
       ->each([](const std::string& v) { tfm::ops::set_linear_precision(tfm::ops::parse_precision(v)); });
   // Global options may also come after the subcommand: `tfm translate --precision bf16`.
   app.fallthrough();
-  int exit_code = 0;
   tfm::cli::add_train_command(app, exit_code);
   tfm::cli::add_vocab_command(app, exit_code);
   tfm::cli::add_translate_command(app, exit_code);
@@ -43,7 +71,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     tfm::io::check_stdout();  // output lost to a full disk must not end with status 0
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".
+    std::string message = e.what();
+    if (const size_t at = message.find(": must be "); at != std::string::npos) message.erase(at, 1);
+    std::cerr << "tfm: error: " << message << " (see --help)\n";
+    return 2;
   } catch (const tfm::Error& e) {
     std::cerr << "tfm: error: " << e.what() << "\n";
     return 1;

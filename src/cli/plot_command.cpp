@@ -11,7 +11,7 @@ void add_plot_command(CLI::App& app, int&) {
   auto paths = std::make_shared<std::pair<std::string, std::string>>("", "curves.png");
   CLI::App* cmd = app.add_subcommand("plot", "Draw training curves (loss and BLEU against step) from a run's metrics.jsonl");
   cmd->add_option("metrics", paths->first, "metrics.jsonl written by `tfm train`")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--out", paths->second, "PNG file to write")->capture_default_str();
+  add_png_output(cmd, paths->second);
   cmd->callback([paths] {
     train::plot_training_curves(paths->first, paths->second);
     std::cout << "wrote " << paths->second << "\n";

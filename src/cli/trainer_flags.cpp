@@ -1,5 +1,6 @@
 #include "cli/trainer_flags.h"
 
+#include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "tensor/error.h"
 
@@ -8,22 +9,22 @@ namespace tfm::cli {
 void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
   auto* g = cmd->add_option_group("training");
   g->add_option("--out", o.out_dir, "Directory for checkpoints (last, best, step-N), metrics.jsonl and curves.png")->capture_default_str();
-  g->add_option("--steps", o.max_steps, "Optimisation steps (0: until --epochs are done)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  g->add_option("--epochs", o.epochs, "Passes over the training data")->capture_default_str()->check(CLI::PositiveNumber);
-  g->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time (0: no limit)")->capture_default_str();
-  g->add_option("--accumulate", o.accumulate, "Batches per optimiser step")->capture_default_str()->check(CLI::PositiveNumber);
-  g->add_option("--lr", o.schedule.lr, "Peak learning rate")->capture_default_str();
-  g->add_option("--min-lr", o.schedule.min_lr, "Learning rate at the end of the cosine decay")->capture_default_str();
-  g->add_option("--warmup", o.schedule.warmup, "Linear warm-up steps")->capture_default_str()->check(CLI::NonNegativeNumber);
-  g->add_option("--beta2", o.adam.beta2, "Adam's second-moment decay")->capture_default_str();
-  g->add_option("--weight-decay", o.adam.weight_decay, "AdamW weight decay of weight matrices and embeddings")->capture_default_str();
-  g->add_option("--clip-norm", o.clip_norm, "Gradient clipping by global norm (0: off)")->capture_default_str();
-  g->add_option("--validate-every", o.validate_every, "Validation interval in steps (and at the end)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  g->add_option("--save-every", o.save_every, "Also keep a step-N checkpoint every N steps (0: never)")->capture_default_str();
-  g->add_option("--patience", o.patience, "Early stop after N validations without a better score (0: never)")->capture_default_str();
+  g->add_option("--steps", o.max_steps, "Optimisation steps (0: until --epochs are done)")->capture_default_str()->check(at_least<int64_t>(0));
+  g->add_option("--epochs", o.epochs, "Passes over the training data")->capture_default_str()->check(at_least<int64_t>(1));
+  g->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time (0: no limit)")->capture_default_str()->check(finite_nonneg<double>());
+  g->add_option("--accumulate", o.accumulate, "Batches per optimiser step")->capture_default_str()->check(at_least<int64_t>(1));
+  g->add_option("--lr", o.schedule.lr, "Learning rate: the peak of the cosine schedule (lm, vit, bert), the factor of the paper's schedule (train)")->capture_default_str()->check(positive_number<float>());
+  g->add_option("--min-lr", o.schedule.min_lr, "Lowest learning rate: where the cosine decay ends (at most --lr), a floor under the paper's schedule")->capture_default_str()->check(finite_nonneg<float>());
+  g->add_option("--warmup", o.schedule.warmup, "Linear warm-up steps")->capture_default_str()->check(at_least<int64_t>(0));
+  g->add_option("--beta2", o.adam.beta2, "Adam's second-moment decay")->capture_default_str()->check(below(0.0f, 1.0f));
+  g->add_option("--weight-decay", o.adam.weight_decay, "AdamW weight decay of weight matrices and embeddings")->capture_default_str()->check(finite_nonneg<float>());
+  g->add_option("--clip-norm", o.clip_norm, "Gradient clipping by global norm (0: off)")->capture_default_str()->check(finite_nonneg<double>());
+  g->add_option("--validate-every", o.validate_every, "Validation interval in steps (and at the end; 0: only at the end)")->capture_default_str()->check(at_least<int64_t>(0));
+  g->add_option("--save-every", o.save_every, "Also keep a step-N checkpoint every N steps (0: never)")->capture_default_str()->check(at_least<int64_t>(0));
+  g->add_option("--patience", o.patience, "Early stop after N validations without a better score (0: never)")->capture_default_str()->check(at_least<int64_t>(0));
   g->add_flag("--skip-nonfinite", o.skip_nonfinite, "Skip steps with a non-finite loss or gradient instead of stopping");
   g->add_option("--seed", o.seed, "Random seed (initialisation, data order, dropout)")->capture_default_str();
-  g->add_option("--log-every", o.log_every, "Log interval in steps when output is not a terminal")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--log-every", o.log_every, "Log interval in steps when output is not a terminal")->capture_default_str()->check(at_least<int64_t>(1));
   g->add_option("--resume", o.resume, "Continue the run saved in this checkpoint (its last.safetensors)")->check(CLI::ExistingFile);
   g->add_flag("--force", o.force, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
 }
@@ -41,11 +42,11 @@ ModelFlags::ModelFlags(CLI::App* cmd, models::StackConfig& model, const std::str
   defaults_ = model_;
   group_->add_option("--config", config_path_, "Model configuration as a JSON file (family " + family + "); the flags below override it")
       ->check(CLI::ExistingFile);
-  bind(group_->add_option("--layers", model.layers, "Transformer layers")->capture_default_str()->check(CLI::PositiveNumber), "layers");
-  bind(group_->add_option("--heads", model.heads, "Attention heads")->capture_default_str()->check(CLI::PositiveNumber), "heads");
-  bind(group_->add_option("--d-model", model.d_model, "Model width")->capture_default_str()->check(CLI::PositiveNumber), "d_model");
-  bind(group_->add_option("--d-ff", model.d_ff, "Feed-forward width")->capture_default_str()->check(CLI::PositiveNumber), "d_ff");
-  bind(group_->add_option("--dropout", model.dropout, "Dropout probability")->capture_default_str(), "dropout");
+  bind(group_->add_option("--layers", model.layers, "Transformer layers")->capture_default_str()->check(at_least<int64_t>(1)), "layers");
+  bind(group_->add_option("--heads", model.heads, "Attention heads")->capture_default_str()->check(at_least<int64_t>(1)), "heads");
+  bind(group_->add_option("--d-model", model.d_model, "Model width")->capture_default_str()->check(at_least<int64_t>(1)), "d_model");
+  bind(group_->add_option("--d-ff", model.d_ff, "Feed-forward width")->capture_default_str()->check(at_least<int64_t>(1)), "d_ff");
+  bind(group_->add_option("--dropout", model.dropout, "Dropout probability")->capture_default_str()->check(below(0.0f, 1.0f)), "dropout");
 }
 
 CLI::Option* ModelFlags::bind(CLI::Option* option, const char* key) {

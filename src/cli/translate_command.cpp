@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "data/text.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
@@ -37,13 +38,7 @@ void run(const Options& o) {
 
   decode::SearchOptions search = o.search;
   if (o.greedy) search.beam = 1;
-  search.nbest = std::min(search.nbest, search.beam);
-  std::ifstream in_file;
-  if (o.input != "-") {
-    in_file.open(o.input);
-    TFM_CHECK(in_file, o.input << ": cannot open");
-  }
-  std::istream& in = o.input == "-" ? std::cin : in_file;
+  data::LineReader in(o.input);
   auto emit = [&](const std::string& text) {
     if (out_file) return out_file->write(text);
     std::cout << text;
@@ -56,7 +51,6 @@ void run(const Options& o) {
     std::vector<std::vector<int>> sources;
     for (size_t i = 0; i < chunk.size(); ++i) {
       const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i) + 1;
-      TFM_CHECK(data::valid_utf8(chunk[i]), (o.input == "-" ? "stdin" : o.input) << ":" << n << ": invalid UTF-8");
       sources.push_back(src_vocab.encode(chunk[i]));
       if (sources.back().empty()) std::cerr << "tfm: warning: line " << n << " is empty; its translation is an empty line\n";
     }
@@ -73,8 +67,7 @@ void run(const Options& o) {
     emit(out.str());
     chunk.clear();
   };
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (std::string line; in.next(line);) {
     chunk.push_back(line);
     ++line_no;
     if (static_cast<int64_t>(chunk.size()) >= o.chunk) flush();
@@ -88,27 +81,33 @@ void run(const Options& o) {
 void add_translate_command(CLI::App& app, int&) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("translate", "Translate plain text (one sentence a line) with a trained model");
-  cmd->add_option("--model", o->model, "Checkpoint from `tfm train --train-src ...` (e.g. runs/x/best.safetensors)")->required()->check(CLI::ExistingFile);
+  add_model_flag(cmd, o->model, "Checkpoint from `tfm train --train-src ...` (e.g. runs/x/best.safetensors)", /*positional=*/false);
   cmd->add_option("--input,-i", o->input, "Input text ('-': standard input)")->capture_default_str();
   cmd->add_option("--output,-o", o->output,
                   "Output text ('-': standard output); a file (or a symlink's target) is replaced only when translation completes, "
                   "a FIFO or device is written directly")
       ->capture_default_str();
-  cmd->add_option("--beam", o->search.beam, "Beam size")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--beam", o->search.beam, "Beam size")->capture_default_str()->check(in_range<int64_t>(1, 64));
   cmd->add_flag("--greedy", o->greedy, "Greedy search (beam 1)");
-  cmd->add_option("--nbest", o->search.nbest, "Hypotheses per sentence, written as 'line ||| text ||| score'")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--length-penalty", o->search.length_penalty, "Rank by log-probability / length^penalty")->capture_default_str();
-  cmd->add_option("--max-len-a", o->search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str();
-  cmd->add_option("--max-len-b", o->search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str();
-  cmd->add_option("--batch", o->batch, "Sentences per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--nbest", o->search.nbest, "Hypotheses per sentence, written as 'line ||| text ||| score' (at most --beam)")->capture_default_str()->check(in_range<int64_t>(1, 64));
+  cmd->add_option("--length-penalty", o->search.length_penalty, "Rank by log-probability / length^penalty")->capture_default_str()->check(finite_number<float>());
+  cmd->add_option("--max-len-a", o->search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str()->check(finite_nonneg<float>());
+  cmd->add_option("--max-len-b", o->search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--batch", o->batch, "Sentences per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--workers", o->workers,
                   "Batches translated at once, sharing the threads (0: one per thread; 1: one batch at a time on all threads, "
                   "the lowest latency per batch)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(in_range(0, 1024));
   cmd->add_option("--src-vocab", o->src_vocab, "Source vocabulary (default: the path the checkpoint records)");
   cmd->add_option("--tgt-vocab", o->tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o] {
+    // Asking for more hypotheses than the search keeps would silently give fewer.
+    const std::string nbest = "--nbest " + std::to_string(o->search.nbest);
+    require_usage(o->search.nbest == 1 || !o->greedy, nbest + " needs beam search; --greedy keeps one hypothesis");
+    require_usage(o->search.nbest <= o->search.beam, nbest + " must be at most --beam " + std::to_string(o->search.beam));
+    run(*o);
+  });
 }
 
 }  // namespace tfm::cli

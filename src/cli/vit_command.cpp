@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
+#include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
@@ -15,10 +16,7 @@ namespace tfm::cli {
 
 namespace {
 
-const char* const kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
-void print_evaluation(const train::Evaluation& e, int64_t classes, bool fashion) {
+void print_evaluation(const train::Evaluation& e, int64_t classes, const std::string& data_dir) {
   std::printf("test accuracy %.2f%% (%ld of %ld images), loss %.4f\n", 100.0 * e.accuracy(), static_cast<long>(e.correct),
               static_cast<long>(e.images), e.loss);
   std::printf("per class (rows: true class, columns: predicted)\n");
@@ -26,13 +24,21 @@ void print_evaluation(const train::Evaluation& e, int64_t classes, bool fashion)
     int64_t total = 0;
     for (int64_t p = 0; p < classes; ++p) total += e.confusion[static_cast<size_t>(t * classes + p)];
     const double acc = total ? 100.0 * static_cast<double>(e.confusion[static_cast<size_t>(t * classes + t)]) / static_cast<double>(total) : 0.0;
-    std::printf("%2ld %-12s %6.2f%% |", static_cast<long>(t), fashion && classes == 10 ? kFashionClasses[t] : "", acc);
+    const std::string name = class_name(t, classes, data_dir);
+    std::printf("%2ld %-12s %6.2f%% |", static_cast<long>(t), name == std::to_string(t) ? "" : name.c_str(), acc);
     for (int64_t p = 0; p < classes; ++p) std::printf(" %4ld", static_cast<long>(e.confusion[static_cast<size_t>(t * classes + p)]));
     std::printf("\n");
   }
 }
 
 }  // namespace
+
+std::string class_name(int64_t label, int64_t classes, const std::string& data_dir) {
+  static const char* const kFashion[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  const bool fashion = classes == 10 && data_dir.find("fashion") != std::string::npos && label >= 0 && label < 10;
+  return fashion ? kFashion[label] : std::to_string(label);
+}
 
 // A ViT checkpoint from `tfm vit train`, loaded.
 std::unique_ptr<models::ViT> load_vit(const std::string& path) {
@@ -45,15 +51,15 @@ std::unique_ptr<models::ViT> load_vit(const std::string& path) {
 
 void add_vit_command(CLI::App& app, int& exit_code) {
   CLI::App* vit = app.add_subcommand("vit", "Vision Transformer image classifiers (Fashion-MNIST by default)");
-  vit->require_subcommand(1);
+  help_without_subcommand(*vit, exit_code);
 
   auto o = std::make_shared<train::VitOptions>();
   CLI::App* cmd = vit->add_subcommand("train", "Train a ViT on an MNIST-style image set");
   cmd->add_option("--data", o->data_dir, "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
   auto m = std::make_shared<ModelFlags>(cmd, o->model, "vit");
-  m->bind(m->group()->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(CLI::PositiveNumber), "patch");
-  cmd->add_option("--batch", o->batch, "Images per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str();
+  m->bind(m->group()->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(at_least<int64_t>(1)), "patch");
+  cmd->add_option("--batch", o->batch, "Images per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_flag("!--no-flip", o->flip, "Do not mirror training images at random");
   add_trainer_flags(cmd, o->trainer);
   cmd->callback([o, m, &exit_code] {
@@ -68,7 +74,7 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   };
   auto e = std::make_shared<EvalOptions>();
   CLI::App* eval = vit->add_subcommand("eval", "Test accuracy and confusion matrix of a trained ViT");
-  eval->add_option("checkpoint", e->checkpoint, "Checkpoint (e.g. runs/vit/best.safetensors)")->required()->check(CLI::ExistingFile);
+  add_model_flag(eval, e->checkpoint, "Checkpoint from `tfm vit train` (e.g. runs/vit/best.safetensors)");
   eval->add_option("--data", e->data_dir, "Directory with t10k-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
   eval->callback([e, &exit_code] {
     std::unique_ptr<models::ViT> model = load_vit(e->checkpoint);
@@ -76,8 +82,7 @@ void add_vit_command(CLI::App& app, int& exit_code) {
     const data::ImageSet test = data::read_image_split(e->data_dir, /*train=*/false, model->config().classes);
     TFM_CHECK(test.rows == model->config().image_size && test.cols == model->config().image_size,
               e->data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << model->config().image_size);
-    print_evaluation(train::evaluate_images(*model, test, 0, test.count), model->config().classes,
-                     e->data_dir.find("fashion") != std::string::npos);
+    print_evaluation(train::evaluate_images(*model, test, 0, test.count), model->config().classes, e->data_dir);
     exit_code = 0;
   });
 }

@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <iostream>
 
 #include "tensor/error.h"
 
@@ -42,19 +44,46 @@ bool valid_utf8(std::string_view s) {
   return true;
 }
 
-std::string read_file(const std::string& path) {
-  // gzread reads plain files unchanged, so one path serves both.
+const char* text_problem(std::string_view line) {
+  if (line.find('\0') != std::string_view::npos) return "contains a NUL byte (binary file?)";
+  return valid_utf8(line) ? nullptr : "invalid UTF-8";
+}
+
+namespace {
+
+// gzread reads plain files unchanged, so one path serves both.
+gzFile open_text(const std::string& path) {
+  std::error_code ec;
+  TFM_CHECK(!std::filesystem::is_directory(path, ec), path << ": is a directory, not a text file");
   gzFile f = gzopen(path.c_str(), "rb");
   TFM_CHECK(f, path << ": cannot open (" << std::strerror(errno) << ")");
-  std::string content;
+  return f;
+}
+
+// Appends up to 64 KiB to `content`; returns false at the end of the file.
+bool read_chunk(gzFile f, const std::string& path, std::string& content) {
   char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) content.append(buf, static_cast<size_t>(n));
+  const int n = gzread(f, buf, sizeof buf);
+  if (n > 0) return content.append(buf, static_cast<size_t>(n)), true;
   int err = 0;
   const char* msg = gzerror(f, &err);
-  const std::string reason = msg ? msg : "";
+  TFM_CHECK(n == 0 && err == Z_OK, path << ": read error (" << (msg ? msg : "") << "; truncated or corrupted gzip?)");
+  return false;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  gzFile f = open_text(path);
+  std::string content;
+  try {
+    while (read_chunk(f, path, content)) {
+    }
+  } catch (...) {
+    gzclose(f);
+    throw;
+  }
   gzclose(f);
-  TFM_CHECK(n == 0 && err == Z_OK, path << ": read error (" << reason << "; truncated or corrupted gzip?)");
   return content;
 }
 
@@ -66,8 +95,8 @@ std::vector<std::string> split_lines(const std::string& content, const std::stri
     if (end == std::string::npos) end = content.size();
     std::string line = content.substr(start, end - start);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    TFM_CHECK(line.find('\0') == std::string::npos, origin << ":" << lines.size() + 1 << ": contains a NUL byte (binary file?)");
-    TFM_CHECK(valid_utf8(line), origin << ":" << lines.size() + 1 << ": invalid UTF-8");
+    const char* problem = text_problem(line);
+    TFM_CHECK(!problem, origin << ":" << lines.size() + 1 << ": " << problem);
     lines.push_back(std::move(line));
     start = end + 1;
   }
@@ -75,6 +104,40 @@ std::vector<std::string> split_lines(const std::string& content, const std::stri
 }
 
 std::vector<std::string> read_lines(const std::string& path) { return split_lines(read_file(path), path); }
+
+LineReader::LineReader(const std::string& path) : origin_(path == "-" ? "stdin" : path) {
+  if (path != "-") file_ = open_text(path);
+}
+
+LineReader::~LineReader() {
+  if (file_) gzclose(file_);
+}
+
+bool LineReader::next(std::string& line) {
+  if (!file_) return std::getline(std::cin, line) && take(line);
+  for (;;) {
+    const size_t end = buffer_.find('\n', pos_);
+    if (end != std::string::npos) {
+      line.assign(buffer_, pos_, end - pos_);
+      pos_ = end + 1;
+      return take(line);
+    }
+    buffer_.erase(0, pos_), pos_ = 0;
+    if (!read_chunk(file_, origin_, buffer_)) break;
+  }
+  if (buffer_.empty()) return false;  // the last line had a terminator
+  line = std::move(buffer_);
+  buffer_.clear();
+  return take(line);
+}
+
+bool LineReader::take(std::string& line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  ++line_no_;
+  const char* problem = text_problem(line);
+  TFM_CHECK(!problem, origin_ << ":" << line_no_ << ": " << problem);
+  return true;
+}
 
 ParallelCorpus read_parallel(const std::string& src_path, const std::string& tgt_path) {
   std::vector<std::string> src = read_lines(src_path), tgt = read_lines(tgt_path);

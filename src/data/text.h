@@ -1,13 +1,19 @@
 #pragma once
 // Reading text corpora: one sentence a line, plain or gzip-compressed (.gz),
 // UTF-8 validated. Errors name the file and the line.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+struct gzFile_s;  // zlib's
+
 namespace tfm::data {
 
 bool valid_utf8(std::string_view s);
+
+// Why a line of text cannot be used ("contains a NUL byte...", "invalid UTF-8"), or nullptr if it can.
+const char* text_problem(std::string_view line);
 
 // The whole of a file as bytes, decompressed if it is gzip; a truncated or corrupt
 // gzip stream is an error naming the file.
@@ -19,6 +25,28 @@ std::vector<std::string> split_lines(const std::string& content, const std::stri
 
 // All lines of a file, without line terminators ("\n" or "\r\n").
 std::vector<std::string> read_lines(const std::string& path);
+
+// The lines of a file (plain or gzip) or of standard input ("-"), one at a time, for
+// input too long to hold at once; each is checked as split_lines checks them.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  // The next line without its terminator; false at the end.
+  bool next(std::string& line);
+  // "stdin" or the path, for messages.
+  const std::string& origin() const { return origin_; }
+
+ private:
+  bool take(std::string& line);  // strips "\r", counts and checks the line
+  std::string origin_;           // the path, or "stdin"
+  gzFile_s* file_ = nullptr;     // nullptr: standard input
+  std::string buffer_;
+  size_t pos_ = 0;
+  int64_t line_no_ = 0;
+};
 
 struct ParallelCorpus {
   std::vector<std::string> src, tgt;

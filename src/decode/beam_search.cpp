@@ -51,6 +51,7 @@ struct Beam {
 
 std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, const models::Tokens& src, const SearchOptions& o) {
   TFM_CHECK(o.beam >= 1 && o.nbest >= 1 && o.nbest <= o.beam, "beam search: need 1 <= nbest <= beam");
+  TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0, "beam search: max_len_a and max_len_b must be finite and at least 0");
   autograd::NoGradGuard no_grad;
   const int pad = model.config().pad_id;
   const int64_t B = src.rows, K = o.beam;
@@ -69,7 +70,10 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   for (int64_t b = 0; b < B; ++b) {
     int64_t n = 0;
     for (int64_t c = 0; c < src.cols; ++c) n += src.at(b, c) != pad;
-    max_len[b] = std::min<int64_t>(static_cast<int64_t>(o.max_len_a * n) + o.max_len_b, model.config().max_len - 1);
+    // In double, and capped before the conversion: a * n may exceed any integer.
+    const double limit = std::min(static_cast<double>(o.max_len_a) * static_cast<double>(n) + static_cast<double>(o.max_len_b),
+                                  static_cast<double>(model.config().max_len - 1));
+    max_len[b] = static_cast<int64_t>(limit);
   }
   const int64_t steps = *std::max_element(max_len.begin(), max_len.end());
 

@@ -21,6 +21,18 @@ models::TransformerConfig CopyTaskOptions::default_model() {
   return c;
 }
 
+TrainerOptions CopyTaskOptions::default_trainer() {
+  TrainerOptions t;
+  t.out_dir = "runs/copy";
+  t.epochs = 1000000;  // random batches: the step count decides
+  t.max_steps = 800;
+  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, 200, 0, 0};  // d_model is the model's
+  t.adam.decoupled = true;  // --weight-decay (0 by default) is AdamW's, as in every trainer
+  t.clip_norm = 0;
+  t.validate_every = 0;
+  return t;
+}
+
 Seq2SeqBatch make_copy_batch(Rng& rng, int64_t batch, int64_t seq_len, int64_t vocab) {
   constexpr int kStart = 1;
   Seq2SeqBatch b;
@@ -48,7 +60,7 @@ std::string join_tokens(const models::Tokens& t, int64_t row) {
   return s;
 }
 
-// One epoch of `steps` fresh random batches; validation decodes a few sequences.
+// Epochs of kEpochBatches fresh random batches; validation decodes a few sequences.
 class CopyTask : public TrainingTask {
  public:
   CopyTask(const CopyTaskOptions& o, const models::TransformerConfig& config) : o_(o), model_(config) {}
@@ -56,12 +68,13 @@ class CopyTask : public TrainingTask {
   nn::Module& model() override { return model_; }
   void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
   io::Checkpoint describe() const override { return {"encoder_decoder", model_.config().to_json(), {}, "", {}}; }
-  int64_t begin_epoch(int64_t, uint64_t seed) override {
-    seed_ = seed;
-    return o_.steps;
+  static constexpr int64_t kEpochBatches = 800;
+  int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
+    seed_ = seed, first_batch_ = (epoch - 1) * kEpochBatches;
+    return kEpochBatches;
   }
   BatchLoss batch_loss(int64_t index) override {
-    Rng rng = substream(seed_, static_cast<uint64_t>(index));
+    Rng rng = substream(seed_, static_cast<uint64_t>(first_batch_ + index));
     Seq2SeqBatch b = make_copy_batch(rng, o_.batch, o_.seq_len, model_.config().src_vocab);
     Tensor loss = seq2seq_loss(model_, b, 0.0f);
     result.losses.push_back(loss.item());
@@ -76,13 +89,14 @@ class CopyTask : public TrainingTask {
   const CopyTaskOptions& o_;
   models::EncoderDecoder model_;
   uint64_t seed_ = 0;
+  int64_t first_batch_ = 0;  // of the epoch, counted from the run's first
   std::string samples_;
 };
 
 Validation CopyTask::validate() {
   result.copied = result.decoded = 0;
   if (o_.samples <= 0) return {{{"copied", 0.0}}, "copied"};
-  Rng sample_rng(o_.seed + 1000);
+  Rng sample_rng(o_.trainer.seed + 1000);
   Seq2SeqBatch sample = make_copy_batch(sample_rng, o_.samples, o_.seq_len, model_.config().src_vocab);
   decode::SearchOptions greedy;  // beam 1, no end symbol: every output has the source's length
   greedy.beam = 1, greedy.bos = sample.src.ids[0], greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o_.seq_len - 1;
@@ -116,20 +130,20 @@ void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
 }  // namespace
 
 CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
-  TFM_CHECK(o.seq_len >= 2 && o.batch >= 1 && o.steps >= 1, "copy task: need seq_len >= 2, batch >= 1 and steps >= 1");
-  TrainerOptions t;
-  t.out_dir = o.out_dir, t.max_steps = o.steps, t.validate_every = 0, t.save_every = o.save_every, t.seed = o.seed;
-  t.log_every = o.log_every, t.resume = o.resume, t.clip_norm = 0, t.force = o.force;
-  Trainer trainer(t, out);
-  if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), o.resume);
+  TFM_CHECK(o.seq_len >= 2 && o.batch >= 1, "copy task: need seq_len >= 2 and batch >= 1");
+  Trainer trainer(o.trainer, out);
+  if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), o.trainer.resume);
   const models::TransformerConfig config =
-      trainer.resumed() ? models::TransformerConfig::from_json(trainer.resumed()->config_json, o.resume) : o.model;
+      trainer.resumed() ? models::TransformerConfig::from_json(trainer.resumed()->config_json, o.trainer.resume) : o.model;
   TFM_CHECK(config.src_vocab > 2 && config.src_vocab == config.tgt_vocab, "copy task: needs equal source and target vocabularies above 2");
   TFM_CHECK(o.seq_len <= config.max_len, "copy task: seq_len " << o.seq_len << " exceeds the model's max_len " << config.max_len);
-  trainer.set_schedule({Schedule::Kind::Noam, o.lr_factor, 0.0f, o.warmup, 0, config.d_model});
+  Schedule schedule = o.trainer.schedule;
+  schedule.d_model = config.d_model;
+  trainer.set_schedule(schedule);
   CopyTask task(o, config);
   out << "copy task: vocabulary " << config.src_vocab << ", length " << o.seq_len << ", " << config.encoder_layers << "+"
-      << config.decoder_layers << " layers, d_model " << config.d_model << ", " << o.steps << " steps of batch " << o.batch << std::endl;
+      << config.decoder_layers << " layers, d_model " << config.d_model << ", "
+      << (o.trainer.max_steps > 0 ? std::to_string(o.trainer.max_steps) : "unlimited") << " steps of batch " << o.batch << std::endl;
   task.result.exit_code = trainer.run(task);
   return task.result;
 }

@@ -11,25 +11,22 @@
 #include "models/config.h"
 #include "tensor/rng.h"
 #include "train/step.h"
+#include "train/trainer.h"
 
 namespace tfm::train {
 
 struct CopyTaskOptions {
   models::TransformerConfig model = default_model();
-  int64_t steps = 800;
   int64_t batch = 48;
   int64_t seq_len = 10;  // including the leading start symbol
-  float lr_factor = 1.0f;
-  int64_t warmup = 200;
-  uint64_t seed = 1;
-  std::string out_dir = "runs/copy";  // last.safetensors, metrics.jsonl, curves.png
-  int64_t save_every = 0;             // also keep step-N checkpoints; 0: never
-  std::string resume;                 // continue the run saved here
-  bool force = false;                 // a fresh run may replace the run already in out_dir
-  int64_t log_every = 50;
-  int64_t samples = 5;                // sequences decoded at the end (the validation)
+  int64_t samples = 5;   // sequences decoded at the end (the validation)
+  TrainerOptions trainer = default_trainer();
 
   static models::TransformerConfig default_model();
+  // 800 steps (epochs of 800 fresh random batches, as many as the steps need), the
+  // paper's schedule with factor 1 and 200 warm-up steps, no clipping, validation only
+  // at the end, runs/copy.
+  static TrainerOptions default_trainer();
 };
 
 struct CopyTaskResult {

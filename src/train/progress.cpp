@@ -50,4 +50,8 @@ void Progress::finish() {
   std::fflush(out_);
 }
 
+std::string count_of(int64_t n, const std::string& singular, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 }  // namespace tfm::train

@@ -32,4 +32,7 @@ class Progress {
 // "1h02m", "3m05s", "12s"
 std::string format_duration(double seconds);
 
+// "1 patch", "16 patches": `n` and the noun, in the plural unless n is 1.
+std::string count_of(int64_t n, const std::string& singular, const std::string& plural);
+
 }  // namespace tfm::train

@@ -39,9 +39,12 @@ TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, con
   }
   window_ = window(config_);
   TFM_CHECK(window_ >= 1, "the model's max_len leaves no room for text");
-  TFM_CHECK(static_cast<int64_t>(train_.size()) >= window_ && static_cast<int64_t>(valid_.size()) >= window_,
-            s.text << ": too short: training and validation text need at least " << window_ << " tokens each (have " << train_.size()
-                   << " and " << valid_.size() << ")");
+  // The window follows from the model's length (lm --context, bert --max-len); hints name the file that is short.
+  TFM_CHECK(static_cast<int64_t>(train_.size()) >= window_, s.text << ": too short: training needs at least " << window_
+                                                                    << " tokens (one window), the text has " << train_.size());
+  TFM_CHECK(static_cast<int64_t>(valid_.size()) >= window_,
+            (s.valid_text.empty() ? s.text + ": the part held out for validation" : s.valid_text + ":")
+                << " is too short: validation needs at least " << window_ << " tokens (one window), it has " << valid_.size());
   out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()
       << (tokenizer_.is_characters() ? " (characters)" : " (SentencePiece)") << "\n";
 }

@@ -23,7 +23,7 @@ using nlohmann::json;
 float Schedule::at(int64_t step) const {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   switch (kind) {
-    case Kind::Noam: return noam_lr(step, d_model, lr, warmup);
+    case Kind::Noam: return std::max(noam_lr(step, d_model, lr, warmup), min_lr);  // min_lr: a floor under the decay
     case Kind::Constant: return warmup > 0 && s < warmup ? static_cast<float>(lr * s / warmup) : lr;
     case Kind::Cosine: {
       if (warmup > 0 && s < warmup) return static_cast<float>(lr * s / warmup);  // nanoGPT's get_lr
@@ -65,13 +65,16 @@ std::vector<std::string> run_files(const std::string& dir) {
   return names;
 }
 
+// Accuracies are percentages (0-100), printed with a % sign as `vit eval` prints them.
+const char* unit_of(const std::string& metric) { return metric.ends_with("accuracy") ? "%" : ""; }
+
 // JSON has no NaN or infinity: such values are written as null.
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 }  // namespace
 
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
-  TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1, "training needs accumulate >= 1 and epochs >= 1");
+  TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1 && o_.log_every >= 1, "training needs accumulate, epochs and log_every of at least 1");
   TFM_CHECK(ops::linear_precision() != ops::Precision::int8,
             "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
   io::create_directories(o_.out_dir);
@@ -165,7 +168,7 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   out_ << "\nvalidation at step " << state_.step << ":";
   json record = {{"step", state_.step}, {"epoch", state_.epoch}, {"score_name", v.score_name}, {"elapsed_s", elapsed_s}};
   for (const auto& [name, value] : v.metrics) {
-    out_ << " " << name << " " << value;
+    out_ << " " << name << " " << value << unit_of(name);
     record[name] = finite_or_null(value);
   }
   out_ << (better ? " (best)" : "") << std::endl;
@@ -198,6 +201,10 @@ int Trainer::run(TrainingTask& task) {
     task.init_parameters(init);
     global_rng().set_state(o_.seed * 7919 + 1);
   }
+  const Schedule& lr = o_.schedule;
+  TFM_CHECK(std::isfinite(lr.lr) && lr.lr >= 0, "the learning rate must be a finite number of at least 0 (got " << lr.lr << ")");
+  TFM_CHECK(lr.kind != Schedule::Kind::Cosine || (lr.min_lr >= 0 && lr.min_lr <= lr.lr),
+            "--min-lr " << lr.min_lr << " must be from 0 to --lr " << lr.lr);
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
 
   g_stop = false;
@@ -211,10 +218,16 @@ int Trainer::run(TrainingTask& task) {
   const int64_t steps_per_epoch = (batches + o_.accumulate - 1) / o_.accumulate;
   const int64_t total = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch * o_.epochs;
   if (o_.schedule.kind == Schedule::Kind::Cosine && o_.schedule.decay_steps <= 0) o_.schedule.decay_steps = total;
+  if (total < o_.schedule.warmup)
+    out_ << "warning: " << total << " steps are fewer than the " << o_.schedule.warmup
+         << " warm-up steps (--warmup): the learning rate never reaches its peak" << std::endl;
   Progress progress(total, state_.step, o_.log_every, task.unit());
   if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
   bool finished = state_.step >= total, interrupted = false;
   int64_t validated_at = -1;
+  // With --skip-nonfinite, weights that have become non-finite would skip every step forever.
+  constexpr int64_t kMaxSkippedInARow = 100;
+  int64_t skipped_in_a_row = 0;
 
   model.train();
   while (!finished && !interrupted) {
@@ -243,8 +256,13 @@ int Trainer::run(TrainingTask& task) {
                                                  << "); stopped without saving it, the last checkpoint is intact "
                                                     "(--skip-nonfinite skips such steps instead)");
       out_ << "\nstep " << state_.step + 1 << ": non-finite " << what << ", step skipped" << std::endl;
+      TFM_CHECK(++skipped_in_a_row < kMaxSkippedInARow, kMaxSkippedInARow << " steps in a row had a non-finite " << what
+                << "; stopped at step " << state_.step << " (the weights may have become non-finite: lower --lr, or resume "
+                << "from an earlier checkpoint)");
+      if (g_stop) interrupted = true;
       continue;
     }
+    skipped_in_a_row = 0;
     optimizer_->step();
     ++state_.step;
     progress.update(state_.step, loss, optimizer_->lr(), items, "epoch " + std::to_string(state_.epoch));
@@ -270,7 +288,7 @@ int Trainer::run(TrainingTask& task) {
   }
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
-  out_ << "best validation " << score_name_ << " " << state_.best_score << "; checkpoints in " << o_.out_dir << " (" << format_duration(elapsed())
+  out_ << "best validation " << score_name_ << " " << state_.best_score << unit_of(score_name_) << "; checkpoints in " << o_.out_dir << " (" << format_duration(elapsed())
        << " of training)\n";
   const std::string report = interrupted ? "" : task.report();
   if (!report.empty()) out_ << report << "\n";

@@ -27,7 +27,7 @@ struct Schedule {
   enum class Kind { Noam, Cosine, Constant };
   Kind kind = Kind::Noam;
   float lr = 1e-3f;        // Cosine/Constant: the peak rate; Noam: the factor
-  float min_lr = 1e-4f;    // Cosine: the floor reached at decay_steps
+  float min_lr = 1e-4f;    // Cosine: the floor reached at decay_steps; Noam: a floor under the decay
   int64_t warmup = 1000;   // linear warm-up steps (Noam: its warm-up parameter)
   int64_t decay_steps = 0; // Cosine: step at which min_lr is reached (0: the run's last step)
   int64_t d_model = 512;   // Noam: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)

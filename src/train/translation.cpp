@@ -25,6 +25,8 @@ class TranslationTask : public TrainingTask {
  public:
   TranslationTask(const TranslationOptions& o, std::ostream& out);
   void build_model(const std::optional<io::Checkpoint>& resumed);
+  // The model of `config`, which must hold the longest training pairs; errors name `origin`.
+  void make_model(const models::TransformerConfig& config, const std::string& origin);
 
   int64_t d_model() const { return model_->config().d_model; }
   nn::Module& model() override { return *model_; }
@@ -70,6 +72,7 @@ TranslationTask::TranslationTask(const TranslationOptions& o, std::ostream& out)
     valid_refs_.push_back(valid.tgt[i]);
   }
   out_ << "validation data: " << valid_.examples.size() << " pairs for loss, " << n << " sentences for BLEU\n";
+  TFM_CHECK(!valid_.examples.empty(), o_.valid_src << ": no usable sentence pairs for validation");
 }
 
 std::string sizes(const models::TransformerConfig& c) {
@@ -86,7 +89,7 @@ std::string str(float x) {
 // A resumed run keeps its checkpoint's architecture: a flag given that disagrees with it is an error.
 void check_flags_agree(const TranslationOptions& o, const models::TransformerConfig& saved) {
   auto agree = [&](const std::string& flag, const std::string& given, const std::string& kept) {
-    TFM_CHECK(given == kept, flag << " gives " << given << ", but " << o.resume << " has " << kept
+    TFM_CHECK(given == kept, flag << " gives " << given << ", but " << o.trainer.resume << " has " << kept
                                   << " (a resumed run keeps its checkpoint's architecture)");
   };
   if (o.preset) agree("--preset " + *o.preset, sizes(models::preset(*o.preset)), sizes(saved));
@@ -96,10 +99,9 @@ void check_flags_agree(const TranslationOptions& o, const models::TransformerCon
 
 void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) {
   if (resumed) {
-    const models::TransformerConfig saved = models::TransformerConfig::from_json(resumed->config_json, o_.resume);
+    const models::TransformerConfig saved = models::TransformerConfig::from_json(resumed->config_json, o_.trainer.resume);
     check_flags_agree(o_, saved);
-    model_ = std::make_unique<models::EncoderDecoder>(saved);
-    return;
+    return make_model(saved, o_.trainer.resume);
   }
   models::TransformerConfig base = models::preset(o_.preset.value_or("small"));
   base.src_vocab = src_vocab_.size();  // the vocabularies decide these
@@ -113,7 +115,16 @@ void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) 
                            << base.tgt_vocab << " and " << base.pad_id << "); leave them out of the file");
   if (o_.dropout) config.dropout = *o_.dropout;
   if (o_.norm_first) config.norm_first = *o_.norm_first;
-  config.validate(o_.config_path.empty() ? "model configuration" : o_.config_path);
+  const std::string origin = o_.config_path.empty() ? "model configuration" : o_.config_path;
+  config.validate(origin);
+  make_model(config, origin);
+}
+
+void TranslationTask::make_model(const models::TransformerConfig& config, const std::string& origin) {
+  // A pair of n subwords takes n + 1 positions (the end symbol, or the start symbol on the target side).
+  TFM_CHECK(o_.max_sentence_tokens < config.max_len,
+            origin << ": max_len " << config.max_len << " is too short for training pairs of up to " << o_.max_sentence_tokens
+                   << " subwords; raise max_len or lower --max-sentence-tokens below it");
   model_ = std::make_unique<models::EncoderDecoder>(config);
 }
 
@@ -150,17 +161,25 @@ Validation TranslationTask::validate() {
 
 }  // namespace
 
-int run_translation_training(const TranslationOptions& o, std::ostream& out) {
+TrainerOptions TranslationOptions::default_trainer() {
   TrainerOptions t;
-  t.out_dir = o.out_dir, t.epochs = o.epochs, t.max_steps = o.max_steps, t.max_minutes = o.max_minutes, t.accumulate = o.accumulate;
-  t.clip_norm = o.clip_norm, t.validate_every = o.validate_every, t.save_every = o.save_every, t.patience = o.patience;
-  t.skip_nonfinite = o.skip_nonfinite, t.seed = o.seed, t.log_every = o.log_every, t.resume = o.resume;
-  t.force = o.force;
-  Trainer trainer(t, out);
-  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, o.resume, "a translation one");
+  t.out_dir = "runs/translation";
+  t.epochs = 30;
+  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, 1000, 0, 0};  // d_model is the model's
+  t.adam.decoupled = true;  // --weight-decay (0 by default) is AdamW's, as in every trainer
+  t.clip_norm = 1.0;
+  t.validate_every = 500;
+  return t;
+}
+
+int run_translation_training(const TranslationOptions& o, std::ostream& out) {
+  Trainer trainer(o.trainer, out);
+  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, o.trainer.resume, "a translation one");
   TranslationTask task(o, out);
   task.build_model(trainer.resumed());
-  trainer.set_schedule({Schedule::Kind::Noam, o.lr_factor, 0.0f, o.warmup, 0, task.d_model()});
+  Schedule schedule = o.trainer.schedule;
+  schedule.d_model = task.d_model();
+  trainer.set_schedule(schedule);
   return trainer.run(task);
 }
 

@@ -6,6 +6,7 @@
 #include "autograd/autograd.h"
 #include "ops/loss.h"
 #include "tensor/error.h"
+#include "train/progress.h"
 
 namespace tfm::train {
 
@@ -88,7 +89,7 @@ class VitTask : public TrainingTask {
     train_count_ = train_set_.count - o.valid_images;
     model_ = std::make_unique<models::ViT>(config);
     out << "images: " << train_count_ << " for training, " << o.valid_images << " held out for validation ("
-        << train_set_.rows << "x" << train_set_.cols << ", " << config.patches() << " patches of " << config.patch << "x"
+        << train_set_.rows << "x" << train_set_.cols << ", " << count_of(config.patches(), "patch", "patches") << " of " << config.patch << "x"
         << config.patch << ")\n";
   }
 

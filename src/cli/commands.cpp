@@ -1,0 +1,29 @@
+// Flags and behaviour that several commands share.
+#include "cli/commands.h"
+
+#include <iostream>
+
+namespace tfm::cli {
+
+void help_without_subcommand(CLI::App& app, int& exit_code) {
+  app.require_subcommand(0, 1);
+  app.callback([&app, &exit_code] {
+    if (!app.get_subcommands().empty()) return;
+    std::cout << app.help();
+    exit_code = 2;
+  });
+}
+
+void add_model_flag(CLI::App* cmd, std::string& path, const std::string& help, bool positional) {
+  auto* g = cmd->add_option_group("checkpoint");
+  g->add_option("--model", path, help)->check(CLI::ExistingFile);
+  if (positional) g->add_option("checkpoint", path, "The same as --model")->check(CLI::ExistingFile);
+  g->require_option(1);
+}
+
+void add_png_output(CLI::App* cmd, std::string& path) {
+  cmd->add_option("--output,-o", path, "PNG file to write")->capture_default_str();
+  cmd->add_option("--out", path, "Former name of --output")->group("Deprecated");
+}
+
+}  // namespace tfm::cli
