@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include "support/process.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
+#include "train/progress.h"
 #include "train/translation.h"
 
 namespace tfm {
@@ -326,6 +330,47 @@ struct TrainedModel {
 TrainedModel& trained() {
   static TrainedModel m;
   return m;
+}
+
+// What a Counter prints on a pseudo-terminal (everything its master side has received).
+std::string counter_output_on_a_terminal(const std::function<void(train::Counter&)>& use) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  EXPECT_TRUE(master >= 0 && ::grantpt(master) == 0 && ::unlockpt(master) == 0);
+  std::FILE* terminal = std::fopen(::ptsname(master), "w");
+  EXPECT_NE(terminal, nullptr);
+  {
+    train::Counter counter("sentences translated", terminal);
+    use(counter);
+  }
+  std::fclose(terminal);
+  std::string got;
+  char buf[256];
+  for (pollfd p{master, POLLIN, 0}; ::poll(&p, 1, 100) > 0 && (p.revents & POLLIN);) {
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(master);
+  return got;
+}
+
+// Long translations show how far they are on a terminal, and nothing in pipelines.
+TEST(TranslateCli, CountsSentencesOnATerminalOnly) {
+  const std::string tty = counter_output_on_a_terminal([](train::Counter& c) { c.add(3), c.add(4); });
+  EXPECT_NE(tty.find("\rsentences translated: 3 ("), std::string::npos) << tty;
+  EXPECT_NE(tty.find("\rsentences translated: 7 ("), std::string::npos) << tty;
+  EXPECT_EQ(tty.back(), '\n') << tty;  // the line is ended for what follows
+  EXPECT_EQ(counter_output_on_a_terminal([](train::Counter&) {}), "");
+
+  TempDir dir;
+  write_file(dir.path("in.txt"), "haus blau\nkatze sitzt\n");
+  const std::string translate = std::string(TFM_BINARY) + " translate --model " + trained().model + " -i " + dir.path("in.txt");
+  testing::CliResult piped = testing::run_command(translate + " -o " + dir.path("out.txt"));
+  ASSERT_EQ(piped.code, 0) << piped.output;
+  EXPECT_EQ(piped.output, "");
+  testing::CliResult terminal = testing::run_command("script -qec '" + translate + " -o " + dir.path("out.txt") + "' /dev/null");
+  ASSERT_EQ(terminal.code, 0) << terminal.output;
+  EXPECT_NE(terminal.output.find("sentences translated: 2 ("), std::string::npos) << terminal.output;
 }
 
 TEST(TranslateCli, KeepsLineAlignmentAcrossEmptyLinesAndWritesNBest) {
