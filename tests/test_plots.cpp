@@ -71,7 +71,7 @@ TEST(Plots, MarksFewPointsAndSaysWhenAPanelHasNone) {
   const viz::Color black{0, 0, 0}, blue{31, 119, 180};
   bool note = false, marker = false;
   for (int y = 40; y < 250; ++y)
-    for (int x = 60; x < 400; ++x) note = note || p.is(x, y, black);  // text where the axes would be
+    for (int x = 70; x < 400; ++x) note = note || p.is(x, y, black);  // text right of where the y axis was
   for (int y = 0; y < p.height; ++y)
     for (int x = 420; x + 5 <= p.width; ++x) {
       bool run = true;  // five blue pixels in a row: a marker, not the steep line
