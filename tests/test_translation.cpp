@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include "support/process.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
+#include "train/progress.h"
 #include "train/translation.h"
 
 namespace tfm {
@@ -105,6 +109,47 @@ TEST(TextData, ParallelCorpusChecksAlignmentAndSkipsEmptyPairs) {
   EXPECT_EQ(c.empty_skipped, 2);
   write_file(dir.path("t3"), "A\nB\nC\n");
   EXPECT_NE(error_of([&] { data::read_parallel(dir.path("s"), dir.path("t3")); }).find("has 4 lines but"), std::string::npos);
+}
+
+// What SentencePiece refuses is said in tfm's words: no source locations, no options tfm lacks.
+TEST(Vocab, ExplainsWhatSentencePieceRefuses) {
+  TempDir dir;
+  data::VocabOptions vo;
+  vo.size = 30;
+  vo.origin = "corp.txt";
+  EXPECT_EQ(error_of([&] { data::Vocab::train({"", " ", "\t"}, vo, dir.path("v.model")); }),
+            "no non-empty lines in corp.txt to train a vocabulary on");
+  std::vector<std::string> words;
+  for (int i = 0; i < 200; ++i) words.push_back("zebra quokka axolotl " + std::to_string(i));  // 23 characters with the space
+  vo.size = 8;
+  EXPECT_EQ(error_of([&] { data::Vocab::train(words, vo, dir.path("v.model")); }),
+            "a vocabulary of 8 pieces is too small for corp.txt: its 23 distinct characters and the 4 special tokens need --size 27 or more");
+  vo.size = 27;
+  EXPECT_NO_THROW(data::Vocab::train(words, vo, dir.path("v.model")));
+  for (const char* type : {"bpe", "unigram"}) {
+    vo.model_type = type, vo.size = 5000;
+    const std::string e = error_of([&] { data::Vocab::train(words, vo, dir.path("v.model")); });
+    const size_t at = e.find("use --size ");
+    ASSERT_EQ(e.rfind("a vocabulary of 5000 pieces is too large for corp.txt, which yields at most ", 0), 0u) << e;
+    ASSERT_NE(at, std::string::npos) << e;
+    vo.size = std::stoll(e.substr(at + 11));  // the size it suggests works
+    EXPECT_NO_THROW(data::Vocab::train(words, vo, dir.path("v.model"))) << type;
+  }
+}
+
+// SentencePiece drops lines over 4192 bytes and its BPE aborts on 64 Ki-character words:
+// long lines are cut into pieces instead, so a corpus of one long line still trains.
+TEST(Vocab, TrainsOnLinesLongerThanSentencePieceTakes) {
+  TempDir dir;
+  std::string line;
+  for (int i = 0; i < 20000; ++i) line += std::string(i % 3 ? "katze " : "hund ") + std::to_string(i % 10) + " ";
+  data::VocabOptions vo;
+  vo.size = 24;
+  data::Vocab::train({line}, vo, dir.path("words.model"));
+  EXPECT_EQ(data::Vocab::load(dir.path("words.model")).decode(data::Vocab::load(dir.path("words.model")).encode("hund 7")), "hund 7");
+  vo.size = 12;
+  data::Vocab::train({std::string(100000, 'a') + "\xc3\xa4"}, vo, dir.path("one_word.model"));  // no space to cut at
+  EXPECT_EQ(data::Vocab::load(dir.path("one_word.model")).decode(data::Vocab::load(dir.path("one_word.model")).encode("aaa\xc3\xa4")), "aaa\xc3\xa4");
 }
 
 TEST(Vocab, RoundTripsAndRejectsOtherFiles) {
@@ -285,6 +330,47 @@ struct TrainedModel {
 TrainedModel& trained() {
   static TrainedModel m;
   return m;
+}
+
+// What a Counter prints on a pseudo-terminal (everything its master side has received).
+std::string counter_output_on_a_terminal(const std::function<void(train::Counter&)>& use) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  EXPECT_TRUE(master >= 0 && ::grantpt(master) == 0 && ::unlockpt(master) == 0);
+  std::FILE* terminal = std::fopen(::ptsname(master), "w");
+  EXPECT_NE(terminal, nullptr);
+  {
+    train::Counter counter("sentences translated", terminal);
+    use(counter);
+  }
+  std::fclose(terminal);
+  std::string got;
+  char buf[256];
+  for (pollfd p{master, POLLIN, 0}; ::poll(&p, 1, 100) > 0 && (p.revents & POLLIN);) {
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(master);
+  return got;
+}
+
+// Long translations show how far they are on a terminal, and nothing in pipelines.
+TEST(TranslateCli, CountsSentencesOnATerminalOnly) {
+  const std::string tty = counter_output_on_a_terminal([](train::Counter& c) { c.add(3), c.add(4); });
+  EXPECT_NE(tty.find("\rsentences translated: 3 ("), std::string::npos) << tty;
+  EXPECT_NE(tty.find("\rsentences translated: 7 ("), std::string::npos) << tty;
+  EXPECT_EQ(tty.back(), '\n') << tty;  // the line is ended for what follows
+  EXPECT_EQ(counter_output_on_a_terminal([](train::Counter&) {}), "");
+
+  TempDir dir;
+  write_file(dir.path("in.txt"), "haus blau\nkatze sitzt\n");
+  const std::string translate = std::string(TFM_BINARY) + " translate --model " + trained().model + " -i " + dir.path("in.txt");
+  testing::CliResult piped = testing::run_command(translate + " -o " + dir.path("out.txt"));
+  ASSERT_EQ(piped.code, 0) << piped.output;
+  EXPECT_EQ(piped.output, "");
+  testing::CliResult terminal = testing::run_command("script -qec '" + translate + " -o " + dir.path("out.txt") + "' /dev/null");
+  ASSERT_EQ(terminal.code, 0) << terminal.output;
+  EXPECT_NE(terminal.output.find("sentences translated: 2 ("), std::string::npos) << terminal.output;
 }
 
 TEST(TranslateCli, KeepsLineAlignmentAcrossEmptyLinesAndWritesNBest) {
@@ -474,6 +560,9 @@ TEST(VocabCli, TrainsSeparateUnigramVocabularies) {
   testing::CliResult r = testing::run_tfm("vocab --src " + corpus().src + " --tgt " + corpus().tgt + " --size 30 --type unigram --out " +
                                           dir.path("new/v"));
   ASSERT_EQ(r.code, 0) << r.output;
+  // Seconds of SentencePiece are announced, not silent (on stderr).
+  EXPECT_NE(r.output.find("training a 30-piece unigram vocabulary on 300 sentences of " + corpus().src + "...\ntrained in "), std::string::npos)
+      << r.output;
   EXPECT_EQ(data::Vocab::load(dir.path("new/v.src.model")).size(), 30);
   EXPECT_EQ(data::Vocab::load(dir.path("new/v.tgt.model")).decode(data::Vocab::load(dir.path("new/v.tgt.model")).encode("red cat")), "red cat");
   testing::CliResult bad = testing::run_tfm("vocab --src " + corpus().src + " --tgt " + corpus().tgt + " --type wordpiece");

@@ -14,6 +14,7 @@
 #include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
+#include "train/progress.h"
 
 namespace tfm::cli {
 
@@ -47,6 +48,7 @@ void run(const Options& o) {
 
   int64_t line_no = 0;
   std::vector<std::string> chunk;
+  train::Counter progress("sentences translated");  // on a terminal only
   auto flush = [&] {
     std::vector<std::vector<int>> sources;
     for (size_t i = 0; i < chunk.size(); ++i) {
@@ -54,7 +56,8 @@ void run(const Options& o) {
       sources.push_back(src_vocab.encode(chunk[i]));
       if (sources.back().empty()) std::cerr << "tfm: warning: line " << n << " is empty; its translation is an empty line\n";
     }
-    std::vector<std::vector<decode::Hypothesis>> results = decode::translate(model, sources, search, o.batch, o.workers);
+    std::vector<std::vector<decode::Hypothesis>> results =
+        decode::translate(model, sources, search, o.batch, o.workers, [&](int64_t n) { progress.add(n); });
     std::ostringstream out;
     for (size_t i = 0; i < results.size(); ++i) {
       const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i);

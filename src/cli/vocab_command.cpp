@@ -34,13 +34,17 @@ void add_vocab_command(CLI::App& app, int&) {
     io::create_directories(std::filesystem::path(o->out).parent_path().string());  // before the seconds of training, as `train` does
     std::vector<std::string> src = data::read_lines(o->text.empty() ? o->src : o->text);
     std::vector<std::string> tgt = o->text.empty() ? data::read_lines(o->tgt) : std::vector<std::string>{};
+    o->vocab.progress = &std::cerr;
     if (o->joint || !o->text.empty()) {
       src.insert(src.end(), tgt.begin(), tgt.end());
+      o->vocab.origin = o->text.empty() ? o->src + " and " + o->tgt : o->text;
       data::Vocab::train(src, o->vocab, o->out + ".model");
       std::cout << "wrote " << o->out << ".model (" << o->vocab.size << " pieces, " << o->vocab.model_type << ")\n";
       return;
     }
+    o->vocab.origin = o->src;
     data::Vocab::train(src, o->vocab, o->out + ".src.model");
+    o->vocab.origin = o->tgt;
     data::Vocab::train(tgt, o->vocab, o->out + ".tgt.model");
     std::cout << "wrote " << o->out << ".src.model and " << o->out << ".tgt.model (" << o->vocab.size << " pieces each, "
               << o->vocab.model_type << ")\n";

@@ -3,6 +3,7 @@
 // training text, with fixed ids for the special tokens.
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct VocabOptions {
   std::string model_type = "bpe";  // "bpe" or "unigram"
   double character_coverage = 1.0;
   int64_t max_sentences = 2000000;  // sampled for training when the corpus is larger
+  std::string origin = "the training text";  // what errors call the text (the CLI: its file names)
+  std::ostream* progress = nullptr;           // where to say what is being trained and how long it took
 };
 
 class Vocab {
@@ -25,7 +28,8 @@ class Vocab {
 
   // Loads and validates a SentencePiece model file.
   static Vocab load(const std::string& path);
-  // Trains on `sentences` and writes the model to `path` (atomically).
+  // Trains on `sentences` (blank ones are skipped, long ones cut into pieces SentencePiece
+  // keeps) and writes the model to `path` (atomically).
   static void train(const std::vector<std::string>& sentences, const VocabOptions& options, const std::string& path);
 
   std::vector<int> encode(const std::string& text) const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <mutex>
 #include <thread>
 
 #include "tensor/error.h"
@@ -49,14 +50,19 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int>>& sources, in
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, const std::vector<std::vector<int>>& sources,
-                                               const SearchOptions& options, int64_t batch_size, int workers) {
+                                               const SearchOptions& options, int64_t batch_size, int workers,
+                                               const std::function<void(int64_t)>& on_batch) {
   TFM_CHECK(batch_size >= 1, "translation batch size must be positive");
   TFM_CHECK(workers >= 0, "translation workers must be 0 (automatic) or more");
   const std::vector<Batch> batches = make_batches(sources, batch_size, model.config().pad_id, options.eos, model.config().max_len);
   std::vector<std::vector<Hypothesis>> results(sources.size(), std::vector<Hypothesis>{Hypothesis{}});
+  std::mutex progress_mutex;
   auto search = [&](const Batch& b) {
     std::vector<std::vector<Hypothesis>> out = beam_search(model, b.src, options);
     for (size_t i = 0; i < b.index.size(); ++i) results[b.index[i]] = std::move(out[i]);
+    if (!on_batch) return;
+    const std::lock_guard<std::mutex> lock(progress_mutex);
+    on_batch(static_cast<int64_t>(b.index.size()));
   };
   const int threads = omp_get_max_threads();
   if (workers == 0) workers = batches.size() >= 2 ? threads : 1;

@@ -1,6 +1,8 @@
 #pragma once
 // Translating many sentences: sorts them by length, searches in batches, and
 // returns the results in input order.
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "decode/beam_search.h"
@@ -17,7 +19,11 @@ namespace tfm::decode {
 // throughput rises (Marian's --cpu-threads works this way) while each batch takes
 // longer. 0: one worker per thread when there are at least two batches. Results
 // do not depend on the number of workers beyond float rounding.
+//
+// on_batch, when given, hears how many sentences each batch held once it is searched
+// (progress); calls come from the workers, one at a time.
 std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, const std::vector<std::vector<int>>& sources,
-                                               const SearchOptions& options, int64_t batch_size, int workers = 1);
+                                               const SearchOptions& options, int64_t batch_size, int workers = 1,
+                                               const std::function<void(int64_t)>& on_batch = {});
 
 }  // namespace tfm::decode

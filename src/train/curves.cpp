@@ -29,6 +29,7 @@ void plot_training_curves(const std::string& metrics_path, const std::string& pn
       score.x.push_back(step), score.y.push_back(j[name].get<double>());
     }
   }
+  TFM_CHECK(line_no > 0, "no metrics to plot in " << metrics_path);
   std::vector<viz::Series> panels{train, valid};
   if (!score.x.empty()) panels.push_back(score);
   viz::line_plots(panels, png_path);

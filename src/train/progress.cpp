@@ -54,4 +54,20 @@ std::string count_of(int64_t n, const std::string& singular, const std::string& 
   return std::to_string(n) + " " + (n == 1 ? singular : plural);
 }
 
+Counter::Counter(std::string what, std::FILE* out)
+    : what_(std::move(what)), out_(out), tty_(::isatty(::fileno(out)) != 0), start_(std::chrono::steady_clock::now()) {}
+
+Counter::~Counter() {
+  if (tty_ && count_ > 0) std::fputc('\n', out_);  // before whatever is printed next, an error included
+  std::fflush(out_);
+}
+
+void Counter::add(int64_t n) {
+  count_ += n;
+  if (!tty_) return;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::fprintf(out_, "\r%s: %ld (%.1f/s)   ", what_.c_str(), static_cast<long>(count_), elapsed > 0 ? count_ / elapsed : 0.0);
+  std::fflush(out_);
+}
+
 }  // namespace tfm::train

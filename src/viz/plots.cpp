@@ -13,13 +13,89 @@ namespace {
 
 constexpr Color kBlack{0, 0, 0}, kGrey{200, 200, 200}, kBlue{31, 119, 180};
 
-std::string number(double v) {
+constexpr int kScaleWidth = 100;
+
+// The exponent of v's leading digit: 2 for 150, -2 for 0.03.
+int decade(double v) { return static_cast<int>(std::floor(std::log10(v))); }
+
+// As many decimals as the step needs, or %g's exponent form beyond a million or below 1e-4.
+std::string tick_label(double v, double step) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, std::abs(v) >= 100 || v == std::floor(v) ? "%.0f" : "%.2f", v);
+  if (std::abs(v) < 1e6 && step >= 1e-4)
+    std::snprintf(buf, sizeof buf, "%.*f", std::max(0, -decade(step)), v);
+  else
+    std::snprintf(buf, sizeof buf, "%.*g", std::max(1, decade(std::max(std::abs(v), step)) - decade(step) + 1), v);
   return buf;
 }
 
+// The width of colour_scale() with `max_label` at its right end.
+int colour_scale_width(const std::string& max_label) { return Image::text_width("0") + kScaleWidth + 8 + Image::text_width(max_label); }
+
+// A viridis ramp with its top-left at (x, y), 16 pixels high, labelled 0 and `max_label`:
+// what the colours of a heatmap mean.
+void colour_scale(Image& img, int x, int y, const std::string& max_label) {
+  img.text(x, y, "0", kBlack);
+  const int bx = x + Image::text_width("0") + 4;
+  for (int i = 0; i < kScaleWidth; ++i) img.fill_rect(bx + i, y + 3, 1, 10, viridis(static_cast<float>(i) / (kScaleWidth - 1)));
+  img.text(bx + kScaleWidth + 4, y, max_label, kBlack);
+}
+
+// A range of nonzero width around [lo, hi], for an axis (a constant series gets ±10%, or ±1 at 0).
+std::pair<double, double> axis_range(double lo, double hi) {
+  if (lo < hi) return {lo, hi};
+  const double pad = lo == 0 ? 1 : std::abs(lo) / 10;
+  return {lo - pad, hi + pad};
+}
+
+constexpr int kPanelWidth = 420, kPanelHeight = 300;
+
+// One panel of line_plots with its left edge at ox: grid lines at round values, the
+// series as a line, each point marked while they are few enough to tell apart.
+void draw_panel(Image& img, const Series& s, int ox) {
+  img.text(ox + 20, 6, s.name, kBlack);
+  if (s.x.empty()) {  // e.g. a run shorter than --log-every: no blank axes that look broken
+    const std::string note = "no " + s.name + " logged yet";
+    img.text(ox + (kPanelWidth - Image::text_width(note)) / 2, kPanelHeight / 2 - 8, note, kBlack);
+    return;
+  }
+  const auto [xmin, xmax] = axis_range(*std::min_element(s.x.begin(), s.x.end()), *std::max_element(s.x.begin(), s.x.end()));
+  const auto [ymin, ymax] = axis_range(*std::min_element(s.y.begin(), s.y.end()), *std::max_element(s.y.begin(), s.y.end()));
+  const std::vector<Tick> x_ticks = nice_ticks(xmin, xmax), y_ticks = nice_ticks(ymin, ymax);
+  int label_width = 0;
+  for (const Tick& t : y_ticks) label_width = std::max(label_width, Image::text_width(t.label));
+  const int x0 = ox + label_width + 12, x1 = ox + kPanelWidth - 20, y0 = kPanelHeight - 40, y1 = 28;
+  auto px = [&](double v) { return x0 + static_cast<int>((v - xmin) / (xmax - xmin) * (x1 - x0)); };
+  auto py = [&](double v) { return y0 - static_cast<int>((v - ymin) / (ymax - ymin) * (y0 - y1)); };
+  for (const Tick& t : y_ticks) {
+    img.line(x0 + 1, py(t.value), x1, py(t.value), kGrey);
+    img.text(x0 - 6 - Image::text_width(t.label), py(t.value) - 8, t.label, kBlack);
+  }
+  int free_x = 0;  // long labels may not all fit: those that would overlap are left out
+  for (const Tick& t : x_ticks) {
+    const int at = px(t.value) - Image::text_width(t.label) / 2;
+    if (at < free_x) continue;
+    img.text(at, y0 + 6, t.label, kBlack);
+    free_x = at + Image::text_width(t.label) + 8;
+  }
+  img.line(x0, y0, x1, y0, kBlack);
+  img.line(x0, y0, x0, y1, kBlack);
+  img.text(x1 - Image::text_width("step"), y0 + 22, "step", kBlack);
+  for (size_t i = 1; i < s.x.size(); ++i) img.line(px(s.x[i - 1]), py(s.y[i - 1]), px(s.x[i]), py(s.y[i]), kBlue);
+  if (s.x.size() <= 50)
+    for (size_t i = 0; i < s.x.size(); ++i) img.fill_rect(px(s.x[i]) - 2, py(s.y[i]) - 2, 5, 5, kBlue);
+}
+
 }  // namespace
+
+std::vector<Tick> nice_ticks(double lo, double hi) {
+  TFM_CHECK(lo < hi && std::isfinite(hi - lo), "cannot draw an axis from " << lo << " to " << hi);
+  const double raw = (hi - lo) / 5, magnitude = std::pow(10.0, decade(raw)), norm = raw / magnitude;
+  const double step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * magnitude;  // the nearest round step: 4 to 8 ticks
+  std::vector<Tick> ticks;
+  // Multiples of the step (no accumulated rounding); + 0.0 turns -0 into 0.
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; ++k) ticks.push_back({k * step + 0.0, tick_label(k * step + 0.0, step)});
+  return ticks;
+}
 
 void attention_heatmap(const Tensor& weights, const std::vector<std::string>& query_tokens, const std::vector<std::string>& key_tokens,
                        const std::string& title, const std::string& path) {
@@ -35,8 +111,11 @@ void attention_heatmap(const Tensor& weights, const std::vector<std::string>& qu
   const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(heads))));
   const int rows = (heads + cols - 1) / cols;
   const int panel_w = label_w + 6 + tk * cell + margin, panel_h = 20 + label_h + 6 + tq * cell + margin;
-  Image img(margin + cols * panel_w, 24 + rows * panel_h);
+  // Wide enough for the title and the scale, however few the tokens.
+  const int width = std::max({margin + cols * panel_w, 2 * margin + Image::text_width(title), 2 * margin + colour_scale_width("1")});
+  Image img(width, 24 + rows * panel_h + 24);
   img.text(margin, 4, title, kBlack);
+  colour_scale(img, margin, 24 + rows * panel_h, "1");
   std::vector<float> w = weights.to_vector();
   for (int h = 0; h < heads; ++h) {
     const int ox = margin + (h % cols) * panel_w, oy = 24 + (h / cols) * panel_h;
@@ -59,9 +138,12 @@ void image_attention(const std::vector<uint8_t>& pixels, int rows, int cols, con
                                 << " attention values for " << grid_h << "x" << grid_w);
   const int scale = std::max(1, 224 / std::max(rows, cols)), margin = 10, top = 28;
   const int pw = cols * scale, ph = rows * scale;
-  Image img(margin + 3 * (pw + margin), top + ph + 24);
-  img.text(margin, 4, title, kBlack);
   const float peak = std::max(*std::max_element(attention.begin(), attention.end()), 1e-12f);
+  char peak_label[32];
+  std::snprintf(peak_label, sizeof peak_label, "%.3g", peak);
+  Image img(std::max(margin + 3 * (pw + margin), 2 * margin + Image::text_width(title)), top + ph + 48);
+  img.text(margin, 4, title, kBlack);
+  colour_scale(img, margin + pw + margin, top + ph + 24, peak_label);
   const char* captions[] = {"image", "[CLS] attention", "overlay"};
   for (int panel = 0; panel < 3; ++panel) {
     const int ox = margin + panel * (pw + margin);
@@ -81,32 +163,8 @@ void image_attention(const std::vector<uint8_t>& pixels, int rows, int cols, con
 }
 
 void line_plots(const std::vector<Series>& panels, const std::string& path) {
-  const int pw = 420, ph = 300, left = 60, bottom = 40, top = 28;
-  Image img(static_cast<int>(panels.size()) * pw, ph);
-  for (size_t p = 0; p < panels.size(); ++p) {
-    const Series& s = panels[p];
-    const int ox = static_cast<int>(p) * pw;
-    const int x0 = ox + left, x1 = ox + pw - 20, y0 = ph - bottom, y1 = top;
-    img.text(ox + left, 6, s.name, kBlack);
-    img.line(x0, y0, x1, y0, kBlack);
-    img.line(x0, y0, x0, y1, kBlack);
-    if (s.x.empty()) continue;
-    double xmin = *std::min_element(s.x.begin(), s.x.end()), xmax = *std::max_element(s.x.begin(), s.x.end());
-    double ymin = *std::min_element(s.y.begin(), s.y.end()), ymax = *std::max_element(s.y.begin(), s.y.end());
-    if (xmax == xmin) xmax = xmin + 1;
-    if (ymax == ymin) ymax = ymin + 1;
-    auto px = [&](double v) { return x0 + static_cast<int>((v - xmin) / (xmax - xmin) * (x1 - x0)); };
-    auto py = [&](double v) { return y0 - static_cast<int>((v - ymin) / (ymax - ymin) * (y0 - y1)); };
-    for (int t = 0; t <= 4; ++t) {  // grid and tick labels
-      const double yv = ymin + (ymax - ymin) * t / 4, xv = xmin + (xmax - xmin) * t / 4;
-      img.line(x0 + 1, py(yv), x1, py(yv), kGrey);
-      img.text(ox + 4, py(yv) - 8, number(yv), kBlack);
-      img.text(px(xv) - Image::text_width(number(xv)) / 2, y0 + 6, number(xv), kBlack);
-    }
-    img.text(x1 - Image::text_width("step"), y0 + 22, "step", kBlack);
-    for (size_t i = 1; i < s.x.size(); ++i) img.line(px(s.x[i - 1]), py(s.y[i - 1]), px(s.x[i]), py(s.y[i]), kBlue);
-    if (s.x.size() == 1) img.fill_rect(px(s.x[0]) - 1, py(s.y[0]) - 1, 3, 3, kBlue);
-  }
+  Image img(static_cast<int>(panels.size()) * kPanelWidth, kPanelHeight);
+  for (size_t p = 0; p < panels.size(); ++p) draw_panel(img, panels[p], static_cast<int>(p) * kPanelWidth);
   img.save_png(path);
 }
 
