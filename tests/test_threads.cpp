@@ -146,6 +146,7 @@ class ThreadMatrix : public ::testing::TestWithParam<Variant> {
     ref = run_at(1, GetParam(), args);
     if (ref.code != 0 && ref.output.find("int8") != std::string::npos) return false;
     EXPECT_EQ(ref.code, 0) << args << "\n" << ref.output;
+    EXPECT_NE(ref.output.find_first_not_of(" \n"), std::string::npos) << args << ": no output to compare";
     return ref.code == 0;
   }
 
