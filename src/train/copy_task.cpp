@@ -22,14 +22,9 @@ models::TransformerConfig CopyTaskOptions::default_model() {
 }
 
 TrainerOptions CopyTaskOptions::default_trainer() {
-  TrainerOptions t;
-  t.out_dir = "runs/copy";
+  TrainerOptions t = TrainerOptions::paper("runs/copy", /*warmup=*/200, /*clip_norm=*/0, /*validate_every=*/0);
   t.epochs = 1000000;  // random batches: the step count decides
   t.max_steps = 800;
-  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, 200, 0, 0};  // d_model is the model's
-  t.adam.decoupled = true;  // --weight-decay (0 by default) is AdamW's, as in every trainer
-  t.clip_norm = 0;
-  t.validate_every = 0;
   return t;
 }
 

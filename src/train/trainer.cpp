@@ -18,6 +18,16 @@
 
 namespace tfm::train {
 
+TrainerOptions TrainerOptions::paper(const std::string& out_dir, int64_t warmup, double clip_norm, int64_t validate_every) {
+  TrainerOptions t;
+  t.out_dir = out_dir;
+  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, warmup, 0, 0};  // d_model is the model's
+  t.adam.decoupled = true;
+  t.clip_norm = clip_norm;
+  t.validate_every = validate_every;
+  return t;
+}
+
 using nlohmann::json;
 
 float Schedule::at(int64_t step) const {

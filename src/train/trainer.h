@@ -51,6 +51,10 @@ struct TrainerOptions {
   int64_t log_every = 50;
   std::string resume;            // a last.safetensors to continue from
   bool force = false;            // a fresh run may replace the run already in out_dir
+
+  // An encoder-decoder's trainer (`tfm train`): the paper's schedule (factor 1, `warmup`
+  // steps) and AdamW, whose weight decay is 0 unless given, as in every trainer.
+  static TrainerOptions paper(const std::string& out_dir, int64_t warmup, double clip_norm, int64_t validate_every);
 };
 
 // Validation results: named metrics, and the one score that picks the best checkpoint.

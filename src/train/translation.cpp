@@ -162,13 +162,8 @@ Validation TranslationTask::validate() {
 }  // namespace
 
 TrainerOptions TranslationOptions::default_trainer() {
-  TrainerOptions t;
-  t.out_dir = "runs/translation";
+  TrainerOptions t = TrainerOptions::paper("runs/translation", /*warmup=*/1000, /*clip_norm=*/1.0, /*validate_every=*/500);
   t.epochs = 30;
-  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, 1000, 0, 0};  // d_model is the model's
-  t.adam.decoupled = true;  // --weight-decay (0 by default) is AdamW's, as in every trainer
-  t.clip_norm = 1.0;
-  t.validate_every = 500;
   return t;
 }
 
