@@ -248,6 +248,15 @@ TEST(Cli, AFreshRunRefusesADirectoryHoldingAnotherRunUnlessForced) {
   EXPECT_EQ(forced.code, 0) << forced.output;
   EXPECT_NE(forced.output.find("--force: removed the previous run's"), std::string::npos) << forced.output;
   EXPECT_EQ(tfm::testing::read_file(dir.path("run/metrics.jsonl")).find("\"step\":4"), std::string::npos) << "the old run's metrics remain";
+
+  // A run killed before its first checkpoint left metrics only: nothing to resume or lose.
+  const std::string early = dir.path("early");
+  std::filesystem::create_directories(early);
+  tfm::testing::write_file(early + "/metrics.jsonl", "{\"step\":1,\"train_loss\":2.0}\n");
+  CliResult fresh = copy_task(early, "--steps 2");
+  EXPECT_EQ(fresh.code, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("removed the files of a run that saved no checkpoint: metrics.jsonl"), std::string::npos) << fresh.output;
+  EXPECT_EQ(tfm::testing::read_file(early + "/metrics.jsonl").find("\"step\":1,"), std::string::npos) << "the old run's metrics remain";
 }
 
 // `tfm train --resume` without data flags is the copy task's: a translation checkpoint

@@ -111,7 +111,9 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
 }
 
 // Another run's files would mix with this one's: its metrics appended to, its best
-// model replaced by a worse one. --force removes them first.
+// model replaced by a worse one. --force removes them first. A run that saved no
+// checkpoint (killed before its first) left nothing to resume or lose: its metrics are
+// replaced without --force.
 void Trainer::claim_out_dir() {
   const std::vector<std::string> previous = run_files(o_.out_dir);
   if (previous.empty()) return;
@@ -119,7 +121,8 @@ void Trainer::claim_out_dir() {
   for (const std::string& name : previous) names += (names.empty() ? "" : ", ") + name;
   const std::filesystem::path dir(o_.out_dir);
   const std::string last = (dir / "last.safetensors").string();
-  TFM_CHECK(o_.force, o_.out_dir << " already holds a training run (" << names << "); "
+  const bool saved_model = std::any_of(previous.begin(), previous.end(), [](const std::string& n) { return n.ends_with(".safetensors"); });
+  TFM_CHECK(o_.force || !saved_model, o_.out_dir << " already holds a training run (" << names << "); "
                                  << (std::filesystem::exists(last) ? "continue it with --resume " + last + ", or " : "")
                                  << "start a new one there with --force (which deletes those files) or in another --out");
   for (const std::string& name : previous) {
@@ -127,7 +130,8 @@ void Trainer::claim_out_dir() {
     std::filesystem::remove(dir / name, ec);
     TFM_CHECK(!ec, "cannot remove " << (dir / name).string() << " (" << ec.message() << ")");
   }
-  out_ << "--force: removed the previous run's " << names << " from " << o_.out_dir << "\n";
+  out_ << (saved_model ? "--force: removed the previous run's " : "removed the files of a run that saved no checkpoint: ") << names
+       << " from " << o_.out_dir << "\n";
 }
 
 // A run killed after logging steps it never saved logs them again once resumed:
