@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <limits>
 #include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "data/tokenizer.h"
 #include "data/vocab.h"
@@ -125,6 +128,29 @@ TEST(Limits, WeightCountCoversEveryFamilysParameters) {
 }
 
 // --- D11: only regular files of bounded size are read ---------------------------
+
+// A configuration inside every bound that still describes far more weights than its
+// file holds (the review's D11: 1.3e10 weights from a 90 KB file) is refused before
+// the model is allocated, for the families' loaders and translation's.
+TEST(Limits, AConfigurationLargerThanItsFileIsRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string fixtures = std::string(TFM_FIXTURE_DIR) + "/threads/";
+  const std::vector<std::tuple<std::string, std::string, nlohmann::json>> cases = {
+      {"lm", "generate --max-new-tokens 1 --model ", {{"layers", 100}, {"d_model", 1024}, {"d_ff", 4096}}},  // 1.3e9 weights
+      {"mt", "translate -i /dev/null --src-vocab " + fixtures + "vocab.model --tgt-vocab " + fixtures + "vocab.model --model ",
+       {{"encoder_layers", 50}, {"decoder_layers", 50}, {"d_model", 1024}, {"d_ff", 4096}}}};
+  for (const auto& [name, command, sizes] : cases) {
+    io::SafeTensors file = io::read_safetensors(fixtures + name + ".safetensors");
+    nlohmann::json config = nlohmann::json::parse(file.metadata.at("tfm.config"));
+    config.update(sizes);
+    file.metadata["tfm.config"] = config.dump();
+    const std::string path = dir.path(name + ".safetensors");
+    io::write_safetensors(path, file.tensors, file.metadata);
+    const testing::CliResult r = run_tfm(command + path);
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find(path + ": its configuration describes a model of about"), std::string::npos) << r.output;
+  }
+}
 
 TEST(Limits, DevicesFifosAndHugeFilesAreRefusedBeforeReading) {
   EXPECT_EQ(error_of([] { data::Vocab::load("/dev/zero"); }), "/dev/zero: the SentencePiece model is not a regular file");

@@ -10,6 +10,7 @@ FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::stri
   io::Checkpoint info = io::checkpoint_info(c.file, path);
   io::check_model_kind(info.model_kind, {kind}, path, made_by);
   c.config = models::StackConfig::from_json(info.config_json, path, kind);
+  io::check_holds_model(c.file, c.config.weight_floats(), path);
   if (kind != "vit") {
     auto tok = info.metadata.find("tfm.tokenizer");
     TFM_CHECK(tok != info.metadata.end(), path << ": records no tokenizer");

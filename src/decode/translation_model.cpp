@@ -40,7 +40,9 @@ TranslationModel TranslationModel::load(const std::string& checkpoint, const std
   } catch (const nlohmann::json::exception&) {  // fields of the wrong type
     throw Error(checkpoint + ": the vocabulary record in the metadata is malformed");
   }
-  m.model = std::make_unique<models::EncoderDecoder>(models::TransformerConfig::from_json(info.config_json, checkpoint));
+  const models::TransformerConfig config = models::TransformerConfig::from_json(info.config_json, checkpoint);
+  io::check_holds_model(file, config.weight_floats(), checkpoint);
+  m.model = std::make_unique<models::EncoderDecoder>(config);
   io::load_parameters(*m.model, file, checkpoint);
   m.model->eval();
   return m;

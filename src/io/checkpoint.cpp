@@ -60,4 +60,13 @@ void check_model_kind(const std::string& model_kind, std::initializer_list<std::
             origin << ": is a " << kind_name(model_kind) << " checkpoint, not " << wanted);
 }
 
+void check_holds_model(const SafeTensors& file, int64_t weight_floats, const std::string& origin) {
+  int64_t held = 0;
+  for (const auto& [name, t] : file.tensors) held += t.numel();
+  // Twice what is held, and a million floats, of slack: the estimate counts position
+  // tables that sinusoidal models compute rather than store.
+  TFM_CHECK(weight_floats <= 2 * held + (int64_t{1} << 20),
+            origin << ": its configuration describes a model of about " << weight_floats << " weights, but the file holds only " << held);
+}
+
 }  // namespace tfm::io

@@ -32,6 +32,11 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Che
 // unexpected or wrongly shaped tensor with one line naming it.
 void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin);
 
+// Refuses a file whose configuration describes a model of far more than the weights
+// it holds (`weight_floats` is the configuration's estimate): a crafted or mismatched
+// configuration would otherwise allocate gigabytes before the first missing tensor.
+void check_holds_model(const SafeTensors& file, int64_t weight_floats, const std::string& origin);
+
 // The configuration, model kind, optimizer tensors and training state of a file.
 Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin);
 

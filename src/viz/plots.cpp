@@ -58,8 +58,10 @@ void draw_panel(Image& img, const Series& s, int ox) {
     img.text(ox + (kPanelWidth - Image::text_width(note)) / 2, kPanelHeight / 2 - 8, note, kBlack);
     return;
   }
-  const auto [xmin, xmax] = axis_range(*std::min_element(s.x.begin(), s.x.end()), *std::max_element(s.x.begin(), s.x.end()));
-  const auto [ymin, ymax] = axis_range(*std::min_element(s.y.begin(), s.y.end()), *std::max_element(s.y.begin(), s.y.end()));
+  // Plain names, not structured bindings: the lambdas below capture them (clang 14 cannot capture a binding).
+  const std::pair<double, double> xs = axis_range(*std::min_element(s.x.begin(), s.x.end()), *std::max_element(s.x.begin(), s.x.end()));
+  const std::pair<double, double> ys = axis_range(*std::min_element(s.y.begin(), s.y.end()), *std::max_element(s.y.begin(), s.y.end()));
+  const double xmin = xs.first, xmax = xs.second, ymin = ys.first, ymax = ys.second;
   const std::vector<Tick> x_ticks = nice_ticks(xmin, xmax), y_ticks = nice_ticks(ymin, ymax);
   int label_width = 0;
   for (const Tick& t : y_ticks) label_width = std::max(label_width, Image::text_width(t.label));
