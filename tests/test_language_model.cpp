@@ -155,6 +155,11 @@ TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   rest.trainer.resume = dir.path("split/last.safetensors");
   ASSERT_EQ(train::run_language_model_training(rest, log), 0) << log.str();
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
+  // Each run logs its last step's training loss whatever --log-every (10 here), so that
+  // a short run's curve is not empty (the review's F6); the resumed run once more.
+  const std::string metrics = testing::read_file(dir.path("split/metrics.jsonl"));
+  EXPECT_NE(metrics.find("\"step\":4,\"train_loss\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"step\":8,\"train_loss\""), std::string::npos) << metrics;
 }
 
 }  // namespace

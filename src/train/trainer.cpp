@@ -280,7 +280,8 @@ int Trainer::run(TrainingTask& task) {
     optimizer_->step();
     ++state_.step;
     progress.update(state_.step, loss, optimizer_->lr(), items, "epoch " + std::to_string(state_.epoch));
-    if (state_.step % o_.log_every == 0)
+    const bool last_step = state_.step >= total;
+    if (state_.step % o_.log_every == 0 || last_step)  // the last step too: a short run's loss curve is not empty
       log_metrics(json{{"step", state_.step}, {"epoch", state_.epoch}, {"train_loss", loss}, {"lr", optimizer_->lr()}, {"elapsed_s", elapsed()}}
                       .dump());
     if (o_.save_every > 0 && state_.step % o_.save_every == 0) save(task, "step-" + std::to_string(state_.step) + ".safetensors");
@@ -288,7 +289,7 @@ int Trainer::run(TrainingTask& task) {
       validated_at = state_.step;
       finished = validate(task, elapsed());
     }
-    if (state_.step >= total || (o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60)) finished = true;
+    if (last_step || (o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60)) finished = true;
     if (g_stop) interrupted = true;
   }
   progress.finish();
