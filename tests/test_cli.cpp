@@ -127,7 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"train --seq-len 65 --out OUT", 1, "copy task: seq_len 65 exceeds the model's max_len 64"},
         BadRun{"vocab --src TEXT --out OUT", 2, "vocab needs either --text, or --src and --tgt"},
         BadRun{"vocab --text TEXT --tgt TEXT --out OUT", 2, "vocab needs either --text, or --src and --tgt"},
-        BadRun{"score --hyp DIR --ref TEXT", 1, "is a directory, not a text file"}));
+        BadRun{"score --hyp DIR --ref TEXT", 1, "is a directory, not a text file"},
+        BadRun{"generate --model TEXT --prompt \"$(printf 'a\\377')\"", 1, "--prompt: invalid UTF-8"}));
 
 TEST(Cli, ScoreReadsTheHypothesesFromStandardInput) {
   tfm::testing::TempDir dir;

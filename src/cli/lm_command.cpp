@@ -7,6 +7,7 @@
 #include "cli/family_checkpoint.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
+#include "data/text.h"
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
 #include "io/checkpoint.h"
@@ -59,6 +60,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
+    const char* problem = data::text_problem(o->prompt);
+    TFM_CHECK(!problem, "--prompt: " << problem);  // as translate and attention refuse such text
     FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::GPT model(c.config);
