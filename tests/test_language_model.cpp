@@ -145,6 +145,24 @@ TEST(LanguageModelTraining, GeneratesSentencePieceTextWithItsSpaces) {
   EXPECT_GE(std::count(g.output.begin(), g.output.end(), ' '), 5) << g.output;  // "the quick brown fox jumps over the lazy dog"
 }
 
+// Resumed on a text with characters its vocabulary never saw: a warning, then training (the review's F13).
+TEST(LanguageModelTraining, ResumingOnATextWithNewCharactersWarns) {
+  TempDir dir;
+  testing::write_file(dir.path("text.txt"), repeated_text());
+  std::ostringstream log;
+  ASSERT_EQ(train::run_language_model_training(tiny_run(dir, "run", 2), log), 0) << log.str();
+  testing::write_file(dir.path("other.txt"), repeated_text() + "\xce\xa9\xce\xa9\n");  // two omegas
+  train::LanguageModelOptions rest = tiny_run(dir, "run", 3);
+  rest.data.text = dir.path("other.txt");
+  rest.trainer.resume = dir.path("run/last.safetensors");
+  std::ostringstream resumed;
+  ASSERT_EQ(train::run_language_model_training(rest, resumed), 0) << resumed.str();
+  EXPECT_NE(resumed.str().find("warning: 2 tokens of " + dir.path("other.txt") + " are not in the vocabulary of " + rest.trainer.resume),
+            std::string::npos)
+      << resumed.str();
+  EXPECT_EQ(log.str().find("not in the vocabulary"), std::string::npos) << log.str();
+}
+
 TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   TempDir dir;
   testing::write_file(dir.path("text.txt"), repeated_text());

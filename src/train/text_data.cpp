@@ -1,5 +1,7 @@
 #include "train/text_data.h"
 
+#include <algorithm>
+
 #include "tensor/error.h"
 
 namespace tfm::train {
@@ -28,6 +30,10 @@ TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, con
     config_.validate(config_origin);
   }
   std::vector<int> ids = tokenizer_.encode(text);
+  // A resumed run's text may hold characters its vocabulary never saw (the review's F13).
+  if (const auto unknown = std::count(ids.begin(), ids.end(), data::Tokenizer::kUnk); unknown > 0)
+    out << "warning: " << unknown << " tokens of " << s.text << " are not in the vocabulary" << (resumed ? " of " + resume_path : "")
+        << "; they are read as the unknown token" << std::endl;
   if (s.valid_text.empty()) {
     TFM_CHECK(s.valid_fraction > 0 && s.valid_fraction < 1, "the validation fraction must be in (0, 1)");
     const auto split = static_cast<std::ptrdiff_t>(static_cast<double>(ids.size()) * (1.0 - s.valid_fraction));
