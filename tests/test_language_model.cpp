@@ -176,6 +176,10 @@ TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   // Each run logs its last step's training loss whatever --log-every (10 here), so that
   // a short run's curve is not empty (the review's F6); the resumed run once more.
   const std::string metrics = testing::read_file(dir.path("split/metrics.jsonl"));
+  std::ostringstream done;  // resumed at its last step: nothing to train, nothing logged again
+  ASSERT_EQ(train::run_language_model_training(rest, done), 0) << done.str();
+  EXPECT_NE(done.str().find(rest.trainer.resume + " is at step 8 of 8: nothing to train"), std::string::npos) << done.str();
+  EXPECT_EQ(testing::read_file(dir.path("split/metrics.jsonl")), metrics);
   EXPECT_NE(metrics.find("\"step\":4,\"train_loss\""), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\"step\":8,\"train_loss\""), std::string::npos) << metrics;
 }

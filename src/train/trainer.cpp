@@ -238,6 +238,7 @@ int Trainer::run(TrainingTask& task) {
   Progress progress(total, state_.step, o_.log_every, task.unit());
   if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
   bool finished = state_.step >= total, interrupted = false;
+  const int64_t first_step = state_.step;
   int64_t validated_at = -1;
   // With --skip-nonfinite, weights that have become non-finite would skip every step forever.
   constexpr int64_t kMaxSkippedInARow = 100;
@@ -298,6 +299,8 @@ int Trainer::run(TrainingTask& task) {
     save(task, "last.safetensors");
     out_ << "interrupted: saved " << (std::filesystem::path(o_.out_dir) / "last.safetensors").string() << " at step " << state_.step
          << "; continue with --resume\n";
+  } else if (state_.step == first_step && resumed_info_) {  // its validation is in the metrics already
+    out_ << o_.resume << " is at step " << state_.step << " of " << total << ": nothing to train (raise --steps or --epochs)\n";
   } else if (validated_at != state_.step) {
     validate(task, elapsed());
   }
