@@ -42,8 +42,8 @@ std::string name_of(const Variant& v) { return v.precision + (v.avx2 ? "_avx2" :
 std::string variant_name(const ::testing::TestParamInfo<Variant>& info) { return name_of(info.param); }
 void PrintTo(const Variant& v, std::ostream* os) { *os << name_of(v); }  // in test names and failures
 
-// `tfm --threads N --precision P args`, run in the fixture folder (the checkpoints
-// record their vocabulary as a path relative to it).
+// `tfm --threads N --precision P args`, run in the fixture folder, where the
+// commands' input files are.
 CliResult run_at(int threads, const Variant& v, const std::string& args) {
   const std::string env = v.avx2 ? "ONEDNN_MAX_CPU_ISA=AVX2 " : "";
   return tfm::testing::run_command("cd '" + kFixtures + "' && " + env + TFM_BINARY + " --threads " + std::to_string(threads) +
