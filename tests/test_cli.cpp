@@ -245,6 +245,13 @@ TEST(Cli, AFreshRunRefusesADirectoryHoldingAnotherRunUnlessForced) {
   EXPECT_EQ(tfm::testing::read_file(last), checkpoint);
   EXPECT_EQ(tfm::testing::read_file(dir.path("run/metrics.jsonl")), metrics);
 
+  // --force with a run that fails its own checks: the previous run stays.
+  tfm::testing::write_file(dir.path("short.json"), R"({"max_len": 3})");  // shorter than --seq-len 4: refused once the run has begun
+  CliResult failed = copy_task(run, "--steps 2 --force --config " + dir.path("short.json"));
+  EXPECT_EQ(failed.code, 1) << failed.output;
+  EXPECT_EQ(tfm::testing::read_file(last), checkpoint);
+  EXPECT_EQ(tfm::testing::read_file(dir.path("run/metrics.jsonl")), metrics);
+
   CliResult forced = copy_task(run, "--steps 2 --force");
   EXPECT_EQ(forced.code, 0) << forced.output;
   EXPECT_NE(forced.output.find("--force: removed the previous run's"), std::string::npos) << forced.output;

@@ -33,7 +33,10 @@ using nlohmann::json;
 float Schedule::at(int64_t step) const {
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   switch (kind) {
-    case Kind::Noam: return std::max(noam_lr(step, d_model, lr, warmup), min_lr);  // min_lr: a floor under the decay
+    case Kind::Noam: {  // min_lr: a floor under the decay, not under the warm-up
+      const float v = noam_lr(step, d_model, lr, warmup);
+      return step > warmup ? std::max(v, min_lr) : v;
+    }
     case Kind::Constant: return warmup > 0 && s < warmup ? static_cast<float>(lr * s / warmup) : lr;
     case Kind::Cosine: {
       if (warmup > 0 && s < warmup) return static_cast<float>(lr * s / warmup);  // nanoGPT's get_lr
@@ -111,27 +114,40 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
 }
 
 // Another run's files would mix with this one's: its metrics appended to, its best
-// model replaced by a worse one. --force removes them first. A run that saved no
-// checkpoint (killed before its first) left nothing to resume or lose: its metrics are
-// replaced without --force.
+// model replaced by a worse one. --force removes them, but only once the run has got
+// past its own checks (clear_previous_run, from run()): a mistyped flag must not cost
+// the previous model. A run that saved no checkpoint (killed before its first) left
+// nothing to resume or lose: its metrics are replaced without --force.
 void Trainer::claim_out_dir() {
-  const std::vector<std::string> previous = run_files(o_.out_dir);
-  if (previous.empty()) return;
-  std::string names;
-  for (const std::string& name : previous) names += (names.empty() ? "" : ", ") + name;
-  const std::filesystem::path dir(o_.out_dir);
-  const std::string last = (dir / "last.safetensors").string();
-  const bool saved_model = std::any_of(previous.begin(), previous.end(), [](const std::string& n) { return n.ends_with(".safetensors"); });
-  TFM_CHECK(o_.force || !saved_model, o_.out_dir << " already holds a training run (" << names << "); "
+  previous_run_ = run_files(o_.out_dir);
+  if (previous_run_.empty()) return;
+  const std::string last = (std::filesystem::path(o_.out_dir) / "last.safetensors").string();
+  TFM_CHECK(o_.force || !previous_run_saved_model(), o_.out_dir << " already holds a training run (" << previous_run_names() << "); "
                                  << (std::filesystem::exists(last) ? "continue it with --resume " + last + ", or " : "")
                                  << "start a new one there with --force (which deletes those files) or in another --out");
-  for (const std::string& name : previous) {
+}
+
+bool Trainer::previous_run_saved_model() const {
+  return std::any_of(previous_run_.begin(), previous_run_.end(), [](const std::string& n) { return n.ends_with(".safetensors"); });
+}
+
+std::string Trainer::previous_run_names() const {
+  std::string names;
+  for (const std::string& name : previous_run_) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+void Trainer::clear_previous_run() {
+  if (previous_run_.empty()) return;
+  const std::filesystem::path dir(o_.out_dir);
+  for (const std::string& name : previous_run_) {
     std::error_code ec;
     std::filesystem::remove(dir / name, ec);
     TFM_CHECK(!ec, "cannot remove " << (dir / name).string() << " (" << ec.message() << ")");
   }
-  out_ << (saved_model ? "--force: removed the previous run's " : "removed the files of a run that saved no checkpoint: ") << names
-       << " from " << o_.out_dir << "\n";
+  out_ << (previous_run_saved_model() ? "--force: removed the previous run's " : "removed the files of a run that saved no checkpoint: ")
+       << previous_run_names() << " from " << o_.out_dir << "\n";
+  previous_run_.clear();
 }
 
 // A run killed after logging steps it never saved logs them again once resumed:
@@ -219,6 +235,7 @@ int Trainer::run(TrainingTask& task) {
   TFM_CHECK(std::isfinite(lr.lr) && lr.lr >= 0, "the learning rate must be a finite number of at least 0 (got " << lr.lr << ")");
   TFM_CHECK(lr.kind != Schedule::Kind::Cosine || (lr.min_lr >= 0 && lr.min_lr <= lr.lr),
             "--min-lr " << lr.min_lr << " must be from 0 to --lr " << lr.lr);
+  clear_previous_run();
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
 
   g_stop = false;

@@ -120,12 +120,16 @@ class Trainer {
   void save(TrainingTask& task, const std::string& name);
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
   void log_metrics(const std::string& json_line) const;
-  void claim_out_dir();
+  void claim_out_dir();       // refuses another run's directory (without --force)
+  void clear_previous_run();  // removes that run's files, once this run is under way
+  bool previous_run_saved_model() const;
+  std::string previous_run_names() const;
   void trim_metrics() const;
 
   TrainerOptions o_;
   std::ostream& out_;
   std::optional<io::DirectoryLock> lock_;
+  std::vector<std::string> previous_run_;  // another run's files in out_dir, removed by clear_previous_run
   io::SafeTensors resumed_file_;
   std::optional<io::Checkpoint> resumed_info_;
   std::unique_ptr<Adam> optimizer_;
