@@ -485,6 +485,7 @@ TEST(TranslateCli, ReadsGzipAndRefusesDirectoriesAndNulBytes) {
   ASSERT_EQ(testing::run_command("gzip -c " + dir.path("in.txt") + " > " + dir.path("in.txt.gz")).code, 0);
   testing::CliResult plain = testing::run_tfm("translate --model " + trained().model + " --greedy -i " + dir.path("in.txt"));
   testing::CliResult gz = testing::run_tfm("translate --model " + trained().model + " --greedy -i " + dir.path("in.txt.gz"));
+  ASSERT_EQ(plain.code, 0) << plain.output;
   ASSERT_EQ(gz.code, 0) << gz.output;
   EXPECT_EQ(gz.output, plain.output);
 

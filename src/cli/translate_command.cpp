@@ -1,5 +1,4 @@
 // `tfm translate`: plain text in, plain text out, with beam or greedy search.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>

@@ -1,6 +1,7 @@
 #pragma once
-// Every file tfm writes (checkpoints, vocabularies, PNGs, translations) and every
-// directory it writes into goes through here, so that all writers treat the paths
+// Every file tfm writes whole (checkpoints, vocabularies, PNGs, translations; the
+// trainer's metrics.jsonl, appended to line by line, aside) and every directory it
+// writes into goes through here, so that all writers treat the paths
 // users give them the same way and report failures as one line naming the path.
 #include <string>
 #include <string_view>

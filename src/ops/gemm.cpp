@@ -218,22 +218,20 @@ void gemm_in_row_pieces(int64_t m, int64_t n, int64_t k, float alpha, const floa
 // oneDNN 2.6 has bf16 matmul kernels only from AVX-512 on (native AVX512-BF16, or
 // emulated in AVX-512 registers); on an AVX2 CPU, or under ONEDNN_MAX_CPU_ISA=AVX2,
 // making the primitive fails.
+bool isa_has(dnnl_cpu_isa_t want) {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());  // ONEDNN_MAX_CPU_ISA included
+  return (isa & want) == static_cast<unsigned>(want);
+}
+
 bool has_bf16_kernels() {
-  static const bool has = [] {
-    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-    return (isa & dnnl_cpu_isa_avx512_core) == static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
-  }();
+  static const bool has = isa_has(dnnl_cpu_isa_avx512_core);
   return has;
 }
 
 // Without VNNI (AVX512-VNNI or AVX-VNNI), oneDNN's int8 kernels add pairs of products
 // in 16 bits, which saturates for full-range inputs: the results would be silently wrong.
 bool has_vnni() {
-  static const bool has = [] {
-    const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
-    auto is = [&](dnnl_cpu_isa_t want) { return (isa & want) == static_cast<unsigned>(want); };
-    return is(dnnl_cpu_isa_avx512_core_vnni) || is(dnnl_cpu_isa_avx2_vnni);
-  }();
+  static const bool has = isa_has(dnnl_cpu_isa_avx512_core_vnni) || isa_has(dnnl_cpu_isa_avx2_vnni);
   return has;
 }
 

@@ -28,7 +28,7 @@ struct TranslationOptions {
   int64_t valid_sentences = 0;        // sentences translated for validation BLEU; 0: all
   TrainerOptions trainer = default_trainer();
 
-  // 30 epochs, the paper's schedule (factor 1, 1000 warm-up steps) and Adam (0.9, 0.98,
+  // 30 epochs, the paper's schedule (factor 1, 1000 warm-up steps) and AdamW (0.9, 0.98,
   // 1e-9), clipping at norm 1, validation every 500 steps, runs/translation.
   static TrainerOptions default_trainer();
 };
