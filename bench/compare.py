@@ -22,9 +22,20 @@ TFM = os.path.join(ROOT, "build", "tfm")
 PY = "/usr/bin/python3"
 
 
-def run(cmd, threads):
+def has_avx512():
+    with open("/proc/cpuinfo") as f:
+        return any(line.startswith("flags") and " avx512f" in line for line in f)
+
+
+# Debian's OpenBLAS does not recognise AMD's AVX-512 CPUs and falls back to AVX2 kernels
+# there; naming the core type makes it use AVX-512 (on a CPU without it, an illegal
+# instruction).
+OPENBLAS = {"OPENBLAS_CORETYPE": "SkylakeX"} if has_avx512() else {}
+
+
+def run(cmd, threads, env=None):
     """-> (the JSON line the command printed, its peak resident memory in MiB, wall seconds)."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_CORETYPE="SkylakeX")
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), **OPENBLAS, **(env or {}))
     t0 = time.perf_counter()
     peak_kib = 0
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -191,7 +202,7 @@ def report(a, sgemm, training, translation, lm, reduced):
     shapes = ", ".join("{m}×{n}×{k}".format(**s) for s in sgemm["shapes"])
     lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores, "
              f"{a.threads} threads for both engines; PyTorch {training[0]['torch']['engine'].split()[-1]} with OpenBLAS "
-             f"(`OPENBLAS_CORETYPE=SkylakeX`). oneDNN sgemm peak here: **{sgemm['peak_gflops']:.0f} GFLOP/s** "
+             f"({'`OPENBLAS_CORETYPE=SkylakeX`' if OPENBLAS else 'its own choice of kernels'}). oneDNN sgemm peak here: **{sgemm['peak_gflops']:.0f} GFLOP/s** "
              f"(best of {shapes}, three runs).", "",
              f"### Training (forward + backward + Adam, {a.steps} Multi30k batches of ≤ {a.max_tokens} tokens)", "",
              "| preset | parameters | tfm tok/s | PyTorch tok/s | tfm / PyTorch | tfm % of sgemm peak | PyTorch % of peak "

@@ -16,6 +16,7 @@
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "ops/gemm.h"
+#include "ops/openmp_wait.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
@@ -170,6 +171,7 @@ void bench_sgemm() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tfm::ops::choose_openmp_wait(argv);  // the wait `tfm` runs with
   CLI::App app{"tfm's side of bench/run.sh"};
   app.require_subcommand(1);
   app.add_option("--precision", "Linear layers' products: f32, bf16 or int8 (translate only)")

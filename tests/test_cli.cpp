@@ -125,6 +125,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"lm train --text TEXT --min-lr 0.01 --steps 1 --out OUT", 1, "--min-lr 0.01 must be from 0 to --lr 0.001"},
         BadRun{"train --steps 2 --warmup 5 --log-every 1 --samples 0 --out OUT", 0, "warning: 2 steps are fewer than the 5 warm-up steps (--warmup)"},
         BadRun{"train --seq-len 65 --out OUT", 1, "copy task: seq_len 65 exceeds the model's max_len 64"},
+        BadRun{"train --preset base --out OUT", 2, "--preset applies only to translation training (with --train-src and --train-tgt)"},
+        BadRun{"train --max-tokens 100 --out OUT", 2, "--max-tokens applies only to translation training"},
+        BadRun{"train --train-src TEXT --train-tgt TEXT --seq-len 4 --out OUT", 2, "--seq-len applies only to the copy task"},
         BadRun{"vocab --src TEXT --out OUT", 2, "vocab needs either --text, or --src and --tgt"},
         BadRun{"vocab --text TEXT --tgt TEXT --out OUT", 2, "vocab needs either --text, or --src and --tgt"},
         BadRun{"score --hyp DIR --ref TEXT", 1, "is a directory, not a text file"},
@@ -184,6 +187,39 @@ TEST(Cli, VersionNamesTheCommitAndTheCpuInstructions) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.output.rfind("tfm 0.2.0 (commit ", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("CPU instructions in use (oneDNN): "), std::string::npos) << r.output;
+}
+
+// tfm sets libgomp's spin count (src/ops/openmp_wait.cpp) unless the environment chose a wait.
+TEST(Cli, IdleThreadsSpinBrieflyUnlessTheEnvironmentSaysOtherwise) {
+  using tfm::testing::run_command;
+  const std::string kTfm = TFM_BINARY;
+  CliResult r = run_command("env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY " + kTfm + " --version");
+  EXPECT_NE(r.output.find("OpenMP: idle threads spin 1000 pause iterations (GOMP_SPINCOUNT), then sleep (tfm's default)"), std::string::npos)
+      << r.output;
+  r = run_command("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active " + kTfm + " --version");
+  EXPECT_NE(r.output.find("OpenMP: idle threads wait active (OMP_WAIT_POLICY)\n"), std::string::npos) << r.output;
+  r = run_command("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=20 " + kTfm + " --version");
+  EXPECT_NE(r.output.find("OpenMP: idle threads spin 20 pause iterations (GOMP_SPINCOUNT), then sleep\n"), std::string::npos) << r.output;
+}
+
+// generate and vit eval write their text to -o as translate and embed do: the same text as on standard output.
+TEST(Cli, GenerateAndVitEvalWriteToOutput) {
+  tfm::testing::TempDir dir;
+  const std::string fixtures = std::string(TFM_FIXTURE_DIR) + "/threads/";
+  const std::pair<std::string, std::string> commands[] = {
+      {"generate " + fixtures + "lm.safetensors --prompt 'ROMEO:' --max-new-tokens 20 --temperature 0", "text"},
+      {"vit eval " + fixtures + "vit.safetensors --data " + fixtures + "fashion", "report"}};
+  for (const auto& [command, file] : commands) {
+    CliResult to_stdout = run_tfm(command);
+    ASSERT_EQ(to_stdout.code, 0) << command << "\n" << to_stdout.output;
+    CliResult to_file = run_tfm(command + " -o " + dir.path(file));
+    ASSERT_EQ(to_file.code, 0) << command << "\n" << to_file.output;
+    EXPECT_EQ(to_file.output, "") << command;
+    EXPECT_EQ(tfm::testing::read_file(dir.path(file)), to_stdout.output) << command;
+    CliResult to_dir = run_tfm(command + " -o " + dir.path(""));
+    EXPECT_EQ(to_dir.code, 1) << command << "\n" << to_dir.output;
+    EXPECT_EQ(std::count(to_dir.output.begin(), to_dir.output.end(), '\n'), 1) << to_dir.output;
+  }
 }
 
 TEST(Cli, HelpListsTheCommands) {
@@ -269,6 +305,19 @@ TEST(Cli, AFreshRunRefusesADirectoryHoldingAnotherRunUnlessForced) {
 
 // `tfm train --resume` without data flags is the copy task's: a translation checkpoint
 // is refused, never continued (and overwritten) as a copy task.
+// The copy task takes the model flags (--dropout, --post-norm, --config); a resumed run refuses ones that disagree with its checkpoint.
+TEST(Cli, CopyTaskResumeRefusesModelFlagsThatDisagree) {
+  tfm::testing::TempDir dir;
+  const std::string last = dir.path("run/last.safetensors");
+  ASSERT_EQ(copy_task(dir.path("run"), "--steps 1 --dropout 0.2").code, 0);
+  EXPECT_NE(run_tfm("info " + last).output.find("\"dropout\":0.2"), std::string::npos);
+  CliResult r = copy_task(dir.path("run"), "--steps 2 --resume " + last + " --post-norm");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, "tfm: error: the model flags and --config disagree with " + last + ": norm_first false (" + last +
+                          ": true) (a resumed run keeps its checkpoint's architecture)\n");
+  EXPECT_EQ(copy_task(dir.path("run"), "--steps 2 --resume " + last + " --dropout 0.2").code, 0);
+}
+
 TEST(Cli, TrainResumeOfATranslationCheckpointNeedsItsData) {
   tfm::testing::TempDir dir;
   const std::string last = dir.path("run/last.safetensors");

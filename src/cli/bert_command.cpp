@@ -49,12 +49,13 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder from `tfm bert train`: one line of numbers per input line");
   add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm bert train` (e.g. runs/bert/best.safetensors)");
   cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
-  cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output); written once all are done")
+  cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
       ->capture_default_str();
   cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector")
       ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, &exit_code] {
+    io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "bert", "an encoder from `tfm bert train`", o->spm);
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::BERT model(c.config, data::Tokenizer::kPad);
@@ -62,12 +63,9 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     model.eval();
     autograd::NoGradGuard no_grad;
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
-    const std::vector<std::string> lines = data::read_lines(o->input == "-" ? "/dev/stdin" : o->input);
-    std::ostringstream file;
-    std::ostream& out = o->output == "-" ? std::cout : file;
-    out << std::setprecision(6);
+    data::LineReader in(o->input);
     int64_t truncated = 0;
-    for (const std::string& line : lines) {
+    for (std::string line; in.next(line);) {
       std::vector<int> ids = tokenizer.encode(line);
       if (static_cast<int64_t>(ids.size()) > model.config().max_len - 1) ids.resize(static_cast<size_t>(model.config().max_len - 1)), ++truncated;
       ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS]
@@ -79,11 +77,13 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       std::vector<double> v(static_cast<size_t>(D), 0.0);
       for (int64_t t = first; t < last; ++t)
         for (int64_t i = 0; i < D; ++i) v[static_cast<size_t>(i)] += hidden.data()[t * D + i] / static_cast<double>(last - first);
-      for (int64_t i = 0; i < D; ++i) out << (i ? " " : "") << v[static_cast<size_t>(i)];
-      out << "\n";
+      std::ostringstream vector;
+      vector << std::setprecision(6);
+      for (int64_t i = 0; i < D; ++i) vector << (i ? " " : "") << v[static_cast<size_t>(i)];
+      vector << "\n";
+      out.write(vector.str());
     }
-    if (o->output != "-") io::write_file_atomic(o->output, file.str());
-    else io::check_stdout();  // the vectors complete (and written) before the warning below
+    out.finish();  // the vectors complete (and written) before the warning below
     if (truncated)
       std::cerr << "tfm: warning: " << train::count_of(truncated, "line", "lines") << " longer than "
                 << train::count_of(model.config().max_len - 1, "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";

@@ -46,7 +46,7 @@ void add_lm_command(CLI::App& app, int& exit_code) {
 
 void add_generate_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, prompt, spm;
+    std::string checkpoint, prompt, spm, output = "-";
     decode::SamplingOptions sampling;
   };
   auto o = std::make_shared<Options>();
@@ -59,7 +59,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(in_range(0.0f, 1.0f));
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  cmd->add_option("--output,-o", o->output,
+                  "Output text ('-': standard output, token by token); a file is replaced only once generation completes")
+      ->capture_default_str();
   cmd->callback([o, &exit_code] {
+    io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // as translate and attention refuse such text
     FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
@@ -69,8 +73,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
-    std::cout << o->prompt;
-    io::check_stdout();
+    out.write(o->prompt);
     // SentencePiece drops the leading space of a piece decoded alone: decode the whole text
     // each time and print what it adds (once it extends what was printed: a character may
     // take several byte pieces).
@@ -80,11 +83,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
       ids.push_back(id);
       std::string text = tokenizer.decode(ids);
       if (text.compare(0, shown.size(), shown) != 0) return;
-      std::cout << text.substr(shown.size());
-      io::check_stdout();  // flushes: each token shows as it comes, and generation stops when output fails
+      out.write(std::string_view(text).substr(shown.size()));  // stdout: each token shows as it comes; a failed write stops generation
       shown = std::move(text);
     });
-    std::cout << "\n";
+    out.write("\n");
+    out.finish();
     exit_code = 0;
   });
 }

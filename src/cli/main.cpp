@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "io/output_file.h"
+#include "ops/openmp_wait.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
@@ -32,12 +33,14 @@ const char* cpu_isa() {
 }
 
 std::string version() {
-  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + cpu_isa();
+  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + cpu_isa() +
+         "\nOpenMP: " + tfm::ops::openmp_wait_setting();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  tfm::ops::choose_openmp_wait(argv);
   tfm::io::handle_output_signals();
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
   int exit_code = 0;

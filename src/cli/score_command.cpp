@@ -16,7 +16,7 @@ void add_score_command(CLI::App& app, int&) {
   cmd->add_option("--hyp", paths->first, "Translations, one a line, plain or .gz ('-': standard input)")->required();
   cmd->add_option("--ref", paths->second, "References, line-aligned")->required()->check(CLI::ExistingFile);
   cmd->callback([paths] {
-    std::vector<std::string> hyp = data::read_lines(paths->first == "-" ? "/dev/stdin" : paths->first), ref = data::read_lines(paths->second);
+    std::vector<std::string> hyp = data::read_lines(paths->first), ref = data::read_lines(paths->second);
     TFM_CHECK(hyp.size() == ref.size(), paths->first << " has " << hyp.size() << " lines but " << paths->second << " has " << ref.size());
     // chrF2 on BLEU's 0-100 scale and with its two decimals.
     std::cout << eval::corpus_bleu(hyp, ref).format() << "\nchrF2 = " << std::fixed << std::setprecision(2) << eval::corpus_chrf(hyp, ref) << "\n";

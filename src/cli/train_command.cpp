@@ -1,10 +1,13 @@
 // `tfm train`: the copy task with no data, a translation model with --train-src.
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
+#include "data/text.h"
 #include "models/config.h"
 #include "tensor/error.h"
 #include "train/copy_task.h"
@@ -24,11 +27,18 @@ train::TrainerOptions copy_trainer(const CLI::App& cmd, train::TrainerOptions t)
   auto given = [&cmd](const char* flag) { return cmd.count(flag) > 0; };
   if (!given("--out")) t.out_dir = d.out_dir;
   if (!given("--steps")) t.max_steps = d.max_steps;
-  if (!given("--epochs")) t.epochs = d.epochs;
+  // As many epochs as the steps need (--steps 0: one), unless given.
+  constexpr int64_t kBatches = train::CopyTaskOptions::kEpochBatches;
+  if (!given("--epochs")) t.epochs = std::max<int64_t>(1, (t.max_steps + kBatches - 1) / kBatches);
   if (!given("--warmup")) t.schedule.warmup = d.schedule.warmup;
   if (!given("--clip-norm")) t.clip_norm = d.clip_norm;
   if (!given("--validate-every")) t.validate_every = d.validate_every;
   return t;
+}
+
+// Usage error for any of `flags` given: they belong to the other task.
+void refuse_flags(const CLI::App& cmd, std::initializer_list<const char*> flags, const std::string& why) {
+  for (const char* flag : flags) require_usage(cmd.count(flag) == 0, std::string(flag) + " " + why);
 }
 
 }  // namespace
@@ -68,8 +78,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   data->add_option("--tgt-vocab", mt.tgt_vocab, "Target SentencePiece model (same file for a joint vocabulary)")->check(CLI::ExistingFile);
   // Model flags given override --config, which overrides the preset.
   data->add_option("--preset", o->preset, "Model size: small or base")->capture_default_str()->check(CLI::IsMember({"small", "base"}));
-  data->add_option("--dropout", o->dropout, "Dropout probability (default: the preset's or --config's)")->check(below(0.0f, 1.0f));
-  data->add_flag("--post-norm", o->post_norm, "Residual placement of the paper (default: pre-norm)");
+  data->add_option("--dropout", o->dropout, "Dropout probability (default: the preset's or --config's; the copy task's too)")->check(below(0.0f, 1.0f));
+  data->add_flag("--post-norm", o->post_norm, "Residual placement of the paper (default: pre-norm; the copy task's too)");
   data->add_option("--max-tokens", mt.max_tokens, "Padded tokens (source and target) per batch")->capture_default_str()->check(at_least<int64_t>(1));
   data->add_option("--label-smoothing", mt.label_smoothing, "Label smoothing")->capture_default_str()->check(below(0.0f, 1.0f));
   data->add_option("--max-sentence-tokens", mt.max_sentence_tokens, "Skip training pairs with more subwords")->capture_default_str()->check(at_least<int64_t>(1));
@@ -77,6 +87,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
 
   cmd->callback([o, cmd, &exit_code] {
     if (!o->mt.train_src.empty() || !o->mt.train_tgt.empty()) {
+      refuse_flags(*cmd, {"--batch", "--seq-len", "--samples"}, "applies only to the copy task (tfm train without --train-src)");
       train::TranslationOptions mt = o->mt;
       if (cmd->count("--preset")) mt.preset = o->preset;
       if (cmd->count("--dropout")) mt.dropout = o->dropout;
@@ -87,8 +98,16 @@ void add_train_command(CLI::App& app, int& exit_code) {
       exit_code = train::run_translation_training(mt, std::cout);
       return;
     }
+    refuse_flags(*cmd,
+                 {"--preset", "--valid-src", "--valid-tgt", "--src-vocab", "--tgt-vocab", "--max-tokens", "--label-smoothing",
+                  "--max-sentence-tokens", "--valid-sentences"},
+                 "applies only to translation training (with --train-src and --train-tgt); the copy task's model comes from --config");
     train::CopyTaskOptions copy = o->copy;
     if (!o->config_path.empty()) copy.model = models::TransformerConfig::from_file(o->config_path, copy.model);
+    if (!o->config_path.empty())
+      for (const auto& field : nlohmann::json::parse(data::read_file(o->config_path)).items()) copy.model_fields_given.push_back(field.key());
+    if (cmd->count("--dropout")) copy.model.dropout = o->dropout, copy.model_fields_given.push_back("dropout");
+    if (o->post_norm) copy.model.norm_first = false, copy.model_fields_given.push_back("norm_first");
     copy.trainer = copy_trainer(*cmd, o->mt.trainer);
     train::CopyTaskResult r = train::run_copy_task(copy, std::cout);
     exit_code = r.exit_code != 0 ? r.exit_code : r.copied == r.decoded ? 0 : kNotAllCopied;

@@ -1,7 +1,6 @@
 // `tfm translate`: plain text in, plain text out, with beam or greedy search.
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -29,8 +28,7 @@ struct Options {
 
 void run(const Options& o) {
   // Opened first, so that a directory or an unwritable path is refused before the model loads.
-  std::optional<io::OutputFile> out_file;
-  if (o.output != "-") out_file.emplace(o.output);
+  io::TextOutput out_text(o.output);
   decode::TranslationModel tm = decode::TranslationModel::load(o.model, o.src_vocab, o.tgt_vocab);
   models::EncoderDecoder& model = *tm.model;
   const data::Vocab &src_vocab = tm.src_vocab, &tgt_vocab = tm.tgt_vocab;
@@ -39,11 +37,6 @@ void run(const Options& o) {
   decode::SearchOptions search = o.search;
   if (o.greedy) search.beam = 1;
   data::LineReader in(o.input);
-  auto emit = [&](const std::string& text) {
-    if (out_file) return out_file->write(text);
-    std::cout << text;
-    io::check_stdout();  // stop at the first chunk that cannot be written
-  };
 
   int64_t line_no = 0;
   std::vector<std::string> chunk;
@@ -66,7 +59,7 @@ void run(const Options& o) {
       }
       for (const decode::Hypothesis& h : results[i]) out << n << " ||| " << tgt_vocab.decode(h.tokens) << " ||| " << h.score << "\n";
     }
-    emit(out.str());
+    out_text.write(out.str());  // standard output: stops at the first chunk that cannot be written
     chunk.clear();
   };
   for (std::string line; in.next(line);) {
@@ -75,7 +68,7 @@ void run(const Options& o) {
     if (static_cast<int64_t>(chunk.size()) >= o.chunk) flush();
   }
   flush();
-  if (out_file) out_file->commit();  // an existing file is replaced only by a complete translation
+  out_text.finish();  // an existing file is replaced only by a complete translation
 }
 
 }  // namespace

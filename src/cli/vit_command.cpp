@@ -8,6 +8,7 @@
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "io/checkpoint.h"
+#include "io/output_file.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "train/vit.h"
@@ -16,19 +17,29 @@ namespace tfm::cli {
 
 namespace {
 
-void print_evaluation(const train::Evaluation& e, int64_t classes, const std::string& data_dir) {
-  std::printf("test accuracy %.2f%% (%ld of %ld images), loss %.4f\n", 100.0 * e.accuracy(), static_cast<long>(e.correct),
-              static_cast<long>(e.images), e.loss);
-  std::printf("per class (rows: true class, columns: predicted)\n");
+// printf's formatting, into a string.
+template <class... Args>
+std::string format(const char* fmt, Args... args) {
+  std::string s(static_cast<size_t>(std::snprintf(nullptr, 0, fmt, args...)), '\0');
+  std::snprintf(s.data(), s.size() + 1, fmt, args...);
+  return s;
+}
+
+// Accuracy, then the confusion matrix with each class's accuracy.
+std::string evaluation_report(const train::Evaluation& e, int64_t classes, const std::string& data_dir) {
+  std::string report = format("test accuracy %.2f%% (%ld of %ld images), loss %.4f\n", 100.0 * e.accuracy(), static_cast<long>(e.correct),
+                              static_cast<long>(e.images), e.loss);
+  report += "per class (rows: true class, columns: predicted)\n";
   for (int64_t t = 0; t < classes; ++t) {
     int64_t total = 0;
     for (int64_t p = 0; p < classes; ++p) total += e.confusion[static_cast<size_t>(t * classes + p)];
     const double acc = total ? 100.0 * static_cast<double>(e.confusion[static_cast<size_t>(t * classes + t)]) / static_cast<double>(total) : 0.0;
     const std::string name = class_name(t, classes, data_dir);
-    std::printf("%2ld %-12s %6.2f%% |", static_cast<long>(t), name == std::to_string(t) ? "" : name.c_str(), acc);
-    for (int64_t p = 0; p < classes; ++p) std::printf(" %4ld", static_cast<long>(e.confusion[static_cast<size_t>(t * classes + p)]));
-    std::printf("\n");
+    report += format("%2ld %-12s %6.2f%% |", static_cast<long>(t), name == std::to_string(t) ? "" : name.c_str(), acc);
+    for (int64_t p = 0; p < classes; ++p) report += format(" %4ld", static_cast<long>(e.confusion[static_cast<size_t>(t * classes + p)]));
+    report += "\n";
   }
+  return report;
 }
 
 }  // namespace
@@ -70,19 +81,23 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   });
 
   struct EvalOptions {
-    std::string checkpoint, data_dir = train::kFashionMnistDir;
+    std::string checkpoint, data_dir = train::kFashionMnistDir, output = "-";
   };
   auto e = std::make_shared<EvalOptions>();
   CLI::App* eval = vit->add_subcommand("eval", "Test accuracy and confusion matrix of a trained ViT");
   add_model_flag(eval, e->checkpoint, "Checkpoint from `tfm vit train` (e.g. runs/vit/best.safetensors)");
   eval->add_option("--data", e->data_dir, "Directory with t10k-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
+  eval->add_option("--output,-o", e->output, "The report ('-': standard output); a file is replaced only once evaluation completes")
+      ->capture_default_str();
   eval->callback([e, &exit_code] {
+    io::TextOutput out(e->output);  // first: a bad path is refused before the model loads
     std::unique_ptr<models::ViT> model = load_vit(e->checkpoint);
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     const data::ImageSet test = data::read_image_split(e->data_dir, /*train=*/false, model->config().classes);
     TFM_CHECK(test.rows == model->config().image_size && test.cols == model->config().image_size,
               e->data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << model->config().image_size);
-    print_evaluation(train::evaluate_images(*model, test, 0, test.count), model->config().classes, e->data_dir);
+    out.write(evaluation_report(train::evaluate_images(*model, test, 0, test.count), model->config().classes, e->data_dir));
+    out.finish();
     exit_code = 0;
   });
 }

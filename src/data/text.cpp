@@ -87,23 +87,12 @@ std::string read_file(const std::string& path) {
   return content;
 }
 
-std::vector<std::string> split_lines(const std::string& content, const std::string& origin) {
+std::vector<std::string> read_lines(const std::string& path) {
+  LineReader in(path);
   std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < content.size()) {
-    size_t end = content.find('\n', start);
-    if (end == std::string::npos) end = content.size();
-    std::string line = content.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const char* problem = text_problem(line);
-    TFM_CHECK(!problem, origin << ":" << lines.size() + 1 << ": " << problem);
-    lines.push_back(std::move(line));
-    start = end + 1;
-  }
+  for (std::string line; in.next(line);) lines.push_back(std::move(line));
   return lines;
 }
-
-std::vector<std::string> read_lines(const std::string& path) { return split_lines(read_file(path), path); }
 
 LineReader::LineReader(const std::string& path) : origin_(path == "-" ? "stdin" : path) {
   if (path != "-") file_ = open_text(path);

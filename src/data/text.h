@@ -19,15 +19,12 @@ const char* text_problem(std::string_view line);
 // gzip stream is an error naming the file.
 std::string read_file(const std::string& path);
 
-// Lines of `content` without terminators ("\n" or "\r\n"); a NUL byte or invalid
-// UTF-8 is an error naming origin:line.
-std::vector<std::string> split_lines(const std::string& content, const std::string& origin);
-
-// All lines of a file, without line terminators ("\n" or "\r\n").
+// All lines of a file (plain or gzip) or of standard input ("-"), read by LineReader.
 std::vector<std::string> read_lines(const std::string& path);
 
 // The lines of a file (plain or gzip) or of standard input ("-"), one at a time, for
-// input too long to hold at once; each is checked as split_lines checks them.
+// input too long to hold at once, without terminators ("\n" or "\r\n"); a NUL byte or
+// invalid UTF-8 is an error naming origin:line.
 class LineReader {
  public:
   explicit LineReader(const std::string& path);

@@ -112,6 +112,20 @@ void OutputFile::discard() {
   tmp_.clear();
 }
 
+TextOutput::TextOutput(const std::string& path) {
+  if (path != "-") file_.emplace(path);
+}
+
+void TextOutput::write(std::string_view text) {
+  if (file_) return file_->write(text);
+  std::cout << text;
+  check_stdout();
+}
+
+void TextOutput::finish() {
+  if (file_) file_->commit();
+}
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   OutputFile out(path);
   out.write(bytes);

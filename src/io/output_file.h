@@ -3,6 +3,7 @@
 // trainer's metrics.jsonl, appended to line by line, aside) and every directory it
 // writes into goes through here, so that all writers treat the paths
 // users give them the same way and report failures as one line naming the path.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,20 @@ class OutputFile {
   std::string tmp_;      // empty when writing directly
   bool existed_ = false;  // a previous file stays untouched on failure
   int fd_ = -1;
+};
+
+// The text output of a command (`-o PATH`, or standard output for "-"): standard
+// output is written as the text comes (a failed write is an error at once); a file is
+// an OutputFile, opened at construction (a bad path fails before any work) and
+// replaced only by finish(), with the complete output.
+class TextOutput {
+ public:
+  explicit TextOutput(const std::string& path);
+  void write(std::string_view text);
+  void finish();
+
+ private:
+  std::optional<OutputFile> file_;  // none: standard output
 };
 
 // Writes `bytes` to `path` as OutputFile does.

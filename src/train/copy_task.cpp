@@ -1,5 +1,6 @@
 #include "train/copy_task.h"
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "decode/beam_search.h"
@@ -23,8 +24,7 @@ models::TransformerConfig CopyTaskOptions::default_model() {
 
 TrainerOptions CopyTaskOptions::default_trainer() {
   TrainerOptions t = TrainerOptions::paper("runs/copy", /*warmup=*/200, /*clip_norm=*/0, /*validate_every=*/0);
-  t.epochs = 1000000;  // random batches: the step count decides
-  t.max_steps = 800;
+  t.max_steps = kEpochBatches;
   return t;
 }
 
@@ -63,10 +63,9 @@ class CopyTask : public TrainingTask {
   nn::Module& model() override { return model_; }
   void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
   io::Checkpoint describe() const override { return {"encoder_decoder", model_.config().to_json(), {}, "", {}}; }
-  static constexpr int64_t kEpochBatches = 800;
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
-    seed_ = seed, first_batch_ = (epoch - 1) * kEpochBatches;
-    return kEpochBatches;
+    seed_ = seed, first_batch_ = (epoch - 1) * CopyTaskOptions::kEpochBatches;
+    return CopyTaskOptions::kEpochBatches;
   }
   BatchLoss batch_loss(int64_t index) override {
     Rng rng = substream(seed_, static_cast<uint64_t>(first_batch_ + index));
@@ -122,6 +121,27 @@ void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
   io::check_model_kind(c.model_kind, {"encoder_decoder"}, origin, "a translation one");
 }
 
+// A JSON value as a user wrote it: floats with 6 significant digits (0.1, not 0.10000000149011612).
+std::string shown(const nlohmann::json& v) {
+  if (!v.is_number_float()) return v.dump();
+  std::ostringstream os;
+  os << v.get<double>();
+  return os.str();
+}
+
+// A resumed run keeps its checkpoint's architecture: a field the user chose that
+// disagrees with it is an error, naming each such field.
+void check_model_agrees(const CopyTaskOptions& o, const models::TransformerConfig& saved) {
+  const nlohmann::json g = nlohmann::json::parse(o.model.to_json()), s = nlohmann::json::parse(saved.to_json());
+  const std::string& origin = o.trainer.resume;
+  std::string differ;
+  for (const std::string& key : o.model_fields_given)
+    if (g.contains(key) && s.contains(key) && g[key] != s[key])
+      differ += (differ.empty() ? "" : ", ") + key + " " + shown(g[key]) + " (" + origin + ": " + shown(s[key]) + ")";
+  TFM_CHECK(differ.empty(), "the model flags and --config disagree with " << origin << ": " << differ
+                                                                           << " (a resumed run keeps its checkpoint's architecture)");
+}
+
 }  // namespace
 
 CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
@@ -130,6 +150,7 @@ CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
   if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), o.trainer.resume);
   const models::TransformerConfig config =
       trainer.resumed() ? models::TransformerConfig::from_json(trainer.resumed()->config_json, o.trainer.resume) : o.model;
+  if (trainer.resumed()) check_model_agrees(o, config);
   TFM_CHECK(config.src_vocab > 2 && config.src_vocab == config.tgt_vocab, "copy task: needs equal source and target vocabularies above 2");
   TFM_CHECK(o.seq_len <= config.max_len, "copy task: seq_len " << o.seq_len << " exceeds the model's max_len " << config.max_len);
   Schedule schedule = o.trainer.schedule;

@@ -22,10 +22,15 @@ struct CopyTaskOptions {
   int64_t samples = 5;   // sequences decoded at the end (the validation)
   TrainerOptions trainer = default_trainer();
 
+  // The fields of `model` the user chose (model flags, --config): a resumed run checks
+  // them against its checkpoint's.
+  std::vector<std::string> model_fields_given;
+
+  // Batches in an epoch. They are fresh random ones, so an epoch is only a unit of count.
+  static constexpr int64_t kEpochBatches = 800;
   static models::TransformerConfig default_model();
-  // 800 steps (epochs of 800 fresh random batches, as many as the steps need), the
-  // paper's schedule with factor 1 and 200 warm-up steps, no clipping, validation only
-  // at the end, runs/copy.
+  // 800 steps (one epoch), the paper's schedule with factor 1 and 200 warm-up steps, no
+  // clipping, validation only at the end, runs/copy.
   static TrainerOptions default_trainer();
 };
 

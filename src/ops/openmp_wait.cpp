@@ -1,0 +1,51 @@
+// How long an idle OpenMP thread spins before it sleeps.
+//
+// libgomp spins at a barrier, and between regions, 300,000 pause iterations before it
+// sleeps in the kernel: about 15 ms on this machine (49 ns per iteration; libgomp
+// assumes 10). On a busy machine that is ruinous: a thread spinning for its partner
+// burns the CPU share the scheduler would otherwise give it as a sleeper, so it waits
+// longer, and a step of a few hundred regions crawls. Measured on 2 cores beside two
+// busy processes, the tinyshakespeare recipe (150 steps) took 11.2 s alone and
+// 37-179 s loaded (3-16x); spinning 1,000 iterations (~50 us) then sleeping made it
+// 10.4 s alone and 19.7 s loaded (1.9x), where 3,000 gave 2.5x and 0 (passive) was 10%
+// slower alone. bench/load.py measures it; docs/PERFORMANCE.md has the figures.
+//
+// libgomp reads GOMP_SPINCOUNT once, in its own initialiser, before main() runs, and
+// has no call to change it later; nor can an executable set it before that (its
+// .preinit_array runs before the C library has its environment). So main() sets the
+// variable and executes the same program again (/proc/self/exe, a few milliseconds),
+// unless the user chose a wait, which is left as it is. A process that embeds tfm's
+// library sets GOMP_SPINCOUNT itself before libgomp loads.
+#include "ops/openmp_wait.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace tfm::ops {
+namespace {
+
+constexpr const char* kSpinCount = "1000";
+
+bool wait_chosen() { return std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY"); }
+
+}  // namespace
+
+void choose_openmp_wait(char** argv) {
+  if (wait_chosen() || setenv("GOMP_SPINCOUNT", kSpinCount, 0) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only on failure (no /proc): go on as we are
+  unsetenv("GOMP_SPINCOUNT");     // not in effect in this process, so not reported
+}
+
+std::string openmp_wait_setting() {
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  std::string setting = "idle threads";
+  if (policy) setting += std::string(" wait ") + policy + " (OMP_WAIT_POLICY)";
+  if (spin) setting += std::string(policy ? " and" : "") + " spin " + spin + " pause iterations (GOMP_SPINCOUNT), then sleep";
+  if (!policy && !spin) setting += " spin for libgomp's default 300,000 pause iterations, then sleep";
+  if (!policy && spin && std::string(spin) == kSpinCount) setting += " (tfm's default)";
+  return setting;
+}
+
+}  // namespace tfm::ops

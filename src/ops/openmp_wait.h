@@ -1,0 +1,16 @@
+#pragma once
+// How long idle OpenMP threads spin before they sleep (see openmp_wait.cpp).
+#include <string>
+
+namespace tfm::ops {
+
+// The first call of an executable's main(): unless the environment already says how
+// OpenMP threads wait (GOMP_SPINCOUNT or OMP_WAIT_POLICY), sets tfm's spin count and
+// runs the program again from the start so that libgomp reads it. Returns (and the
+// program goes on with libgomp's own default) only if that cannot be done.
+void choose_openmp_wait(char** argv);
+
+// One line for `tfm --version`: the wait in effect.
+std::string openmp_wait_setting();
+
+}  // namespace tfm::ops
