@@ -247,26 +247,34 @@ def report(a, sgemm, training, translation, lm, reduced):
     return "\n".join(lines)
 
 
-def update_doc(table):
+def update_doc(table, begin="<!-- results: bench/run.sh writes this section -->", end="<!-- end of results -->"):
+    """Replaces what lies between the markers `begin` and `end` of docs/PERFORMANCE.md."""
     path = os.path.join(ROOT, "docs", "PERFORMANCE.md")
     doc = open(path).read()
-    begin, end = "<!-- results: bench/run.sh writes this section -->", "<!-- end of results -->"
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{path} has lost its markers {begin} ... {end}; the table is printed above")
     doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{table}\n{end}", doc, flags=re.S)
     open(path, "w").write(doc)
 
 
-def main():
+def arguments():
+    """The arguments of bench/compare.py and bench/load.py alike; each adds its own."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True, help="trained translation checkpoint (both engines decode with it)")
     ap.add_argument("--vocab", required=True, help="its joint SentencePiece vocabulary")
     ap.add_argument("--data", required=True, help="Multi30k directory")
     ap.add_argument("--text", help="tinyshakespeare input.txt (leave out to skip the language model)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
+    return ap
+
+
+def main():
+    ap = arguments()
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--max-tokens", type=int, default=4000)
     ap.add_argument("--latency-sentences", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3, help="alternating runs of each engine per translation job (medians reported)")
-    ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
     a = ap.parse_args()
     a.train_src, a.train_tgt = os.path.join(a.data, "train.de.gz"), os.path.join(a.data, "train.en.gz")
     a.valid_src = os.path.join(a.data, "val.de.gz")

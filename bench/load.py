@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tfm and PyTorch on a busy machine (see bench/load.sh): each job alone, then beside
+"""tfm and PyTorch on a busy machine (`bench/run.sh --load`): each job alone, then beside
 as many busy single-thread processes (`while :; do :; done`) as there are cores, at
 the same thread count. Half the CPU is left to the job, so about 2x slower is fair;
 the report gives each engine's slowdown, and tfm's speed alone against libgomp's own
@@ -13,17 +13,15 @@ translation of Multi30k val at batch 32 (tfm_bench translate as `tfm translate`
 runs by default, and bench/torch_translate.py: the search time). Engines take turns
 within each round; figures are medians. PyTorch runs fewer times under load, where
 one run of it takes minutes."""
-import argparse
 import contextlib
 import datetime
 import json
 import os
-import re
 import statistics
 import subprocess
 import tempfile
 
-from compare import BENCH, PY, ROOT, TFM, cpu_model, run
+from compare import BENCH, PY, ROOT, TFM, arguments, cpu_model, run, update_doc
 
 LIBGOMP_DEFAULT = {"GOMP_SPINCOUNT": "300000"}
 
@@ -80,13 +78,14 @@ def measure(a, name, engines):
                 ("pytorch", engines["pytorch"], {}, min(a.runs, 3), a.peer_runs)]
     times = {}
     for i in range(a.runs):
+        this_round = []
         for loaded in (False, True):
             for variant, (cmd, seconds), env, alone_runs, loaded_runs in variants:
                 if i < (loaded_runs if loaded else alone_runs):
                     with Load(os.cpu_count()) if loaded else contextlib.nullcontext():
                         times.setdefault((variant, loaded), []).append(seconds(run(cmd, a.threads, env)))
-        print(f"  {name}, round {i + 1}: " + ", ".join(f"{v}{' loaded' if l else ''} {t[-1]:.1f} s" for (v, l), t in times.items()),
-              flush=True)
+                    this_round.append(f"{variant}{' loaded' if loaded else ''} {times[(variant, loaded)][-1]:.1f} s")
+        print(f"  {name}, round {i + 1}: " + ", ".join(this_round), flush=True)
     return times
 
 
@@ -107,35 +106,19 @@ def report(a, results):
     return "\n".join(lines)
 
 
-def update_doc(table):
-    path = os.path.join(ROOT, "docs", "PERFORMANCE.md")
-    doc = open(path).read()
-    begin, end = "<!-- load: bench/load.sh writes this section -->", "<!-- end of load results -->"
-    if begin not in doc or end not in doc:
-        raise SystemExit(f"bench/load.py: {path} has lost its markers {begin} ... {end}; the table is printed above")
-    doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{table}\n{end}", doc, flags=re.S)
-    open(path, "w").write(doc)
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True, help="trained translation checkpoint (both engines decode with it)")
-    ap.add_argument("--vocab", required=True, help="its joint SentencePiece vocabulary")
-    ap.add_argument("--data", required=True, help="Multi30k directory")
-    ap.add_argument("--text", help="tinyshakespeare input.txt (leave out to skip the language model)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap = arguments()
     ap.add_argument("--lm-steps", type=int, default=300)
     ap.add_argument("--train-steps", type=int, default=10)
     ap.add_argument("--runs", type=int, default=5, help="alternating runs of tfm alone and loaded (medians reported)")
     ap.add_argument("--peer-runs", type=int, default=1, help="runs under load of PyTorch and of tfm with libgomp's wait (one can take minutes)")
-    ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         results = [(name, measure(a, name, engines)) for name, engines in jobs(a, work)]
     table = report(a, results)
     print("\n" + table)
     if not a.no_doc:
-        update_doc(table)
+        update_doc(table, "<!-- load: bench/run.sh --load writes this section -->", "<!-- end of load results -->")
         print("\nwrote docs/PERFORMANCE.md")
 
 

@@ -4,11 +4,16 @@
 # translation throughput and latency with the same trained weights, peak memory,
 # the tinyshakespeare language-model recipe, and tfm's GFLOP/s against oneDNN's
 # sgemm peak. Prints the table and rewrites the results in docs/PERFORMANCE.md.
-#   bench/run.sh [RUN_DIR] [THREADS]
+# With --load instead: the tinyshakespeare recipe, `small` training and greedy
+# translation in both engines, alone and beside as many busy single-thread processes
+# as there are cores (bench/load.py, about 40 minutes on 2 cores).
+#   bench/run.sh [--load] [RUN_DIR] [THREADS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+script=bench/compare.py
+if [[ ${1:-} == --load ]]; then script=bench/load.py; shift; fi
 run=${1:-runs/multi30k}
 threads=${2:-$(nproc)}
 data=../shared/data/multi30k
@@ -22,5 +27,5 @@ lm=(--text "$text")
 scripts/install-deps.sh --with-torch >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target tfm tfm_bench >/dev/null
-/usr/bin/python3 bench/compare.py --model "$run/best.safetensors" --vocab "$run/vocab.model" --data "$data" \
+/usr/bin/python3 "$script" --model "$run/best.safetensors" --vocab "$run/vocab.model" --data "$data" \
   --threads "$threads" "${lm[@]}"
