@@ -16,7 +16,7 @@
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "ops/gemm.h"
-#include "ops/openmp_wait.h"
+#include "threads/openmp_wait.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
@@ -61,7 +61,7 @@ void bench_train(const TrainOptions& o) {
   std::vector<tfm::train::Seq2SeqBatch> batches;
   json dump = json::array();
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
-    batches.push_back(tfm::data::collate(corpus.examples, order[static_cast<size_t>(i)]));
+    batches.push_back(tfm::train::collate(corpus.examples, order[static_cast<size_t>(i)]));
     const tfm::train::Seq2SeqBatch& b = batches.back();
     dump.push_back({{"src", rows(b.src)}, {"tgt_in", rows(b.tgt_in)}, {"tgt_out", rows({b.tgt_out, b.tgt_in.rows, b.tgt_in.cols})}});
   }
@@ -171,7 +171,7 @@ void bench_sgemm() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tfm::ops::choose_openmp_wait(argv);  // the wait `tfm` runs with
+  tfm::choose_openmp_wait(argv);  // the wait `tfm` runs with
   CLI::App app{"tfm's side of bench/run.sh"};
   app.require_subcommand(1);
   app.add_option("--precision", "Linear layers' products: f32, bf16 or int8 (translate only)")

@@ -4,29 +4,22 @@
 //         as `tfm translate`, `tfm lm train --vocab` and `tfm embed` do;
 //   odd:  a SentencePiece model file given to `--vocab`, which must load or be
 //         refused with one error.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "data/text.h"
 #include "data/tokenizer.h"
 #include "data/vocab.h"
+#include "scratch.h"
 #include "tensor/error.h"
 
 namespace {
 
 std::string g_model_path;  // the trained model
 std::string g_input_path;  // where odd inputs are written for Vocab::load
-
-void write_file(const std::string& path, const char* data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data, static_cast<std::streamsize>(size));
-}
+std::string g_text_path;   // where even inputs are written for the corpus reader
 
 void check_ids(const std::vector<int>& ids, int size) {
   for (int id : ids)
@@ -36,10 +29,10 @@ void check_ids(const std::vector<int>& ids, int size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const std::string dir = "/tmp/tfm_fuzz_spm_" + std::to_string(getpid());
-  std::system(("mkdir -p " + dir).c_str());
+  const std::string dir = tfm::fuzz::scratch_dir("spm");
   g_model_path = dir + "/bpe.model";
   g_input_path = dir + "/input.model";
+  g_text_path = dir + "/input.txt";
   std::vector<std::string> sentences;
   const char* seeds[] = {"Ein Mann fährt Fahrrad über die Brücke.", "A man rides a bike across the bridge.",
                          "Zwei Hunde spielen im Schnee – 雪 ❄️", "Two dogs play in the snow, naïvely."};
@@ -60,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       static const tfm::data::Vocab vocab = tfm::data::Vocab::load(g_model_path);
       static const tfm::data::Tokenizer tokenizer = tfm::data::Tokenizer::sentencepiece(g_model_path);
       std::string text;
-      for (const std::string& line : tfm::data::split_lines(std::string(rest, rest_size), "fuzz")) {
+      tfm::fuzz::write_file(g_text_path, rest, rest_size);
+      for (const std::string& line : tfm::data::read_lines(g_text_path)) {
         const std::vector<int> ids = vocab.encode(line);
         check_ids(ids, vocab.size());
         vocab.decode(ids);
@@ -70,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_ids(ids, tokenizer.size());
       tokenizer.decode(ids);
     } else {
-      write_file(g_input_path, rest, rest_size);
+      tfm::fuzz::write_file(g_input_path, rest, rest_size);
       const tfm::data::Vocab vocab = tfm::data::Vocab::load(g_input_path);
       check_ids(vocab.encode("Ein Mann fährt Fahrrad."), vocab.size());
     }

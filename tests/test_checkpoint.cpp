@@ -26,7 +26,7 @@ class CheckpointTest : public ::testing::Test {
     Rng rng(3);
     model_->init_parameters(rng);
     path_ = (dir_ / "model.safetensors").string();
-    io::save_checkpoint(path_, *model_, {"encoder_decoder", config_.to_json(), {}, ""});
+    io::save_checkpoint(path_, model_->named_parameters(), {"encoder_decoder", config_.to_json(), {}, ""});
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -41,7 +41,7 @@ class CheckpointTest : public ::testing::Test {
   std::string load_error() const {
     try {
       models::EncoderDecoder fresh(config_);
-      io::load_parameters(fresh, io::read_safetensors(path_), path_);
+      io::load_parameters(fresh.named_parameters(), io::read_safetensors(path_), path_);
       return "";
     } catch (const Error& e) {
       return e.what();
@@ -57,7 +57,7 @@ class CheckpointTest : public ::testing::Test {
 TEST_F(CheckpointTest, RoundTripRestoresEveryParameterExactly) {
   models::EncoderDecoder fresh(config_);
   io::SafeTensors file = io::read_safetensors(path_);
-  io::load_parameters(fresh, file, path_);
+  io::load_parameters(fresh.named_parameters(), file, path_);
   auto a = model_->named_parameters(), b = fresh.named_parameters();
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second.to_vector(), b[i].second.to_vector()) << a[i].first;
@@ -70,7 +70,7 @@ TEST_F(CheckpointTest, PyTorchStateDictLoadsDirectly) {
   testing::ModelFixture f = testing::load_model_fixture("model_post_relu.safetensors");
   models::EncoderDecoder model(f.config);
   io::SafeTensors state = io::read_safetensors(testing::fixture_path("pytorch_state_dict.safetensors"));
-  io::load_parameters(model, state, "pytorch_state_dict.safetensors");
+  io::load_parameters(model.named_parameters(), state, "pytorch_state_dict.safetensors");
   EXPECT_EQ(model.transformer->encoder->layers[1]->feed_forward->linear1->weight.to_vector(),
             f.get("transformer.encoder.layers.1.linear1.weight").to_vector());
 }

@@ -217,7 +217,7 @@ struct FamilyRuns {
     EXPECT_EQ(run_tfm("bert train" + sizes + " --max-len 16 --out " + dir.path("bert")).code, 0);
     const models::StackConfig c = models::StackConfig::from_json(
         R"({"image_size": 8, "patch": 4, "classes": 3, "d_model": 16, "heads": 2, "d_ff": 32, "layers": 1})", "vit", "vit");
-    io::save_checkpoint(vit, models::ViT(c), {"vit", c.to_json(), {}, "", {}});
+    io::save_checkpoint(vit, models::ViT(c).named_parameters(), {"vit", c.to_json(), {}, "", {}});
   }
 };
 

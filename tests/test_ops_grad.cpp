@@ -96,22 +96,22 @@ TEST(OpsGrad, BroadcastingAddMulScale) {
 }
 
 TEST(OpsGrad, ShapeOps) {
-  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].reshape({4, 6}), random_tensor({4, 6}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
-  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].permute({2, 0, 1}), random_tensor({4, 2, 3}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
-  EXPECT_GRADCHECK([](const V& x) { return x[0].transpose(0, 2).contiguous(); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
-  EXPECT_GRADCHECK([](const V& x) { return ops::mul(x[0].slice(1, 1, 3), random_tensor({2, 2, 4}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::reshape(x[0], {4, 6}), random_tensor({4, 6}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::permute(x[0], {2, 0, 1}), random_tensor({4, 2, 3}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::contiguous(ops::transpose(x[0], 0, 2)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::slice(x[0], 1, 1, 3), random_tensor({2, 2, 4}, 9)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
   EXPECT_GRADCHECK([](const V& x) { return ops::scale(ops::concat({x[0], x[1]}, 1), 1.5f); },
                    (V{random_tensor({2, 3, 4}, 1), random_tensor({2, 2, 4}, 2)}), kTol);
   // Slices add their gradients into one buffer per input (autograd's AccumulateFn):
   // overlapping slices of a leaf; slices of two op outputs whose gradients arrive
   // first as one shared tensor (add hands its gradient to both inputs), which the
   // slices must not add into in place.
-  EXPECT_GRADCHECK([](const V& x) { return ops::add(x[0].slice(1, 0, 2), x[0].slice(1, 1, 3)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::add(ops::slice(x[0], 1, 0, 2), ops::slice(x[0], 1, 1, 3)); }, (V{random_tensor({2, 3, 4}, 1)}), kTol);
   EXPECT_GRADCHECK(
       [](const V& x) {
         Tensor y = ops::scale(x[0], 2.0f);
         Tensor v = ops::scale(x[0], -3.0f);
-        return ops::concat({ops::add(y.slice(1, 0, 2), v.slice(1, 1, 3)), ops::add(y, v)}, 1);
+        return ops::concat({ops::add(ops::slice(y, 1, 0, 2), ops::slice(v, 1, 1, 3)), ops::add(y, v)}, 1);
       },
       (V{random_tensor({2, 3, 4}, 1)}), kTol);
   // A row gathered twice gets both gradients.
@@ -251,7 +251,7 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
     // q, k, v as slices of one fused projection, as in self-attention.
     EXPECT_GRADCHECK(
         [&](const V& x) {
-          return ops::attention(x[0].slice(2, 0, 6), x[0].slice(2, 6, 12), x[0].slice(2, 12, 18), 2, mask);
+          return ops::attention(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, mask);
         },
         (V{random_tensor({2, 4, 18}, 1)}), kTol);
   }
@@ -263,7 +263,7 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
   // padded queries, encoder-decoder attention.
   ops::AttentionMask packed;
   packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(ops::PackedSequences{{0, 3, 4}, {3, 1, 2}});
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0].slice(2, 0, 6), x[0].slice(2, 6, 12), x[0].slice(2, 12, 18), 2, packed, 0.25f, 7); },
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, packed, 0.25f, 7); },
                    (V{random_tensor({1, 6, 18}, 1)}), kTol);
   packed.packed_queries = nullptr;
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, packed); },

@@ -6,9 +6,11 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "autograd/autograd.h"
 #include "models/gpt.h"
 #include "models/vit.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 #include "support/compare.h"
 #include "support/fixture.h"
 #include "train/trainer.h"
@@ -31,7 +33,7 @@ void expect_forward_and_gradients_match(const testing::ModelFixture& f, nn::Modu
     EXPECT_EQ(testing::expect_traces_match(f, recorder, kForwardTol, worst_forward), traces);
   }
   EXPECT_TENSOR_NEAR("loss", loss, f.get("loss"), kLossTol);
-  loss.backward();
+  autograd::backward(loss);
   testing::expect_grads_match(f, model, kGradTol, worst_grad);
   std::cout << "  forward: " << worst_forward.summary() << "\n  gradients: " << worst_grad.summary() << "\n";
 }
@@ -48,7 +50,7 @@ void expect_adamw_steps_match(const testing::ModelFixture& f, nn::Module& model,
     optimizer.set_lr(schedule.at(static_cast<int64_t>(step)));
     optimizer.zero_grad();
     Tensor loss = loss_of();
-    loss.backward();
+    autograd::backward(loss);
     train::clip_grad_norm(model.parameters(), s["clip"].get<double>());
     optimizer.step();
     const double want = expected[step - 1], got = loss.item();
@@ -68,7 +70,7 @@ struct GptCase {
     std::vector<int> y;
     for (int64_t r = 0; r < ids.rows; ++r)
       for (int64_t c = 0; c + 1 < ids.cols; ++c) x.ids.push_back(ids.at(r, c)), y.push_back(ids.at(r, c + 1));
-    return ops::cross_entropy(model.forward(x).reshape({-1, model.config().vocab}), y, 0.0f, -1);
+    return ops::cross_entropy(ops::reshape(model.forward(x), {-1, model.config().vocab}), y, 0.0f, -1);
   }
 };
 

@@ -8,6 +8,7 @@
 #include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 #include "support/compare.h"
 #include "support/fixture.h"
 #include "train/step.h"
@@ -28,13 +29,13 @@ TEST_P(ReferenceTransformer, ForwardLossAndGradientsMatchPyTorch) {
 
   nn::TraceRecorder recorder;
   Tensor logits = model->generator->logits(model->forward(src, tgt_in));
-  Tensor loss = ops::cross_entropy(logits.reshape({-1, f.config.tgt_vocab}), tgt_out.ids, 0.1f, f.config.pad_id);
+  Tensor loss = ops::cross_entropy(ops::reshape(logits, {-1, f.config.tgt_vocab}), tgt_out.ids, 0.1f, f.config.pad_id);
 
   testing::WorstDifference worst_forward, worst_grad;
   EXPECT_EQ(testing::expect_traces_match(f, recorder, kForwardTol, worst_forward), 33)
       << "every sublayer of 2+2 layers, both stacks' norms, positions and generator";
   EXPECT_TENSOR_NEAR("loss", loss, f.get("loss"), kLossTol);
-  loss.backward();
+  autograd::backward(loss);
   testing::expect_grads_match(f, *model, kGradTol, worst_grad);
   std::cout << "  " << GetParam() << " forward: " << worst_forward.summary() << "\n  " << GetParam()
             << " gradients: " << worst_grad.summary() << "\n";
@@ -84,13 +85,13 @@ TEST(ReferenceLosses, BothLabelSmoothingFormsMatchPyTorch) {
   Tensor logits = f.find("logits")->clone();
   logits.set_requires_grad(true);
   Tensor ce = ops::cross_entropy(logits, targets, 0.1f, 0);
-  ce.backward();
+  autograd::backward(ce);
   EXPECT_TENSOR_NEAR("cross_entropy", ce, *f.find("cross_entropy"), 1e-6);
   EXPECT_TENSOR_NEAR("cross_entropy.grad", logits.grad(), *f.find("cross_entropy.grad"), 1e-6);
 
   logits.zero_grad();
   Tensor kl = ops::label_smoothing_kl(logits, targets, 0.1f, 0, f.find("kl.normalizer")->item());
-  kl.backward();
+  autograd::backward(kl);
   EXPECT_TENSOR_NEAR("kl", kl, *f.find("kl"), 1e-6);
   EXPECT_TENSOR_NEAR("kl.grad", logits.grad(), *f.find("kl.grad"), 1e-6);
 }

@@ -19,18 +19,18 @@ namespace {
 
 TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {
   Tensor t = Tensor::from_vector({2, 3}, {0, 1, 2, 3, 4, 5});
-  Tensor tt = t.transpose(0, 1);  // [3, 2], a view
+  Tensor tt = ops::transpose(t, 0, 1);  // [3, 2], a view
   EXPECT_FALSE(tt.is_contiguous());
   EXPECT_EQ(tt.to_vector(), (std::vector<float>{0, 3, 1, 4, 2, 5}));
-  Tensor s = t.slice(1, 1, 3);  // columns 1..2
+  Tensor s = ops::slice(t, 1, 1, 3);  // columns 1..2
   EXPECT_EQ(s.to_vector(), (std::vector<float>{1, 2, 4, 5}));
   t.data()[1] = 10;
   EXPECT_EQ(s.to_vector()[0], 10) << "a slice is a view, not a copy";
-  EXPECT_EQ(tt.reshape({6}).to_vector(), (std::vector<float>{0, 3, 10, 4, 2, 5})) << "reshape of a non-contiguous view copies";
-  EXPECT_EQ(t.reshape({3, -1}).shape(), (Shape{3, 2}));
+  EXPECT_EQ(ops::reshape(tt, {6}).to_vector(), (std::vector<float>{0, 3, 10, 4, 2, 5})) << "reshape of a non-contiguous view copies";
+  EXPECT_EQ(ops::reshape(t, {3, -1}).shape(), (Shape{3, 2}));
   EXPECT_EQ(ops::concat({t, t}, 0).shape(), (Shape{4, 3}));
-  EXPECT_THROW(t.reshape({4, 2}), Error);
-  EXPECT_THROW(t.slice(1, 2, 5), Error);
+  EXPECT_THROW(ops::reshape(t, {4, 2}), Error);
+  EXPECT_THROW(ops::slice(t, 1, 2, 5), Error);
 }
 
 // Copies and fills above 65,536 elements split over the threads (rows of evenly spaced
@@ -38,8 +38,8 @@ TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {
 TEST(Tensor, LargeCopiesFillsAndSliceGradientsLandEveryElement) {
   const int64_t A = 3, R = 300, C = 240;
   Tensor x = testing::random_tensor({A, R, C}, 3).set_requires_grad(true);
-  const Tensor window = x.slice(2, 40, 160), copy = window.contiguous(), whole = x.detach().clone();  // [3, 300, 120]: rows 240 apart
-  const Tensor transposed = x.detach().transpose(0, 1).contiguous();                                 // uneven rows: element by element
+  const Tensor window = ops::slice(x, 2, 40, 160), copy = ops::contiguous(window), whole = x.detach().clone();  // [3, 300, 120]: rows 240 apart
+  const Tensor transposed = ops::contiguous(ops::transpose(x.detach(), 0, 1));                                 // uneven rows: element by element
   for (int64_t a = 0; a < A; ++a)
     for (int64_t r = 0; r < R; ++r)
       for (int64_t c = 0; c < C; ++c) {
@@ -51,7 +51,7 @@ TEST(Tensor, LargeCopiesFillsAndSliceGradientsLandEveryElement) {
   Tensor filled = Tensor::full({A * R * C + 5}, 2.5f);
   for (int64_t i = 0; i < filled.numel(); ++i) ASSERT_EQ(filled.data()[i], 2.5f) << i;
   // Two overlapping slices' gradients add into one buffer: 1 + 1 where they overlap.
-  ops::add(ops::sum(x.slice(2, 0, 160)), ops::sum(x.slice(2, 100, 240))).backward();
+  autograd::backward(ops::add(ops::sum(ops::slice(x, 2, 0, 160)), ops::sum(ops::slice(x, 2, 100, 240))));
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t c = i % C;
     ASSERT_EQ(x.grad().data()[i], (c < 160 ? 1.0f : 0.0f) + (c >= 100 ? 1.0f : 0.0f)) << i;
@@ -109,7 +109,7 @@ TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
       ops::AttentionMask alone;
       for (int64_t b = 0; b < 2; ++b)
         alone.key_padding.insert(alone.key_padding.end(), mask.key_padding.begin() + b * g.keys, mask.key_padding.begin() + b * g.keys + visible);
-      const Tensor one = ops::attention(q.slice(1, i, i + 1), k.slice(1, 0, visible), v.slice(1, 0, visible), g.heads, alone);  // [2, 1, width]
+      const Tensor one = ops::attention(ops::slice(q, 1, i, i + 1), ops::slice(k, 1, 0, visible), ops::slice(v, 1, 0, visible), g.heads, alone);  // [2, 1, width]
       for (int64_t b = 0; b < 2; ++b)
         for (int64_t c = 0; c < g.width; ++c)
           EXPECT_NEAR(one.data()[b * g.width + c], all.data()[(b * queries + i) * g.width + c], 1e-5f)
@@ -134,8 +134,8 @@ TEST(Attention, IndexedKeysEqualGatheredOnes) {
   Tensor gk = Tensor::empty({batch, keys, width}), gv = Tensor::empty({batch, keys, width});
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t j = 0; j < keys; ++j) {
-      gk.slice(0, b, b + 1).slice(1, j, j + 1).copy_from(k.slice(0, rows[j * batch + b], rows[j * batch + b] + 1).slice(1, j, j + 1));
-      gv.slice(0, b, b + 1).slice(1, j, j + 1).copy_from(v.slice(0, rows[j * batch + b], rows[j * batch + b] + 1).slice(1, j, j + 1));
+      ops::slice(ops::slice(gk, 0, b, b + 1), 1, j, j + 1).copy_from(ops::slice(ops::slice(k, 0, rows[j * batch + b], rows[j * batch + b] + 1), 1, j, j + 1));
+      ops::slice(ops::slice(gv, 0, b, b + 1), 1, j, j + 1).copy_from(ops::slice(ops::slice(v, 0, rows[j * batch + b], rows[j * batch + b] + 1), 1, j, j + 1));
     }
   const Tensor gathered = ops::attention(q, gk, gv, 2, mask);
   for (int64_t i = 0; i < batch * width; ++i) EXPECT_FLOAT_EQ(indexed.data()[i], gathered.data()[i]) << i;
@@ -165,7 +165,7 @@ TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
         }
         const int64_t tokens = static_cast<int64_t>(positions.size());
         auto pack = [&](const Tensor& x) {  // [batch, longest, w] -> [1, tokens, w]
-          return ops::gather_rows(x.reshape({batch * longest, x.size(2)}), positions).reshape({1, tokens, x.size(2)});
+          return ops::reshape(ops::gather_rows(ops::reshape(x, {batch * longest, x.size(2)}), positions), {1, tokens, x.size(2)});
         };
         const std::string where = std::to_string(longest) + " keys" + (causal ? ", causal" : "") + ", dropout " + std::to_string(dropout);
         // Self-attention: q, k, v slices of one projection, as in the encoder.
@@ -175,13 +175,13 @@ TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
         packed_mask.causal = padded_mask.causal = causal;
         packed_mask.packed_queries = packed_mask.packed_keys = sequences;
         auto self = [&](const Tensor& x, const ops::AttentionMask& m) {
-          return ops::attention(x.slice(2, 0, width), x.slice(2, width, 2 * width), x.slice(2, 2 * width, 3 * width), heads, m, dropout, 42);
+          return ops::attention(ops::slice(x, 2, 0, width), ops::slice(x, 2, width, 2 * width), ops::slice(x, 2, 2 * width, 3 * width), heads, m, dropout, 42);
         };
         const Tensor out = pack(self(qkv, padded_mask)), out_packed = self(qkv_packed, packed_mask);
         EXPECT_TENSOR_NEAR("self-attention, " + where, out_packed, out, 1e-6);
         const Tensor w = testing::random_tensor(out.shape(), 8);  // the loss weighs real rows only
-        ops::sum(ops::mul(out, w)).backward();
-        ops::sum(ops::mul(out_packed, w)).backward();
+        autograd::backward(ops::sum(ops::mul(out, w)));
+        autograd::backward(ops::sum(ops::mul(out_packed, w)));
         EXPECT_TENSOR_NEAR("self-attention gradient, " + where, qkv_packed.grad(), pack(qkv.grad()), 1e-6);
 
         // Encoder-decoder attention: padded queries, packed keys and values.
@@ -191,13 +191,13 @@ TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
         Tensor q2 = q.detach().clone().set_requires_grad(true), kv_packed = pack(kv.detach()).set_requires_grad(true);
         ops::AttentionMask memory_mask;
         memory_mask.packed_keys = sequences;
-        const Tensor cross = ops::attention(q, kv.slice(2, 0, width), kv.slice(2, width, 2 * width), heads, padded_mask, dropout, 43);
+        const Tensor cross = ops::attention(q, ops::slice(kv, 2, 0, width), ops::slice(kv, 2, width, 2 * width), heads, padded_mask, dropout, 43);
         const Tensor cross_packed =
-            ops::attention(q2, kv_packed.slice(2, 0, width), kv_packed.slice(2, width, 2 * width), heads, memory_mask, dropout, 43);
+            ops::attention(q2, ops::slice(kv_packed, 2, 0, width), ops::slice(kv_packed, 2, width, 2 * width), heads, memory_mask, dropout, 43);
         EXPECT_TENSOR_NEAR("encoder-decoder attention, " + where, cross_packed, cross, 1e-6);
         const Tensor wc = testing::random_tensor(cross.shape(), 11);
-        ops::sum(ops::mul(cross, wc)).backward();
-        ops::sum(ops::mul(cross_packed, wc)).backward();
+        autograd::backward(ops::sum(ops::mul(cross, wc)));
+        autograd::backward(ops::sum(ops::mul(cross_packed, wc)));
         EXPECT_TENSOR_NEAR("encoder-decoder query gradient, " + where, q2.grad(), q.grad(), 1e-6);
         EXPECT_TENSOR_NEAR("encoder-decoder key/value gradient, " + where, kv_packed.grad(), pack(kv.grad()), 1e-6);
       }

@@ -19,6 +19,7 @@
 
 #include "autograd/autograd.h"
 #include "data/batching.h"
+#include "train/step.h"
 #include "data/text.h"
 #include "data/vocab.h"
 #include "decode/beam_search.h"
@@ -168,7 +169,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
   for (uint64_t seed : {0ull, 7ull}) {
     std::multiset<int64_t> seen;
     for (const auto& batch : data::make_batches(enc.examples, 64, seed)) {
-      train::Seq2SeqBatch b = data::collate(enc.examples, batch);
+      train::Seq2SeqBatch b = train::collate(enc.examples, batch);
       EXPECT_LE(b.src.rows * std::max(b.src.cols, b.tgt_in.cols), 64);
       seen.insert(batch.begin(), batch.end());
     }
@@ -176,7 +177,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
     EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 300u);
   }
   // Source ends with </s>; decoder input starts with <s>; targets end with </s>; then padding.
-  train::Seq2SeqBatch b = data::collate(enc.examples, {0});
+  train::Seq2SeqBatch b = train::collate(enc.examples, {0});
   const data::Example& e = enc.examples[0];
   EXPECT_EQ(b.src.ids.back(), data::Vocab::kEos);
   EXPECT_EQ(b.tgt_in.ids[0], data::Vocab::kBos);

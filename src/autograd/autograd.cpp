@@ -3,8 +3,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ops/elementwise.h"
 #include "tensor/error.h"
+#include "tensor/strided.h"
 
 namespace tfm::autograd {
 
@@ -71,7 +71,7 @@ void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
     leaf->grad = g.clone().impl_ptr();  // own the buffer: g may be shared with other grads
   } else {
     Tensor acc(leaf->grad);
-    ops::add_(acc, g);
+    strided_add(g, acc);
   }
 }
 
@@ -132,12 +132,11 @@ void backward(const Tensor& root) {
       }
       auto [slot, inserted] = grads.try_emplace(in.producer.get(), ig);
       if (inserted) continue;
-      if (owned.count(in.producer.get())) {
-        ops::add_(slot->second, ig);
-      } else {
-        slot->second = ops::add(slot->second, ig);
+      if (!owned.count(in.producer.get())) {
+        slot->second = slot->second.clone();
         owned.insert(in.producer.get());
       }
+      strided_add(ig, slot->second);
     }
     node->inputs.clear();  // lets the nodes below go as soon as their own backward has run
   }

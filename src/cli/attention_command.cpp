@@ -11,8 +11,9 @@
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "io/checkpoint.h"
-#include "train/vit.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/vit.h"
 #include "viz/plots.h"
 
 namespace tfm::cli {
@@ -36,14 +37,15 @@ void run_vit(const Options& o) {
   const int64_t layer = o.layer < 0 ? c.layers - 1 : o.layer;
   TFM_CHECK(layer < c.layers, "--layer " << o.layer << " outside 0.." << c.layers - 1);
   Tensor logits;
+  nn::AttentionMaps maps;
   {
     autograd::NoGradGuard no_grad;
-    logits = model->forward(train::image_batch(test, {o.image})).contiguous();
+    logits = ops::contiguous(model->forward(train::image_batch(test, {o.image}), &maps));
   }
   const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
   const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], c.classes, o.data_dir),
                     guess = class_name(predicted, c.classes, o.data_dir);
-  const Tensor attention = model->cls_attention(layer);  // [1, patches]
+  const Tensor attention = models::cls_attention(maps.self[static_cast<size_t>(layer)]);  // [1, patches]
   const std::vector<uint8_t> pixels(test.pixels.begin() + o.image * test.rows * test.cols,
                                     test.pixels.begin() + (o.image + 1) * test.rows * test.cols);
   const int grid = static_cast<int>(c.image_size / c.patch);
@@ -71,6 +73,7 @@ void run(const Options& o) {
   }
   decode::TranslationModel tm = decode::TranslationModel::load(o.model);
   models::EncoderDecoder& model = *tm.model;
+  const models::TransformerConfig& cfg = model.config();
   std::vector<int> src_ids = tm.src_vocab.encode(o.src);
   TFM_CHECK(!src_ids.empty(), "--src is empty");
   std::vector<int> tgt_ids;
@@ -82,26 +85,26 @@ void run(const Options& o) {
   } else {
     tgt_ids = tm.tgt_vocab.encode(o.tgt);
   }
-  // Teacher-forced pass over <s> + target; every attention module keeps its weights.
+  // Teacher-forced pass over <s> + target, keeping every layer's attention.
   models::Tokens src{src_ids, 1, static_cast<int64_t>(src_ids.size()) + 1}, tgt{{data::Vocab::kBos}, 1, static_cast<int64_t>(tgt_ids.size()) + 1};
   src.ids.push_back(data::Vocab::kEos);
   tgt.ids.insert(tgt.ids.end(), tgt_ids.begin(), tgt_ids.end());
+  nn::AttentionMaps encoder_maps, decoder_maps;
   {
     autograd::NoGradGuard no_grad;
-    model.forward(src, tgt);
+    const ops::AttentionMask src_mask;  // one sentence: no padding
+    const Tensor memory = model.encode(src, src_mask, &encoder_maps);
+    model.decode(memory, src_mask, tgt, models::padding_mask(tgt, cfg.pad_id, /*causal=*/true), nullptr, &decoder_maps);
   }
-  const auto& cfg = model.config();
   const bool encoder = o.kind == "encoder";
   const int64_t layers = encoder ? cfg.encoder_layers : cfg.decoder_layers;
   const int64_t layer = o.layer < 0 ? layers - 1 : o.layer;
   TFM_CHECK(layer < layers, "--layer " << o.layer << " outside 0.." << layers - 1);
   TFM_CHECK(o.head >= -1 && o.head < cfg.heads, "--head " << o.head << " outside 0.." << cfg.heads - 1 << " (or -1 for all)");
-  const auto& dec = model.transformer->decoder->layers[layer];
-  const nn::MultiHeadAttention& mha = encoder ? *model.transformer->encoder->layers[layer]->self_attn
-                                      : o.kind == "decoder" ? *dec->self_attn : *dec->multihead_attn;
-  Tensor w = mha.attention_weights();  // [1, heads, tq, tk]
-  w = w.reshape({w.size(1), w.size(2), w.size(3)});
-  if (o.head >= 0) w = w.slice(0, o.head, o.head + 1).contiguous();
+  const std::vector<Tensor>& maps = encoder ? encoder_maps.self : o.kind == "decoder" ? decoder_maps.self : decoder_maps.cross;
+  Tensor w = maps[static_cast<size_t>(layer)];  // [1, heads, tq, tk]
+  w = ops::reshape(w, {w.size(1), w.size(2), w.size(3)});
+  if (o.head >= 0) w = ops::contiguous(ops::slice(w, 0, o.head, o.head + 1));
   std::vector<std::string> src_pieces = pieces(tm.src_vocab, src.ids), tgt_pieces = pieces(tm.tgt_vocab, tgt.ids);
   const std::vector<std::string>& queries = encoder ? src_pieces : tgt_pieces;
   const std::vector<std::string>& keys = o.kind == "decoder" ? tgt_pieces : src_pieces;

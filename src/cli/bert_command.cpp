@@ -14,6 +14,7 @@
 #include "io/checkpoint.h"
 #include "io/output_file.h"
 #include "ops/reduced_precision.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 #include "train/masked_lm.h"
 #include "train/progress.h"
@@ -59,7 +60,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "bert", "an encoder from `tfm bert train`", o->spm);
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::BERT model(c.config, data::Tokenizer::kPad);
-    io::load_parameters(model, c.file, o->checkpoint);
+    io::load_parameters(model.named_parameters(), c.file, o->checkpoint);
     model.eval();
     autograd::NoGradGuard no_grad;
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
@@ -71,7 +72,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS]
       const int64_t len = static_cast<int64_t>(ids.size());
       const int64_t D = model.config().d_model;
-      const Tensor hidden = model.encode({ids, 1, len}).contiguous();  // [1, len, d_model]
+      const Tensor hidden = ops::contiguous(model.encode({ids, 1, len}));  // [1, len, d_model]
       // [CLS] alone, or the mean over the sentence's tokens ([CLS] too for an empty line).
       const int64_t first = o->pool == "cls" || len == 1 ? 0 : 1, last = o->pool == "cls" ? 1 : len;
       std::vector<double> v(static_cast<size_t>(D), 0.0);

@@ -69,7 +69,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::GPT model(c.config);
-    io::load_parameters(model, c.file, o->checkpoint);
+    io::load_parameters(model.named_parameters(), c.file, o->checkpoint);
     const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "io/output_file.h"
-#include "ops/openmp_wait.h"
+#include "threads/openmp_wait.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
@@ -34,13 +34,13 @@ const char* cpu_isa() {
 
 std::string version() {
   return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + cpu_isa() +
-         "\nOpenMP: " + tfm::ops::openmp_wait_setting();
+         "\nOpenMP: " + tfm::openmp_wait_setting();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  tfm::ops::choose_openmp_wait(argv);
+  tfm::choose_openmp_wait(argv);
   tfm::io::handle_output_signals();
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
   int exit_code = 0;

@@ -55,7 +55,7 @@ std::string class_name(int64_t label, int64_t classes, const std::string& data_d
 std::unique_ptr<models::ViT> load_vit(const std::string& path) {
   FamilyCheckpoint c = open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
   auto model = std::make_unique<models::ViT>(c.config);
-  io::load_parameters(*model, c.file, path);
+  io::load_parameters(model->named_parameters(), c.file, path);
   model->eval();
   return model;
 }

@@ -58,27 +58,4 @@ std::vector<std::vector<int64_t>> make_batches(const std::vector<Example>& examp
   return batches;
 }
 
-train::Seq2SeqBatch collate(const std::vector<Example>& examples, const std::vector<int64_t>& indices) {
-  const int64_t n = static_cast<int64_t>(indices.size());
-  int64_t src_len = 0, tgt_len = 0;
-  for (int64_t i : indices) {
-    src_len = std::max<int64_t>(src_len, static_cast<int64_t>(examples[i].src.size()) + 1);
-    tgt_len = std::max<int64_t>(tgt_len, static_cast<int64_t>(examples[i].tgt.size()) + 1);
-  }
-  train::Seq2SeqBatch b;
-  b.src = {std::vector<int>(n * src_len, Vocab::kPad), n, src_len};
-  b.tgt_in = {std::vector<int>(n * tgt_len, Vocab::kPad), n, tgt_len};
-  b.tgt_out.assign(n * tgt_len, Vocab::kPad);
-  for (int64_t r = 0; r < n; ++r) {
-    const Example& e = examples[indices[r]];
-    std::copy(e.src.begin(), e.src.end(), b.src.ids.begin() + r * src_len);
-    b.src.ids[r * src_len + static_cast<int64_t>(e.src.size())] = Vocab::kEos;
-    b.tgt_in.ids[r * tgt_len] = Vocab::kBos;
-    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.ids.begin() + r * tgt_len + 1);
-    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.begin() + r * tgt_len);
-    b.tgt_out[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = Vocab::kEos;
-  }
-  return b;
-}
-
 }  // namespace tfm::data

@@ -7,7 +7,6 @@
 
 #include "data/text.h"
 #include "data/vocab.h"
-#include "train/step.h"
 
 namespace tfm::data {
 
@@ -28,8 +27,5 @@ EncodedCorpus encode_corpus(const ParallelCorpus& corpus, const Vocab& src_vocab
 // equal lengths are ordered randomly and the batch order is shuffled; seed 0
 // keeps a deterministic length order (for evaluation).
 std::vector<std::vector<int64_t>> make_batches(const std::vector<Example>& examples, int64_t max_tokens, uint64_t seed);
-
-// Source: ids + </s>; decoder input: <s> + target; prediction targets: target + </s>.
-train::Seq2SeqBatch collate(const std::vector<Example>& examples, const std::vector<int64_t>& indices);
 
 }  // namespace tfm::data

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "autograd/autograd.h"
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
@@ -100,14 +100,14 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
       }
     }
     Tensor hidden = model.decode(memory, beam_src_mask, input, causal, o.use_cache ? &cache : nullptr);
-    Tensor logits = model.generator->logits(hidden.slice(1, hidden.size(1) - 1, hidden.size(1)).contiguous());  // [n, 1, vocab]
+    Tensor logits = model.generator->logits(ops::contiguous(ops::slice(hidden, 1, hidden.size(1) - 1, hidden.size(1))));  // [n, 1, vocab]
     const int64_t V = logits.size(-1);
     // Each beam's 2K best extensions: together they hold the sentence's 2K best,
     // which can always supply K that do not end the sentence.
     // Non-finite scores are an error, not empty output: nothing can be ranked by them.
     std::vector<std::vector<std::pair<double, int64_t>>> best(static_cast<size_t>(n));
     std::atomic<bool> finite{true};
-    ops::parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
+    parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
       if (!std::isfinite(beams[r].log_prob)) return;  // a filler beam
       auto top = top_extensions(logits.data() + r * V, V, 2 * K, {pad, o.bos});
       if (top) best[r] = std::move(*top);

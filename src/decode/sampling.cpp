@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "autograd/autograd.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
@@ -46,7 +47,7 @@ namespace {
 std::vector<float> last_logits(models::GPT& model, const std::vector<int>& ids, std::vector<nn::KVCache>* caches) {
   Tensor logits = model.forward({ids, 1, static_cast<int64_t>(ids.size())}, caches);  // [1, len, vocab]
   const int64_t vocab = logits.size(2);
-  Tensor last = logits.slice(1, logits.size(1) - 1, logits.size(1)).contiguous();
+  Tensor last = ops::contiguous(ops::slice(logits, 1, logits.size(1) - 1, logits.size(1)));
   return std::vector<float>(last.data(), last.data() + vocab);
 }
 

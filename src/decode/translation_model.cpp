@@ -43,7 +43,7 @@ TranslationModel TranslationModel::load(const std::string& checkpoint, const std
   const models::TransformerConfig config = models::TransformerConfig::from_json(info.config_json, checkpoint);
   io::check_holds_model(file, config.weight_floats(), checkpoint);
   m.model = std::make_unique<models::EncoderDecoder>(config);
-  io::load_parameters(*m.model, file, checkpoint);
+  io::load_parameters(m.model->named_parameters(), file, checkpoint);
   m.model->eval();
   return m;
 }

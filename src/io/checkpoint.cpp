@@ -7,8 +7,8 @@
 
 namespace tfm::io {
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra) {
-  NamedTensors tensors = model.named_parameters();
+void save_checkpoint(const std::string& path, const NamedTensors& parameters, const Checkpoint& extra) {
+  NamedTensors tensors = parameters;
   for (const auto& [name, t] : extra.optimizer) tensors.emplace_back(kOptimizerPrefix + name, t);
   std::map<std::string, std::string> metadata = extra.metadata;
   metadata[kConfigKey] = extra.config_json;
@@ -18,9 +18,9 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Che
   write_safetensors(path, tensors, metadata);
 }
 
-void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin) {
+void load_parameters(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin) {
   std::set<std::string> expected;
-  for (auto& [name, param] : model.named_parameters()) {
+  for (auto [name, param] : parameters) {
     expected.insert(name);
     const Tensor* src = file.find(name);
     TFM_CHECK(src, origin << ": missing parameter '" << name << "'");

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "io/safetensors.h"
-#include "nn/module.h"
 
 namespace tfm::io {
 
@@ -26,11 +25,13 @@ struct Checkpoint {
   std::map<std::string, std::string> metadata;  // anything else a model records (e.g. its vocabularies)
 };
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const Checkpoint& extra);
+// `parameters` is a model's named_parameters(): its weights under their state_dict names.
+void save_checkpoint(const std::string& path, const NamedTensors& parameters, const Checkpoint& extra);
 
-// Copies every parameter of `model` from `file`. Fails on the first missing,
-// unexpected or wrongly shaped tensor with one line naming it.
-void load_parameters(nn::Module& model, const SafeTensors& file, const std::string& origin);
+// Copies every tensor of `parameters` (a model's named_parameters(), whose storage it
+// writes) from `file`. Fails on the first missing, unexpected or wrongly shaped tensor
+// with one line naming it.
+void load_parameters(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin);
 
 // Refuses a file whose configuration describes a model of far more than the weights
 // it holds (`weight_floats` is the configuration's estimate): a crafted or mismatched

@@ -6,6 +6,7 @@
 #include "nn/trace.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 
 namespace tfm::models {
@@ -22,7 +23,7 @@ Tensor Generator::logits(const Tensor& x) const { return nn::trace(path(), ops::
 Tensor Generator::forward(const Tensor& x) const { return ops::log_softmax(logits(x)); }
 
 Tensor Generator::loss(const Tensor& x, const std::vector<int>& targets, float label_smoothing, int ignore_index) const {
-  return ops::linear_cross_entropy(x.reshape({-1, x.size(-1)}), weight, bias, targets, label_smoothing, ignore_index);
+  return ops::linear_cross_entropy(ops::reshape(x, {-1, x.size(-1)}), weight, bias, targets, label_smoothing, ignore_index);
 }
 
 EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
@@ -40,16 +41,16 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
   }
 }
 
-Tensor EncoderDecoder::encode(const Tokens& src, const ops::AttentionMask& src_mask) {
+Tensor EncoderDecoder::encode(const Tokens& src, const ops::AttentionMask& src_mask, nn::AttentionMaps* maps) {
   Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
-  return transformer->encoder->forward(x, src_mask);
+  return transformer->encoder->forward(x, src_mask, nullptr, maps);
 }
 
 Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt,
-                              const ops::AttentionMask& tgt_mask, nn::DecoderCache* cache) {
+                              const ops::AttentionMask& tgt_mask, nn::DecoderCache* cache, nn::AttentionMaps* maps) {
   const int64_t start = cache ? cache->length() : 0;
   Tensor x = tgt_pos->forward(tgt_embed->forward(tgt.ids, tgt.rows, tgt.cols), start);  // [batch, tgt_len, d_model]
-  return transformer->decoder->forward(x, memory, tgt_mask, src_mask, cache);
+  return transformer->decoder->forward(x, memory, tgt_mask, src_mask, cache, maps);
 }
 
 Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {

@@ -29,12 +29,13 @@ class EncoderDecoder : public nn::Module {
  public:
   explicit EncoderDecoder(const TransformerConfig& config);
 
-  // src: [batch, src_len] -> memory [batch, src_len, d_model]
-  Tensor encode(const Tokens& src, const ops::AttentionMask& src_mask);
+  // src: [batch, src_len] -> memory [batch, src_len, d_model]; `maps`, where given,
+  // receives each layer's attention probabilities.
+  Tensor encode(const Tokens& src, const ops::AttentionMask& src_mask, nn::AttentionMaps* maps = nullptr);
   // tgt: [batch, tgt_len] -> decoder output [batch, tgt_len, d_model]. With a cache
   // (inference), tgt holds only the positions after the cached prefix.
   Tensor decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt, const ops::AttentionMask& tgt_mask,
-                nn::DecoderCache* cache = nullptr);
+                nn::DecoderCache* cache = nullptr, nn::AttentionMaps* maps = nullptr);
   // Decoder output for the teacher-forced target (masks built from padding; the
   // encoder skips the source's padding).
   Tensor forward(const Tokens& src, const Tokens& tgt);

@@ -27,7 +27,7 @@ Unpadded unpad(const Tokens& t, int pad_id) {
 
 Tensor at_tokens(const Tensor& x, const Unpadded& u) {
   const int64_t tokens = static_cast<int64_t>(u.positions.size()), features = x.size(-1);
-  return ops::gather_rows(x.reshape({-1, features}), u.positions).reshape({1, tokens, features});
+  return ops::reshape(ops::gather_rows(ops::reshape(x, {-1, features}), u.positions), {1, tokens, features});
 }
 
 }  // namespace tfm::models

@@ -3,7 +3,7 @@
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -12,12 +12,12 @@ namespace tfm::models {
 Tensor patchify(const Tensor& images, int64_t P) {
   TFM_CHECK(images.dim() == 4 && images.size(2) % P == 0 && images.size(3) % P == 0,
             "patchify: expected images [batch, C, H, W] with H and W multiples of " << P << ", got " << shape_str(images.shape()));
-  const Tensor x = images.contiguous();
+  const Tensor x = ops::contiguous(images);
   const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), gh = H / P, gw = W / P;
   Tensor out = Tensor::empty({B, gh * gw, C * P * P});
   const float* src = x.data();
   float* dst = out.data();
-  ops::parallel_for(B * gh * gw, B * gh * gw > 256, [&](int64_t patch) {  // patch n of image b
+  parallel_for(B * gh * gw, B * gh * gw > 256, [&](int64_t patch) {  // patch n of image b
     const int64_t b = patch / (gh * gw), n = patch % (gh * gw);
     float* row = dst + patch * C * P * P;
     const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
@@ -44,27 +44,24 @@ ViT::ViT(const StackConfig& c) : config_(c) {
   head = register_module("head", std::make_shared<nn::Linear>(D, c.classes));
 }
 
-Tensor ViT::forward(const Tensor& images) {
+Tensor ViT::forward(const Tensor& images, nn::AttentionMaps* maps) {
   const StackConfig& c = config_;
   TFM_CHECK(images.dim() == 4 && images.size(1) == c.channels && images.size(2) == c.image_size && images.size(3) == c.image_size,
             "ViT: expected images [batch, " << c.channels << ", " << c.image_size << ", " << c.image_size << "], got "
                                              << shape_str(images.shape()));
   const int64_t B = images.size(0), D = c.d_model;
-  Tensor w = patch_weight.reshape({D, c.channels * c.patch * c.patch});            // the Conv2d as a matrix
+  Tensor w = ops::reshape(patch_weight, {D, c.channels * c.patch * c.patch});            // the Conv2d as a matrix
   Tensor patches = ops::linear(patchify(images, c.patch), w, patch_bias);           // [batch, patches, d]
   Tensor cls = ops::add(Tensor::zeros({B, 1, D}), cls_token);                       // [batch, 1, d]
   Tensor x = ops::add(ops::concat({cls, patches}, 1), pos_embed);                   // [batch, patches + 1, d]
-  x = encoder->forward(dropout(x, c.dropout), ops::AttentionMask{});
-  return head->forward(x.slice(1, 0, 1).reshape({B, D}));                           // [batch, classes]
+  x = encoder->forward(dropout(x, c.dropout), ops::AttentionMask{}, nullptr, maps);
+  return head->forward(ops::reshape(ops::slice(x, 1, 0, 1), {B, D}));                           // [batch, classes]
 }
 
-Tensor ViT::cls_attention(int64_t layer) const {
-  TFM_CHECK(layer >= 0 && layer < config_.layers, "layer " << layer << " outside 0.." << config_.layers - 1);
-  const Tensor& w = encoder->layers[static_cast<size_t>(layer)]->self_attn->attention_weights();  // [batch, heads, patches + 1, patches + 1]
-  TFM_CHECK(w.defined(), "no attention weights yet: run forward first");
+Tensor cls_attention(const Tensor& w) {  // w: [batch, heads, patches + 1, patches + 1]
   const int64_t B = w.size(0), heads = w.size(1), n = w.size(3) - 1;
   Tensor out = Tensor::zeros({B, n});
-  const Tensor ww = w.contiguous();
+  const Tensor ww = ops::contiguous(w);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const float* row = ww.data() + ((b * heads + h) * (n + 1)) * (n + 1);  // query 0 = [CLS]

@@ -19,15 +19,17 @@ namespace tfm::models {
 // inputs, so this is a plain copy without a backward.
 Tensor patchify(const Tensor& images, int64_t patch);
 
+// Attention of [CLS] to each patch, averaged over heads, from one layer's attention
+// probabilities [batch, heads, patches + 1, patches + 1]: [batch, patches].
+Tensor cls_attention(const Tensor& weights);
+
 class ViT : public nn::Module {
  public:
   explicit ViT(const StackConfig& config);
 
-  // images [batch, C, H, W] (normalised pixels) -> class logits [batch, classes]
-  Tensor forward(const Tensor& images);
-  // Attention of [CLS] to each patch in `layer`, averaged over heads, from the
-  // last forward: [batch, patches].
-  Tensor cls_attention(int64_t layer) const;
+  // images [batch, C, H, W] (normalised pixels) -> class logits [batch, classes];
+  // `maps`, where given, receives each layer's attention probabilities.
+  Tensor forward(const Tensor& images, nn::AttentionMaps* maps = nullptr);
 
   // Xavier-uniform matrices (the patch projection as a Conv2d), N(0, 0.02) for
   // [CLS] and positions, zero biases.

@@ -21,11 +21,6 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
   out_proj = register_module("out_proj", std::make_shared<Linear>(d_model, d_model));
 }
 
-Tensor MultiHeadAttention::attention_weights() const {
-  const std::lock_guard<std::mutex> lock(weights_mutex_);
-  return weights_;
-}
-
 void KVCache::select_rows(const std::vector<int64_t>& order) {
   if (!k.defined()) return;
   const int64_t batch = rows.empty() ? k.size(0) : static_cast<int64_t>(rows.size()) / length;
@@ -39,6 +34,9 @@ void KVCache::select_rows(const std::vector<int64_t>& order) {
 }
 
 namespace {
+
+// t[:rows, begin:end] of a cache tensor [rows, positions, d].
+Tensor window(const Tensor& t, int64_t rows, int64_t begin, int64_t end) { return ops::slice(ops::slice(t, 0, 0, rows), 1, begin, end); }
 
 // Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache,
 // rows 0..batch-1, growing it as needed (in positions, and in rows when beam search's
@@ -57,13 +55,13 @@ void append(KVCache& c, const Tensor& k, const Tensor& v) {
                                                           : (std::max(c.length + t, old_capacity + old_capacity / 2) + 15) / 16 * 16;
     auto grow = [&](const Tensor& old) {
       Tensor storage = Tensor::empty({std::max(written, batch), capacity, d});
-      if (c.length > 0) storage.slice(0, 0, written).slice(1, 0, c.length).copy_from(old.slice(1, 0, c.length));
+      if (c.length > 0) window(storage, written, 0, c.length).copy_from(ops::slice(old, 1, 0, c.length));
       return storage;
     };
     c.k = grow(c.k), c.v = grow(c.v);
   }
-  c.k.slice(0, 0, batch).slice(1, c.length, c.length + t).copy_from(k);
-  c.v.slice(0, 0, batch).slice(1, c.length, c.length + t).copy_from(v);
+  window(c.k, batch, c.length, c.length + t).copy_from(k);
+  window(c.v, batch, c.length, c.length + t).copy_from(v);
   if (!c.rows.empty())
     for (int64_t j = 0; j < t; ++j)
       for (int64_t b = 0; b < batch; ++b) c.rows.push_back(static_cast<int32_t>(b));
@@ -73,19 +71,20 @@ void append(KVCache& c, const Tensor& k, const Tensor& v) {
 }  // namespace
 
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
-                                   KVCache* cache) {
+                                   KVCache* cache, Tensor* weights) const {
   TFM_CHECK(!cache || !autograd::grad_enabled(), "attention caches are for inference (under NoGradGuard)");
   const int64_t D = d_model_;
   auto project = [&](const Tensor& x, int64_t first, int64_t count) {  // rows [first, first+count) of the packed weights
-    return ops::linear(x, in_proj_weight.slice(0, first * D, (first + count) * D), in_proj_bias.slice(0, first * D, (first + count) * D));
+    const int64_t begin = first * D, end = (first + count) * D;
+    return ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), ops::slice(in_proj_bias, 0, begin, end));
   };
   Tensor q, k, v;
   if (query.same(key) && key.same(value)) {
     Tensor qkv = project(query, 0, 3);  // [batch, t, 3 * d_model]
-    q = qkv.slice(2, 0, D), k = qkv.slice(2, D, 2 * D), v = qkv.slice(2, 2 * D, 3 * D);
+    q = ops::slice(qkv, 2, 0, D), k = ops::slice(qkv, 2, D, 2 * D), v = ops::slice(qkv, 2, 2 * D, 3 * D);
     if (cache) {  // attend to the cached prefix and the new positions
       append(*cache, k, v);
-      k = cache->k.slice(1, 0, cache->length), v = cache->v.slice(1, 0, cache->length);
+      k = ops::slice(cache->k, 1, 0, cache->length), v = ops::slice(cache->v, 1, 0, cache->length);
     }
   } else if (key.same(value)) {
     q = project(query, 0, 1);
@@ -93,7 +92,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
       k = cache->k, v = cache->v;
     } else {
       Tensor kv = project(key, 1, 2);  // [batch, tk, 2 * d_model]
-      k = kv.slice(2, 0, D), v = kv.slice(2, D, 2 * D);
+      k = ops::slice(kv, 2, 0, D), v = ops::slice(kv, 2, D, 2 * D);
       if (cache) cache->k = k, cache->v = v, cache->length = k.size(1);
     }
   } else {
@@ -102,12 +101,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   }
   const float p = training() ? dropout_ : 0.0f;
   const uint64_t key_seed = p > 0.0f ? global_rng().next_u64() : 0;
-  Tensor weights;
-  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, &weights, cache ? cache->key_rows() : nullptr);  // [batch, tq, d_model]
-  {
-    const std::lock_guard<std::mutex> lock(weights_mutex_);
-    weights_ = std::move(weights);
-  }
+  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, weights, cache ? cache->key_rows() : nullptr);  // [batch, tq, d_model]
   return trace(path(), out_proj->forward(context));
 }
 

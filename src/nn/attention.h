@@ -2,7 +2,6 @@
 // Multi-head attention (paper section 3.2.2) with PyTorch's nn.MultiheadAttention
 // parameter layout: one packed in_proj for Q, K and V, and out_proj.
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "nn/layers.h"
@@ -26,6 +25,14 @@ struct KVCache {
   const int32_t* key_rows() const { return rows.empty() ? nullptr : rows.data(); }
 };
 
+// An optional output of a stack's forward: each layer's attention probabilities
+// [batch, heads, tq, tk] (before dropout), in layer order; `cross` for the
+// encoder-decoder attention of decoder layers. Modules keep nothing between calls, so a
+// caller that wants the maps asks for them.
+struct AttentionMaps {
+  std::vector<Tensor> self, cross;
+};
+
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(int64_t d_model, int64_t heads, float dropout);
@@ -35,11 +42,9 @@ class MultiHeadAttention : public Module {
   // tensor as key and value for encoder-decoder attention: projections are fused then.
   // With a cache (inference only), self-attention attends to the cached prefix plus
   // the new positions, and encoder-decoder attention reuses the projected memory.
+  // `weights`, where given, receives the attention probabilities [batch, heads, tq, tk].
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
-                 KVCache* cache = nullptr);
-
-  // Attention probabilities of the last forward: [batch, heads, tq, tk].
-  Tensor attention_weights() const;
+                 KVCache* cache = nullptr, Tensor* weights = nullptr) const;
   int64_t heads() const { return heads_; }
 
   Tensor in_proj_weight;  // [3 * d_model, d_model]: rows of W_q, W_k, W_v
@@ -49,9 +54,6 @@ class MultiHeadAttention : public Module {
  private:
   int64_t d_model_, heads_;
   float dropout_;
-  // Translation workers run forward on one model from several threads at once.
-  mutable std::mutex weights_mutex_;
-  Tensor weights_;
 };
 
 }  // namespace tfm::nn

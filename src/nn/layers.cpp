@@ -7,6 +7,7 @@
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/matmul.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::nn {
@@ -59,7 +60,7 @@ PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t m
 Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   const int64_t len = x.size(1);
   TFM_CHECK(start + len <= max_len(), "sequence of " << start + len << " positions exceeds the model's maximum length " << max_len());
-  Tensor y = ops::add(x, table_.slice(0, start, start + len));
+  Tensor y = ops::add(x, ops::slice(table_, 0, start, start + len));
   return trace(path(), dropout(y, dropout_));
 }
 

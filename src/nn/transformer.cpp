@@ -34,14 +34,24 @@ EncoderLayer::EncoderLayer(const LayerOptions& o) : o_(o) {
   norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model));
 }
 
-Tensor EncoderLayer::forward(const Tensor& x_in, const ops::AttentionMask& src_mask, KVCache* cache) {
+namespace {
+
+// Where a layer's attention puts its probabilities: a new entry of `maps`, or nowhere.
+Tensor* next_map(AttentionMaps* maps, std::vector<Tensor> AttentionMaps::*which) {
+  return maps ? &(maps->*which).emplace_back() : nullptr;
+}
+
+}  // namespace
+
+Tensor EncoderLayer::forward(const Tensor& x_in, const ops::AttentionMask& src_mask, KVCache* cache, AttentionMaps* maps) {
+  Tensor* weights = next_map(maps, &AttentionMaps::self);
   Tensor x = x_in;
   if (o_.norm_first) {
     Tensor h = norm1->forward(x);
-    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask, cache), o_.dropout));
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask, cache, weights), o_.dropout));
     x = ops::add(x, dropout(feed_forward->forward(norm2->forward(x)), o_.dropout));
   } else {
-    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask, cache), o_.dropout)));
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask, cache, weights), o_.dropout)));
     x = norm2->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
   }
   return trace(path(), x);
@@ -62,16 +72,18 @@ void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
 }
 
 Tensor DecoderLayer::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
-                             const ops::AttentionMask& memory_mask, KVCache* self_cache, KVCache* cross_cache) {
+                             const ops::AttentionMask& memory_mask, KVCache* self_cache, KVCache* cross_cache, AttentionMaps* maps) {
+  Tensor* self_weights = next_map(maps, &AttentionMaps::self);
+  Tensor* cross_weights = next_map(maps, &AttentionMaps::cross);
   Tensor x = x_in;
   if (o_.norm_first) {
     Tensor h = norm1->forward(x);
-    x = ops::add(x, dropout(self_attn->forward(h, h, h, tgt_mask, self_cache), o_.dropout));
-    x = ops::add(x, dropout(multihead_attn->forward(norm2->forward(x), memory, memory, memory_mask, cross_cache), o_.dropout));
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, tgt_mask, self_cache, self_weights), o_.dropout));
+    x = ops::add(x, dropout(multihead_attn->forward(norm2->forward(x), memory, memory, memory_mask, cross_cache, cross_weights), o_.dropout));
     x = ops::add(x, dropout(feed_forward->forward(norm3->forward(x)), o_.dropout));
   } else {
-    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, tgt_mask, self_cache), o_.dropout)));
-    x = norm2->forward(ops::add(x, dropout(multihead_attn->forward(x, memory, memory, memory_mask, cross_cache), o_.dropout)));
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, tgt_mask, self_cache, self_weights), o_.dropout)));
+    x = norm2->forward(ops::add(x, dropout(multihead_attn->forward(x, memory, memory, memory_mask, cross_cache, cross_weights), o_.dropout)));
     x = norm3->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
   }
   return trace(path(), x);
@@ -83,10 +95,10 @@ Encoder::Encoder(const LayerOptions& o, int64_t num_layers) {
   norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model));
 }
 
-Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& mask, std::vector<KVCache>* caches) {
+Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& mask, std::vector<KVCache>* caches, AttentionMaps* maps) {
   if (caches && caches->empty()) caches->resize(layers.size());
   Tensor x = x_in;
-  for (size_t i = 0; i < layers.size(); ++i) x = layers[i]->forward(x, mask, caches ? &(*caches)[i] : nullptr);
+  for (size_t i = 0; i < layers.size(); ++i) x = layers[i]->forward(x, mask, caches ? &(*caches)[i] : nullptr, maps);
   return norm->forward(x);
 }
 
@@ -97,7 +109,7 @@ Decoder::Decoder(const LayerOptions& o, int64_t num_layers) {
 }
 
 Tensor Decoder::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
-                        const ops::AttentionMask& memory_mask, DecoderCache* cache) {
+                        const ops::AttentionMask& memory_mask, DecoderCache* cache, AttentionMaps* maps) {
   if (cache && cache->self_attn.empty()) {
     cache->self_attn.resize(layers.size());
     cache->cross_attn.resize(layers.size());
@@ -105,7 +117,7 @@ Tensor Decoder::forward(const Tensor& x_in, const Tensor& memory, const ops::Att
   Tensor x = x_in;
   for (size_t i = 0; i < layers.size(); ++i)
     x = layers[i]->forward(x, memory, tgt_mask, memory_mask, cache ? &cache->self_attn[i] : nullptr,
-                           cache ? &cache->cross_attn[i] : nullptr);
+                           cache ? &cache->cross_attn[i] : nullptr, maps);
   return norm->forward(x);
 }
 

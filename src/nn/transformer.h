@@ -43,7 +43,7 @@ class EncoderLayer : public Module {
   explicit EncoderLayer(const LayerOptions& o);
   // x: [batch, len, d_model]. With a cache (inference of a causal stack), x holds
   // only the positions after the cached prefix.
-  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask, KVCache* cache = nullptr);
+  Tensor forward(const Tensor& x, const ops::AttentionMask& src_mask, KVCache* cache = nullptr, AttentionMaps* maps = nullptr);
   std::shared_ptr<MultiHeadAttention> self_attn;
   std::shared_ptr<PositionwiseFeedForward> feed_forward;
   std::shared_ptr<LayerNorm> norm1, norm2;
@@ -67,7 +67,7 @@ class DecoderLayer : public Module {
   // x: [batch, tgt_len, d_model], memory: [batch, src_len, d_model]. With caches, x holds
   // only the new positions.
   Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask,
-                 KVCache* self_cache = nullptr, KVCache* cross_cache = nullptr);
+                 KVCache* self_cache = nullptr, KVCache* cross_cache = nullptr, AttentionMaps* maps = nullptr);
   std::shared_ptr<MultiHeadAttention> self_attn, multihead_attn;
   std::shared_ptr<PositionwiseFeedForward> feed_forward;
   std::shared_ptr<LayerNorm> norm1, norm2, norm3;
@@ -80,8 +80,9 @@ class Encoder : public Module {
  public:
   Encoder(const LayerOptions& o, int64_t num_layers);
   // A stack with a causal mask is a decoder-only model; `caches` (one per layer,
-  // created on first use) make each new position cost one position.
-  Tensor forward(const Tensor& x, const ops::AttentionMask& mask, std::vector<KVCache>* caches = nullptr);
+  // created on first use) make each new position cost one position. `maps`, where
+  // given, receives every layer's attention probabilities.
+  Tensor forward(const Tensor& x, const ops::AttentionMask& mask, std::vector<KVCache>* caches = nullptr, AttentionMaps* maps = nullptr);
   std::vector<std::shared_ptr<EncoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
 };
@@ -90,7 +91,7 @@ class Decoder : public Module {
  public:
   Decoder(const LayerOptions& o, int64_t num_layers);
   Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask,
-                 DecoderCache* cache = nullptr);
+                 DecoderCache* cache = nullptr, AttentionMaps* maps = nullptr);
   std::vector<std::shared_ptr<DecoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
 };

@@ -7,7 +7,7 @@
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
 #include "ops/gemm.h"
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"

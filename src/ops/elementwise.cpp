@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "ops/parallel.h"
-#include "ops/strided.h"
+#include "threads/parallel.h"
+#include "tensor/strided.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "autograd/autograd.h"
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {

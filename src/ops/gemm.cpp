@@ -8,7 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 

@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "ops/parallel.h"
+#include "ops/shape.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
+#include "threads/parallel.h"
 
 namespace tfm::ops {
 
@@ -93,7 +94,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, 
         dweight.data()[j] += partial[static_cast<size_t>(t) * 2 * d + j];
         dbias.data()[j] += partial[static_cast<size_t>(t) * 2 * d + d + j];
       }
-    return std::vector<Tensor>{dx, dweight.reshape(wd.shape()), dbias.reshape(wd.shape())};
+    return std::vector<Tensor>{dx, ops::reshape(dweight, wd.shape()), ops::reshape(dbias, wd.shape())};
   });
 }
 

@@ -6,6 +6,7 @@
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
 #include "ops/reduced_precision.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
@@ -152,7 +153,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
     if (!grad) continue;
     // The chunk's share of the linear layer's backward: dx = g w, dw += g^T x, db += the sum of g's rows.
     linear_product_backward(precision, lc, xc, weight.data(), m, in, vocab, dx.data() + r0 * in, dw.data(), r0 == 0 ? 0.0f : 1.0f);
-    if (db.defined()) add_(db, sum_to(logits.slice(0, 0, m), {vocab}));
+    if (db.defined()) add_(db, sum_to(ops::slice(logits, 0, 0, m), {vocab}));
   }
   double total = 0.0;
   for (double v : row_losses) total += v;

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 
 namespace tfm::ops {
 

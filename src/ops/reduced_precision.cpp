@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {

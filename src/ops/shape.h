@@ -18,7 +18,4 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
 // reordering of decoding state; training's packing of sentences without padding).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
 
-// Copies src into dst element by element (same shape, any strides). Not differentiable.
-void strided_copy(const Tensor& src, Tensor& dst);
-
 }  // namespace tfm::ops

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "ops/vec_math.h"
 
 namespace tfm::ops {

@@ -4,10 +4,9 @@
 #include <cstring>
 #include <sstream>
 
-#include "autograd/autograd.h"
-#include "ops/parallel.h"
-#include "ops/shape.h"
 #include "tensor/error.h"
+#include "tensor/strided.h"
+#include "threads/parallel.h"
 
 namespace tfm {
 
@@ -98,12 +97,6 @@ float Tensor::item() const {
   return *data();
 }
 
-Tensor Tensor::contiguous() const { return ops::contiguous(*this); }
-Tensor Tensor::reshape(const Shape& s) const { return ops::reshape(*this, s); }
-Tensor Tensor::transpose(int64_t a, int64_t b) const { return ops::transpose(*this, a, b); }
-Tensor Tensor::permute(const std::vector<int64_t>& order) const { return ops::permute(*this, order); }
-Tensor Tensor::slice(int64_t d, int64_t start, int64_t end) const { return ops::slice(*this, d, start, end); }
-
 Tensor Tensor::clone() const {
   Tensor out = empty(shape());
   out.copy_from(*this);
@@ -121,13 +114,13 @@ Tensor Tensor::detach() const {
 
 void Tensor::copy_from(const Tensor& src) {
   TFM_CHECK(src.shape() == shape(), "copy_from: shape " << shape_str(src.shape()) << " into " << shape_str(shape()));
-  ops::strided_copy(src, *this);
+  strided_copy(src, *this);
 }
 
 void Tensor::fill(float value) {
   TFM_CHECK(is_contiguous(), "fill needs a contiguous tensor");
   float* d = data();
-  ops::parallel_chunks(numel(), [&](int64_t begin, int64_t end) { std::fill(d + begin, d + end, value); });
+  parallel_chunks(numel(), [&](int64_t begin, int64_t end) { std::fill(d + begin, d + end, value); });
 }
 
 Tensor& Tensor::set_requires_grad(bool on) {
@@ -135,8 +128,6 @@ Tensor& Tensor::set_requires_grad(bool on) {
   impl_->requires_grad = on;
   return *this;
 }
-
-void Tensor::backward() const { autograd::backward(*this); }
 
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();

@@ -61,13 +61,6 @@ class Tensor {
   std::vector<float> to_vector() const;  // logical order, works for any strides
   float item() const;
 
-  // Differentiable views and copies (see ops/shape.h for the backward rules).
-  Tensor contiguous() const;
-  Tensor reshape(const Shape& shape) const;  // one dim may be -1
-  Tensor transpose(int64_t a, int64_t b) const;
-  Tensor permute(const std::vector<int64_t>& order) const;
-  Tensor slice(int64_t dim, int64_t start, int64_t end) const;
-
   // A fresh contiguous copy, detached from the graph.
   Tensor clone() const;
   // Same data, no autograd history.
@@ -80,7 +73,6 @@ class Tensor {
   Tensor& set_requires_grad(bool on);
   Tensor grad() const { return impl_->grad ? Tensor(impl_->grad) : Tensor(); }
   void zero_grad() { impl_->grad.reset(); }
-  void backward() const;  // this must be a scalar
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

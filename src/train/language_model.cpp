@@ -6,6 +6,7 @@
 #include "decode/sampling.h"
 #include "models/gpt.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::train {
@@ -69,7 +70,7 @@ class LanguageModelTask : public TextStreamTask {
       x.ids.insert(x.ids.end(), tokens.begin() + s, tokens.begin() + s + T);
       y.insert(y.end(), tokens.begin() + s + 1, tokens.begin() + s + T + 1);
     }
-    Tensor logits = model_.forward(x).reshape({-1, model_.config().vocab});  // [batch * context, vocab]
+    Tensor logits = ops::reshape(model_.forward(x), {-1, model_.config().vocab});  // [batch * context, vocab]
     return ops::cross_entropy(logits, y, 0.0f, /*ignore_index=*/-1);
   }
 

@@ -4,6 +4,7 @@
 
 #include "ops/embedding.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::train {
@@ -96,7 +97,7 @@ MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, c
   for (size_t i = 0; i < targets.size(); ++i)
     if (targets[i] >= 0) rows.push_back(static_cast<int>(i)), m.labels.push_back(targets[i]);
   const int64_t D = model_.config().d_model;
-  Tensor hidden = model_.encode(x).reshape({-1, D});                                        // [batch * len, d_model]
+  Tensor hidden = ops::reshape(model_.encode(x), {-1, D});                                        // [batch * len, d_model]
   Tensor chosen = ops::embedding(hidden, rows, {static_cast<int64_t>(rows.size())});         // [targets, d_model]
   m.logits = model_.mlm_logits(chosen);                                                      // [targets, vocab]
   m.loss = ops::cross_entropy(m.logits, m.labels, 0.0f, -1);
@@ -111,7 +112,7 @@ Validation MaskedLmTask::validate() {
   for_each_valid_batch([&](const std::vector<int64_t>& starts) {
     Masked m = masked_loss(valid_, starts, rng);
     nll += m.loss.item() * static_cast<double>(m.targets);
-    const Tensor logits = m.logits.contiguous();
+    const Tensor logits = ops::contiguous(m.logits);
     const int64_t V = logits.size(1);
     for (int64_t i = 0; i < m.targets; ++i) {
       const float* row = logits.data() + i * V;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/parallel.h"
+#include "threads/parallel.h"
 #include "ops/reduce.h"
 #include "tensor/error.h"
 
@@ -31,7 +31,7 @@ void Adam::step() {
     const int64_t n = s.param.numel();
     const float l2 = options_.decoupled ? 0.0f : wd;
     const float shrink = options_.decoupled && s.param.dim() >= 2 ? 1.0f - options_.lr * wd : 1.0f;
-    ops::parallel_for(n, n > (1 << 14), [&](int64_t i) {
+    parallel_for(n, n > (1 << 14), [&](int64_t i) {
       const float gi = l2 != 0.0f ? gp[i] + l2 * p[i] : gp[i];
       p[i] *= shrink;
       m[i] = m[i] * b1 + gi * (1.0f - b1);

@@ -1,5 +1,8 @@
 #include "train/step.h"
 
+#include <algorithm>
+
+#include "autograd/autograd.h"
 #include "ops/loss.h"
 
 namespace tfm::train {
@@ -10,6 +13,29 @@ int64_t Seq2SeqBatch::target_tokens(int pad) const {
   return n;
 }
 
+Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vector<int64_t>& indices) {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  int64_t src_len = 0, tgt_len = 0;
+  for (int64_t i : indices) {
+    src_len = std::max<int64_t>(src_len, static_cast<int64_t>(examples[i].src.size()) + 1);
+    tgt_len = std::max<int64_t>(tgt_len, static_cast<int64_t>(examples[i].tgt.size()) + 1);
+  }
+  Seq2SeqBatch b;
+  b.src = {std::vector<int>(n * src_len, data::Vocab::kPad), n, src_len};
+  b.tgt_in = {std::vector<int>(n * tgt_len, data::Vocab::kPad), n, tgt_len};
+  b.tgt_out.assign(n * tgt_len, data::Vocab::kPad);
+  for (int64_t r = 0; r < n; ++r) {
+    const data::Example& e = examples[indices[r]];
+    std::copy(e.src.begin(), e.src.end(), b.src.ids.begin() + r * src_len);
+    b.src.ids[r * src_len + static_cast<int64_t>(e.src.size())] = data::Vocab::kEos;
+    b.tgt_in.ids[r * tgt_len] = data::Vocab::kBos;
+    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.ids.begin() + r * tgt_len + 1);
+    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.begin() + r * tgt_len);
+    b.tgt_out[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = data::Vocab::kEos;
+  }
+  return b;
+}
+
 Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing) {
   Tensor hidden = model.forward(batch.src, batch.tgt_in);  // [batch, tgt_len, d_model]
   return model.generator->loss(hidden, batch.tgt_out, label_smoothing, model.config().pad_id);
@@ -18,7 +44,7 @@ Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, fl
 double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options) {
   Tensor loss = seq2seq_loss(model, batch, options.label_smoothing);
   optimizer.zero_grad();
-  loss.backward();
+  autograd::backward(loss);
   if (options.clip_norm > 0.0) clip_grad_norm(model.parameters(), options.clip_norm);
   optimizer.step();
   return loss.item();

@@ -2,6 +2,7 @@
 // One optimisation step of an encoder-decoder on a teacher-forced batch.
 #include <vector>
 
+#include "data/batching.h"
 #include "models/encoder_decoder.h"
 #include "train/optimizer.h"
 
@@ -13,6 +14,10 @@ struct Seq2SeqBatch {
   std::vector<int> tgt_out;  // [batch * tgt_len]: y1 ... y_n, the prediction targets
   int64_t target_tokens(int pad) const;
 };
+
+// The examples at `indices`, padded: source ids + </s>; decoder input <s> + target;
+// prediction targets target + </s>.
+Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vector<int64_t>& indices);
 
 struct StepOptions {
   float label_smoothing = 0.1f;

@@ -174,7 +174,7 @@ void Trainer::save(TrainingTask& task, const std::string& name) {
   io::Checkpoint c = task.describe();
   c.optimizer = optimizer_->state();
   c.train_state = state.dump();
-  io::save_checkpoint((std::filesystem::path(o_.out_dir) / name).string(), task.model(), c);
+  io::save_checkpoint((std::filesystem::path(o_.out_dir) / name).string(), task.model().named_parameters(), c);
 }
 
 void Trainer::log_metrics(const std::string& json_line) const {
@@ -220,7 +220,7 @@ int Trainer::run(TrainingTask& task) {
   optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
   if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
-    io::load_parameters(model, resumed_file_, o_.resume);
+    io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
     optimizer_->load_state(resumed_info_->optimizer, state_.step);
     global_rng().set_state(state_.dropout_rng);
     resumed_file_ = {};  // the weights are in the model now
@@ -276,7 +276,7 @@ int Trainer::run(TrainingTask& task) {
     int64_t items = 0;
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
-      ops::scale(b.loss, share).backward();
+      autograd::backward(ops::scale(b.loss, share));
       loss += b.loss.item() * share;
       items += b.items;
     }

@@ -40,7 +40,7 @@ class TranslationTask : public TrainingTask {
     return static_cast<int64_t>(batches_.size());
   }
   BatchLoss batch_loss(int64_t index) override {
-    Seq2SeqBatch b = data::collate(train_.examples, batches_[static_cast<size_t>(index)]);
+    Seq2SeqBatch b = collate(train_.examples, batches_[static_cast<size_t>(index)]);
     return {seq2seq_loss(*model_, b, o_.label_smoothing), b.target_tokens(model_->config().pad_id)};
   }
   Validation validate() override;
@@ -142,7 +142,7 @@ Validation TranslationTask::validate() {
   double nll = 0;
   int64_t tokens = 0;
   for (const auto& indices : data::make_batches(valid_.examples, o_.max_tokens, 0)) {
-    Seq2SeqBatch b = data::collate(valid_.examples, indices);
+    Seq2SeqBatch b = collate(valid_.examples, indices);
     const int64_t n = b.target_tokens(model_->config().pad_id);
     nll += seq2seq_loss(*model_, b, 0.0f).item() * static_cast<double>(n);
     tokens += n;

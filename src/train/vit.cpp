@@ -5,6 +5,7 @@
 
 #include "autograd/autograd.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 #include "train/progress.h"
 
@@ -51,7 +52,7 @@ Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_
   for (int64_t start = first; start < first + count; start += 500) {
     std::vector<int64_t> idx(static_cast<size_t>(std::min<int64_t>(500, first + count - start)));
     std::iota(idx.begin(), idx.end(), start);
-    Tensor logits = model.forward(image_batch(set, idx)).contiguous();  // [n, classes]
+    Tensor logits = ops::contiguous(model.forward(image_batch(set, idx)));  // [n, classes]
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(set.labels[static_cast<size_t>(i)]);
     e.loss += ops::cross_entropy(logits, labels, 0.0f, -1).item() * static_cast<double>(idx.size());

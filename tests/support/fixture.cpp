@@ -30,7 +30,7 @@ void ModelFixture::load_weights(nn::Module& model) const {
   for (const auto& [name, t] : file.tensors)
     if (name.find("input.") != 0 && name.find("trace.") != 0 && name.find("grad.") != 0 && name.find("train.") != 0 && name != "loss")
       weights.tensors.emplace_back(name, t);
-  io::load_parameters(model, weights, "fixture");
+  io::load_parameters(model.named_parameters(), weights, "fixture");
 }
 
 std::unique_ptr<models::EncoderDecoder> ModelFixture::make_model() const {

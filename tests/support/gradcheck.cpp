@@ -36,7 +36,7 @@ GradcheckResult gradcheck(const OpFn& op, std::vector<Tensor> inputs, double eps
   std::vector<float> weights = w.to_vector();
   // Analytic: backward of sum(out * w) through the op under test.
   Tensor scalar = ops::sum(ops::mul(out, w));
-  scalar.backward();
+  autograd::backward(scalar);
 
   GradcheckResult result;
   autograd::NoGradGuard no_grad;

@@ -2,7 +2,7 @@
 // How long idle OpenMP threads spin before they sleep (see openmp_wait.cpp).
 #include <string>
 
-namespace tfm::ops {
+namespace tfm {
 
 // The first call of an executable's main(): unless the environment already says how
 // OpenMP threads wait (GOMP_SPINCOUNT or OMP_WAIT_POLICY), sets tfm's spin count and
@@ -13,4 +13,4 @@ void choose_openmp_wait(char** argv);
 // One line for `tfm --version`: the wait in effect.
 std::string openmp_wait_setting();
 
-}  // namespace tfm::ops
+}  // namespace tfm

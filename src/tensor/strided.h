@@ -1,11 +1,12 @@
 #pragma once
-// Helpers for walking tensors with arbitrary strides (views, broadcasting).
+// Walking tensors of any strides (views, broadcasting), and the copy and sum that
+// Tensor::copy_from and autograd's gradient accumulation make with it.
 #include <array>
 #include <cstdint>
 
 #include "tensor/tensor.h"
 
-namespace tfm::ops {
+namespace tfm {
 
 // Strides of `in` aligned to `out_shape` (right-aligned, as in NumPy broadcasting);
 // broadcast dimensions get stride 0.
@@ -33,4 +34,8 @@ void for_each_index(const Shape& shape, const std::array<Shape, K>& strides, F&&
   }
 }
 
-}  // namespace tfm::ops
+// dst = src and dst += src, element by element (same shape, any strides). Not differentiable.
+void strided_copy(const Tensor& src, Tensor& dst);
+void strided_add(const Tensor& src, Tensor& dst);
+
+}  // namespace tfm

@@ -6,7 +6,7 @@
 // without entering OpenMP at all.
 #include <cstdint>
 
-namespace tfm::ops {
+namespace tfm {
 
 // body() on every thread of a new team when `parallel`, else once on the calling
 // thread. Worksharing inside body (`#pragma omp for`) binds to that team, or runs
@@ -40,4 +40,4 @@ void parallel_chunks(int64_t n, Body&& body) {
   parallel_for(chunks, chunks > 1, [&](int64_t c) { body(c * kChunk, c + 1 == chunks ? n : (c + 1) * kChunk); });
 }
 
-}  // namespace tfm::ops
+}  // namespace tfm

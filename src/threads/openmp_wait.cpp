@@ -16,13 +16,13 @@
 // variable and executes the same program again (/proc/self/exe, a few milliseconds),
 // unless the user chose a wait, which is left as it is. A process that embeds tfm's
 // library sets GOMP_SPINCOUNT itself before libgomp loads.
-#include "ops/openmp_wait.h"
+#include "threads/openmp_wait.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-namespace tfm::ops {
+namespace tfm {
 namespace {
 
 constexpr const char* kSpinCount = "1000";
@@ -48,4 +48,4 @@ std::string openmp_wait_setting() {
   return setting;
 }
 
-}  // namespace tfm::ops
+}  // namespace tfm

@@ -1,0 +1,93 @@
+#include "tensor/strided.h"
+
+#include <cstring>
+
+#include "tensor/error.h"
+#include "threads/parallel.h"
+
+namespace tfm {
+
+Shape broadcast_strides(const Shape& in_shape, const Shape& in_strides, const Shape& out_shape) {
+  const size_t nd = out_shape.size(), ni = in_shape.size();
+  TFM_CHECK(ni <= nd, "cannot broadcast " << shape_str(in_shape) << " to " << shape_str(out_shape));
+  Shape st(nd, 0);
+  for (size_t i = 0; i < ni; ++i) {
+    size_t o = nd - ni + i;
+    if (in_shape[i] == out_shape[o]) {
+      st[o] = in_strides[i];
+    } else {
+      TFM_CHECK(in_shape[i] == 1, "cannot broadcast " << shape_str(in_shape) << " to " << shape_str(out_shape));
+    }
+  }
+  return st;
+}
+
+namespace {
+
+// Element counts above which a strided copy or add splits its rows over the threads
+// (as parallel_chunks does for contiguous buffers).
+constexpr int64_t kParallelElements = 1 << 16;
+
+// The distance between consecutive rows (last dimension) of t when its rows are evenly
+// spaced, as in a slice of a matrix's columns; -1 when they are not.
+int64_t row_spacing(const Tensor& t) {
+  int64_t spacing = 0, rows = 1;
+  for (int64_t k = t.dim() - 2; k >= 0; --k) {
+    if (t.shape()[k] == 1) continue;
+    if (rows == 1) spacing = t.strides()[k];
+    else if (t.strides()[k] != spacing * rows) return -1;
+    rows *= t.shape()[k];
+  }
+  return spacing;
+}
+
+// Calls f(dst_row, src_row, n) over two tensors of one shape, any strides: whole rows
+// where both have a contiguous last dimension (split over the threads when the rows
+// are evenly spaced and many), else element by element.
+template <class F>
+void for_each_row(const Tensor& src, Tensor& dst, F&& f) {
+  const float* s = src.data();
+  float* d = dst.data();
+  if (src.dim() > 0 && src.strides().back() == 1 && dst.strides().back() == 1) {
+    const Shape& shape = src.shape();
+    const int64_t width = shape.back(), src_spacing = row_spacing(src), dst_spacing = row_spacing(dst);
+    if (src_spacing >= 0 && dst_spacing >= 0 && width > 0) {
+      parallel_for(src.numel() / width, src.numel() > kParallelElements,
+                   [&](int64_t r) { f(d + r * dst_spacing, s + r * src_spacing, width); });
+      return;
+    }
+    const Shape outer(shape.begin(), shape.end() - 1), src_outer(src.strides().begin(), src.strides().end() - 1),
+        dst_outer(dst.strides().begin(), dst.strides().end() - 1);
+    for_each_index<2>(outer, {src_outer, dst_outer}, [&](const std::array<int64_t, 2>& o) { f(d + o[1], s + o[0], width); });
+    return;
+  }
+  for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { f(d + o[1], s + o[0], 1); });
+}
+
+}  // namespace
+
+void strided_add(const Tensor& src, Tensor& dst) {
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    float* d = dst.data();
+    const float* s = src.data();
+    parallel_chunks(src.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) d[i] += s[i];
+    });
+    return;
+  }
+  for_each_row(src, dst, [](float* d, const float* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  });
+}
+
+void strided_copy(const Tensor& src, Tensor& dst) {
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    float* d = dst.data();
+    const float* s = src.data();
+    parallel_chunks(src.numel(), [&](int64_t begin, int64_t end) { std::memcpy(d + begin, s + begin, sizeof(float) * (end - begin)); });
+    return;
+  }
+  for_each_row(src, dst, [](float* d, const float* s, int64_t n) { std::memcpy(d, s, sizeof(float) * n); });
+}
+
+}  // namespace tfm
