@@ -8,6 +8,7 @@
 #include "autograd/autograd.h"
 #include "cli/commands.h"
 #include "cli/family_checkpoint.h"
+#include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "data/text.h"
@@ -38,6 +39,7 @@ void add_bert_command(CLI::App& app, int& exit_code) {
     m->check_resume(o->trainer.resume);
     train::MaskedLmOptions run = *o;
     run.model = m->resolve(run.config_origin);
+    const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = train::run_masked_lm_training(run, std::cout);
   });
 }

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/family_checkpoint.h"
+#include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "data/text.h"
@@ -40,6 +41,7 @@ void add_lm_command(CLI::App& app, int& exit_code) {
     base.d_ff = 0;  // 4 x d_model unless --config or --d-ff gives it
     run.model = m->resolve(base, run.config_origin);
     if (run.model.d_ff == 0) run.model.d_ff = 4 * run.model.d_model;
+    const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = train::run_language_model_training(run, std::cout);
   });
 }

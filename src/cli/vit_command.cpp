@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/family_checkpoint.h"
+#include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "io/checkpoint.h"
@@ -77,6 +78,7 @@ void add_vit_command(CLI::App& app, int& exit_code) {
     m->check_resume(o->trainer.resume);
     train::VitOptions run = *o;
     run.model = m->resolve(run.config_origin);
+    const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = train::run_vit_training(run, std::cout);
   });
 

@@ -100,7 +100,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     q = project(query, 0, 1), k = project(key, 1, 1), v = project(value, 2, 1);
   }
   const float p = training() ? dropout_ : 0.0f;
-  const uint64_t key_seed = p > 0.0f ? global_rng().next_u64() : 0;
+  const uint64_t key_seed = p > 0.0f ? dropout_rng().next_u64() : 0;
   Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, weights, cache ? cache->key_rows() : nullptr);  // [batch, tq, d_model]
   return trace(path(), out_proj->forward(context));
 }

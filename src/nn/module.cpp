@@ -3,7 +3,6 @@
 #include <unordered_set>
 
 #include "ops/elementwise.h"
-#include "tensor/rng.h"
 
 namespace tfm::nn {
 
@@ -16,6 +15,11 @@ std::string Module::join(const std::string& prefix, const std::string& name) {
 void Module::set_path(const std::string& path) {
   path_ = path;
   for (auto& [name, child] : children_) child->set_path(join(path_, name));
+}
+
+void Module::share_dropout_rng(const std::shared_ptr<Rng>& rng) {
+  dropout_rng_ = rng;
+  for (auto& [name, child] : children_) child->share_dropout_rng(rng);
 }
 
 void Module::register_parameter(const std::string& name, Tensor& member) {
@@ -56,7 +60,7 @@ void Module::train(bool on) {
 
 Tensor Module::dropout(const Tensor& x, float p) const {
   if (!training_ || p == 0.0f) return x;
-  return ops::dropout(x, p, global_rng().next_u64());
+  return ops::dropout(x, p, dropout_rng().next_u64());
 }
 
 }  // namespace tfm::nn

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/rng.h"
 #include "tensor/tensor.h"
 
 namespace tfm::nn {
@@ -28,6 +29,10 @@ class Module {
   bool training() const { return training_; }
   // This module's dotted name inside the root module ("" for the root).
   const std::string& path() const { return path_; }
+  // The generator behind the dropout masks of this module and every module under the
+  // same root: one per model, as its training flag is, so that two models in one
+  // process never share draws. The Trainer seeds it and checkpoints its state.
+  Rng& dropout_rng() const { return *dropout_rng_; }
 
  protected:
   // Registers a Tensor member as a parameter. The module refers to the member, so
@@ -40,18 +45,21 @@ class Module {
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     children_.emplace_back(name, child);
     static_cast<Module*>(child.get())->set_path(join(path_, name));
+    static_cast<Module*>(child.get())->share_dropout_rng(dropout_rng_);
     return child;
   }
-  // Inverted dropout with this module's training flag and the global generator.
+  // Inverted dropout with this module's training flag and the model's generator.
   Tensor dropout(const Tensor& x, float p) const;
 
  private:
   static std::string join(const std::string& prefix, const std::string& name);
   void set_path(const std::string& path);
+  void share_dropout_rng(const std::shared_ptr<Rng>& rng);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
 
   std::string path_;
   bool training_ = true;
+  std::shared_ptr<Rng> dropout_rng_ = std::make_shared<Rng>();
   std::vector<std::pair<std::string, Tensor*>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

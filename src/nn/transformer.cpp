@@ -22,7 +22,7 @@ PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activa
 
 Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
   if (activation_ == Activation::ReLU && training() && dropout_ > 0.0f)  // keeps one [batch, len, d_ff] for backward, not two
-    return linear2->forward(ops::relu_dropout(linear1->forward(x), dropout_, global_rng().next_u64()));
+    return linear2->forward(ops::relu_dropout(linear1->forward(x), dropout_, dropout_rng().next_u64()));
   Tensor h = activation_ == Activation::ReLU ? linear1->forward_relu(x) : ops::gelu(linear1->forward(x));  // [batch, len, d_ff]
   return linear2->forward(dropout(h, dropout_));  // [batch, len, d_model]
 }

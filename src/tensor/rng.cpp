@@ -11,14 +11,3 @@ double Rng::normal() {
 }
 
 }  // namespace tfm
-
-namespace tfm {
-
-Rng& global_rng() {
-  static Rng rng(0);
-  return rng;
-}
-
-void manual_seed(uint64_t seed) { global_rng().set_state(seed); }
-
-}  // namespace tfm

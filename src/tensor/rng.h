@@ -42,8 +42,4 @@ inline Rng substream(uint64_t seed, uint64_t a, uint64_t b = 0) {
   return Rng(splitmix64(splitmix64(splitmix64(seed) ^ a) ^ (b * 0x9E3779B97F4A7C15ull)));
 }
 
-// The process-wide generator behind initialisation and dropout (like torch.manual_seed).
-Rng& global_rng();
-void manual_seed(uint64_t seed);
-
 }  // namespace tfm

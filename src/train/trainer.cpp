@@ -1,10 +1,8 @@
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,14 +53,6 @@ double Validation::score() const {
 }
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-void on_interrupt(int) {
-  if (!g_stop.exchange(true)) return;
-  io::discard_pending_output();  // a second Ctrl-C: stop now, leaving no half-written checkpoint behind
-  std::_Exit(130);
-}
 
 // The files a training run writes into its directory (the lock file aside).
 std::vector<std::string> run_files(const std::string& dir) {
@@ -167,7 +157,7 @@ void Trainer::trim_metrics() const {
 }
 
 void Trainer::save(TrainingTask& task, const std::string& name) {
-  state_.dropout_rng = global_rng().state();
+  state_.dropout_rng = task.model().dropout_rng().state();
   const State& s = state_;
   json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
                 {"has_best", s.has_best}, {"elapsed_s", s.elapsed_s}, {"bad_validations", s.bad_validations}};
@@ -222,14 +212,14 @@ int Trainer::run(TrainingTask& task) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
     optimizer_->load_state(resumed_info_->optimizer, state_.step);
-    global_rng().set_state(state_.dropout_rng);
+    model.dropout_rng().set_state(state_.dropout_rng);
     resumed_file_ = {};  // the weights are in the model now
     trim_metrics();
     out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
   } else {
     Rng init(o_.seed);
     task.init_parameters(init);
-    global_rng().set_state(o_.seed * 7919 + 1);
+    model.dropout_rng().set_state(o_.seed * 7919 + 1);
   }
   const Schedule& lr = o_.schedule;
   TFM_CHECK(std::isfinite(lr.lr) && lr.lr >= 0, "the learning rate must be a finite number of at least 0 (got " << lr.lr << ")");
@@ -238,9 +228,7 @@ int Trainer::run(TrainingTask& task) {
   clear_previous_run();
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
 
-  g_stop = false;
-  auto previous_int = std::signal(SIGINT, on_interrupt);
-  auto previous_term = std::signal(SIGTERM, on_interrupt);
+  auto stop_requested = [&] { return o_.stop && o_.stop->load(); };
   const auto start = std::chrono::steady_clock::now();
   const double elapsed_before = state_.elapsed_s;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -291,7 +279,7 @@ int Trainer::run(TrainingTask& task) {
       TFM_CHECK(++skipped_in_a_row < kMaxSkippedInARow, kMaxSkippedInARow << " steps in a row had a non-finite " << what
                 << "; stopped at step " << state_.step << " (the weights may have become non-finite: lower --lr, or resume "
                 << "from an earlier checkpoint)");
-      if (g_stop) interrupted = true;
+      if (stop_requested()) interrupted = true;
       continue;
     }
     skipped_in_a_row = 0;
@@ -308,7 +296,7 @@ int Trainer::run(TrainingTask& task) {
       finished = validate(task, elapsed());
     }
     if (last_step || (o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60)) finished = true;
-    if (g_stop) interrupted = true;
+    if (stop_requested()) interrupted = true;
   }
   progress.finish();
   if (interrupted) {
@@ -321,8 +309,6 @@ int Trainer::run(TrainingTask& task) {
   } else if (validated_at != state_.step) {
     validate(task, elapsed());
   }
-  std::signal(SIGINT, previous_int);
-  std::signal(SIGTERM, previous_term);
   out_ << "best validation " << score_name_ << " " << state_.best_score << unit_of(score_name_) << "; checkpoints in " << o_.out_dir << " (" << format_duration(elapsed())
        << " of training)\n";
   const std::string report = interrupted ? "" : task.report();

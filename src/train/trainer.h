@@ -5,7 +5,9 @@
 // gradient accumulation and clipping, non-finite checks, progress, metrics.jsonl
 // and curves.png, checkpoints (last, best, every N steps), exact resume (step,
 // epoch, batch position, dropout RNG, optimizer moments), early stopping, time
-// limits and a clean stop on Ctrl-C/SIGTERM.
+// limits and a clean stop when asked (TrainerOptions::stop: the command line sets it on
+// Ctrl-C/SIGTERM).
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -51,6 +53,9 @@ struct TrainerOptions {
   int64_t log_every = 50;
   std::string resume;            // a last.safetensors to continue from
   bool force = false;            // a fresh run may replace the run already in out_dir
+  // Set (by another thread, or the command line's signal handler) to stop after the
+  // current step and save last.safetensors, as a time limit does; null: never.
+  const std::atomic<bool>* stop = nullptr;
 
   // An encoder-decoder's trainer (`tfm train`): the paper's schedule (factor 1, `warmup`
   // steps) and AdamW, whose weight decay is 0 unless given, as in every trainer.

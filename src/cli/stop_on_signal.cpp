@@ -1,0 +1,34 @@
+#include "cli/stop_on_signal.h"
+
+#include <csignal>
+#include <cstdlib>
+
+#include "io/output_file.h"
+
+namespace tfm::cli {
+namespace {
+
+// A signal handler can reach only what is global; one training run per process.
+std::atomic<bool> g_stop{false};
+
+void on_interrupt(int) {
+  if (!g_stop.exchange(true)) return;
+  io::discard_pending_output();  // a second Ctrl-C: stop now, leaving no half-written checkpoint behind
+  std::_Exit(130);
+}
+
+}  // namespace
+
+StopOnSignal::StopOnSignal(train::TrainerOptions& options) {
+  g_stop = false;
+  options.stop = &g_stop;
+  previous_int_ = std::signal(SIGINT, on_interrupt);
+  previous_term_ = std::signal(SIGTERM, on_interrupt);
+}
+
+StopOnSignal::~StopOnSignal() {
+  std::signal(SIGINT, previous_int_);
+  std::signal(SIGTERM, previous_term_);
+}
+
+}  // namespace tfm::cli
