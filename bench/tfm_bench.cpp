@@ -50,6 +50,7 @@ void write_json(const std::string& path, const json& j) {
 struct TrainOptions {
   std::string preset = "base", vocab, src, tgt, batches_out;
   int64_t max_tokens = 4000, steps = 20, warmup = 3;
+  tfm::ops::Precision precision = tfm::ops::Precision::f32;
 };
 
 // The first warmup + steps batches of a shuffled epoch, as the trainer makes them.
@@ -71,6 +72,7 @@ void bench_train(const TrainOptions& o) {
   c.src_vocab = c.tgt_vocab = vocab.size();
   c.share_embeddings = true;
   tfm::models::EncoderDecoder model(c);
+  model.products().set_precision(o.precision);
   tfm::Rng rng(1);
   model.init_parameters(rng);
   tfm::train::Adam optimizer(model.named_parameters(), {});
@@ -87,7 +89,7 @@ void bench_train(const TrainOptions& o) {
     total += step_s.back();
     tokens += batches[static_cast<size_t>(i)].target_tokens(c.pad_id);
   }
-  std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"threads", omp_get_max_threads()},
+  std::cout << json{{"engine", "tfm"}, {"precision", to_string(o.precision)}, {"threads", omp_get_max_threads()},
                     {"parameters", model.num_parameters()},
                     {"config", json::parse(c.to_json())}, {"steps", o.steps}, {"seconds", total}, {"target_tokens", tokens},
                     {"median_step_ms", median(step_s) * 1e3}, {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}}
@@ -100,11 +102,13 @@ struct TranslateOptions {
   tfm::decode::SearchOptions search;
   int64_t batch = 32, limit = 0;
   int workers = 1;
+  tfm::ops::Precision precision = tfm::ops::Precision::f32;
 };
 
 void bench_translate(const TranslateOptions& o) {
   tfm::decode::TranslationModel tm = tfm::decode::TranslationModel::load(o.model);
-  const tfm::ops::FrozenWeights frozen;
+  tm.model->products().set_precision(o.precision);
+  tm.model->products().freeze();
   std::vector<std::vector<int>> sources;
   for (const std::string& line : tfm::data::read_lines(o.input)) {
     if (o.limit > 0 && static_cast<int64_t>(sources.size()) == o.limit) break;
@@ -139,7 +143,7 @@ void bench_translate(const TranslateOptions& o) {
   const double seconds = seconds_since(start);
   int64_t tokens = 0;
   for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
-  std::cout << json{{"engine", "tfm"}, {"precision", to_string(tfm::ops::linear_precision())}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
+  std::cout << json{{"engine", "tfm"}, {"precision", to_string(o.precision)}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
                     {"workers", o.workers}, {"median_batch_ms", batch_s.empty() ? json() : json(median(batch_s) * 1e3)},
                     {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}, {"outputs", outputs}}
                    .dump()
@@ -174,9 +178,9 @@ int main(int argc, char** argv) {
   tfm::choose_openmp_wait(argv);  // the wait `tfm` runs with
   CLI::App app{"tfm's side of bench/run.sh"};
   app.require_subcommand(1);
-  app.add_option("--precision", "Linear layers' products: f32, bf16 or int8 (translate only)")
-      ->check(CLI::IsMember({"f32", "bf16", "int8"}))
-      ->each([](const std::string& v) { tfm::ops::set_linear_precision(tfm::ops::parse_precision(v)); });
+  std::string precision = "f32";
+  app.add_option("--precision", precision, "Linear layers' products: f32, bf16 or int8 (int8: translate only)")
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}));
   app.fallthrough();
   TrainOptions t;
   CLI::App* train = app.add_subcommand("train", "Training steps on Multi30k batches");
@@ -188,7 +192,10 @@ int main(int argc, char** argv) {
   train->add_option("--steps", t.steps, "Timed steps")->capture_default_str();
   train->add_option("--warmup", t.warmup, "Untimed steps first")->capture_default_str();
   train->add_option("--batches-out", t.batches_out, "Write the batches (ids) here as JSON");
-  train->callback([&] { bench_train(t); });
+  train->callback([&] {
+    t.precision = tfm::ops::parse_precision(precision);
+    bench_train(t);
+  });
 
   TranslateOptions tr;
   CLI::App* translate = app.add_subcommand("translate", "Translation of a text file");
@@ -200,7 +207,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   translate->add_option("--limit", tr.limit, "Only the first N sentences (0: all)")->capture_default_str();
   translate->add_option("--job-out", tr.job_out, "Write the source ids and search options here as JSON");
-  translate->callback([&] { bench_translate(tr); });
+  translate->callback([&] {
+    tr.precision = tfm::ops::parse_precision(precision);
+    bench_translate(tr);
+  });
 
   app.add_subcommand("sgemm", "oneDNN's single-precision GEMM rate")->callback(bench_sgemm);
   try {

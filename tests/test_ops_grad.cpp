@@ -32,9 +32,9 @@ using V = std::vector<Tensor>;
 constexpr double kTol = 2e-3;
 
 TEST(OpsGrad, Linear) {
-  EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], x[2]); },
+  EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], x[2], ops::LinearProducts::f32()); },
                    (V{random_tensor({2, 3, 4}, 1), random_tensor({5, 4}, 2), random_tensor({5}, 3)}), kTol);
-  EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], Tensor()); }, (V{random_tensor({3, 4}, 1), random_tensor({2, 4}, 2)}), kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::linear(x[0], x[1], Tensor(), ops::LinearProducts::f32()); }, (V{random_tensor({3, 4}, 1), random_tensor({2, 4}, 2)}), kTol);
 }
 
 // How many of linear(x, w, b)'s outputs fall on each side of the ReLU's kink, and how
@@ -47,7 +47,7 @@ struct KinkSides {
 KinkSides kink_sides(const V& x) {
   autograd::NoGradGuard no_grad;
   KinkSides k;
-  for (float v : ops::linear(x[0], x[1], x[2]).to_vector()) {
+  for (float v : ops::linear(x[0], x[1], x[2], ops::LinearProducts::f32()).to_vector()) {
     (v < 0.0f ? k.negative : k.positive)++;
     k.nearest = std::min(k.nearest, std::fabs(v));
   }
@@ -60,28 +60,27 @@ TEST(OpsGrad, LinearRelu) {
   ASSERT_GT(k.negative, 0);
   ASSERT_GT(k.positive, 0);
   ASSERT_GT(k.nearest, 0.01f) << "an output within the finite differences' reach of the kink";
-  EXPECT_GRADCHECK([](const V& x) { return ops::linear_relu(x[0], x[1], x[2]); }, inputs, kTol);
+  EXPECT_GRADCHECK([](const V& x) { return ops::linear_relu(x[0], x[1], x[2], ops::LinearProducts::f32()); }, inputs, kTol);
 }
 
 // The fused op is relu(linear): the same output and gradients, bit for bit, in each
 // precision that trains.
 TEST(OpsGrad, LinearReluEqualsLinearThenRelu) {
   for (const ops::Precision precision : {ops::Precision::f32, ops::Precision::bf16}) {
-    ops::set_linear_precision(precision);
+    const ops::LinearProducts products(precision);
     V fused{random_tensor({40, 24}, 1), random_tensor({37, 24}, 2), random_tensor({37}, 3)}, plain;
     const KinkSides k = kink_sides(fused);
     ASSERT_TRUE(k.negative > 0 && k.positive > 0) << "outputs on one side of the kink only";
     for (Tensor& t : fused) plain.push_back(t.clone().set_requires_grad(true)), t.set_requires_grad(true);
     const Tensor g = random_tensor({40, 37}, 4);
-    Tensor a = ops::linear_relu(fused[0], fused[1], fused[2]);
-    Tensor b = ops::relu(ops::linear(plain[0], plain[1], plain[2]));
+    Tensor a = ops::linear_relu(fused[0], fused[1], fused[2], products);
+    Tensor b = ops::relu(ops::linear(plain[0], plain[1], plain[2], products));
     autograd::backward(ops::sum(ops::mul(a, g)));
     autograd::backward(ops::sum(ops::mul(b, g)));
     const std::string p = ops::to_string(precision);
     EXPECT_TENSOR_NEAR(p + " output", a, b, 0.0);
     for (size_t i = 0; i < fused.size(); ++i) EXPECT_TENSOR_NEAR(p + " grad " + std::to_string(i), fused[i].grad(), plain[i].grad(), 0.0);
   }
-  ops::set_linear_precision(ops::Precision::f32);
 }
 
 TEST(OpsGrad, Matmul) {
@@ -278,9 +277,9 @@ TEST(OpsGrad, Losses) {
   EXPECT_GRADCHECK([&](const V& x) { return ops::cross_entropy(x[0], targets, 0.1f, 0); }, (V{random_tensor({6, 5}, 1, -2, 2)}), kTol);
   EXPECT_GRADCHECK([&](const V& x) { return ops::label_smoothing_kl(x[0], targets, 0.1f, 0, 4.0f); }, (V{random_tensor({6, 5}, 1, -2, 2)}),
                    kTol);
-  EXPECT_GRADCHECK([&](const V& x) { return ops::linear_cross_entropy(x[0], x[1], x[2], targets, 0.1f, 0); },
+  EXPECT_GRADCHECK([&](const V& x) { return ops::linear_cross_entropy(x[0], x[1], x[2], targets, 0.1f, 0, ops::LinearProducts::f32()); },
                    (V{random_tensor({6, 4}, 1), random_tensor({5, 4}, 2), random_tensor({5}, 3)}), kTol);
-  EXPECT_GRADCHECK([&](const V& x) { return ops::linear_cross_entropy(x[0], x[1], Tensor(), targets, 0.0f, -1); },
+  EXPECT_GRADCHECK([&](const V& x) { return ops::linear_cross_entropy(x[0], x[1], Tensor(), targets, 0.0f, -1, ops::LinearProducts::f32()); },
                    (V{random_tensor({6, 4}, 1), random_tensor({5, 4}, 2)}), kTol);
 }
 
@@ -291,11 +290,11 @@ TEST(OpsGrad, LinearCrossEntropyEqualsLinearThenCrossEntropy) {
   Rng rng(4);
   for (int& t : targets) t = static_cast<int>(rng.randint(0, 37));  // 0 is padding
   for (const ops::Precision precision : {ops::Precision::f32, ops::Precision::bf16}) {
-    ops::set_linear_precision(precision);
+    const ops::LinearProducts products(precision);
     V fused{random_tensor({2500, 24}, 1), random_tensor({37, 24}, 2), random_tensor({37}, 3)}, plain;
     for (Tensor& t : fused) plain.push_back(t.clone().set_requires_grad(true)), t.set_requires_grad(true);
-    Tensor a = ops::linear_cross_entropy(fused[0], fused[1], fused[2], targets, 0.1f, 0);
-    Tensor b = ops::cross_entropy(ops::linear(plain[0], plain[1], plain[2]), targets, 0.1f, 0);
+    Tensor a = ops::linear_cross_entropy(fused[0], fused[1], fused[2], targets, 0.1f, 0, products);
+    Tensor b = ops::cross_entropy(ops::linear(plain[0], plain[1], plain[2], products), targets, 0.1f, 0);
     // An incoming gradient other than 1 (f32 only: bf16 would round 3 g and g differently).
     const float g = precision == ops::Precision::f32 ? 3.0f : 1.0f;
     autograd::backward(ops::scale(a, g));
@@ -304,7 +303,6 @@ TEST(OpsGrad, LinearCrossEntropyEqualsLinearThenCrossEntropy) {
     EXPECT_TENSOR_NEAR(p + " loss", a, b, 1e-6);
     for (size_t i = 0; i < fused.size(); ++i) EXPECT_TENSOR_NEAR(p + " grad " + std::to_string(i), fused[i].grad(), plain[i].grad(), 1e-5);
   }
-  ops::set_linear_precision(ops::Precision::f32);
 }
 
 }  // namespace

@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "models/gpt.h"
 #include "ops/gemm.h"
 #include "ops/matmul.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/reduced_precision.h"
+#include "support/compare.h"
 #include "support/gradcheck.h"
 #include "support/process.h"
 
@@ -22,12 +24,6 @@ namespace tfm {
 namespace {
 
 using testing::random_tensor;
-
-// Sets the linear precision for one test and restores f32 after it.
-struct PrecisionScope {
-  explicit PrecisionScope(ops::Precision p) { ops::set_linear_precision(p); }
-  ~PrecisionScope() { ops::set_linear_precision(ops::Precision::f32); }
-};
 
 // C = alpha * op(A) op(B) + beta * C in double, row-major with leading dimensions.
 std::vector<double> reference_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const std::vector<float>& a,
@@ -137,12 +133,15 @@ TEST(PackedWeight, AnyThreadCountReadsTheLayoutItWasPackedIn) {
 TEST(FrozenWeights, F32LinearMatchesTheUnfrozenOne) {
   const Tensor x = random_tensor({5, 7, 64}, 1), w = random_tensor({48, 64}, 2), b = random_tensor({48}, 3);
   autograd::NoGradGuard no_grad;
-  const Tensor plain = ops::linear(x, w, b), plain_no_bias = ops::linear(x, w, Tensor());
-  const ops::FrozenWeights frozen;
+  const ops::LinearProducts& plain_products = ops::LinearProducts::f32();
+  const Tensor plain = ops::linear(x, w, b, plain_products), plain_no_bias = ops::linear(x, w, Tensor(), plain_products);
+  ops::LinearProducts frozen;
+  frozen.freeze();
   ASSERT_EQ(frozen.copies(), 0u);
   for (int pass = 0; pass < 2; ++pass) {  // the copy is made once, then reused
     EXPECT_EQ(frozen.copies(), static_cast<size_t>(pass));
-    const Tensor y = ops::linear(x, w, b), y_no_bias = ops::linear(x, w, Tensor()), y_relu = ops::linear_relu(x, w, b);
+    const Tensor y = ops::linear(x, w, b, frozen), y_no_bias = ops::linear(x, w, Tensor(), frozen),
+                 y_relu = ops::linear_relu(x, w, b, frozen);
     ASSERT_EQ(y.shape(), plain.shape());
     ASSERT_EQ(y_relu.shape(), plain.shape());
     for (int64_t i = 0; i < plain.numel(); ++i) {
@@ -196,18 +195,18 @@ struct LinearRun {
   Tensor y, dx, dw, db;
 };
 
-LinearRun run_linear(ops::Precision p, const Tensor& x0, const Tensor& w0, const Tensor& b0, bool backward = true) {
-  PrecisionScope scope(p);
+LinearRun run_linear(const ops::LinearProducts& products, const Tensor& x0, const Tensor& w0, const Tensor& b0, bool backward = true) {
   Tensor x = x0.clone(), w = w0.clone(), b = b0.clone();
   for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(backward);
-  Tensor y = ops::linear(x, w, b);
+  Tensor y = ops::linear(x, w, b, products);
   if (backward) autograd::backward(ops::sum(ops::mul(y, random_tensor(y.shape(), 99))));
   return {y.detach(), backward ? x.grad() : Tensor(), backward ? w.grad() : Tensor(), backward ? b.grad() : Tensor()};
 }
 
 TEST(Bf16, LinearForwardAndBackwardStayCloseToF32) {
   const Tensor x = random_tensor({3, 40, 96}, 1), w = random_tensor({72, 96}, 2), b = random_tensor({72}, 3);
-  const LinearRun f = run_linear(ops::Precision::f32, x, w, b), h = run_linear(ops::Precision::bf16, x, w, b);
+  const LinearRun f = run_linear(ops::LinearProducts(ops::Precision::f32), x, w, b),
+                  h = run_linear(ops::LinearProducts(ops::Precision::bf16), x, w, b);
   // bf16 keeps 8 significant bits: each input is off by up to 2^-8, sums of many average out.
   EXPECT_LT(relative_distance(h.y, f.y), 1e-2);
   EXPECT_LT(relative_distance(h.dx, f.dx), 1e-2);
@@ -219,36 +218,64 @@ TEST(Bf16, LinearForwardAndBackwardStayCloseToF32) {
 TEST(Int8, LinearIsWithinQuantisationErrorAndInferenceOnly) {
   const Tensor x = random_tensor({50, 128}, 1), w = random_tensor({64, 128}, 2), b = random_tensor({64}, 3);
   autograd::NoGradGuard no_grad;
-  const Tensor f = run_linear(ops::Precision::f32, x, w, b, false).y, q = run_linear(ops::Precision::int8, x, w, b, false).y;
+  const ops::LinearProducts int8(ops::Precision::int8);
+  const Tensor f = run_linear(ops::LinearProducts::f32(), x, w, b, false).y, q = run_linear(int8, x, w, b, false).y;
   // Rounding both operands to 1/127 of their row's range: ~0.5% per product, averaged over 128 terms.
   const double d = relative_distance(q, f);
   EXPECT_LT(d, 1e-2);
   EXPECT_GT(d, 0.0) << "the int8 path was not taken";
-  {
-    const ops::FrozenWeights frozen;
-    const Tensor first = run_linear(ops::Precision::int8, x, w, b, false).y, again = run_linear(ops::Precision::int8, x, w, b, false).y;
-    for (int64_t i = 0; i < q.numel(); ++i) EXPECT_EQ(first.data()[i], again.data()[i]);
-  }
+  ops::LinearProducts frozen(ops::Precision::int8);
+  frozen.freeze();
+  const Tensor first = run_linear(frozen, x, w, b, false).y, again = run_linear(frozen, x, w, b, false).y;
+  for (int64_t i = 0; i < q.numel(); ++i) EXPECT_EQ(first.data()[i], again.data()[i]);
 }
 
 TEST(Int8, TrainingThroughInt8IsRefusedClearly) {
   const Tensor x = random_tensor({4, 8}, 1), w = random_tensor({3, 8}, 2), b = random_tensor({3}, 3);
-  EXPECT_NE(testing::error_of([&] { run_linear(ops::Precision::int8, x, w, b); }).find("int8 precision is for inference only"),
+  EXPECT_NE(testing::error_of([&] { run_linear(ops::LinearProducts(ops::Precision::int8), x, w, b); }).find("int8 precision is for inference only"),
             std::string::npos);
 }
 
 TEST(FrozenWeights, CopiesAreMadeOnceAndGiveTheSameResults) {
   const Tensor x = random_tensor({20, 64}, 1), w = random_tensor({48, 64}, 2), b = random_tensor({48}, 3);
   autograd::NoGradGuard no_grad;
-  const Tensor plain = run_linear(ops::Precision::bf16, x, w, b, false).y;
-  const ops::FrozenWeights frozen;
-  EXPECT_NE(testing::error_of([] { ops::FrozenWeights another; }).find("already in effect"), std::string::npos);
-  PrecisionScope scope(ops::Precision::bf16);
-  const Tensor y1 = ops::linear(x, w, b), y2 = ops::linear(x, w, b);
+  const Tensor plain = run_linear(ops::LinearProducts(ops::Precision::bf16), x, w, b, false).y;
+  ops::LinearProducts frozen(ops::Precision::bf16);
+  frozen.freeze();
+  const Tensor y1 = ops::linear(x, w, b, frozen), y2 = ops::linear(x, w, b, frozen);
+  EXPECT_EQ(frozen.copies(), 1u);
   for (int64_t i = 0; i < plain.numel(); ++i) {
     EXPECT_EQ(y1.data()[i], plain.data()[i]);
     EXPECT_EQ(y2.data()[i], plain.data()[i]);
   }
+}
+
+// Precision and converted weights belong to a model: a bf16 model with frozen weights
+// and an f32 one in the same process each compute what they compute alone.
+TEST(FrozenWeights, ModelsOfDifferentPrecisionsLiveSideBySide) {
+  models::StackConfig c;
+  c.family = "gpt", c.vocab = 50, c.d_model = 32, c.heads = 2, c.d_ff = 64, c.layers = 2;
+  auto make = [&] {
+    auto m = std::make_unique<models::GPT>(c);
+    Rng rng(3);
+    m->init_parameters(rng);
+    m->eval();
+    return m;
+  };
+  const models::Tokens ids{{4, 9, 17, 30, 2, 11}, 2, 3};
+  autograd::NoGradGuard no_grad;
+  const auto alone_f32 = make(), alone_bf16 = make(), f32 = make(), bf16 = make();
+  alone_bf16->products().set_precision(ops::Precision::bf16);
+  const Tensor expected_f32 = alone_f32->forward(ids), expected_bf16 = alone_bf16->forward(ids);
+  ASSERT_GT(relative_distance(expected_bf16, expected_f32), 0.0) << "the bf16 model computed in f32";
+  bf16->products().set_precision(ops::Precision::bf16);
+  bf16->products().freeze();
+  for (int round = 0; round < 2; ++round) {  // alternately, with the copies made in the first round
+    EXPECT_TENSOR_NEAR("f32 beside bf16", f32->forward(ids), expected_f32, 0.0);
+    EXPECT_TENSOR_NEAR("bf16 beside f32", bf16->forward(ids), expected_bf16, 0.0);
+  }
+  EXPECT_GT(bf16->products().copies(), 0u);
+  EXPECT_EQ(f32->products().copies(), 0u);
 }
 
 TEST(PrecisionCli, UnknownPrecisionAndInt8TrainingAreRefused) {

@@ -132,11 +132,12 @@ void backward(const Tensor& root) {
       }
       auto [slot, inserted] = grads.try_emplace(in.producer.get(), ig);
       if (inserted) continue;
-      if (!owned.count(in.producer.get())) {
-        slot->second = slot->second.clone();
+      if (owned.count(in.producer.get())) {
+        strided_add(ig, slot->second);
+      } else {  // a buffer of its own, which later gradients may be added to in place
+        slot->second = strided_sum(slot->second, ig);
         owned.insert(in.producer.get());
       }
-      strided_add(ig, slot->second);
     }
     node->inputs.clear();  // lets the nodes below go as soon as their own backward has run
   }

@@ -27,9 +27,10 @@ struct Options {
 };
 
 // Where [CLS] attends in test image `o.image`, averaged over heads.
-void run_vit(const Options& o) {
+void run_vit(const Options& o, const CLI::App& cmd) {
   TFM_CHECK(!o.translation_flags, "--src, --tgt, --kind and --head are for translation models; a ViT's heatmap takes --image, --layer and --data");
   std::unique_ptr<models::ViT> model = load_vit(o.model);
+  use_for_inference(*model, cmd);
   const models::StackConfig& c = model->config();
   const data::ImageSet test = data::read_image_split(o.data_dir, /*train=*/false, c.classes);
   TFM_CHECK(o.image >= 0 && o.image < test.count, "--image " << o.image << " outside 0.." << test.count - 1);
@@ -61,10 +62,10 @@ std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& id
   return out;
 }
 
-void run(const Options& o) {
+void run(const Options& o, const CLI::App& cmd) {
   const std::string kind = io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind;
   io::check_model_kind(kind, {"encoder_decoder", "vit"}, o.model, "a translation or vit one (attention draws those)");
-  if (kind == "vit") return run_vit(o);
+  if (kind == "vit") return run_vit(o, cmd);
   TFM_CHECK(!o.vit_flags, "--image and --data are for ViT models; a translation model's heatmap takes --src");
   TFM_CHECK(!o.src.empty(), "--src is needed for a translation model");
   for (const auto& [flag, text] : {std::pair{"--src", &o.src}, std::pair{"--tgt", &o.tgt}}) {
@@ -73,6 +74,7 @@ void run(const Options& o) {
   }
   decode::TranslationModel tm = decode::TranslationModel::load(o.model);
   models::EncoderDecoder& model = *tm.model;
+  use_for_inference(model, cmd);
   const models::TransformerConfig& cfg = model.config();
   std::vector<int> src_ids = tm.src_vocab.encode(o.src);
   TFM_CHECK(!src_ids.empty(), "--src is empty");
@@ -132,7 +134,7 @@ void add_attention_command(CLI::App& app, int&) {
   cmd->callback([o, cmd] {
     o->translation_flags = cmd->count("--src") + cmd->count("--tgt") + cmd->count("--kind") + cmd->count("--head") > 0;
     o->vit_flags = cmd->count("--image") + cmd->count("--data") > 0;
-    run(*o);
+    run(*o, *cmd);
   });
 }
 

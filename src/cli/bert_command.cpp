@@ -35,10 +35,11 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", o->batch, "Windows of --max-len tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str()->check(strictly_between(0.0, 1.0));
   add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, m, &exit_code] {
+  cmd->callback([o, m, cmd, &exit_code] {
     m->check_resume(o->trainer.resume);
     train::MaskedLmOptions run = *o;
     run.model = m->resolve(run.config_origin);
+    run.trainer.precision = precision_flag(*cmd);
     const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = train::run_masked_lm_training(run, std::cout);
   });
@@ -57,7 +58,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector")
       ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "bert", "an encoder from `tfm bert train`", o->spm);
     const data::Tokenizer& tokenizer = *c.tokenizer;
@@ -65,7 +66,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     io::load_parameters(model.named_parameters(), c.file, o->checkpoint);
     model.eval();
     autograd::NoGradGuard no_grad;
-    const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
+    use_for_inference(model, *cmd);
     data::LineReader in(o->input);
     int64_t truncated = 0;
     for (std::string line; in.next(line);) {

@@ -21,6 +21,17 @@ void add_model_flag(CLI::App* cmd, std::string& path, const std::string& help, b
   g->require_option(1);
 }
 
+ops::Precision precision_flag(const CLI::App& cmd) {
+  const CLI::App* root = &cmd;
+  while (root->get_parent()) root = root->get_parent();
+  return ops::parse_precision(root->get_option("--precision")->as<std::string>());
+}
+
+void use_for_inference(nn::Module& model, const CLI::App& cmd) {
+  model.products().set_precision(precision_flag(cmd));
+  model.products().freeze();
+}
+
 void add_png_output(CLI::App* cmd, std::string& path) {
   cmd->add_option("--output,-o", path, "PNG file to write")->capture_default_str();
   cmd->add_option("--out", path, "Former name of --output")->group("Deprecated");

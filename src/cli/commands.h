@@ -8,6 +8,8 @@
 #include <string>
 
 #include "models/vit.h"
+#include "nn/module.h"
+#include "ops/reduced_precision.h"
 
 namespace tfm::cli {
 
@@ -33,6 +35,14 @@ void add_png_output(CLI::App* cmd, std::string& path);
 
 // Without a subcommand, `app` prints its help (which lists the subcommands) and sets exit code 2.
 void help_without_subcommand(CLI::App& app, int& exit_code);
+
+// The precision `--precision` gives (a flag of the root command, which may also come
+// after the subcommand).
+ops::Precision precision_flag(const CLI::App& cmd);
+
+// For inference: the model's products in --precision's, its weights frozen (their
+// converted copies made once, not per product).
+void use_for_inference(nn::Module& model, const CLI::App& cmd);
 
 // A label's class name: Fashion-MNIST's names for a 10-class set in a directory named
 // "fashion...", else the number.

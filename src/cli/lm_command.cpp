@@ -34,9 +34,10 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", o->batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end (0: none)")->capture_default_str()->check(at_least<int64_t>(0));
   add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, m, &exit_code] {
+  cmd->callback([o, m, cmd, &exit_code] {
     m->check_resume(o->trainer.resume);
     train::LanguageModelOptions run = *o;
+    run.trainer.precision = precision_flag(*cmd);
     models::StackConfig base = m->defaults();
     base.d_ff = 0;  // 4 x d_model unless --config or --d-ff gives it
     run.model = m->resolve(base, run.config_origin);
@@ -64,7 +65,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--output,-o", o->output,
                   "Output text ('-': standard output, token by token); a file is replaced only once generation completes")
       ->capture_default_str();
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // as translate and attention refuse such text
@@ -72,7 +73,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::GPT model(c.config);
     io::load_parameters(model.named_parameters(), c.file, o->checkpoint);
-    const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
+    use_for_inference(model, *cmd);
     std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
     TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
     out.write(o->prompt);

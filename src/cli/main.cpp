@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision,
                  "Linear layers' products: f32, bf16 (training and inference) or int8 (inference)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "bf16", "int8"}))
-      ->each([](const std::string& v) { tfm::ops::set_linear_precision(tfm::ops::parse_precision(v)); });
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}));  // read by each command (cli::precision_flag)
   // Global options may also come after the subcommand: `tfm translate --precision bf16`.
   app.fallthrough();
   tfm::cli::add_train_command(app, exit_code);

@@ -96,6 +96,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       TFM_CHECK(!mt.train_tgt.empty() && !mt.valid_src.empty() && !mt.valid_tgt.empty() && !mt.src_vocab.empty() && !mt.tgt_vocab.empty(),
                 "translation training needs --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
       mt.config_path = o->config_path;
+      mt.trainer.precision = precision_flag(*cmd);
       const StopOnSignal stop(mt.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
       exit_code = train::run_translation_training(mt, std::cout);
       return;
@@ -111,6 +112,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     if (cmd->count("--dropout")) copy.model.dropout = o->dropout, copy.model_fields_given.push_back("dropout");
     if (o->post_norm) copy.model.norm_first = false, copy.model_fields_given.push_back("norm_first");
     copy.trainer = copy_trainer(*cmd, o->mt.trainer);
+    copy.trainer.precision = precision_flag(*cmd);
     const StopOnSignal stop(copy.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
     train::CopyTaskResult r = train::run_copy_task(copy, std::cout);
     exit_code = r.exit_code != 0 ? r.exit_code : r.copied == r.decoded ? 0 : kNotAllCopied;

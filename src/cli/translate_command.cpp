@@ -26,13 +26,13 @@ struct Options {
   bool greedy = false;
 };
 
-void run(const Options& o) {
+void run(const Options& o, const CLI::App& cmd) {
   // Opened first, so that a directory or an unwritable path is refused before the model loads.
   io::TextOutput out_text(o.output);
   decode::TranslationModel tm = decode::TranslationModel::load(o.model, o.src_vocab, o.tgt_vocab);
   models::EncoderDecoder& model = *tm.model;
   const data::Vocab &src_vocab = tm.src_vocab, &tgt_vocab = tm.tgt_vocab;
-  const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
+  use_for_inference(model, cmd);
 
   decode::SearchOptions search = o.search;
   if (o.greedy) search.beam = 1;
@@ -96,12 +96,12 @@ void add_translate_command(CLI::App& app, int&) {
       ->check(in_range(0, 1024));
   cmd->add_option("--src-vocab", o->src_vocab, "Source vocabulary (default: the path the checkpoint records)");
   cmd->add_option("--tgt-vocab", o->tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     // Asking for more hypotheses than the search keeps would silently give fewer.
     const std::string nbest = "--nbest " + std::to_string(o->search.nbest);
     require_usage(o->search.nbest == 1 || !o->greedy, nbest + " needs beam search; --greedy keeps one hypothesis");
     require_usage(o->search.nbest <= o->search.beam, nbest + " must be at most --beam " + std::to_string(o->search.beam));
-    run(*o);
+    run(*o, *cmd);
   });
 }
 

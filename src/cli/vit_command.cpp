@@ -74,9 +74,10 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_flag("!--no-flip", o->flip, "Do not mirror training images at random");
   add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, m, &exit_code] {
+  cmd->callback([o, m, cmd, &exit_code] {
     m->check_resume(o->trainer.resume);
     train::VitOptions run = *o;
+    run.trainer.precision = precision_flag(*cmd);
     run.model = m->resolve(run.config_origin);
     const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = train::run_vit_training(run, std::cout);
@@ -91,10 +92,10 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   eval->add_option("--data", e->data_dir, "Directory with t10k-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
   eval->add_option("--output,-o", e->output, "The report ('-': standard output); a file is replaced only once evaluation completes")
       ->capture_default_str();
-  eval->callback([e, &exit_code] {
+  eval->callback([e, eval, &exit_code] {
     io::TextOutput out(e->output);  // first: a bad path is refused before the model loads
     std::unique_ptr<models::ViT> model = load_vit(e->checkpoint);
-    const ops::FrozenWeights frozen;  // bf16/int8 weight copies made once, not per product
+    use_for_inference(*model, *eval);
     const data::ImageSet test = data::read_image_split(e->data_dir, /*train=*/false, model->config().classes);
     TFM_CHECK(test.rows == model->config().image_size && test.cols == model->config().image_size,
               e->data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << model->config().image_size);

@@ -34,7 +34,7 @@ Tensor BERT::encode(const Tokens& ids) {
 
 Tensor BERT::mlm_logits(const Tensor& hidden) const {
   Tensor h = mlm_norm->forward(ops::gelu(mlm_dense->forward(hidden)));  // [n, d_model]
-  return ops::linear(h, tok_embed->weight, mlm_bias);                   // [n, vocab], tied to the input embedding
+  return ops::linear(h, tok_embed->weight, mlm_bias, products());                   // [n, vocab], tied to the input embedding
 }
 
 void BERT::init_parameters(Rng& rng) {

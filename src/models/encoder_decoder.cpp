@@ -18,12 +18,12 @@ Generator::Generator(int64_t d_model, int64_t vocab) {
   register_parameter("bias", bias);
 }
 
-Tensor Generator::logits(const Tensor& x) const { return nn::trace(path(), ops::linear(x, weight, bias)); }
+Tensor Generator::logits(const Tensor& x) const { return nn::trace(path(), ops::linear(x, weight, bias, products())); }
 
 Tensor Generator::forward(const Tensor& x) const { return ops::log_softmax(logits(x)); }
 
 Tensor Generator::loss(const Tensor& x, const std::vector<int>& targets, float label_smoothing, int ignore_index) const {
-  return ops::linear_cross_entropy(ops::reshape(x, {-1, x.size(-1)}), weight, bias, targets, label_smoothing, ignore_index);
+  return ops::linear_cross_entropy(ops::reshape(x, {-1, x.size(-1)}), weight, bias, targets, label_smoothing, ignore_index, products());
 }
 
 EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {

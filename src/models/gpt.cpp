@@ -34,7 +34,7 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
   ops::AttentionMask causal;
   causal.causal = true;
   x = blocks->forward(dropout(x, config_.dropout), causal, caches);  // [batch, len, d_model]
-  return ops::linear(x, tok_embed->weight, Tensor());                // [batch, len, vocab]
+  return ops::linear(x, tok_embed->weight, Tensor(), products());                // [batch, len, vocab]
 }
 
 void GPT::init_parameters(Rng& rng) {

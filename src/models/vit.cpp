@@ -51,7 +51,7 @@ Tensor ViT::forward(const Tensor& images, nn::AttentionMaps* maps) {
                                              << shape_str(images.shape()));
   const int64_t B = images.size(0), D = c.d_model;
   Tensor w = ops::reshape(patch_weight, {D, c.channels * c.patch * c.patch});            // the Conv2d as a matrix
-  Tensor patches = ops::linear(patchify(images, c.patch), w, patch_bias);           // [batch, patches, d]
+  Tensor patches = ops::linear(patchify(images, c.patch), w, patch_bias, products());           // [batch, patches, d]
   Tensor cls = ops::add(Tensor::zeros({B, 1, D}), cls_token);                       // [batch, 1, d]
   Tensor x = ops::add(ops::concat({cls, patches}, 1), pos_embed);                   // [batch, patches + 1, d]
   x = encoder->forward(dropout(x, c.dropout), ops::AttentionMask{}, nullptr, maps);

@@ -76,7 +76,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   const int64_t D = d_model_;
   auto project = [&](const Tensor& x, int64_t first, int64_t count) {  // rows [first, first+count) of the packed weights
     const int64_t begin = first * D, end = (first + count) * D;
-    return ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), ops::slice(in_proj_bias, 0, begin, end));
+    return ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), ops::slice(in_proj_bias, 0, begin, end), products());
   };
   Tensor q, k, v;
   if (query.same(key) && key.same(value)) {

@@ -21,10 +21,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
   }
 }
 
-Tensor Linear::forward(const Tensor& x) const { return trace(path(), ops::linear(x, weight, bias)); }
+Tensor Linear::forward(const Tensor& x) const { return trace(path(), ops::linear(x, weight, bias, products())); }
 
 Tensor Linear::forward_relu(const Tensor& x) const {
-  return tracing() ? ops::relu(forward(x)) : ops::linear_relu(x, weight, bias);
+  return tracing() ? ops::relu(forward(x)) : ops::linear_relu(x, weight, bias, products());
 }
 
 Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : scale_(scale_by_sqrt_d) {

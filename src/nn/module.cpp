@@ -17,9 +17,9 @@ void Module::set_path(const std::string& path) {
   for (auto& [name, child] : children_) child->set_path(join(path_, name));
 }
 
-void Module::share_dropout_rng(const std::shared_ptr<Rng>& rng) {
-  dropout_rng_ = rng;
-  for (auto& [name, child] : children_) child->share_dropout_rng(rng);
+void Module::share(const std::shared_ptr<Shared>& shared) {
+  shared_ = shared;
+  for (auto& [name, child] : children_) child->share(shared);
 }
 
 void Module::register_parameter(const std::string& name, Tensor& member) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/reduced_precision.h"
 #include "tensor/rng.h"
 #include "tensor/tensor.h"
 
@@ -29,10 +30,12 @@ class Module {
   bool training() const { return training_; }
   // This module's dotted name inside the root module ("" for the root).
   const std::string& path() const { return path_; }
-  // The generator behind the dropout masks of this module and every module under the
-  // same root: one per model, as its training flag is, so that two models in one
-  // process never share draws. The Trainer seeds it and checkpoints its state.
-  Rng& dropout_rng() const { return *dropout_rng_; }
+  // What every module under one root shares, one per model (as its training flag is),
+  // so that two models in one process share nothing: the generator behind the dropout
+  // masks (the Trainer seeds it and checkpoints its state), and how the linear layers
+  // compute their products (precision; frozen weights' converted copies for inference).
+  Rng& dropout_rng() const { return shared_->dropout_rng; }
+  ops::LinearProducts& products() const { return shared_->products; }
 
  protected:
   // Registers a Tensor member as a parameter. The module refers to the member, so
@@ -45,7 +48,7 @@ class Module {
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     children_.emplace_back(name, child);
     static_cast<Module*>(child.get())->set_path(join(path_, name));
-    static_cast<Module*>(child.get())->share_dropout_rng(dropout_rng_);
+    static_cast<Module*>(child.get())->share(shared_);
     return child;
   }
   // Inverted dropout with this module's training flag and the model's generator.
@@ -54,12 +57,16 @@ class Module {
  private:
   static std::string join(const std::string& prefix, const std::string& name);
   void set_path(const std::string& path);
-  void share_dropout_rng(const std::shared_ptr<Rng>& rng);
+  struct Shared {
+    Rng dropout_rng;
+    ops::LinearProducts products;
+  };
+  void share(const std::shared_ptr<Shared>& shared);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
 
   std::string path_;
   bool training_ = true;
-  std::shared_ptr<Rng> dropout_rng_ = std::make_shared<Rng>();
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::vector<std::pair<std::string, Tensor*>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

@@ -26,7 +26,7 @@ void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, cons
 
 // A linear layer's weight w[out, in] reordered once into the blocked layout that
 // oneDNN's matmul kernels read fastest, for weights that no longer change
-// (inference; see FrozenWeights). Products with a few dozen rows run up to twice as
+// (inference; see LinearProducts::freeze). Products with a few dozen rows run up to twice as
 // fast as from the plain layout (2 cores, 32 x 256 x 1024: 44 vs 87 us).
 class PackedWeight {
  public:

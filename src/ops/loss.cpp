@@ -119,7 +119,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int>& targets, floa
 }
 
 Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tensor& bias, const std::vector<int>& targets,
-                            float smoothing, int ignore_index) {
+                            float smoothing, int ignore_index, const LinearProducts& products) {
   TFM_CHECK(x_in.dim() == 2 && weight.dim() == 2 && x_in.size(1) == weight.size(1),
             "linear_cross_entropy: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(weight.shape()));
   const int64_t rows = x_in.size(0), in = weight.size(1), vocab = weight.size(0);
@@ -131,7 +131,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   const float inv_n = static_cast<float>(1.0 / normalizer);
   const bool grad = autograd::grad_enabled() &&
                     (x_in.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
-  const Precision precision = linear_precision();
+  const Precision precision = products.precision();
   TFM_CHECK(weight.is_contiguous(), "linear_cross_entropy: the weight " << shape_str(weight.shape()) << " must be contiguous");
   const Tensor x = x_in.is_contiguous() ? x_in : x_in.clone();
   const Tensor b = bias.defined() && !bias.is_contiguous() ? bias.clone() : bias;
@@ -146,7 +146,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
     const int64_t m = std::min(kChunk, rows - r0);
     const float* xc = x.data() + r0 * in;
-    linear_product(xc, m, in, weight.data(), vocab, b.defined() ? b.data() : nullptr, lc);
+    products.forward(xc, m, in, weight.data(), vocab, b.defined() ? b.data() : nullptr, lc);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < m; ++r)
       row_losses[r0 + r] = row_loss(lc + r * vocab, lc + r * vocab, vocab, targets[r0 + r], ignore_index, q, grad, inv_n);

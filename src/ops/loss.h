@@ -3,6 +3,7 @@
 // the generator's logits go in directly). Targets equal to the padding id are ignored.
 #include <vector>
 
+#include "ops/reduced_precision.h"
 #include "tensor/tensor.h"
 
 namespace tfm::ops {
@@ -16,9 +17,10 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int>& targets, floa
 // linear layer's backward (dx, dweight, dbias are made in the forward pass and kept
 // for backward). A generator's loss over a batch of thousands of tokens and a vocabulary of
 // thousands of words would otherwise hold the logits and their gradient at once
-// (2 x 128 MB for 4,000 tokens x 8,000 words). x: [rows, in], weight: [vocab, in].
+// (2 x 128 MB for 4,000 tokens x 8,000 words). x: [rows, in], weight: [vocab, in]; the
+// products in the model's `products` (precision, frozen copies).
 Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias, const std::vector<int>& targets,
-                            float smoothing, int ignore_index);
+                            float smoothing, int ignore_index, const LinearProducts& products);
 
 // The Annotated Transformer's LabelSmoothing + KLDivLoss(reduction="sum"), divided by
 // `normalizer` (its SimpleLossCompute passes the token count): target distribution

@@ -12,7 +12,7 @@ namespace {
 
 // y = x W^T + b, then max(y, 0) where `relu`: one op, so that frozen weights' kernels
 // apply the ReLU as they write y and no second [.., out] tensor is made.
-Tensor linear_op(const Tensor& x_in, const Tensor& w, const Tensor& bias, bool relu) {
+Tensor linear_op(const Tensor& x_in, const Tensor& w, const Tensor& bias, bool relu, const LinearProducts& products) {
   TFM_CHECK(x_in.dim() >= 1 && w.dim() == 2 && x_in.size(-1) == w.size(1),
             "linear: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(w.shape()));
   // Not a temporary copy: frozen weights' converted copies are keyed by address.
@@ -25,11 +25,11 @@ Tensor linear_op(const Tensor& x_in, const Tensor& w, const Tensor& bias, bool r
   Shape shape = x.shape();
   shape.back() = out_f;
   Tensor out = Tensor::empty(shape);
-  linear_product(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, out.data(), relu);
+  products.forward(x.data(), rows, in, w.data(), out_f, bc.defined() ? bc.data() : nullptr, out.data(), relu);
 
   Tensor xd = x.detach(), wd = w.detach(), yd = relu ? out.detach() : Tensor();
   const bool has_bias = bias.defined();
-  const Precision precision = linear_precision();
+  const Precision precision = products.precision();
   return autograd::record(out, relu ? "linear_relu" : "linear", {x_in, w, bias},
                           [xd, wd, yd, has_bias, rows, in, out_f, precision](const Tensor& g_in) {
     // Through the ReLU first: no gradient where it cut the output to 0.
@@ -43,9 +43,13 @@ Tensor linear_op(const Tensor& x_in, const Tensor& w, const Tensor& bias, bool r
 
 }  // namespace
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) { return linear_op(x, weight, bias, false); }
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearProducts& products) {
+  return linear_op(x, weight, bias, false, products);
+}
 
-Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias) { return linear_op(x, weight, bias, true); }
+Tensor linear_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearProducts& products) {
+  return linear_op(x, weight, bias, true, products);
+}
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   TFM_CHECK(a_in.dim() >= 2 && a_in.dim() == b_in.dim() && a_in.size(-1) == b_in.size(-2),

@@ -14,8 +14,6 @@
 namespace tfm::ops {
 namespace {
 
-Precision g_precision = Precision::f32;
-
 // A weight as ops::linear sees it: its address and shape.
 using WeightKey = std::tuple<const float*, int64_t, int64_t>;
 
@@ -24,6 +22,8 @@ struct Int8Weight {
   std::vector<float> scale;  // [out]: w[r, :] ~= q[r, :] * scale[r]
 };
 
+}  // namespace
+
 struct FrozenCopies {
   std::mutex mutex;  // translation workers share the copies (map nodes never move)
   std::map<WeightKey, std::vector<bf16>> bf16_copies;
@@ -31,15 +31,16 @@ struct FrozenCopies {
   std::map<WeightKey, PackedWeight> packed_copies;  // f32
 };
 
-FrozenCopies* g_frozen = nullptr;
+namespace {
 
 // The copy of weight w[out, in] in `copies` (a member of FrozenCopies), made by `make`
-// on first use; null while no FrozenWeights lives (the caller then converts w itself).
+// on first use; null where the weights are not frozen (the caller then converts w itself).
 template <class Copy, class Make>
-const Copy* frozen_copy(std::map<WeightKey, Copy> FrozenCopies::*copies, const float* w, int64_t out, int64_t in, Make make) {
-  if (!g_frozen) return nullptr;
-  const std::lock_guard<std::mutex> lock(g_frozen->mutex);
-  std::map<WeightKey, Copy>& held = g_frozen->*copies;
+const Copy* frozen_copy(FrozenCopies* frozen, std::map<WeightKey, Copy> FrozenCopies::*copies, const float* w, int64_t out, int64_t in,
+                        Make make) {
+  if (!frozen) return nullptr;
+  const std::lock_guard<std::mutex> lock(frozen->mutex);
+  std::map<WeightKey, Copy>& held = frozen->*copies;
   auto it = held.find({w, out, in});
   if (it == held.end()) it = held.emplace(WeightKey{w, out, in}, make()).first;
   return &it->second;
@@ -72,11 +73,11 @@ Int8Weight quantize_weight(const float* w, int64_t out, int64_t in) {
   return q;
 }
 
-void linear_bf16(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+void linear_bf16(FrozenCopies* frozen_copies, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
   thread_local std::vector<bf16> xb, wb;
   xb.resize(static_cast<size_t>(rows * in));
   to_bf16(x, rows * in, xb.data());
-  const std::vector<bf16>* frozen = frozen_copy(&FrozenCopies::bf16_copies, w, out, in, [&] { return bf16_copy(w, out * in); });
+  const std::vector<bf16>* frozen = frozen_copy(frozen_copies, &FrozenCopies::bf16_copies, w, out, in, [&] { return bf16_copy(w, out * in); });
   const bf16* wp = frozen ? frozen->data() : nullptr;
   if (!frozen) {
     wb.resize(static_cast<size_t>(out * in));
@@ -86,9 +87,9 @@ void linear_bf16(const float* x, int64_t rows, int64_t in, const float* w, int64
   gemm_bf16(false, true, rows, out, in, 1.0f, xb.data(), in, wp, in, beta, y, out);
 }
 
-void linear_int8(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+void linear_int8(FrozenCopies* frozen, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
   Int8Weight local;
-  const Int8Weight* qw = frozen_copy(&FrozenCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
+  const Int8Weight* qw = frozen_copy(frozen, &FrozenCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
   if (!qw) {
     local = quantize_weight(w, out, in);
     qw = &local;
@@ -130,9 +131,6 @@ std::string to_string(Precision p) {
   return "?";
 }
 
-void set_linear_precision(Precision p) { g_precision = p; }
-Precision linear_precision() { return g_precision; }
-
 bf16 to_bf16(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16>((u >> 16) | 0x40u);  // NaN: keep it a (quiet) NaN
@@ -145,24 +143,35 @@ void to_bf16(const float* x, int64_t n, bf16* out) {
   parallel_for(n, n > (1 << 16), [&](int64_t i) { out[i] = to_bf16(x[i]); });
 }
 
-FrozenWeights::FrozenWeights() {
-  TFM_CHECK(!g_frozen, "FrozenWeights: one is already in effect");
-  g_frozen = new FrozenCopies;
+LinearProducts::LinearProducts(Precision precision) : precision_(precision) {}
+
+LinearProducts::~LinearProducts() = default;
+
+const LinearProducts& LinearProducts::f32() {
+  static const LinearProducts products;  // immutable: never frozen, always f32
+  return products;
 }
 
-size_t FrozenWeights::copies() const {
-  const std::lock_guard<std::mutex> lock(g_frozen->mutex);
-  return g_frozen->bf16_copies.size() + g_frozen->int8_copies.size() + g_frozen->packed_copies.size();
+void LinearProducts::set_precision(Precision p) {
+  precision_ = p;
+  if (frozen_) frozen_ = std::make_unique<FrozenCopies>();
 }
 
-FrozenWeights::~FrozenWeights() {
-  delete g_frozen;
-  g_frozen = nullptr;
+void LinearProducts::freeze() {
+  if (!frozen_) frozen_ = std::make_unique<FrozenCopies>();
 }
 
-void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y, bool relu) {
-  if (g_precision == Precision::f32) {
-    const PackedWeight* packed = frozen_copy(&FrozenCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
+size_t LinearProducts::copies() const {
+  if (!frozen_) return 0;
+  const std::lock_guard<std::mutex> lock(frozen_->mutex);
+  return frozen_->bf16_copies.size() + frozen_->int8_copies.size() + frozen_->packed_copies.size();
+}
+
+void LinearProducts::forward(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y,
+                             bool relu) const {
+  FrozenCopies* frozen = frozen_.get();
+  if (precision_ == Precision::f32) {
+    const PackedWeight* packed = frozen_copy(frozen, &FrozenCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
     if (packed && packed->valid()) {
       packed->linear(x, rows, bias, y, relu);
       return;
@@ -173,10 +182,10 @@ void linear_product(const float* x, int64_t rows, int64_t in, const float* w, in
     parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) { std::copy_n(bias, out, y + r * out); });
     beta = 1.0f;
   }
-  switch (g_precision) {
+  switch (precision_) {
     case Precision::f32: gemm(false, true, rows, out, in, 1.0f, x, in, w, in, beta, y, out); break;
-    case Precision::bf16: linear_bf16(x, rows, in, w, out, beta, y); break;
-    case Precision::int8: linear_int8(x, rows, in, w, out, beta, y); break;
+    case Precision::bf16: linear_bf16(frozen, x, rows, in, w, out, beta, y); break;
+    case Precision::int8: linear_int8(frozen, x, rows, in, w, out, beta, y); break;
   }
   if (relu)
     parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) {

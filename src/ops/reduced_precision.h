@@ -12,6 +12,7 @@
 // Everything else (attention scores, softmax, layer norm, the loss, optimiser
 // state, checkpoints) stays in single precision.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "ops/gemm.h"
@@ -24,36 +25,49 @@ enum class Precision { f32, bf16, int8 };
 Precision parse_precision(const std::string& name);
 std::string to_string(Precision p);
 
-// The precision ops::linear uses from now on, in this process.
-void set_linear_precision(Precision p);
-Precision linear_precision();
-
 // Round to nearest even, as PyTorch's float -> bfloat16 conversion; NaN stays NaN.
 bf16 to_bf16(float x);
 float from_bf16(bf16 x);
 void to_bf16(const float* x, int64_t n, bf16* out);
 
-// While a FrozenWeights lives, the weights the linear layers see (contiguous tensors:
-// parameters or views of them) are taken not to change: their bf16 or int8 copies,
-// or in f32 their packed copies (ops/gemm.h), are made on first use and kept (keyed
-// by address and shape), instead of being converted at every product. Translation and generation hold one; training, whose weights change
-// every step, must not.
-class FrozenWeights {
- public:
-  FrozenWeights();
-  ~FrozenWeights();
-  FrozenWeights(const FrozenWeights&) = delete;
-  FrozenWeights& operator=(const FrozenWeights&) = delete;
-  // How many converted copies are held (one per weight used, in the current precision's form).
-  size_t copies() const;
-};
+struct FrozenCopies;
 
-// The linear layers' products (ops::linear, ops::linear_cross_entropy) in the current
-// precision: y[rows, out] = x[rows, in] w[out, in]^T (+ bias[out] where given), with
-// `relu` then max(y, 0). In f32 while a FrozenWeights lives, through w's packed copy
-// (ops/gemm.h), whose kernels apply the ReLU as they write y.
-void linear_product(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y,
-                    bool relu = false);
+// How one model's linear layers compute their products (ops::linear,
+// ops::linear_cross_entropy): the precision, and, once frozen, the converted copies of
+// the weights they see (contiguous tensors: parameters or views of them), bf16 or int8,
+// or in f32 their packed layout (ops/gemm.h), made on first use and kept (keyed by
+// address and shape) instead of being converted at every product. Each model owns one
+// (nn::Module::products()), so models of different precisions live side by side in one
+// process; translation workers share one model's copies.
+class LinearProducts {
+ public:
+  explicit LinearProducts(Precision precision = Precision::f32);
+  ~LinearProducts();
+  LinearProducts(const LinearProducts&) = delete;
+  LinearProducts& operator=(const LinearProducts&) = delete;
+
+  // f32 and never frozen: for products outside a model (tests, tools).
+  static const LinearProducts& f32();
+
+  Precision precision() const { return precision_; }
+  void set_precision(Precision p);  // drops the copies made so far
+  // The weights will not change from now on (inference): keep their converted copies.
+  // Training, whose weights change every step, must not freeze.
+  void freeze();
+  bool frozen() const { return frozen_ != nullptr; }
+  // How many converted copies are held (one per weight used, in the precision's form).
+  size_t copies() const;
+
+  // y[rows, out] = x[rows, in] w[out, in]^T (+ bias[out] where given), with `relu`
+  // then max(y, 0). Frozen f32 weights go through their packed copy, whose kernels
+  // apply the ReLU as they write y.
+  void forward(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y,
+               bool relu = false) const;
+
+ private:
+  Precision precision_;
+  std::unique_ptr<FrozenCopies> frozen_;  // null until freeze()
+};
 
 // Their backward in the precision of the forward pass (int8 is refused):
 // dx[rows, in] = g w and dw[out, in] = g^T x + dw_beta * dw, g: [rows, out].

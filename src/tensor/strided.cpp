@@ -80,6 +80,22 @@ void strided_add(const Tensor& src, Tensor& dst) {
   });
 }
 
+Tensor strided_sum(const Tensor& a, const Tensor& b) {
+  TFM_CHECK(a.shape() == b.shape(), "strided_sum: shapes " << shape_str(a.shape()) << " and " << shape_str(b.shape()));
+  if (!a.is_contiguous() || !b.is_contiguous()) {
+    Tensor out = a.clone();
+    strided_add(b, out);
+    return out;
+  }
+  Tensor out = Tensor::empty(a.shape());
+  const float *pa = a.data(), *pb = b.data();
+  float* o = out.data();
+  parallel_chunks(a.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = pa[i] + pb[i];
+  });
+  return out;
+}
+
 void strided_copy(const Tensor& src, Tensor& dst) {
   if (src.is_contiguous() && dst.is_contiguous()) {
     float* d = dst.data();

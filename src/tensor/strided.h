@@ -37,5 +37,8 @@ void for_each_index(const Shape& shape, const std::array<Shape, K>& strides, F&&
 // dst = src and dst += src, element by element (same shape, any strides). Not differentiable.
 void strided_copy(const Tensor& src, Tensor& dst);
 void strided_add(const Tensor& src, Tensor& dst);
+// a + b (same shape, any strides) as a new contiguous tensor, in one pass where both are
+// contiguous. Not differentiable.
+Tensor strided_sum(const Tensor& a, const Tensor& b);
 
 }  // namespace tfm

@@ -78,7 +78,7 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
   TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1 && o_.log_every >= 1, "training needs accumulate, epochs and log_every of at least 1");
-  TFM_CHECK(ops::linear_precision() != ops::Precision::int8,
+  TFM_CHECK(o_.precision != ops::Precision::int8,
             "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
   io::create_directories(o_.out_dir);
   lock_.emplace(o_.out_dir);
@@ -207,6 +207,7 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
 
 int Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
+  model.products().set_precision(o_.precision);
   optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
   if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);

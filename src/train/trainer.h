@@ -19,6 +19,7 @@
 #include "io/checkpoint.h"
 #include "io/output_file.h"
 #include "nn/module.h"
+#include "ops/reduced_precision.h"
 #include "tensor/rng.h"
 #include "train/optimizer.h"
 
@@ -56,6 +57,8 @@ struct TrainerOptions {
   // Set (by another thread, or the command line's signal handler) to stop after the
   // current step and save last.safetensors, as a time limit does; null: never.
   const std::atomic<bool>* stop = nullptr;
+  // The linear layers' products while training (int8 is refused: inference only).
+  ops::Precision precision = ops::Precision::f32;
 
   // An encoder-decoder's trainer (`tfm train`): the paper's schedule (factor 1, `warmup`
   // steps) and AdamW, whose weight decay is 0 unless given, as in every trainer.
