@@ -107,8 +107,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
                  "applies only to translation training (with --train-src and --train-tgt); the copy task's model comes from --config");
     train::CopyTaskOptions copy = o->copy;
     if (!o->config_path.empty()) copy.model = models::TransformerConfig::from_file(o->config_path, copy.model);
-    if (!o->config_path.empty())
-      for (const auto& field : nlohmann::json::parse(data::read_file(o->config_path)).items()) copy.model_fields_given.push_back(field.key());
+    if (!o->config_path.empty()) {
+      const nlohmann::json given = nlohmann::json::parse(data::read_file(o->config_path));  // kept: items() refers to it
+      for (const auto& field : given.items()) copy.model_fields_given.push_back(field.key());
+    }
     if (cmd->count("--dropout")) copy.model.dropout = o->dropout, copy.model_fields_given.push_back("dropout");
     if (o->post_norm) copy.model.norm_first = false, copy.model_fields_given.push_back("norm_first");
     copy.trainer = copy_trainer(*cmd, o->mt.trainer);
