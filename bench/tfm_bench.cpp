@@ -75,6 +75,7 @@ void bench_train(const TrainOptions& o) {
   model.products().set_precision(o.precision);
   tfm::Rng rng(1);
   model.init_parameters(rng);
+  model.flatten_parameters();  // as the Trainer trains
   tfm::train::Adam optimizer(model.named_parameters(), {});
   optimizer.set_lr(1e-4f);
   model.train();

@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include "autograd/autograd.h"
+#include "models/gpt.h"
+#include "ops/loss.h"
+#include "ops/shape.h"
 #include "support/compare.h"
 #include "support/process.h"
 #include "train/copy_task.h"
@@ -47,6 +51,77 @@ TEST(CopyTask, ResumeReproducesAnUninterruptedRunBitForBit) {
   ASSERT_EQ(head.size(), straight.size());
   for (size_t i = 0; i < straight.size(); ++i) EXPECT_EQ(head[i], straight[i]) << "step " << i + 1;
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
+}
+
+// A small GPT (its output tied to the token embedding), initialised from `seed`.
+std::unique_ptr<models::GPT> small_gpt() {
+  models::StackConfig c;
+  c.family = "gpt", c.vocab = 40, c.d_model = 16, c.heads = 2, c.d_ff = 32, c.layers = 2, c.max_len = 8;
+  auto m = std::make_unique<models::GPT>(c);
+  Rng rng(5);
+  m->init_parameters(rng);
+  return m;
+}
+
+void backward_of_a_batch(models::GPT& m) {
+  const models::Tokens x{{1, 5, 9, 3, 7, 2, 8, 30}, 2, 4};
+  autograd::backward(ops::cross_entropy(ops::reshape(m.forward(x), {-1, 40}), {5, 9, 3, 7, 2, 8, 30, 11}, 0.0f, -1));
+}
+
+TEST(FlatParameters, ParametersAndGradientsAreViewsOfTwoBuffersInReverseOrder) {
+  const auto flat_model = small_gpt(), plain = small_gpt();
+  const auto named = plain->named_parameters();
+  const nn::FlatParameters& flat = flat_model->flatten_parameters();
+  EXPECT_EQ(&flat_model->flatten_parameters(), &flat) << "flattening twice moves nothing";
+  ASSERT_EQ(flat.entries.size(), named.size()) << "tied parameters appear once";
+  ASSERT_EQ(flat.values.numel(), plain->num_parameters());
+  int64_t offset = 0;
+  for (size_t i = 0; i < named.size(); ++i) {
+    const nn::FlatParameters::Entry& e = flat.entries[i];
+    const auto& [name, value] = named[named.size() - 1 - i];  // the output layers' parameters first
+    EXPECT_EQ(e.name, name);
+    EXPECT_EQ(e.offset, offset);
+    EXPECT_EQ(e.param.data(), flat.values.data() + offset) << name;
+    EXPECT_TENSOR_NEAR(name, e.param, value, 0.0);
+    offset += value.numel();
+  }
+  backward_of_a_batch(*flat_model);
+  backward_of_a_batch(*plain);
+  for (size_t i = 0; i < named.size(); ++i) {
+    const nn::FlatParameters::Entry& e = flat.entries[i];
+    ASSERT_TRUE(e.param.grad().defined()) << e.name;
+    EXPECT_EQ(e.param.grad().data(), flat.grads.data() + e.offset) << e.name;
+    EXPECT_TENSOR_NEAR(e.name + " gradient", e.param.grad(), named[named.size() - 1 - i].second.grad(), 0.0);
+  }
+  int64_t covered = 0;
+  const auto buckets = flat.buckets(300);
+  for (const auto& [begin, end] : buckets) {
+    EXPECT_EQ(begin, covered);
+    covered = end;
+  }
+  EXPECT_EQ(covered, flat.values.numel());
+  EXPECT_GT(buckets.size(), 4u);
+}
+
+// The Trainer hands every bucket of the flat gradient buffer to the reduction, in
+// order, before clipping; a reduction that changes nothing changes no loss.
+TEST(FlatParameters, TheTrainerReducesEveryBucketOfEveryStep) {
+  testing::TempDir dir;
+  train::CopyTaskOptions o;
+  o.model.d_model = 32, o.model.d_ff = 64, o.model.heads = 2;
+  o.trainer.max_steps = 4, o.samples = 0, o.batch = 8, o.trainer.out_dir = dir.path("plain");
+  std::ostringstream log;
+  const std::vector<double> plain = train::run_copy_task(o, log).losses;
+  std::vector<int64_t> sizes;
+  o.trainer.out_dir = dir.path("reduced"), o.trainer.bucket_floats = 5000;
+  o.trainer.reduce_gradients = [&](Tensor& bucket) { sizes.push_back(bucket.numel()); };
+  const std::vector<double> reduced = train::run_copy_task(o, log).losses;
+  EXPECT_EQ(reduced, plain);
+  int64_t floats = 0;
+  for (int64_t n : sizes) floats += n;
+  const int64_t parameters = models::EncoderDecoder(o.model).num_parameters();
+  EXPECT_EQ(floats, 4 * parameters) << "each step's buckets cover the parameters once";
+  EXPECT_GT(sizes.size(), 4u * 3);
 }
 
 TEST(Schedule, NoamWarmsUpThenDecays) {

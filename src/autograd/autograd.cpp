@@ -66,9 +66,22 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
   return order;  // children before parents
 }
 
+// The first gradient of a leaf in its slot (zeros there first where `zero`), or null
+// where it has no slot.
+std::shared_ptr<TensorImpl> take_slot(TensorImpl* leaf, bool zero) {
+  if (!leaf->grad_slot) return nullptr;
+  if (zero) Tensor(leaf->grad_slot).fill(0.0f);
+  return leaf->grad_slot;
+}
+
 void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
   if (!leaf->grad) {
-    leaf->grad = g.clone().impl_ptr();  // own the buffer: g may be shared with other grads
+    if (std::shared_ptr<TensorImpl> slot = take_slot(leaf, /*zero=*/false)) {
+      Tensor(slot).copy_from(g);
+      leaf->grad = std::move(slot);
+    } else {
+      leaf->grad = g.clone().impl_ptr();  // own the buffer: g may be shared with other grads
+    }
   } else {
     Tensor acc(leaf->grad);
     strided_add(g, acc);
@@ -104,7 +117,8 @@ void backward(const Tensor& root) {
     if (node->accumulate) {
       const Edge& in = node->inputs.at(0);
       if (in.leaf) {  // a leaf's .grad is always its own buffer (accumulate_leaf)
-        Tensor acc = in.leaf->grad ? Tensor(in.leaf->grad) : Tensor();
+        std::shared_ptr<TensorImpl> held = in.leaf->grad ? in.leaf->grad : take_slot(in.leaf.get(), /*zero=*/true);
+        Tensor acc = held ? Tensor(held) : Tensor();
         node->accumulate(g, acc);
         in.leaf->grad = acc.impl_ptr();
       } else if (in.producer) {

@@ -1,8 +1,10 @@
 #include "nn/module.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "ops/elementwise.h"
+#include "tensor/error.h"
 
 namespace tfm::nn {
 
@@ -39,6 +41,46 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   for (auto& entry : all)
     if (seen.insert(entry.second.impl()).second) unique.push_back(std::move(entry));
   return unique;
+}
+
+std::vector<std::pair<int64_t, int64_t>> FlatParameters::buckets(int64_t max_floats) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Entry& e : entries) {
+    const int64_t end = e.offset + e.param.numel();
+    if (!out.empty() && end - out.back().first <= max_floats) out.back().second = end;
+    else out.emplace_back(e.offset, end);
+  }
+  return out;
+}
+
+const FlatParameters& Module::flatten_parameters() {
+  TFM_CHECK(path_.empty(), "flatten_parameters: '" << path_ << "' is part of a model; flatten the whole model");
+  if (shared_->flat) return *shared_->flat;
+  std::vector<std::pair<std::string, Tensor>> named = named_parameters();
+  std::reverse(named.begin(), named.end());
+  int64_t total = 0;
+  for (const auto& [name, p] : named) total += p.numel();
+  auto flat = std::make_unique<FlatParameters>();
+  flat->values = Tensor::empty({total});
+  flat->grads = Tensor::zeros({total});
+  int64_t offset = 0;
+  for (auto& [name, p] : named) {
+    const Shape strides = contiguous_strides(p.shape());
+    make_view(flat->values, p.shape(), strides, offset).copy_from(p);
+    TensorImpl* impl = p.impl();  // tied parameters share it: one move serves every name
+    impl->storage = flat->values.impl()->storage;
+    impl->strides = strides;
+    impl->offset = offset;
+    impl->grad_slot = make_view(flat->grads, p.shape(), strides, offset).impl_ptr();
+    if (impl->grad) {  // a gradient made before: into the slot
+      Tensor(impl->grad_slot).copy_from(Tensor(impl->grad));
+      impl->grad = impl->grad_slot;
+    }
+    flat->entries.push_back({name, p, offset});
+    offset += p.numel();
+  }
+  shared_->flat = std::move(flat);
+  return *shared_->flat;
 }
 
 std::vector<Tensor> Module::parameters() const {

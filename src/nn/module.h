@@ -13,6 +13,24 @@
 
 namespace tfm::nn {
 
+// A model's parameters as views into one contiguous buffer, and their gradients as
+// views into another of the same layout, so that an optimiser or a reduction across
+// processes works on a few large ranges instead of hundreds of tensors. The layout is
+// the reverse of registration order, about the order in which backward makes the
+// gradients final (the output layers' first).
+struct FlatParameters {
+  struct Entry {
+    std::string name;
+    Tensor param;
+    int64_t offset = 0;  // into values and grads
+  };
+  Tensor values, grads;        // [total]
+  std::vector<Entry> entries;  // in buffer order
+  // Consecutive whole parameters in ranges [begin, end) of at most `max_floats` each
+  // (a larger parameter alone), covering the buffer in order.
+  std::vector<std::pair<int64_t, int64_t>> buckets(int64_t max_floats) const;
+};
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -24,6 +42,11 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;
   int64_t num_parameters() const;
+  // Moves every parameter of this model (the root) into one buffer, and gives each a
+  // gradient slot in another (see FlatParameters); their values stay. Once is enough.
+  const FlatParameters& flatten_parameters();
+  // Null until flatten_parameters().
+  const FlatParameters* flat_parameters() const { return shared_->flat.get(); }
 
   void train(bool on = true);
   void eval() { train(false); }
@@ -60,6 +83,7 @@ class Module {
   struct Shared {
     Rng dropout_rng;
     ops::LinearProducts products;
+    std::unique_ptr<FlatParameters> flat;
   };
   void share(const std::shared_ptr<Shared>& shared);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;

@@ -32,6 +32,9 @@ struct TensorImpl {
   // differentiable ops point at the node that made them.
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
+  // Where a leaf's gradient is written when it has none yet: a view of its model's flat
+  // gradient buffer (nn::Module::flatten_parameters), or null for a fresh buffer.
+  std::shared_ptr<TensorImpl> grad_slot;
   std::shared_ptr<autograd::Node> grad_fn;
 };
 

@@ -10,7 +10,15 @@
 namespace tfm::train {
 
 Adam::Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options) : options_(options) {
-  for (auto& [name, p] : named_params) slots_.push_back({name, p, Tensor::zeros(p.shape()), Tensor::zeros(p.shape())});
+  int64_t total = 0;
+  for (const auto& [name, p] : named_params) total += p.numel();
+  const Tensor exp_avg = Tensor::zeros({total}), exp_avg_sq = Tensor::zeros({total});  // the moments in two flat buffers
+  int64_t offset = 0;
+  for (auto& [name, p] : named_params) {
+    const Shape strides = contiguous_strides(p.shape());
+    slots_.push_back({name, p, make_view(exp_avg, p.shape(), strides, offset), make_view(exp_avg_sq, p.shape(), strides, offset)});
+    offset += p.numel();
+  }
 }
 
 void Adam::step() {

@@ -19,6 +19,7 @@ struct AdamOptions {
   bool decoupled = false;
 };
 
+// The moments of all parameters live in two flat buffers (one for each moment).
 class Adam {
  public:
   Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options);

@@ -205,9 +205,24 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   return false;
 }
 
+void Trainer::reduce_gradients(const nn::FlatParameters& flat) {
+  if (!o_.reduce_gradients) return;
+  for (const nn::FlatParameters::Entry& e : flat.entries) {
+    TensorImpl* p = e.param.impl();
+    if (p->grad) continue;
+    Tensor(p->grad_slot).fill(0.0f);  // no gradient this step: zeros, so every process sums the same ranges
+    p->grad = p->grad_slot;
+  }
+  for (const auto& [begin, end] : flat.buckets(o_.bucket_floats)) {
+    Tensor bucket = make_view(flat.grads, {end - begin}, {1}, begin);
+    o_.reduce_gradients(bucket);
+  }
+}
+
 int Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(o_.precision);
+  const nn::FlatParameters& flat = model.flatten_parameters();
   optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
   if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
@@ -269,6 +284,7 @@ int Trainer::run(TrainingTask& task) {
       loss += b.loss.item() * share;
       items += b.items;
     }
+    reduce_gradients(flat);
     const double grad_norm = clip_grad_norm(model.parameters(), o_.clip_norm > 0 ? o_.clip_norm : INFINITY);
     state_.batch = end;
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {

@@ -9,6 +9,7 @@
 // Ctrl-C/SIGTERM).
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -59,6 +60,12 @@ struct TrainerOptions {
   const std::atomic<bool>* stop = nullptr;
   // The linear layers' products while training (int8 is refused: inference only).
   ops::Precision precision = ops::Precision::f32;
+  // Called once an optimiser step's gradients are complete, before clipping, with each
+  // bucket of the model's flat gradient buffer ([floats], views in buffer order, of at most
+  // `bucket_floats` unless one parameter is larger): where several processes train one
+  // model, it sums the bucket across them (an all-reduce). Empty: one process.
+  std::function<void(Tensor& bucket)> reduce_gradients;
+  int64_t bucket_floats = int64_t{1} << 22;  // 16 MiB
 
   // An encoder-decoder's trainer (`tfm train`): the paper's schedule (factor 1, `warmup`
   // steps) and AdamW, whose weight decay is 0 unless given, as in every trainer.
@@ -127,6 +134,7 @@ class Trainer {
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
+  void reduce_gradients(const nn::FlatParameters& flat);  // TrainerOptions::reduce_gradients, bucket by bucket
   void log_metrics(const std::string& json_line) const;
   void claim_out_dir();       // refuses another run's directory (without --force)
   void clear_previous_run();  // removes that run's files, once this run is under way
