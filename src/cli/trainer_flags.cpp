@@ -12,7 +12,7 @@ void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
   g->add_option("--steps", o.max_steps, "Optimisation steps (0: until --epochs are done)")->capture_default_str()->check(at_least<int64_t>(0));
   g->add_option("--epochs", o.epochs, "Passes over the training data")->capture_default_str()->check(at_least<int64_t>(1));
   g->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time (0: no limit)")->capture_default_str()->check(finite_nonneg<double>());
-  g->add_option("--accumulate", o.accumulate, "Batches per optimiser step")->capture_default_str()->check(at_least<int64_t>(1));
+  g->add_option("--accumulate", o.accumulate, "Batches per optimiser step (its loss: the mean over all their tokens)")->capture_default_str()->check(at_least<int64_t>(1));
   g->add_option("--lr", o.schedule.lr, "Learning rate: the peak of the cosine schedule (lm, vit, bert), the factor of the paper's schedule (train)")->capture_default_str()->check(positive_number<float>());
   g->add_option("--min-lr", o.schedule.min_lr, "Lowest learning rate: where the cosine decay ends (at most --lr), a floor under the paper's schedule")->capture_default_str()->check(finite_nonneg<float>());
   g->add_option("--warmup", o.schedule.warmup, "Linear warm-up steps")->capture_default_str()->check(at_least<int64_t>(0));

@@ -101,6 +101,14 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   return out;
 }
 
+void scale_(Tensor& dst, float s) {
+  TFM_CHECK(dst.is_contiguous(), "scale_ needs a contiguous tensor, got strides " << shape_str(dst.strides()));
+  float* d = dst.data();
+  parallel_chunks(dst.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) d[i] *= s;
+  });
+}
+
 void add_(Tensor& dst, const Tensor& src) {
   TFM_CHECK(dst.shape() == src.shape() && dst.is_contiguous(), "add_: shapes " << shape_str(dst.shape()) << " and "
                                                                               << shape_str(src.shape()));

@@ -32,5 +32,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 
 // In place, no autograd: dst += src (same shape, dst contiguous).
 void add_(Tensor& dst, const Tensor& src);
+// dst *= s in place (contiguous dst); not differentiable (gradients, optimiser state).
+void scale_(Tensor& dst, float s);
 
 }  // namespace tfm::ops

@@ -69,7 +69,8 @@ class MaskedLmTask : public TextStreamTask {
   BatchLoss batch_loss(int64_t index) override {
     Rng rng;
     const std::vector<int64_t> starts = window_starts(index, rng);
-    return {masked_loss(train_, starts, rng).loss, batch_ * (window_ + 1)};
+    const Masked m = masked_loss(train_, starts, rng);
+    return {m.loss, batch_ * (window_ + 1), m.targets};
   }
   Validation validate() override;
 

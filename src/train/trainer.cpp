@@ -273,18 +273,28 @@ int Trainer::run(TrainingTask& task) {
       batches = task.begin_epoch(state_.epoch, o_.seed);
     }
     const int64_t end = std::min(state_.batch + o_.accumulate, batches);
-    const float share = 1.0f / static_cast<float>(end - state_.batch);
     optimizer_->set_lr(o_.schedule.at(state_.step + 1));
     optimizer_->zero_grad();
-    double loss = 0;
-    int64_t items = 0;
+    // The step's loss is the mean over every token (image...) of its batches: each
+    // batch's summed loss goes backward, and the gradients are divided by the count.
+    // (One batch of one process goes backward as it is: the same mean, without the two
+    // roundings.)
+    const bool one_batch = end - state_.batch == 1 && !o_.reduce_gradients;
+    double loss_sum = 0;
+    int64_t items = 0, count = 0;
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
-      autograd::backward(ops::scale(b.loss, share));
-      loss += b.loss.item() * share;
-      items += b.items;
+      const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;
+      autograd::backward(one_batch ? b.loss : ops::scale(b.loss, static_cast<float>(n)));
+      loss_sum += b.loss.item() * static_cast<double>(n);
+      items += b.items, count += n;
     }
     reduce_gradients(flat);
+    if (!one_batch && count > 0) {
+      Tensor grads = flat.grads;  // a handle: the buffer itself is scaled
+      ops::scale_(grads, static_cast<float>(1.0 / static_cast<double>(count)));
+    }
+    const double loss = count > 0 ? loss_sum / static_cast<double>(count) : 0.0;
     const double grad_norm = clip_grad_norm(model.parameters(), o_.clip_norm > 0 ? o_.clip_norm : INFINITY);
     state_.batch = end;
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {

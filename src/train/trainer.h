@@ -62,8 +62,10 @@ struct TrainerOptions {
   ops::Precision precision = ops::Precision::f32;
   // Called once an optimiser step's gradients are complete, before clipping, with each
   // bucket of the model's flat gradient buffer ([floats], views in buffer order, of at most
-  // `bucket_floats` unless one parameter is larger): where several processes train one
-  // model, it sums the bucket across them (an all-reduce). Empty: one process.
+  // `bucket_floats` unless one parameter is larger), which holds the gradients of the
+  // step's summed loss: where several processes train one model, it sums the bucket
+  // across them (an all-reduce); the Trainer then divides by the step's token count
+  // (across processes, the global count: the MPI issue). Empty: one process.
   std::function<void(Tensor& bucket)> reduce_gradients;
   int64_t bucket_floats = int64_t{1} << 22;  // 16 MiB
 
@@ -97,6 +99,9 @@ class TrainingTask {
   struct BatchLoss {
     Tensor loss;         // scalar mean loss of the batch
     int64_t items = 0;   // tokens or images, for throughput
+    // What the loss is a mean over (target tokens, images, masked tokens): a step's loss
+    // is the mean over all of them in its batches. 0: `items`.
+    int64_t averaged_over = 0;
   };
   virtual BatchLoss batch_loss(int64_t index) = 0;
   // Runs without gradients; the Trainer switches the model to eval() and back.
