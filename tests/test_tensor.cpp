@@ -17,6 +17,24 @@
 namespace tfm {
 namespace {
 
+// backward() reports each leaf once, as soon as its gradient is complete: in a chain
+// w1 -> w2 -> w3, the last weight first; a leaf used twice only after both uses.
+TEST(Autograd, ReportsEachLeafOnceItsGradientIsComplete) {
+  Tensor x = testing::random_tensor({4, 3}, 1), w1 = testing::random_tensor({3}, 2).set_requires_grad(true),
+         w2 = testing::random_tensor({3}, 3).set_requires_grad(true), w3 = testing::random_tensor({3}, 4).set_requires_grad(true);
+  const Tensor h = ops::mul(ops::mul(x, w1), w2);
+  const Tensor loss = ops::sum(ops::add(ops::mul(h, w3), ops::mul(h, w2)));  // w2 used twice
+  std::vector<const TensorImpl*> order;
+  std::vector<std::vector<float>> at_report;
+  autograd::backward(loss, [&](TensorImpl* leaf) {
+    order.push_back(leaf);
+    at_report.push_back(Tensor(leaf->grad).to_vector());
+  });
+  ASSERT_EQ(order, (std::vector<const TensorImpl*>{w3.impl(), w2.impl(), w1.impl()}));
+  const Tensor leaves[] = {w3, w2, w1};
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(at_report[i], leaves[i].grad().to_vector()) << "leaf " << i << " reported before it was complete";
+}
+
 TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {
   Tensor t = Tensor::from_vector({2, 3}, {0, 1, 2, 3, 4, 5});
   Tensor tt = ops::transpose(t, 0, 1);  // [3, 2], a view

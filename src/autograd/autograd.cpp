@@ -90,16 +90,40 @@ void accumulate_leaf(TensorImpl* leaf, const Tensor& g) {
 
 }  // namespace
 
-void backward(const Tensor& root) {
+// How many nodes of the pass still have an edge to each leaf; a leaf's gradient is
+// complete once none has.
+class LeafCounts {
+ public:
+  LeafCounts(const std::vector<std::shared_ptr<Node>>& order, const LeafDone& done) : done_(done) {
+    if (!done_) return;
+    for (const std::shared_ptr<Node>& node : order)
+      for (const Edge& e : node->inputs)
+        if (e.leaf) ++pending_[e.leaf.get()];
+  }
+  // `node` has run (or no gradient reached it): its leaves wait for one node fewer.
+  void ran(const Node& node) {
+    if (!done_) return;
+    for (const Edge& e : node.inputs)
+      if (e.leaf && --pending_[e.leaf.get()] == 0) done_(e.leaf.get());
+  }
+
+ private:
+  const LeafDone& done_;
+  std::unordered_map<TensorImpl*, int64_t> pending_;
+};
+
+void backward(const Tensor& root, const LeafDone& leaf_done) {
   TFM_CHECK(root.numel() == 1, "backward() needs a scalar, got shape " << shape_str(root.shape()));
   TFM_CHECK(root.requires_grad(), "backward() on a tensor that does not require grad");
   if (!root.impl()->grad_fn) {
     accumulate_leaf(root.impl(), Tensor::ones(root.shape()));
+    if (leaf_done) leaf_done(root.impl());
     return;
   }
   TFM_CHECK(root.impl()->grad_fn->backward, "backward() through a graph that a previous backward() already freed");
   NoGradGuard no_grad;  // backward closures compute plain tensors, never new graph
   std::vector<std::shared_ptr<Node>> order = topological_order(root.impl()->grad_fn);
+  LeafCounts leaves(order, leaf_done);
   std::unordered_map<Node*, Tensor> grads;
   // Nodes whose accumulated gradient is a buffer of its own, made here (a sum, or a
   // view's AccumulateFn), which may be added to in place. Any other may be shared: an
@@ -109,7 +133,10 @@ void backward(const Tensor& root) {
   for (size_t i = order.size(); i-- > 0;) {
     const std::shared_ptr<Node> node = std::move(order[i]);
     auto it = grads.find(node.get());
-    if (it == grads.end()) continue;  // no path from root carries gradient here
+    if (it == grads.end()) {  // no path from root carries gradient here
+      leaves.ran(*node);
+      continue;
+    }
     Tensor g = std::move(it->second);
     grads.erase(it);
     owned.erase(node.get());
@@ -128,6 +155,7 @@ void backward(const Tensor& root) {
         owned.insert(in.producer.get());
       }
       node->accumulate = nullptr;
+      leaves.ran(*node);
       node->inputs.clear();
       continue;
     }
@@ -153,6 +181,7 @@ void backward(const Tensor& root) {
         owned.insert(in.producer.get());
       }
     }
+    leaves.ran(*node);
     node->inputs.clear();  // lets the nodes below go as soon as their own backward has run
   }
 }

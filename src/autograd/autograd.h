@@ -67,7 +67,12 @@ Tensor record(Tensor output, const char* name, std::vector<Tensor> inputs, Backw
 // The same for a view of `input` whose gradient is added in place (see AccumulateFn).
 Tensor record_view(Tensor output, const char* name, const Tensor& input, AccumulateFn accumulate);
 
+// Called once for each leaf the graph reaches, as soon as its gradient of this pass is
+// complete (the leaf itself, whose .grad() may be null where no gradient reached it), so
+// that a reduction of finished gradients can start while the pass goes on.
+using LeafDone = std::function<void(TensorImpl* leaf)>;
+
 // Accumulates d(root)/d(leaf) into every leaf's .grad(). Frees the graph as it goes.
-void backward(const Tensor& root);
+void backward(const Tensor& root, const LeafDone& leaf_done = nullptr);
 
 }  // namespace tfm::autograd

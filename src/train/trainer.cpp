@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "autograd/autograd.h"
@@ -205,19 +206,62 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   return false;
 }
 
-void Trainer::reduce_gradients(const nn::FlatParameters& flat) {
-  if (!o_.reduce_gradients) return;
-  for (const nn::FlatParameters::Entry& e : flat.entries) {
-    TensorImpl* p = e.param.impl();
-    if (p->grad) continue;
-    Tensor(p->grad_slot).fill(0.0f);  // no gradient this step: zeros, so every process sums the same ranges
-    p->grad = p->grad_slot;
+namespace {
+
+// Hands one step's buckets of the flat gradient buffer to TrainerOptions::reduce_gradients,
+// each as soon as the gradients of all its parameters are complete (during the step's
+// last backward pass, which reaches the output layers' parameters, first in the buffer,
+// first), and the rest once the pass is over.
+class BucketReducer {
+ public:
+  BucketReducer(const nn::FlatParameters& flat, const TrainerOptions& o)
+      : flat_(flat), reduce_(o.reduce_gradients), buckets_(flat.buckets(o.bucket_floats)), waiting_(buckets_.size(), 0),
+        reduced_(buckets_.size(), false) {
+    size_t b = 0;
+    for (const nn::FlatParameters::Entry& e : flat.entries) {
+      while (e.offset >= buckets_[b].second) ++b;
+      bucket_of_[e.param.impl()] = b;
+      ++waiting_[b];
+    }
   }
-  for (const auto& [begin, end] : flat.buckets(o_.bucket_floats)) {
-    Tensor bucket = make_view(flat.grads, {end - begin}, {1}, begin);
-    o_.reduce_gradients(bucket);
+  // For the step's last backward pass (null without a reduction).
+  autograd::LeafDone leaf_done() {
+    if (!reduce_) return nullptr;
+    return [this](TensorImpl* leaf) {
+      auto it = bucket_of_.find(leaf);
+      if (it != bucket_of_.end() && --waiting_[it->second] == 0) reduce(it->second);
+    };
   }
-}
+  // The buckets not reduced yet (parameters the pass never reached), in order.
+  void finish() {
+    if (!reduce_) return;
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      if (!reduced_[b]) reduce(b);
+  }
+
+ private:
+  void reduce(size_t b) {
+    const auto [begin, end] = buckets_[b];
+    for (const nn::FlatParameters::Entry& e : flat_.entries) {
+      TensorImpl* p = e.param.impl();
+      if (e.offset < begin || e.offset >= end || p->grad) continue;
+      Tensor(p->grad_slot).fill(0.0f);  // no gradient this step: zeros, so every process sums the same ranges
+      p->grad = p->grad_slot;
+    }
+    Tensor bucket = make_view(flat_.grads, {end - begin}, {1}, begin);
+    reduce_(bucket);
+    reduced_[b] = true;
+  }
+
+  const nn::FlatParameters& flat_;
+  const std::function<void(Tensor&)>& reduce_;
+  std::vector<std::pair<int64_t, int64_t>> buckets_;
+  std::unordered_map<const TensorImpl*, size_t> bucket_of_;
+  std::vector<int64_t> waiting_;  // parameters of each bucket whose gradient is not complete yet
+  std::vector<bool> reduced_;
+};
+
+}  // namespace
 
 int Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
@@ -282,14 +326,15 @@ int Trainer::run(TrainingTask& task) {
     const bool one_batch = end - state_.batch == 1 && !o_.reduce_gradients;
     double loss_sum = 0;
     int64_t items = 0, count = 0;
+    BucketReducer reducer(flat, o_);
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
       const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;
-      autograd::backward(one_batch ? b.loss : ops::scale(b.loss, static_cast<float>(n)));
+      autograd::backward(one_batch ? b.loss : ops::scale(b.loss, static_cast<float>(n)), i + 1 == end ? reducer.leaf_done() : nullptr);
       loss_sum += b.loss.item() * static_cast<double>(n);
       items += b.items, count += n;
     }
-    reduce_gradients(flat);
+    reducer.finish();
     if (!one_batch && count > 0) {
       Tensor grads = flat.grads;  // a handle: the buffer itself is scaled
       ops::scale_(grads, static_cast<float>(1.0 / static_cast<double>(count)));

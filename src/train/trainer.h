@@ -60,10 +60,10 @@ struct TrainerOptions {
   const std::atomic<bool>* stop = nullptr;
   // The linear layers' products while training (int8 is refused: inference only).
   ops::Precision precision = ops::Precision::f32;
-  // Called once an optimiser step's gradients are complete, before clipping, with each
-  // bucket of the model's flat gradient buffer ([floats], views in buffer order, of at most
-  // `bucket_floats` unless one parameter is larger), which holds the gradients of the
-  // step's summed loss: where several processes train one model, it sums the bucket
+  // Called with each bucket of the model's flat gradient buffer ([floats], a view of
+  // whole parameters, at most `bucket_floats` unless one parameter is larger) as soon as
+  // its gradients for the step are complete, while the step's last backward pass goes
+  // on, and before clipping. A bucket holds the gradients of the step's summed loss: where several processes train one model, it sums the bucket
   // across them (an all-reduce); the Trainer then divides by the step's token count
   // (across processes, the global count: the MPI issue). Empty: one process.
   std::function<void(Tensor& bucket)> reduce_gradients;
@@ -139,7 +139,6 @@ class Trainer {
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
-  void reduce_gradients(const nn::FlatParameters& flat);  // TrainerOptions::reduce_gradients, bucket by bucket
   void log_metrics(const std::string& json_line) const;
   void claim_out_dir();       // refuses another run's directory (without --force)
   void clear_previous_run();  // removes that run's files, once this run is under way
