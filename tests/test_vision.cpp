@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "data/idx.h"
+#include "ops/shape.h"
 #include "support/process.h"
 #include "train/vit.h"
 
@@ -78,7 +79,7 @@ TEST(Idx, FashionMnistFromTheDebianPackage) {
 TEST(Patchify, CutsRowMajorPatchesFlattenedLikeAConvWeight) {
   std::vector<float> v(2 * 16);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
-  Tensor p = models::patchify(Tensor::from_vector({1, 2, 4, 4}, v), 2);  // 4 patches of (2 channels x 2 x 2)
+  Tensor p = ops::patchify(Tensor::from_vector({1, 2, 4, 4}, v), 2);  // 4 patches of (2 channels x 2 x 2)
   ASSERT_EQ(p.shape(), (Shape{1, 4, 8}));
   std::vector<float> got = p.to_vector();
   EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + 8), (std::vector<float>{0, 1, 4, 5, 16, 17, 20, 21}));  // top-left

@@ -3,30 +3,10 @@
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
-#include "threads/parallel.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::models {
-
-Tensor patchify(const Tensor& images, int64_t P) {
-  TFM_CHECK(images.dim() == 4 && images.size(2) % P == 0 && images.size(3) % P == 0,
-            "patchify: expected images [batch, C, H, W] with H and W multiples of " << P << ", got " << shape_str(images.shape()));
-  const Tensor x = ops::contiguous(images);
-  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), gh = H / P, gw = W / P;
-  Tensor out = Tensor::empty({B, gh * gw, C * P * P});
-  const float* src = x.data();
-  float* dst = out.data();
-  parallel_for(B * gh * gw, B * gh * gw > 256, [&](int64_t patch) {  // patch n of image b
-    const int64_t b = patch / (gh * gw), n = patch % (gh * gw);
-    float* row = dst + patch * C * P * P;
-    const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t dy = 0; dy < P; ++dy)
-        for (int64_t dx = 0; dx < P; ++dx) *row++ = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
-  });
-  return out;
-}
 
 ViT::ViT(const StackConfig& c) : config_(c) {
   c.validate("model configuration");
@@ -51,7 +31,7 @@ Tensor ViT::forward(const Tensor& images, nn::AttentionMaps* maps) {
                                              << shape_str(images.shape()));
   const int64_t B = images.size(0), D = c.d_model;
   Tensor w = ops::reshape(patch_weight, {D, c.channels * c.patch * c.patch});            // the Conv2d as a matrix
-  Tensor patches = ops::linear(patchify(images, c.patch), w, patch_bias, products());           // [batch, patches, d]
+  Tensor patches = ops::linear(ops::patchify(images, c.patch), w, patch_bias, products());           // [batch, patches, d]
   Tensor cls = ops::add(Tensor::zeros({B, 1, D}), cls_token);                       // [batch, 1, d]
   Tensor x = ops::add(ops::concat({cls, patches}, 1), pos_embed);                   // [batch, patches + 1, d]
   x = encoder->forward(dropout(x, c.dropout), ops::AttentionMask{}, nullptr, maps);

@@ -14,10 +14,6 @@
 
 namespace tfm::models {
 
-// images [batch, C, H, W] -> patches [batch, (H/P)*(W/P), C*P*P], patches in row-major
-// order, each flattened as (channel, row, column) like a Conv2d weight. The pixels are
-// inputs, so this is a plain copy without a backward.
-Tensor patchify(const Tensor& images, int64_t patch);
 
 // Attention of [CLS] to each patch, averaged over heads, from one layer's attention
 // probabilities [batch, heads, patches + 1, patches + 1]: [batch, patches].

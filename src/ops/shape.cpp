@@ -139,4 +139,23 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
   });
 }
 
+Tensor patchify(const Tensor& images, int64_t P) {
+  TFM_CHECK(images.dim() == 4 && images.size(2) % P == 0 && images.size(3) % P == 0,
+            "patchify: expected images [batch, C, H, W] with H and W multiples of " << P << ", got " << shape_str(images.shape()));
+  const Tensor x = ops::contiguous(images);
+  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), gh = H / P, gw = W / P;
+  Tensor out = Tensor::empty({B, gh * gw, C * P * P});
+  const float* src = x.data();
+  float* dst = out.data();
+  parallel_for(B * gh * gw, B * gh * gw > 256, [&](int64_t patch) {  // patch n of image b
+    const int64_t b = patch / (gh * gw), n = patch % (gh * gw);
+    float* row = dst + patch * C * P * P;
+    const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t dy = 0; dy < P; ++dy)
+        for (int64_t dx = 0; dx < P; ++dx) *row++ = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
+  });
+  return out;
+}
+
 }  // namespace tfm::ops

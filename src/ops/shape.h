@@ -14,6 +14,11 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& order);
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end);  // [start, end) along dim
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
 
+// images [batch, C, H, W] -> patches [batch, (H/P)*(W/P), C*P*P], patches in row-major
+// order, each flattened as (channel, row, column) like a Conv2d weight. The pixels are
+// inputs, so this is a plain copy without a backward.
+Tensor patchify(const Tensor& images, int64_t patch);
+
 // Rows of x along dim 0 in the given order: out[i] = x[rows[i]] (beam search's
 // reordering of decoding state; training's packing of sentences without padding).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
