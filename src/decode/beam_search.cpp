@@ -1,16 +1,12 @@
 #include "decode/beam_search.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
-#include <optional>
 
 #include "autograd/autograd.h"
-#include "threads/parallel.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
-#include "ops/vec_math.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
@@ -18,29 +14,6 @@ namespace tfm::decode {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-// The `count` most probable tokens of a row of logits[0, V) other than the excluded ids,
-// as (log-probability, id), best first. The log-softmax is never written out: the
-// logits rank the tokens as their log-probabilities do, and only the kept ones are
-// shifted by the row's log-sum-exp. Nothing when the row is not finite (NaN or infinite
-// logits, from corrupted or overflowing weights).
-std::optional<std::vector<std::pair<double, int64_t>>> top_extensions(const float* logits, int64_t V, int64_t count,
-                                                                      std::initializer_list<int> excluded) {
-  const float lse = ops::log_sum_exp_row(logits, V);
-  if (!std::isfinite(lse)) return std::nullopt;
-  std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
-  float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
-  for (int64_t v = ops::vec::first_above(logits, 0, V, bar); v < V; v = ops::vec::first_above(logits, v + 1, V, bar)) {
-    if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
-    auto at = std::upper_bound(top.begin(), top.end(), logits[v], [](float x, const auto& e) { return x > e.first; });
-    top.insert(at, {logits[v], v});
-    if (static_cast<int64_t>(top.size()) > count) top.pop_back();
-    if (static_cast<int64_t>(top.size()) == count) bar = top.back().first;
-  }
-  std::vector<std::pair<double, int64_t>> out;
-  for (const auto& [logit, v] : top) out.push_back({logit - lse, v});
-  return out;
-}
 
 struct Beam {
   std::vector<int> tokens;  // start symbol first
@@ -105,15 +78,11 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     // Each beam's 2K best extensions: together they hold the sentence's 2K best,
     // which can always supply K that do not end the sentence.
     // Non-finite scores are an error, not empty output: nothing can be ranked by them.
-    std::vector<std::vector<std::pair<double, int64_t>>> best(static_cast<size_t>(n));
-    std::atomic<bool> finite{true};
-    parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
-      if (!std::isfinite(beams[r].log_prob)) return;  // a filler beam
-      auto top = top_extensions(logits.data() + r * V, V, 2 * K, {pad, o.bos});
-      if (top) best[r] = std::move(*top);
-      else finite = false;
-    });
-    TFM_CHECK(finite, "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
+    std::vector<uint8_t> real(static_cast<size_t>(n));  // filler beams need no extensions
+    for (int64_t r = 0; r < n; ++r) real[r] = std::isfinite(beams[r].log_prob);
+    std::vector<std::vector<std::pair<double, int64_t>>> best;
+    TFM_CHECK(ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, {pad, o.bos}, real, best),
+              "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
 
     std::vector<Beam> next;
     std::vector<int64_t> origin, still;
