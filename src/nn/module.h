@@ -13,8 +13,8 @@
 
 namespace tfm::nn {
 
-// A model's parameters as views into one contiguous buffer, and their gradients as
-// views into another of the same layout, so that an optimiser or a reduction across
+// A model's parameters as views into one contiguous buffer (each on a 64-byte
+// boundary), and their gradients as views into another of the same layout, so that an optimiser or a reduction across
 // processes works on a few large ranges instead of hundreds of tensors. The layout is
 // the reverse of registration order, about the order in which backward makes the
 // gradients final (the output layers' first).
@@ -26,8 +26,8 @@ struct FlatParameters {
   };
   Tensor values, grads;        // [total]
   std::vector<Entry> entries;  // in buffer order
-  // Consecutive whole parameters in ranges [begin, end) of at most `max_floats` each
-  // (a larger parameter alone), covering the buffer in order.
+  // Consecutive whole parameters (with the padding after each but the last) in ranges
+  // [begin, end) of at most `max_floats` each (a larger parameter alone), in order.
   std::vector<std::pair<int64_t, int64_t>> buckets(int64_t max_floats) const;
 };
 
