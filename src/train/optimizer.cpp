@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "threads/parallel.h"
+#include "ops/elementwise.h"
+#include "ops/optimizer.h"
 #include "ops/reduce.h"
 #include "tensor/error.h"
 
@@ -26,27 +27,13 @@ void Adam::step() {
   const float b1 = options_.beta1, b2 = options_.beta2, wd = options_.weight_decay;
   const double bias_correction1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(step_));
   const double bias_correction2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(step_));
-  const float step_size = static_cast<float>(options_.lr / bias_correction1);
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float eps = options_.eps;
+  ops::AdamUpdate u{b1, b2, options_.eps, static_cast<float>(options_.lr / bias_correction1),
+                    static_cast<float>(std::sqrt(bias_correction2)), options_.decoupled ? 0.0f : wd, 1.0f};
   for (Slot& s : slots_) {
-    Tensor g = s.param.grad();
-    if (!g.defined()) continue;
-    float* p = s.param.data();
-    float* m = s.exp_avg.data();
-    float* v = s.exp_avg_sq.data();
-    const float* gp = g.data();
-    const int64_t n = s.param.numel();
-    const float l2 = options_.decoupled ? 0.0f : wd;
-    const float shrink = options_.decoupled && s.param.dim() >= 2 ? 1.0f - options_.lr * wd : 1.0f;
-    parallel_for(n, n > (1 << 14), [&](int64_t i) {
-      const float gi = l2 != 0.0f ? gp[i] + l2 * p[i] : gp[i];
-      p[i] *= shrink;
-      m[i] = m[i] * b1 + gi * (1.0f - b1);
-      v[i] = v[i] * b2 + gi * gi * (1.0f - b2);
-      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      p[i] -= step_size * (m[i] / denom);
-    });
+    const Tensor g = s.param.grad();
+    if (!g.defined()) continue;  // as torch.optim: a parameter without a gradient is left alone
+    u.shrink = options_.decoupled && s.param.dim() >= 2 ? 1.0f - options_.lr * wd : 1.0f;
+    ops::adam_update(s.param, g, s.exp_avg, s.exp_avg_sq, u);
   }
 }
 
@@ -93,12 +80,9 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   total = std::sqrt(total);
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1.0) {
-    const float c = static_cast<float>(coef);
     for (const Tensor& p : params) {
       Tensor g = p.grad();
-      if (!g.defined()) continue;
-      float* d = g.data();
-      for (int64_t i = 0; i < g.numel(); ++i) d[i] *= c;
+      if (g.defined()) ops::scale_(g, static_cast<float>(coef));
     }
   }
   return total;
