@@ -109,16 +109,6 @@ void scale_(Tensor& dst, float s) {
   });
 }
 
-void add_(Tensor& dst, const Tensor& src) {
-  TFM_CHECK(dst.shape() == src.shape() && dst.is_contiguous(), "add_: shapes " << shape_str(dst.shape()) << " and "
-                                                                              << shape_str(src.shape()));
-  Tensor s = src.is_contiguous() ? src : src.clone();
-  float* d = dst.data();
-  const float* p = s.data();
-  const int64_t n = dst.numel();
-  parallel_for(n, n > kParallelThreshold, [&](int64_t i) { d[i] += p[i]; });
-}
-
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary(a, b, [](float x, float y) { return x + y; });
   Shape sa = a.shape(), sb = b.shape();

@@ -30,8 +30,6 @@ void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t k
 // Sums `g` over broadcast dimensions so that it has `shape` (the backward of broadcasting).
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
-// In place, no autograd: dst += src (same shape, dst contiguous).
-void add_(Tensor& dst, const Tensor& src);
 // dst *= s in place (contiguous dst); not differentiable (gradients, optimiser state).
 void scale_(Tensor& dst, float s);
 

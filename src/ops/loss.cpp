@@ -10,6 +10,7 @@
 #include "ops/softmax.h"
 #include "ops/vec_math.h"
 #include "tensor/error.h"
+#include "tensor/strided.h"
 
 namespace tfm::ops {
 
@@ -153,7 +154,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
     if (!grad) continue;
     // The chunk's share of the linear layer's backward: dx = g w, dw += g^T x, db += the sum of g's rows.
     linear_product_backward(precision, lc, xc, weight.data(), m, in, vocab, dx.data() + r0 * in, dw.data(), r0 == 0 ? 0.0f : 1.0f);
-    if (db.defined()) add_(db, sum_to(ops::slice(logits, 0, 0, m), {vocab}));
+    if (db.defined()) strided_add(sum_to(ops::slice(logits, 0, 0, m), {vocab}), db);
   }
   double total = 0.0;
   for (double v : row_losses) total += v;
