@@ -12,6 +12,7 @@
 #include "ops/vec_math.h"
 #include "support/compare.h"
 #include "support/gradcheck.h"
+#include "tensor/allocator.h"
 #include "tensor/error.h"
 
 namespace tfm {
@@ -33,6 +34,45 @@ TEST(Autograd, ReportsEachLeafOnceItsGradientIsComplete) {
   ASSERT_EQ(order, (std::vector<const TensorImpl*>{w3.impl(), w2.impl(), w1.impl()}));
   const Tensor leaves[] = {w3, w2, w1};
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(at_report[i], leaves[i].grad().to_vector()) << "leaf " << i << " reported before it was complete";
+}
+
+// Freed buffers are reused (best fit, split, merged) rather than taken afresh, and a
+// region grows at its end, its free last block included, so a training step whose
+// buffer sizes change from batch to batch stays within one stretch of memory.
+TEST(Allocator, ReusesSplitsMergesAndGrowsAtTheEnd) {
+  HostAddressSpace host;
+  CachingAllocator cache(host, 8 << 20);  // regions of 8 MiB
+  auto* a = static_cast<char*>(cache.allocate(100));  // small pool: its region backs 2 MiB
+  auto* b = static_cast<char*>(cache.allocate(3000));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  EXPECT_EQ(b, a + 128) << "a block is cut from the free rest";
+  cache.deallocate(a);
+  EXPECT_EQ(cache.allocate(64), a) << "the freed block is the best fit";
+  cache.deallocate(a);
+  cache.deallocate(b);
+  EXPECT_EQ(cache.allocate(2000), a) << "freed neighbours merge into one block";
+  EXPECT_EQ(cache.committed_bytes(), size_t{2} << 20);
+
+  const size_t mib = 1 << 20;
+  auto* big = static_cast<char*>(cache.allocate(5 * mib / 2));  // large pool: 4 MiB backed
+  big[5 * mib / 2 - 1] = 1;
+  EXPECT_EQ(cache.committed_bytes(), 6 * mib);
+  auto* after = static_cast<char*>(cache.allocate(5 * mib / 4));  // fits the backed rest
+  EXPECT_EQ(after, big + 5 * mib / 2);
+  EXPECT_EQ(cache.committed_bytes(), 6 * mib);
+  cache.deallocate(after);
+  auto* bigger = static_cast<char*>(cache.allocate(5 * mib));  // the free end joins what grows
+  EXPECT_EQ(bigger, after) << "the region grew at its end instead of starting anew";
+  EXPECT_EQ(cache.committed_bytes(), 10 * mib);
+  cache.deallocate(big);
+  cache.deallocate(bigger);
+  EXPECT_EQ(cache.allocate(8 << 20), big) << "the whole region is one free block again";
+  EXPECT_EQ(cache.region_count(), 2u);
+  void* more = cache.allocate(3 << 20);  // the region is full: a second one
+  EXPECT_EQ(cache.region_count(), 3u);
+  cache.deallocate(more);
+  cache.deallocate(big);
+  cache.deallocate(a);
 }
 
 TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {

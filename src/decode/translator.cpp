@@ -78,7 +78,6 @@ std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, co
   for (int w = 0; w < workers; ++w)
     pool.emplace_back([&, w] {
       omp_set_num_threads(std::max(1, threads / workers));  // this thread's own OpenMP setting
-      share_main_thread_arena();
       try {
         for (size_t i = next++; i < batches.size(); i = next++) search(batches[i]);
       } catch (...) {
