@@ -6,6 +6,7 @@
 
 #include "autograd/autograd.h"
 #include "ops/attention.h"
+#include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -73,6 +74,70 @@ TEST(Allocator, ReusesSplitsMergesAndGrowsAtTheEnd) {
   cache.deallocate(more);
   cache.deallocate(big);
   cache.deallocate(a);
+}
+
+// Every dtype converts to every other (PyTorch's Tensor.to): floats round to nearest
+// even, floats become integers by truncation (saturated, NaN as 0), non-zero is true.
+TEST(Convert, EveryDtypeToEveryOther) {
+  const std::vector<float> values = {0.0f, 1.0f, -2.5f, 100.75f, 3.0e9f, -3.0e9f};
+  const Tensor x = Tensor::from_vector({2, 3}, values);
+  EXPECT_EQ(ops::to(x, DType::i64).values<int64_t>(), (std::vector<int64_t>{0, 1, -2, 100, 3000000000, -3000000000}));
+  EXPECT_EQ(ops::to(x, DType::i32).values<int32_t>(), (std::vector<int32_t>{0, 1, -2, 100, INT32_MAX, INT32_MIN}));
+  EXPECT_EQ(ops::to(x, DType::u8).values<uint8_t>(), (std::vector<uint8_t>{0, 1, 0, 100, 255, 0}));
+  EXPECT_EQ(ops::to(x, DType::i8).values<int8_t>(), (std::vector<int8_t>{0, 1, -2, 100, 127, -128}));
+  EXPECT_EQ(ops::to(x, DType::boolean).values<bool>(), (std::vector<bool>{false, true, true, true, true, true}));
+  EXPECT_EQ(ops::to(ops::to(x, DType::bf16), DType::f32).to_vector(), (std::vector<float>{0, 1, -2.5f, 101, 3003121664.0f, -3003121664.0f}));
+  EXPECT_EQ(ops::to(ops::to(x, DType::f16), DType::f32).to_vector(),
+            (std::vector<float>{0, 1, -2.5f, 100.75f, INFINITY, -INFINITY}));
+  EXPECT_EQ(ops::to(Tensor::from_vector({1}, {NAN}), DType::i32).values<int32_t>(), std::vector<int32_t>{0});
+  // Round trips between every pair, on values all dtypes hold exactly.
+  const Tensor small = Tensor::from_vector({4}, {0, 1, 7, 100});
+  const DType all[] = {DType::f32, DType::bf16, DType::f16, DType::i64, DType::i32, DType::i8, DType::u8};
+  for (DType a : all)
+    for (DType b : all)
+      EXPECT_EQ(ops::to(ops::to(ops::to(small, a), b), DType::f32).to_vector(), small.to_vector()) << to_string(a) << " -> " << to_string(b);
+  // A non-contiguous view converts in logical order.
+  EXPECT_EQ(ops::to(ops::transpose(x, 0, 1), DType::i32).values<int32_t>(), (std::vector<int32_t>{0, 100, 1, INT32_MAX, -2, INT32_MIN}));
+}
+
+// Every half-precision number survives f16 -> f32 -> f16; halfway cases round to even.
+TEST(Convert, HalfPrecisionIsExactAndRoundsToNearestEven) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue;  // NaN
+    ASSERT_EQ(ops::to_f16(ops::from_f16(static_cast<uint16_t>(h))), h) << std::hex << h;
+  }
+  EXPECT_EQ(ops::from_f16(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(ops::to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // halfway: to even (down)
+  EXPECT_EQ(ops::to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);  // halfway: to even (up)
+  EXPECT_EQ(ops::to_f16(std::ldexp(1.0f, -25)), 0x0000);  // halfway to the smallest subnormal: to even
+  EXPECT_EQ(ops::to_f16(3 * std::ldexp(1.0f, -25)), 0x0002);
+  EXPECT_EQ(ops::to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(ops::to_f16(65520.0f), 0x7c00);  // past the largest half: infinity
+  EXPECT_EQ(ops::to_f16(-NAN) & 0x7e00, 0x7e00);
+}
+
+// f() throws tfm::Error whose message contains `part`.
+template <class F>
+void expect_error(F&& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one containing: " << part;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+// A tensor of one dtype read as another, a conversion inside autograd, a device this
+// build lacks: each a clear error.
+TEST(Convert, WrongDtypesAndDevicesAreClearErrors) {
+  const Tensor ids = Tensor::from_values<int32_t>({2}, {3, 4});
+  expect_error([&] { ids.data(); }, "a tensor of dtype i32 (shape [2]) was given where f32 is needed");
+  expect_error([&] { ops::add(ids, ids); }, "dtype i32");
+  Tensor w = Tensor::ones({2}).set_requires_grad(true);
+  expect_error([&] { ops::to(w, DType::bf16); }, "is not differentiable");
+  expect_error([&] { ops::to(w, Device::CUDA); }, "device cuda is not supported by this build");
+  EXPECT_TRUE(ops::to(w, DType::f32).same(w));
+  EXPECT_TRUE(ops::to(w, Device::CPU).same(w));
 }
 
 TEST(Tensor, ViewsShareStorageAndReadInLogicalOrder) {

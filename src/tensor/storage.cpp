@@ -10,22 +10,20 @@ namespace {
 
 std::atomic<size_t> g_live{0}, g_peak{0};
 
-size_t bytes_of(size_t numel) { return numel * sizeof(float); }
-
 }  // namespace
 
 size_t Storage::peak_bytes() { return g_peak.load(); }
 
-Storage::Storage(size_t numel, Device device) : numel_(numel), device_(device) {
-  data_ = static_cast<float*>(allocator_for(device).allocate(bytes_of(numel)));
-  const size_t live = g_live += bytes_of(numel);
+Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  data_ = allocator_for(device).allocate(bytes);
+  const size_t live = g_live += bytes;
   for (size_t peak = g_peak.load(); live > peak && !g_peak.compare_exchange_weak(peak, live);) {
   }
 }
 
 Storage::~Storage() {
   allocator_for(device_).deallocate(data_);
-  g_live -= bytes_of(numel_);
+  g_live -= bytes_;
 }
 
 }  // namespace tfm

@@ -1,5 +1,6 @@
 #pragma once
-// A flat, 64-byte aligned float buffer owned by one or more tensors (views share it).
+// A flat, 64-byte aligned buffer of bytes on one device, owned by one or more tensors
+// (views share it); the tensors say what type its elements are.
 #include <cstddef>
 
 #include "tensor/device.h"
@@ -13,19 +14,19 @@ class Storage {
   // unreturned memory).
   static size_t peak_bytes();
 
-  Storage(size_t numel, Device device);
+  Storage(size_t bytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  float* data() { return data_; }
-  const float* data() const { return data_; }
-  size_t numel() const { return numel_; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
  private:
-  float* data_ = nullptr;
-  size_t numel_ = 0;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
   Device device_;
 };
 

@@ -41,13 +41,13 @@ int64_t row_spacing(const Tensor& t) {
   return spacing;
 }
 
-// Calls f(dst_row, src_row, n) over two tensors of one shape, any strides: whole rows
-// where both have a contiguous last dimension (split over the threads when the rows
-// are evenly spaced and many), else element by element.
-template <class F>
+// Calls f(dst_row, src_row, n) over two tensors of one shape, any strides, whose
+// elements are T's: whole rows where both have a contiguous last dimension (split over
+// the threads when the rows are evenly spaced and many), else element by element.
+template <class T, class F>
 void for_each_row(const Tensor& src, Tensor& dst, F&& f) {
-  const float* s = src.data();
-  float* d = dst.data();
+  const T* s = static_cast<const T*>(src.raw_data());
+  T* d = static_cast<T*>(dst.raw_data());
   if (src.dim() > 0 && src.strides().back() == 1 && dst.strides().back() == 1) {
     const Shape& shape = src.shape();
     const int64_t width = shape.back(), src_spacing = row_spacing(src), dst_spacing = row_spacing(dst);
@@ -67,6 +67,7 @@ void for_each_row(const Tensor& src, Tensor& dst, F&& f) {
 }  // namespace
 
 void strided_add(const Tensor& src, Tensor& dst) {
+  TFM_CHECK(src.dtype() == DType::f32 && dst.dtype() == DType::f32, "strided_add: f32 tensors only");
   if (src.is_contiguous() && dst.is_contiguous()) {
     float* d = dst.data();
     const float* s = src.data();
@@ -75,7 +76,7 @@ void strided_add(const Tensor& src, Tensor& dst) {
     });
     return;
   }
-  for_each_row(src, dst, [](float* d, const float* s, int64_t n) {
+  for_each_row<float>(src, dst, [](float* d, const float* s, int64_t n) {
     for (int64_t i = 0; i < n; ++i) d[i] += s[i];
   });
 }
@@ -96,14 +97,30 @@ Tensor strided_sum(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-void strided_copy(const Tensor& src, Tensor& dst) {
+namespace {
+
+// strided_copy for elements of T's size (any dtype of that size: bits are copied).
+template <class T>
+void copy_elements(const Tensor& src, Tensor& dst) {
   if (src.is_contiguous() && dst.is_contiguous()) {
-    float* d = dst.data();
-    const float* s = src.data();
-    parallel_chunks(src.numel(), [&](int64_t begin, int64_t end) { std::memcpy(d + begin, s + begin, sizeof(float) * (end - begin)); });
+    T* d = static_cast<T*>(dst.raw_data());
+    const T* s = static_cast<const T*>(src.raw_data());
+    parallel_chunks(src.numel(), [&](int64_t begin, int64_t end) { std::memcpy(d + begin, s + begin, sizeof(T) * (end - begin)); });
     return;
   }
-  for_each_row(src, dst, [](float* d, const float* s, int64_t n) { std::memcpy(d, s, sizeof(float) * n); });
+  for_each_row<T>(src, dst, [](T* d, const T* s, int64_t n) { std::memcpy(d, s, sizeof(T) * n); });
+}
+
+}  // namespace
+
+void strided_copy(const Tensor& src, Tensor& dst) {
+  TFM_CHECK(src.dtype() == dst.dtype(), "strided_copy: dtype " << to_string(src.dtype()) << " into " << to_string(dst.dtype()));
+  switch (size_of(src.dtype())) {
+    case 1: return copy_elements<uint8_t>(src, dst);
+    case 2: return copy_elements<uint16_t>(src, dst);
+    case 4: return copy_elements<uint32_t>(src, dst);
+    default: return copy_elements<uint64_t>(src, dst);
+  }
 }
 
 }  // namespace tfm

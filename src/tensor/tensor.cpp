@@ -46,10 +46,12 @@ Shape contiguous_strides(const Shape& s) {
   return st;
 }
 
-Tensor Tensor::empty(const Shape& shape, Device device) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) TFM_CHECK(d >= 0, "negative dimension in shape " << shape_str(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)), device);
+  const int64_t bytes = checked_product(shape_numel(shape), static_cast<int64_t>(size_of(dtype)), shape);
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(bytes), device);
+  impl->dtype = dtype;
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   return Tensor(std::move(impl));
@@ -63,12 +65,17 @@ Tensor Tensor::full(const Shape& shape, float value) {
   return t;
 }
 
-Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values) {
-  TFM_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape),
-            values.size() << " values do not fill shape " << shape_str(shape));
-  Tensor t = empty(shape);
-  std::copy(values.begin(), values.end(), t.data());
-  return t;
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values) { return from_values(shape, values); }
+
+void Tensor::check_count(size_t values) const {
+  TFM_CHECK(static_cast<int64_t>(values) == numel(), values << " values do not fill shape " << shape_str(shape()));
+}
+
+void Tensor::dtype_mismatch(DType wanted) const {
+  std::ostringstream os;
+  os << "a tensor of dtype " << to_string(dtype()) << " (shape " << shape_str(shape()) << ") was given where " << to_string(wanted)
+     << " is needed";
+  throw Error(os.str());
 }
 
 int64_t Tensor::size(int64_t d) const {
@@ -87,10 +94,7 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-std::vector<float> Tensor::to_vector() const {
-  Tensor c = is_contiguous() ? *this : clone();
-  return std::vector<float>(c.data(), c.data() + c.numel());
-}
+std::vector<float> Tensor::to_vector() const { return values<float>(); }
 
 float Tensor::item() const {
   TFM_CHECK(numel() == 1, "item() needs a one-element tensor, got shape " << shape_str(shape()));
@@ -98,7 +102,7 @@ float Tensor::item() const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty(shape());
+  Tensor out = empty(shape(), dtype(), device());
   out.copy_from(*this);
   return out;
 }
@@ -106,6 +110,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = impl_->storage;
+  impl->dtype = impl_->dtype;
   impl->shape = impl_->shape;
   impl->strides = impl_->strides;
   impl->offset = impl_->offset;
@@ -114,6 +119,8 @@ Tensor Tensor::detach() const {
 
 void Tensor::copy_from(const Tensor& src) {
   TFM_CHECK(src.shape() == shape(), "copy_from: shape " << shape_str(src.shape()) << " into " << shape_str(shape()));
+  TFM_CHECK(src.dtype() == dtype(), "copy_from: dtype " << to_string(src.dtype()) << " into " << to_string(dtype())
+                                                        << " (a conversion is ops::to)");
   strided_copy(src, *this);
 }
 
@@ -132,6 +139,7 @@ Tensor& Tensor::set_requires_grad(bool on) {
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl()->storage;
+  impl->dtype = base.dtype();
   impl->shape = shape;
   impl->strides = strides;
   impl->offset = offset;

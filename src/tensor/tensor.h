@@ -1,7 +1,10 @@
 #pragma once
-// Tensor: a float32 n-d array with shape and strides over shared Storage.
-// Views (reshape of a contiguous tensor, transpose, permute, slice) share storage.
+// Tensor: an n-d array of one dtype on one device, with shape and strides over shared
+// Storage. Models compute in f32 (the default); indices, masks and images have dtypes
+// of their own. Views (reshape of a contiguous tensor, transpose, permute, slice) share
+// storage.
 // A Tensor is a cheap handle; copies of the handle alias the same data.
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "tensor/device.h"
+#include "tensor/dtype.h"
 #include "tensor/storage.h"
 
 namespace tfm {
@@ -25,6 +29,7 @@ struct Node;
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
+  DType dtype = DType::f32;
   Shape shape;
   Shape strides;
   int64_t offset = 0;
@@ -43,12 +48,15 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // Factories (always contiguous, CPU).
-  static Tensor empty(const Shape& shape, Device device = Device::CPU);
+  // Factories (always contiguous; f32 on the CPU unless told).
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::CPU);
   static Tensor zeros(const Shape& shape);
   static Tensor full(const Shape& shape, float value);
   static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values);
+  // A tensor of T's dtype (int32_t, int64_t, uint8_t, bool, ...) holding `values`.
+  template <class T>
+  static Tensor from_values(const Shape& shape, const std::vector<T>& values);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->shape; }
@@ -57,18 +65,28 @@ class Tensor {
   int64_t size(int64_t d) const;  // negative d counts from the end
   int64_t numel() const { return shape_numel(impl_->shape); }
   Device device() const { return impl_->storage->device(); }
+  DType dtype() const { return impl_->dtype; }
   bool is_contiguous() const;
 
-  float* data() { return impl_->storage->data() + impl_->offset; }
-  const float* data() const { return impl_->storage->data() + impl_->offset; }
+  // The elements, as the dtype's C++ type; asking for another type is an error.
+  float* data() { return data_as<float>(); }
+  const float* data() const { return data_as<float>(); }
+  template <class T>
+  T* data_as() const {
+    if (dtype_of<T>() != dtype()) dtype_mismatch(dtype_of<T>());
+    return static_cast<T*>(raw_data());
+  }
+  void* raw_data() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
   std::vector<float> to_vector() const;  // logical order, works for any strides
+  template <class T>
+  std::vector<T> values() const;  // the same for T's dtype
   float item() const;
 
   // A fresh contiguous copy, detached from the graph.
   Tensor clone() const;
   // Same data, no autograd history.
   Tensor detach() const;
-  void copy_from(const Tensor& src);  // element-wise copy into this tensor (shapes must match)
+  void copy_from(const Tensor& src);  // element-wise copy into this tensor (same shape and dtype)
   void fill(float value);
 
   // Autograd.
@@ -82,10 +100,27 @@ class Tensor {
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
 
  private:
+  [[noreturn]] void dtype_mismatch(DType wanted) const;
+  void check_count(size_t values) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 
 // Wraps existing storage in a new view (no autograd history).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
+
+template <class T>
+Tensor Tensor::from_values(const Shape& shape, const std::vector<T>& values) {
+  Tensor t = empty(shape, dtype_of<T>());
+  t.check_count(values.size());
+  std::copy(values.begin(), values.end(), t.data_as<T>());
+  return t;
+}
+
+template <class T>
+std::vector<T> Tensor::values() const {
+  const Tensor c = is_contiguous() ? *this : clone();
+  const T* p = c.data_as<T>();
+  return std::vector<T>(p, p + c.numel());
+}
 
 }  // namespace tfm

@@ -1,0 +1,20 @@
+#pragma once
+// Conversions between dtypes and devices: PyTorch's Tensor.to.
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+// x's values as `dtype` (x itself when it has that dtype already). Floats round to
+// nearest even (bf16, f16); a float becomes an integer by truncation toward zero,
+// saturated to the type's range, NaN as 0; any non-zero value is true. Not
+// differentiable: converting a tensor that takes part in autograd is an error.
+Tensor to(const Tensor& x, DType dtype);
+
+// x on `device` (x itself when it is there already).
+Tensor to(const Tensor& x, Device device);
+
+// IEEE half precision, round to nearest even; overflow gives infinity, NaN stays NaN.
+uint16_t to_f16(float x);
+float from_f16(uint16_t h);
+
+}  // namespace tfm::ops
