@@ -14,26 +14,27 @@ using testing::TempDir;
 
 TEST(MaskTokens, ChoosesFifteenPercentAndSplitsThemEightyTenTen) {
   data::Tokenizer tok = data::Tokenizer::characters("abcdefghijklmnopqrstuvwxyz");
-  models::Tokens batch{{}, 64, 128};
+  std::vector<int> ids;
   Rng fill(1);
-  for (int64_t r = 0; r < batch.rows; ++r) {
-    batch.ids.push_back(data::Tokenizer::kBos);
-    for (int64_t c = 1; c < batch.cols; ++c) batch.ids.push_back(static_cast<int>(fill.randint(5, tok.size())));
+  for (int64_t r = 0; r < 64; ++r) {
+    ids.push_back(data::Tokenizer::kBos);
+    for (int64_t c = 1; c < 128; ++c) ids.push_back(static_cast<int>(fill.randint(5, tok.size())));
   }
-  const models::Tokens original = batch;
+  models::Tokens batch(ids, 64, 128);
+  const std::vector<int> original = ids;
   Rng rng(7);
   std::vector<int> targets = train::mask_tokens(batch, tok, 0.15, rng);
   int64_t chosen = 0, masked = 0, kept = 0, cls_chosen = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] < 0) {
-      EXPECT_EQ(batch.ids[i], original.ids[i]);
+      EXPECT_EQ(batch.data()[i], original[i]);
       continue;
     }
     ++chosen;
-    cls_chosen += original.ids[i] == data::Tokenizer::kBos;
-    EXPECT_EQ(targets[i], original.ids[i]);
-    masked += batch.ids[i] == tok.mask_id();
-    kept += batch.ids[i] == original.ids[i];
+    cls_chosen += original[i] == data::Tokenizer::kBos;
+    EXPECT_EQ(targets[i], original[i]);
+    masked += batch.data()[i] == tok.mask_id();
+    kept += batch.data()[i] == original[i];
   }
   const double n = static_cast<double>(64 * 127);
   EXPECT_NEAR(chosen / n, 0.15, 0.01);

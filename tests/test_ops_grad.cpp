@@ -238,8 +238,8 @@ TEST(OpsGrad, SumMean) {
 }
 
 TEST(OpsGrad, Embedding) {
-  std::vector<int> ids{3, 0, 3, 1, 4, 4};  // repeated ids accumulate
-  EXPECT_GRADCHECK([&](const V& x) { return ops::embedding(x[0], ids, {2, 3}); }, (V{random_tensor({5, 4}, 1)}), kTol);
+  const Tensor ids = Tensor::from_values<int32_t>({2, 3}, {3, 0, 3, 1, 4, 4});  // repeated ids accumulate
+  EXPECT_GRADCHECK([&](const V& x) { return ops::embedding(x[0], ids); }, (V{random_tensor({5, 4}, 1)}), kTol);
 }
 
 TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {

@@ -66,11 +66,11 @@ struct GptCase {
   models::Tokens ids = f.tokens("input.ids");
   GptCase() { f.load_weights(model); }
   Tensor loss() {  // next-token cross-entropy of ids[:, :-1] predicting ids[:, 1:]
-    models::Tokens x{{}, ids.rows, ids.cols - 1};
-    std::vector<int> y;
+    std::vector<int> x, y;
     for (int64_t r = 0; r < ids.rows; ++r)
-      for (int64_t c = 0; c + 1 < ids.cols; ++c) x.ids.push_back(ids.at(r, c)), y.push_back(ids.at(r, c + 1));
-    return ops::cross_entropy(ops::reshape(model.forward(x), {-1, model.config().vocab}), y, 0.0f, -1);
+      for (int64_t c = 0; c + 1 < ids.cols; ++c) x.push_back(ids.at(r, c)), y.push_back(ids.at(r, c + 1));
+    const models::Tokens input(x, ids.rows, ids.cols - 1);
+    return ops::cross_entropy(ops::reshape(model.forward(input), {-1, model.config().vocab}), y, 0.0f, -1);
   }
 };
 

@@ -29,7 +29,7 @@ TEST_P(ReferenceTransformer, ForwardLossAndGradientsMatchPyTorch) {
 
   nn::TraceRecorder recorder;
   Tensor logits = model->generator->logits(model->forward(src, tgt_in));
-  Tensor loss = ops::cross_entropy(ops::reshape(logits, {-1, f.config.tgt_vocab}), tgt_out.ids, 0.1f, f.config.pad_id);
+  Tensor loss = ops::cross_entropy(ops::reshape(logits, {-1, f.config.tgt_vocab}), tgt_out.values(), 0.1f, f.config.pad_id);
 
   testing::WorstDifference worst_forward, worst_grad;
   EXPECT_EQ(testing::expect_traces_match(f, recorder, kForwardTol, worst_forward), 33)
@@ -47,7 +47,7 @@ TEST_P(ReferenceTransformer, FiveAdamStepsMatchPyTorch) {
   auto model = f.make_model();
   train::AdamOptions adam;  // paper defaults: betas (0.9, 0.98), eps 1e-9
   train::Adam optimizer(model->named_parameters(), adam);
-  train::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out").ids};
+  train::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out").values()};
   train::StepOptions options{settings["smoothing"].get<float>(), settings["clip"].get<double>()};
   std::vector<float> expected = f.get("train.losses").to_vector();
   double worst = 0.0;
@@ -68,7 +68,7 @@ TEST_P(ReferenceTransformer, PackedTrainingForwardEqualsPaddedEncodeThenDecode) 
   auto model = f.make_model();
   model->eval();
   models::Tokens src = f.tokens("input.src"), tgt_in = f.tokens("input.tgt_in");
-  ASSERT_LT(models::unpad(src, f.config.pad_id).positions.size(), src.ids.size()) << "the fixture's sources should have padding";
+  ASSERT_LT(models::unpad(src, f.config.pad_id).positions.size(), static_cast<size_t>(src.rows * src.cols)) << "the fixture's sources should have padding";
   autograd::NoGradGuard no_grad;
   const ops::AttentionMask src_mask = models::padding_mask(src, f.config.pad_id);
   const Tensor padded = model->decode(model->encode(src, src_mask), src_mask, tgt_in, models::padding_mask(tgt_in, f.config.pad_id, true));

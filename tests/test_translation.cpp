@@ -179,10 +179,11 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
   // Source ends with </s>; decoder input starts with <s>; targets end with </s>; then padding.
   train::Seq2SeqBatch b = train::collate(enc.examples, {0});
   const data::Example& e = enc.examples[0];
-  EXPECT_EQ(b.src.ids.back(), data::Vocab::kEos);
-  EXPECT_EQ(b.tgt_in.ids[0], data::Vocab::kBos);
+  const std::vector<int> src = b.src.values(), tgt_in = b.tgt_in.values();
+  EXPECT_EQ(src.back(), data::Vocab::kEos);
+  EXPECT_EQ(tgt_in[0], data::Vocab::kBos);
   EXPECT_EQ(b.tgt_out[e.tgt.size()], data::Vocab::kEos);
-  EXPECT_EQ(std::vector<int>(b.tgt_in.ids.begin() + 1, b.tgt_in.ids.end()), std::vector<int>(b.tgt_out.begin(), b.tgt_out.end() - 1));
+  EXPECT_EQ(std::vector<int>(tgt_in.begin() + 1, tgt_in.end()), std::vector<int>(b.tgt_out.begin(), b.tgt_out.end() - 1));
 }
 
 TEST(BeamSearch, CachedDecodingEqualsRecomputingThePrefix) {
@@ -223,15 +224,17 @@ TEST(BeamSearch, HypothesesScoreWhatTheModelGivesTheirTokens) {
   ASSERT_EQ(static_cast<int64_t>(result.size()), src.rows);
   const int pad = f.config.pad_id;
   for (int64_t b = 0; b < src.rows; ++b) {
-    models::Tokens one{{src.ids.begin() + b * src.cols, src.ids.begin() + (b + 1) * src.cols}, 1, src.cols};
-    const int64_t max_len = std::count_if(one.ids.begin(), one.ids.end(), [&](int t) { return t != pad; }) + o.max_len_b;
+    const std::vector<int> row(src.data() + b * src.cols, src.data() + (b + 1) * src.cols);
+    const models::Tokens one(row, 1, src.cols);
+    const int64_t max_len = std::count_if(row.begin(), row.end(), [&](int t) { return t != pad; }) + o.max_len_b;
     ASSERT_EQ(result[b].size(), 4u);
     for (const decode::Hypothesis& h : result[b]) {
       const bool ended = static_cast<int64_t>(h.tokens.size()) < max_len;  // else cut at the length limit, no end symbol
       std::vector<int> targets = h.tokens;
       if (ended) targets.push_back(o.eos);
-      models::Tokens input{{o.bos}, 1, static_cast<int64_t>(targets.size())};
-      input.ids.insert(input.ids.end(), targets.begin(), targets.end() - 1);
+      std::vector<int> ids{o.bos};
+      ids.insert(ids.end(), targets.begin(), targets.end() - 1);
+      const models::Tokens input(ids, 1, static_cast<int64_t>(targets.size()));
       Tensor log_probs = ops::log_softmax(model->generator->logits(model->forward(one, input)));  // [1, len, vocab]
       const int64_t V = log_probs.size(-1);
       double expected = 0;

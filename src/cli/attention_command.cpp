@@ -88,9 +88,9 @@ void run(const Options& o, const CLI::App& cmd) {
     tgt_ids = tm.tgt_vocab.encode(o.tgt);
   }
   // Teacher-forced pass over <s> + target, keeping every layer's attention.
-  models::Tokens src{src_ids, 1, static_cast<int64_t>(src_ids.size()) + 1}, tgt{{data::Vocab::kBos}, 1, static_cast<int64_t>(tgt_ids.size()) + 1};
-  src.ids.push_back(data::Vocab::kEos);
-  tgt.ids.insert(tgt.ids.end(), tgt_ids.begin(), tgt_ids.end());
+  src_ids.push_back(data::Vocab::kEos);
+  tgt_ids.insert(tgt_ids.begin(), data::Vocab::kBos);
+  const models::Tokens src(src_ids, 1, static_cast<int64_t>(src_ids.size())), tgt(tgt_ids, 1, static_cast<int64_t>(tgt_ids.size()));
   nn::AttentionMaps encoder_maps, decoder_maps;
   {
     autograd::NoGradGuard no_grad;
@@ -107,7 +107,7 @@ void run(const Options& o, const CLI::App& cmd) {
   Tensor w = maps[static_cast<size_t>(layer)];  // [1, heads, tq, tk]
   w = ops::reshape(w, {w.size(1), w.size(2), w.size(3)});
   if (o.head >= 0) w = ops::contiguous(ops::slice(w, 0, o.head, o.head + 1));
-  std::vector<std::string> src_pieces = pieces(tm.src_vocab, src.ids), tgt_pieces = pieces(tm.tgt_vocab, tgt.ids);
+  std::vector<std::string> src_pieces = pieces(tm.src_vocab, src_ids), tgt_pieces = pieces(tm.tgt_vocab, tgt_ids);
   const std::vector<std::string>& queries = encoder ? src_pieces : tgt_pieces;
   const std::vector<std::string>& keys = o.kind == "decoder" ? tgt_pieces : src_pieces;
   const std::string what = encoder ? "encoder self-attention" : o.kind == "decoder" ? "decoder self-attention" : "encoder-decoder attention";

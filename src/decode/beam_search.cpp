@@ -62,16 +62,17 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
 
   for (int64_t step = 1; step <= steps && !live.empty(); ++step) {
     const int64_t n = static_cast<int64_t>(beams.size()), width = n / static_cast<int64_t>(live.size());  // beams per sentence
-    models::Tokens input{{}, n, o.use_cache ? 1 : step};
+    std::vector<int> ids;
     for (const Beam& beam : beams) {
       if (o.use_cache) {
-        input.ids.push_back(beam.tokens.back());
+        ids.push_back(beam.tokens.back());
       } else {  // filler beams have shorter histories: pad them (their rows are ignored)
         std::vector<int> row = beam.tokens;
         row.resize(static_cast<size_t>(step), beam.tokens.back());
-        input.ids.insert(input.ids.end(), row.begin(), row.end());
+        ids.insert(ids.end(), row.begin(), row.end());
       }
     }
+    const models::Tokens input(ids, n, o.use_cache ? 1 : step);
     Tensor hidden = model.decode(memory, beam_src_mask, input, causal, o.use_cache ? &cache : nullptr);
     Tensor logits = model.generator->logits(ops::contiguous(ops::slice(hidden, 1, hidden.size(1) - 1, hidden.size(1))));  // [n, 1, vocab]
     const int64_t V = logits.size(-1);

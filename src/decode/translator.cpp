@@ -39,8 +39,8 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int>>& sources, in
       // Sources longer than the model's positions are truncated (documented in the README).
       const std::vector<int>& s = sources[order[i]];
       const int64_t n = std::min<int64_t>(s.size(), max_len - 1);
-      std::copy_n(s.begin(), n, b.src.ids.begin() + static_cast<int64_t>(i - start) * cols);
-      b.src.ids[static_cast<int64_t>(i - start) * cols + n] = eos;
+      std::copy_n(s.begin(), n, b.src.data() + static_cast<int64_t>(i - start) * cols);
+      b.src.data()[static_cast<int64_t>(i - start) * cols + n] = eos;
     }
     batches.push_back(std::move(b));
   }

@@ -1,6 +1,5 @@
 #include "models/bert.h"
 
-#include <numeric>
 
 #include "nn/init.h"
 #include "ops/elementwise.h"
@@ -25,9 +24,7 @@ BERT::BERT(const StackConfig& c, int pad_id) : config_(c), pad_id_(pad_id) {
 
 Tensor BERT::encode(const Tokens& ids) {
   TFM_CHECK(ids.cols <= config_.max_len, "input of " << ids.cols << " tokens exceeds the model's maximum of " << config_.max_len);
-  std::vector<int> positions(static_cast<size_t>(ids.cols));
-  std::iota(positions.begin(), positions.end(), 0);
-  Tensor x = ops::add(tok_embed->forward(ids.ids, ids.rows, ids.cols), ops::embedding(pos_embed->weight, positions, {ids.cols}));
+  Tensor x = ops::add(tok_embed->forward(ids.ids), ops::embedding(pos_embed->weight, ops::arange(0, ids.cols)));
   x = dropout(embed_norm->forward(x), config_.dropout);              // [batch, len, d_model]
   return encoder->forward(x, padding_mask(ids, pad_id_));            // [batch, len, d_model]
 }

@@ -42,14 +42,14 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
 }
 
 Tensor EncoderDecoder::encode(const Tokens& src, const ops::AttentionMask& src_mask, nn::AttentionMaps* maps) {
-  Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
+  Tensor x = src_pos->forward(src_embed->forward(src.ids));  // [batch, src_len, d_model]
   return transformer->encoder->forward(x, src_mask, nullptr, maps);
 }
 
 Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt,
                               const ops::AttentionMask& tgt_mask, nn::DecoderCache* cache, nn::AttentionMaps* maps) {
   const int64_t start = cache ? cache->length() : 0;
-  Tensor x = tgt_pos->forward(tgt_embed->forward(tgt.ids, tgt.rows, tgt.cols), start);  // [batch, tgt_len, d_model]
+  Tensor x = tgt_pos->forward(tgt_embed->forward(tgt.ids), start);  // [batch, tgt_len, d_model]
   return transformer->decoder->forward(x, memory, tgt_mask, src_mask, cache, maps);
 }
 
@@ -65,7 +65,7 @@ Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
   // product, layer norm or attention spends time on padding (PyTorch's nn.Transformer
   // fast path does the same with nested tensors). The values of the real tokens are
   // those of the padded computation.
-  const Tensor x = src_pos->forward(src_embed->forward(src.ids, src.rows, src.cols));  // [batch, src_len, d_model]
+  const Tensor x = src_pos->forward(src_embed->forward(src.ids));  // [batch, src_len, d_model]
   ops::AttentionMask packed;
   packed.packed_queries = packed.packed_keys = unpadded.sequences;
   Tensor memory = transformer->encoder->forward(at_tokens(x, unpadded), packed);  // [1, tokens, d_model]

@@ -1,7 +1,6 @@
 #include "models/gpt.h"
 
 #include <cmath>
-#include <numeric>
 
 #include "nn/init.h"
 #include "ops/elementwise.h"
@@ -23,11 +22,9 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
   const int64_t start = caches && !caches->empty() ? (*caches)[0].length : 0;
   TFM_CHECK(start + ids.cols <= config_.max_len,
             "sequence of " << start + ids.cols << " tokens exceeds the model's context of " << config_.max_len);
-  Tensor x = tok_embed->forward(ids.ids, ids.rows, ids.cols);  // [batch, len, d_model]
+  Tensor x = tok_embed->forward(ids.ids);  // [batch, len, d_model]
   if (pos_embed) {
-    std::vector<int> positions(static_cast<size_t>(ids.cols));
-    std::iota(positions.begin(), positions.end(), static_cast<int>(start));
-    x = ops::add(x, ops::embedding(pos_embed->weight, positions, {ids.cols}));  // + [len, d_model]
+    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols)));  // + [len, d_model]
   } else {
     x = sinusoids->forward(x, start);
   }

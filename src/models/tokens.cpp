@@ -6,8 +6,9 @@ namespace tfm::models {
 
 ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
   ops::AttentionMask m;
-  m.key_padding.resize(t.ids.size());
-  for (size_t i = 0; i < t.ids.size(); ++i) m.key_padding[i] = t.ids[i] == pad_id;
+  const int32_t* ids = t.data();
+  m.key_padding.resize(static_cast<size_t>(t.rows * t.cols));
+  for (size_t i = 0; i < m.key_padding.size(); ++i) m.key_padding[i] = ids[i] == pad_id;
   m.causal = causal;
   return m;
 }

@@ -8,11 +8,17 @@
 
 namespace tfm::models {
 
-// A batch of token ids, row-major [rows, cols], padded with the model's pad id.
+// A batch of token ids, padded with the model's pad id: an i32 tensor [rows, cols].
 struct Tokens {
-  std::vector<int> ids;
+  Tensor ids;  // [rows, cols] i32
   int64_t rows = 0, cols = 0;
-  int at(int64_t r, int64_t c) const { return ids[r * cols + c]; }
+  Tokens() = default;
+  Tokens(const std::vector<int>& values, int64_t rows, int64_t cols)  // row-major
+      : ids(Tensor::from_values<int32_t>({rows, cols}, values)), rows(rows), cols(cols) {}
+  int32_t* data() { return ids.data_as<int32_t>(); }
+  const int32_t* data() const { return ids.data_as<int32_t>(); }
+  int at(int64_t r, int64_t c) const { return data()[r * cols + c]; }
+  std::vector<int> values() const { return ids.values<int32_t>(); }
 };
 
 // Key-padding mask (1 where the token is padding), optionally with the look-ahead mask.

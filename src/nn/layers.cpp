@@ -32,8 +32,8 @@ Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : sca
   register_parameter("weight", weight);
 }
 
-Tensor Embedding::forward(const std::vector<int>& ids, int64_t batch, int64_t len) const {
-  Tensor e = ops::embedding(weight, ids, {batch, len});
+Tensor Embedding::forward(const Tensor& ids) const {
+  Tensor e = ops::embedding(weight, ids);
   return scale_ ? ops::scale(e, std::sqrt(static_cast<float>(weight.size(1)))) : e;
 }
 

@@ -23,7 +23,7 @@ class Embedding : public Module {
  public:
   Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d = true);
   // ids: [batch, len] token ids -> [batch, len, d_model]
-  Tensor forward(const std::vector<int>& ids, int64_t batch, int64_t len) const;
+  Tensor forward(const Tensor& ids) const;  // [batch, len] i32 -> [batch, len, d_model]
   Tensor weight;  // [vocab, d_model]
 
  private:

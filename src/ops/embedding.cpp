@@ -1,5 +1,6 @@
 #include "ops/embedding.h"
 
+#include <climits>
 #include <cstring>
 
 #include "autograd/autograd.h"
@@ -8,12 +9,13 @@
 
 namespace tfm::ops {
 
-Tensor embedding(const Tensor& weight, const std::vector<int>& ids, const Shape& ids_shape) {
+Tensor embedding(const Tensor& weight, const Tensor& token_ids) {
   TFM_CHECK(weight.dim() == 2 && weight.is_contiguous(), "embedding: weight must be a contiguous [vocab, dim] table");
-  TFM_CHECK(static_cast<int64_t>(ids.size()) == shape_numel(ids_shape), "embedding: " << ids.size() << " ids for shape " << shape_str(ids_shape));
+  TFM_CHECK(token_ids.dtype() == DType::i32, "embedding: token ids must be i32, got " << to_string(token_ids.dtype()));
+  const std::vector<int32_t> ids = token_ids.values<int32_t>();
   const int64_t vocab = weight.size(0), d = weight.size(1), n = static_cast<int64_t>(ids.size());
   for (int id : ids) TFM_CHECK(id >= 0 && id < vocab, "token id " << id << " outside the vocabulary of " << vocab);
-  Shape shape = ids_shape;
+  Shape shape = token_ids.shape();
   shape.push_back(d);
   Tensor out = Tensor::empty(shape);
   parallel_for(n, n * d > (1 << 15), [&](int64_t i) { std::memcpy(out.data() + i * d, weight.data() + ids[i] * d, sizeof(float) * d); });
@@ -28,6 +30,14 @@ Tensor embedding(const Tensor& weight, const std::vector<int>& ids, const Shape&
     }
     return std::vector<Tensor>{dw};
   });
+}
+
+Tensor arange(int64_t start, int64_t end) {
+  TFM_CHECK(start <= end && end <= INT32_MAX, "arange: [" << start << ", " << end << ") is not a range of i32 positions");
+  Tensor out = Tensor::empty({end - start}, DType::i32);
+  int32_t* p = out.data_as<int32_t>();
+  for (int64_t i = start; i < end; ++i) p[i - start] = static_cast<int32_t>(i);
+  return out;
 }
 
 }  // namespace tfm::ops

@@ -33,12 +33,13 @@ Seq2SeqBatch make_copy_batch(Rng& rng, int64_t batch, int64_t seq_len, int64_t v
   Seq2SeqBatch b;
   b.src = {std::vector<int>(batch * seq_len), batch, seq_len};
   b.tgt_in = {std::vector<int>(batch * (seq_len - 1)), batch, seq_len - 1};
+  int32_t *src = b.src.data(), *tgt_in = b.tgt_in.data();
   for (int64_t r = 0; r < batch; ++r) {
-    b.src.ids[r * seq_len] = kStart;
-    for (int64_t c = 1; c < seq_len; ++c) b.src.ids[r * seq_len + c] = static_cast<int>(rng.randint(2, vocab));
+    src[r * seq_len] = kStart;
+    for (int64_t c = 1; c < seq_len; ++c) src[r * seq_len + c] = static_cast<int>(rng.randint(2, vocab));
     for (int64_t c = 0; c + 1 < seq_len; ++c) {
-      b.tgt_in.ids[r * (seq_len - 1) + c] = b.src.ids[r * seq_len + c];
-      b.tgt_out.push_back(b.src.ids[r * seq_len + c + 1]);
+      tgt_in[r * (seq_len - 1) + c] = src[r * seq_len + c];
+      b.tgt_out.push_back(src[r * seq_len + c + 1]);
     }
   }
   return b;
@@ -93,13 +94,14 @@ Validation CopyTask::validate() {
   Rng sample_rng(o_.trainer.seed + 1000);
   Seq2SeqBatch sample = make_copy_batch(sample_rng, o_.samples, o_.seq_len, model_.config().src_vocab);
   decode::SearchOptions greedy;  // beam 1, no end symbol: every output has the source's length
-  greedy.beam = 1, greedy.bos = sample.src.ids[0], greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o_.seq_len - 1;
+  greedy.beam = 1, greedy.bos = sample.src.at(0, 0), greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o_.seq_len - 1;
   std::vector<std::vector<decode::Hypothesis>> hyps = decode::beam_search(model_, sample.src, greedy);
-  models::Tokens decoded{{}, o_.samples, o_.seq_len};
+  std::vector<int> ids;
   for (const auto& h : hyps) {
-    decoded.ids.push_back(greedy.bos);
-    decoded.ids.insert(decoded.ids.end(), h[0].tokens.begin(), h[0].tokens.end());
+    ids.push_back(greedy.bos);
+    ids.insert(ids.end(), h[0].tokens.begin(), h[0].tokens.end());
   }
+  const models::Tokens decoded(ids, o_.samples, o_.seq_len);
   std::ostringstream text;
   for (int64_t r = 0; r < o_.samples; ++r) {
     const bool same = join_tokens(sample.src, r) == join_tokens(decoded, r);

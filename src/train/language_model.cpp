@@ -64,13 +64,13 @@ class LanguageModelTask : public TextStreamTask {
   // Mean next-token loss of tokens[s .. s+T) predicting tokens[s+1 .. s+T] for each start s.
   Tensor window_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts) {
     const int64_t T = window_ - 1;
-    models::Tokens x{{}, static_cast<int64_t>(starts.size()), T};
-    std::vector<int> y;
+    std::vector<int> x, y;
     for (int64_t s : starts) {
-      x.ids.insert(x.ids.end(), tokens.begin() + s, tokens.begin() + s + T);
+      x.insert(x.end(), tokens.begin() + s, tokens.begin() + s + T);
       y.insert(y.end(), tokens.begin() + s + 1, tokens.begin() + s + T + 1);
     }
-    Tensor logits = ops::reshape(model_.forward(x), {-1, model_.config().vocab});  // [batch * context, vocab]
+    const models::Tokens input(x, static_cast<int64_t>(starts.size()), T);
+    Tensor logits = ops::reshape(model_.forward(input), {-1, model_.config().vocab});  // [batch * context, vocab]
     return ops::cross_entropy(logits, y, 0.0f, /*ignore_index=*/-1);
   }
 

@@ -31,23 +31,25 @@ TrainerOptions MaskedLmOptions::default_trainer() {
 }
 
 std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, Rng& rng) {
-  std::vector<int> targets(batch.ids.size(), -1);
+  int32_t* ids = batch.data();
+  const size_t n = static_cast<size_t>(batch.rows * batch.cols);
+  std::vector<int> targets(n, -1);
   std::vector<int> regular;  // ids a random replacement may take
   for (int id = 0; id < tokenizer.size(); ++id)
     if (!tokenizer.is_special(id)) regular.push_back(id);
   bool any = false;
-  for (size_t i = 0; i < batch.ids.size(); ++i) {
-    if (tokenizer.is_special(batch.ids[i]) && batch.ids[i] != data::Tokenizer::kUnk) continue;  // [CLS], padding
+  for (size_t i = 0; i < n; ++i) {
+    if (tokenizer.is_special(ids[i]) && ids[i] != data::Tokenizer::kUnk) continue;  // [CLS], padding
     if (rng.uniform() >= fraction) continue;
-    targets[i] = batch.ids[i];
+    targets[i] = ids[i];
     any = true;
     const double r = rng.uniform();
-    if (r < 0.8) batch.ids[i] = tokenizer.mask_id();
-    else if (r < 0.9) batch.ids[i] = regular[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(regular.size())))];
+    if (r < 0.8) ids[i] = tokenizer.mask_id();
+    else if (r < 0.9) ids[i] = regular[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(regular.size())))];
   }
   if (!any && batch.cols > 1) {  // a loss needs at least one target
-    targets[1] = batch.ids[1];
-    batch.ids[1] = tokenizer.mask_id();
+    targets[1] = ids[1];
+    ids[1] = tokenizer.mask_id();
   }
   return targets;
 }
@@ -87,11 +89,12 @@ class MaskedLmTask : public TextStreamTask {
 };
 
 MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng) {
-  models::Tokens x{{}, static_cast<int64_t>(starts.size()), window_ + 1};
+  std::vector<int> ids;
   for (int64_t s : starts) {
-    x.ids.push_back(data::Tokenizer::kBos);  // [CLS]
-    x.ids.insert(x.ids.end(), tokens.begin() + s, tokens.begin() + s + window_);
+    ids.push_back(data::Tokenizer::kBos);  // [CLS]
+    ids.insert(ids.end(), tokens.begin() + s, tokens.begin() + s + window_);
   }
+  models::Tokens x(ids, static_cast<int64_t>(starts.size()), window_ + 1);
   const std::vector<int> targets = mask_tokens(x, tokenizer_, o_.mask_fraction, rng);
   Masked m;
   std::vector<int> rows;  // flat positions of the targets
@@ -99,7 +102,7 @@ MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, c
     if (targets[i] >= 0) rows.push_back(static_cast<int>(i)), m.labels.push_back(targets[i]);
   const int64_t D = model_.config().d_model;
   Tensor hidden = ops::reshape(model_.encode(x), {-1, D});                                        // [batch * len, d_model]
-  Tensor chosen = ops::embedding(hidden, rows, {static_cast<int64_t>(rows.size())});         // [targets, d_model]
+  Tensor chosen = ops::embedding(hidden, Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows));  // [targets, d_model]
   m.logits = model_.mlm_logits(chosen);                                                      // [targets, vocab]
   m.loss = ops::cross_entropy(m.logits, m.labels, 0.0f, -1);
   m.targets = static_cast<int64_t>(rows.size());

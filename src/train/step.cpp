@@ -26,10 +26,10 @@ Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vect
   b.tgt_out.assign(n * tgt_len, data::Vocab::kPad);
   for (int64_t r = 0; r < n; ++r) {
     const data::Example& e = examples[indices[r]];
-    std::copy(e.src.begin(), e.src.end(), b.src.ids.begin() + r * src_len);
-    b.src.ids[r * src_len + static_cast<int64_t>(e.src.size())] = data::Vocab::kEos;
-    b.tgt_in.ids[r * tgt_len] = data::Vocab::kBos;
-    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.ids.begin() + r * tgt_len + 1);
+    std::copy(e.src.begin(), e.src.end(), b.src.data() + r * src_len);
+    b.src.data()[r * src_len + static_cast<int64_t>(e.src.size())] = data::Vocab::kEos;
+    b.tgt_in.data()[r * tgt_len] = data::Vocab::kBos;
+    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.data() + r * tgt_len + 1);
     std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.begin() + r * tgt_len);
     b.tgt_out[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = data::Vocab::kEos;
   }

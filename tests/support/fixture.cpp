@@ -20,9 +20,9 @@ const Tensor& ModelFixture::get(const std::string& name) const {
 
 models::Tokens ModelFixture::tokens(const std::string& name) const {
   const Tensor& t = get(name);
-  models::Tokens out{{}, t.size(0), t.size(1)};
-  for (float v : t.to_vector()) out.ids.push_back(static_cast<int>(std::lround(v)));
-  return out;
+  std::vector<int> ids;
+  for (float v : t.to_vector()) ids.push_back(static_cast<int>(std::lround(v)));
+  return models::Tokens(ids, t.size(0), t.size(1));
 }
 
 void ModelFixture::load_weights(nn::Module& model) const {
