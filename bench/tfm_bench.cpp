@@ -64,7 +64,7 @@ void bench_train(const TrainOptions& o) {
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
     batches.push_back(tfm::train::collate(corpus.examples, order[static_cast<size_t>(i)]));
     const tfm::train::Seq2SeqBatch& b = batches.back();
-    dump.push_back({{"src", rows(b.src)}, {"tgt_in", rows(b.tgt_in)}, {"tgt_out", rows({b.tgt_out, b.tgt_in.rows, b.tgt_in.cols})}});
+    dump.push_back({{"src", rows(b.src)}, {"tgt_in", rows(b.tgt_in)}, {"tgt_out", rows(b.tgt_out)}});
   }
   if (!o.batches_out.empty()) write_json(o.batches_out, dump);
 

@@ -273,7 +273,7 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
 }
 
 TEST(OpsGrad, Losses) {
-  std::vector<int> targets{2, 0, 4, 1, 3, 0};  // 0 is padding
+  const Tensor targets = Tensor::from_values<int32_t>({2, 0, 4, 1, 3, 0});  // 0 is padding
   EXPECT_GRADCHECK([&](const V& x) { return ops::cross_entropy(x[0], targets, 0.1f, 0); }, (V{random_tensor({6, 5}, 1, -2, 2)}), kTol);
   EXPECT_GRADCHECK([&](const V& x) { return ops::label_smoothing_kl(x[0], targets, 0.1f, 0, 4.0f); }, (V{random_tensor({6, 5}, 1, -2, 2)}),
                    kTol);
@@ -286,9 +286,10 @@ TEST(OpsGrad, Losses) {
 // The generator's fused loss equals linear + cross_entropy, loss and every gradient,
 // over several row chunks (1,024 rows each), in f32 and bf16.
 TEST(OpsGrad, LinearCrossEntropyEqualsLinearThenCrossEntropy) {
-  std::vector<int> targets(2500);
+  std::vector<int> ids(2500);
   Rng rng(4);
-  for (int& t : targets) t = static_cast<int>(rng.randint(0, 37));  // 0 is padding
+  for (int& t : ids) t = static_cast<int>(rng.randint(0, 37));  // 0 is padding
+  const Tensor targets = Tensor::from_values(ids);
   for (const ops::Precision precision : {ops::Precision::f32, ops::Precision::bf16}) {
     const ops::LinearProducts products(precision);
     V fused{random_tensor({2500, 24}, 1), random_tensor({37, 24}, 2), random_tensor({37}, 3)}, plain;

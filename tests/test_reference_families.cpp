@@ -70,7 +70,7 @@ struct GptCase {
     for (int64_t r = 0; r < ids.rows; ++r)
       for (int64_t c = 0; c + 1 < ids.cols; ++c) x.push_back(ids.at(r, c)), y.push_back(ids.at(r, c + 1));
     const models::Tokens input(x, ids.rows, ids.cols - 1);
-    return ops::cross_entropy(ops::reshape(model.forward(input), {-1, model.config().vocab}), y, 0.0f, -1);
+    return ops::cross_entropy(ops::reshape(model.forward(input), {-1, model.config().vocab}), Tensor::from_values(y), 0.0f, -1);
   }
 };
 
@@ -92,7 +92,7 @@ struct VitCase {
     f.load_weights(model);
     for (float v : f.get("input.labels").to_vector()) labels.push_back(static_cast<int>(v));
   }
-  Tensor loss() { return ops::cross_entropy(model.forward(f.get("input.images")), labels, 0.0f, -1); }
+  Tensor loss() { return ops::cross_entropy(model.forward(f.get("input.images")), Tensor::from_values(labels), 0.0f, -1); }
 };
 
 TEST(ReferenceViT, ForwardAndBackwardMatchPyTorch) {

@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "nn/trace.h"
+#include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "support/compare.h"
@@ -29,7 +30,7 @@ TEST_P(ReferenceTransformer, ForwardLossAndGradientsMatchPyTorch) {
 
   nn::TraceRecorder recorder;
   Tensor logits = model->generator->logits(model->forward(src, tgt_in));
-  Tensor loss = ops::cross_entropy(ops::reshape(logits, {-1, f.config.tgt_vocab}), tgt_out.values(), 0.1f, f.config.pad_id);
+  Tensor loss = ops::cross_entropy(ops::reshape(logits, {-1, f.config.tgt_vocab}), ops::reshape(tgt_out.ids, {-1}), 0.1f, f.config.pad_id);
 
   testing::WorstDifference worst_forward, worst_grad;
   EXPECT_EQ(testing::expect_traces_match(f, recorder, kForwardTol, worst_forward), 33)
@@ -47,7 +48,7 @@ TEST_P(ReferenceTransformer, FiveAdamStepsMatchPyTorch) {
   auto model = f.make_model();
   train::AdamOptions adam;  // paper defaults: betas (0.9, 0.98), eps 1e-9
   train::Adam optimizer(model->named_parameters(), adam);
-  train::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out").values()};
+  train::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out")};
   train::StepOptions options{settings["smoothing"].get<float>(), settings["clip"].get<double>()};
   std::vector<float> expected = f.get("train.losses").to_vector();
   double worst = 0.0;
@@ -80,8 +81,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, ReferenceTransformer,
 
 TEST(ReferenceLosses, BothLabelSmoothingFormsMatchPyTorch) {
   io::SafeTensors f = io::read_safetensors(testing::fixture_path("losses.safetensors"));
-  std::vector<int> targets;
-  for (float v : f.find("targets")->to_vector()) targets.push_back(static_cast<int>(v));
+  const Tensor targets = ops::to(*f.find("targets"), DType::i32);
   Tensor logits = f.find("logits")->clone();
   logits.set_requires_grad(true);
   Tensor ce = ops::cross_entropy(logits, targets, 0.1f, 0);

@@ -68,7 +68,7 @@ std::unique_ptr<models::GPT> small_gpt() {
 
 void backward_of_a_batch(models::GPT& m) {
   const models::Tokens x{{1, 5, 9, 3, 7, 2, 8, 30}, 2, 4};
-  autograd::backward(ops::cross_entropy(ops::reshape(m.forward(x), {-1, 40}), {5, 9, 3, 7, 2, 8, 30, 11}, 0.0f, -1));
+  autograd::backward(ops::cross_entropy(ops::reshape(m.forward(x), {-1, 40}), Tensor::from_values<int32_t>({5, 9, 3, 7, 2, 8, 30, 11}), 0.0f, -1));
 }
 
 TEST(FlatParameters, ParametersAndGradientsAreViewsOfTwoBuffersInReverseOrder) {

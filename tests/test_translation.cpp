@@ -182,8 +182,9 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
   const std::vector<int> src = b.src.values(), tgt_in = b.tgt_in.values();
   EXPECT_EQ(src.back(), data::Vocab::kEos);
   EXPECT_EQ(tgt_in[0], data::Vocab::kBos);
-  EXPECT_EQ(b.tgt_out[e.tgt.size()], data::Vocab::kEos);
-  EXPECT_EQ(std::vector<int>(tgt_in.begin() + 1, tgt_in.end()), std::vector<int>(b.tgt_out.begin(), b.tgt_out.end() - 1));
+  const std::vector<int> tgt_out = b.tgt_out.values();
+  EXPECT_EQ(tgt_out[e.tgt.size()], data::Vocab::kEos);
+  EXPECT_EQ(std::vector<int>(tgt_in.begin() + 1, tgt_in.end()), std::vector<int>(tgt_out.begin(), tgt_out.end() - 1));
 }
 
 TEST(BeamSearch, CachedDecodingEqualsRecomputingThePrefix) {

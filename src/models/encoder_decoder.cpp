@@ -22,8 +22,8 @@ Tensor Generator::logits(const Tensor& x) const { return nn::trace(path(), ops::
 
 Tensor Generator::forward(const Tensor& x) const { return ops::log_softmax(logits(x)); }
 
-Tensor Generator::loss(const Tensor& x, const std::vector<int>& targets, float label_smoothing, int ignore_index) const {
-  return ops::linear_cross_entropy(ops::reshape(x, {-1, x.size(-1)}), weight, bias, targets, label_smoothing, ignore_index, products());
+Tensor Generator::loss(const Tensor& x, const Tensor& targets, float label_smoothing, int ignore_index) const {
+  return ops::linear_cross_entropy(ops::reshape(x, {-1, x.size(-1)}), weight, bias, ops::reshape(targets, {-1}), label_smoothing, ignore_index, products());
 }
 
 EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {

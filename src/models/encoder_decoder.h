@@ -21,7 +21,7 @@ class Generator : public nn::Module {
   Tensor logits(const Tensor& x) const;     // [..., d_model] -> [..., vocab]
   Tensor forward(const Tensor& x) const;    // log-probabilities
   // cross_entropy(logits(x), targets), without holding the logits (ops::linear_cross_entropy).
-  Tensor loss(const Tensor& x, const std::vector<int>& targets, float label_smoothing, int ignore_index) const;
+  Tensor loss(const Tensor& x, const Tensor& targets, float label_smoothing, int ignore_index) const;
   Tensor weight, bias;
 };
 

@@ -54,6 +54,13 @@ double row_loss(const float* x, float* lp, int64_t vocab, int t, int skip_id, co
   return acc;
 }
 
+// The class ids of a targets tensor: i32, one dimension.
+std::vector<int> class_ids(const char* name, const Tensor& targets) {
+  TFM_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1,
+            name << ": targets must be an i32 tensor [rows], got " << to_string(targets.dtype()) << " " << shape_str(targets.shape()));
+  return targets.values<int32_t>();
+}
+
 void check_targets(const char* name, const std::vector<int>& targets, int64_t rows, int64_t vocab, int skip_id) {
   TFM_CHECK(static_cast<int64_t>(targets.size()) == rows, name << ": " << targets.size() << " targets for " << rows << " rows");
   for (int t : targets) TFM_CHECK(t == skip_id || (t >= 0 && t < vocab), name << ": target " << t << " outside vocabulary of " << vocab);
@@ -114,18 +121,20 @@ double ce_normalizer(const std::vector<int>& targets, int ignore_index) {
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const std::vector<int>& targets, float smoothing, int ignore_index) {
+Tensor cross_entropy(const Tensor& logits, const Tensor& target_ids, float smoothing, int ignore_index) {
+  const std::vector<int> targets = class_ids("cross_entropy", target_ids);
   return smoothed_loss("cross_entropy", logits, targets, ignore_index, ce_target(smoothing, logits.size(-1)),
                        ce_normalizer(targets, ignore_index));
 }
 
-Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tensor& bias, const std::vector<int>& targets,
+Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tensor& bias, const Tensor& target_ids,
                             float smoothing, int ignore_index, const LinearProducts& products) {
   TFM_CHECK(x_in.dim() == 2 && weight.dim() == 2 && x_in.size(1) == weight.size(1),
             "linear_cross_entropy: input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(weight.shape()));
   const int64_t rows = x_in.size(0), in = weight.size(1), vocab = weight.size(0);
   TFM_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == vocab),
             "linear_cross_entropy: bias " << shape_str(bias.shape()) << " for " << vocab << " outputs");
+  const std::vector<int> targets = class_ids("linear_cross_entropy", target_ids);
   check_targets("linear_cross_entropy", targets, rows, vocab, ignore_index);
   const SmoothedTarget q = ce_target(smoothing, vocab);
   const double normalizer = ce_normalizer(targets, ignore_index);
@@ -163,7 +172,8 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   return autograd::record(out, "linear_cross_entropy", {x_in, weight, bias}, [dx, dw, db](const Tensor& g) { return scaled({dx, dw, db}, g); });
 }
 
-Tensor label_smoothing_kl(const Tensor& logits, const std::vector<int>& targets, float smoothing, int padding_idx, float normalizer) {
+Tensor label_smoothing_kl(const Tensor& logits, const Tensor& target_ids, float smoothing, int padding_idx, float normalizer) {
+  const std::vector<int> targets = class_ids("label_smoothing_kl", target_ids);
   TFM_CHECK(smoothing >= 0.0f && smoothing < 1.0f, "label_smoothing_kl: smoothing " << smoothing << " outside [0, 1)");
   TFM_CHECK(logits.size(-1) > 2, "label_smoothing_kl: needs a vocabulary larger than 2");
   TFM_CHECK(normalizer > 0.0f, "label_smoothing_kl: normalizer must be positive");

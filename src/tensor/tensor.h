@@ -57,6 +57,10 @@ class Tensor {
   // A tensor of T's dtype (int32_t, int64_t, uint8_t, bool, ...) holding `values`.
   template <class T>
   static Tensor from_values(const Shape& shape, const std::vector<T>& values);
+  template <class T>
+  static Tensor from_values(const std::vector<T>& values) {  // [values.size()]
+    return from_values({static_cast<int64_t>(values.size())}, values);
+  }
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->shape; }

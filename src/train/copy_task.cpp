@@ -33,13 +33,14 @@ Seq2SeqBatch make_copy_batch(Rng& rng, int64_t batch, int64_t seq_len, int64_t v
   Seq2SeqBatch b;
   b.src = {std::vector<int>(batch * seq_len), batch, seq_len};
   b.tgt_in = {std::vector<int>(batch * (seq_len - 1)), batch, seq_len - 1};
-  int32_t *src = b.src.data(), *tgt_in = b.tgt_in.data();
+  b.tgt_out = {std::vector<int>(batch * (seq_len - 1)), batch, seq_len - 1};
+  int32_t *src = b.src.data(), *tgt_in = b.tgt_in.data(), *tgt_out = b.tgt_out.data();
   for (int64_t r = 0; r < batch; ++r) {
     src[r * seq_len] = kStart;
     for (int64_t c = 1; c < seq_len; ++c) src[r * seq_len + c] = static_cast<int>(rng.randint(2, vocab));
     for (int64_t c = 0; c + 1 < seq_len; ++c) {
       tgt_in[r * (seq_len - 1) + c] = src[r * seq_len + c];
-      b.tgt_out.push_back(src[r * seq_len + c + 1]);
+      tgt_out[r * (seq_len - 1) + c] = src[r * seq_len + c + 1];
     }
   }
   return b;

@@ -71,7 +71,7 @@ class LanguageModelTask : public TextStreamTask {
     }
     const models::Tokens input(x, static_cast<int64_t>(starts.size()), T);
     Tensor logits = ops::reshape(model_.forward(input), {-1, model_.config().vocab});  // [batch * context, vocab]
-    return ops::cross_entropy(logits, y, 0.0f, /*ignore_index=*/-1);
+    return ops::cross_entropy(logits, Tensor::from_values(y), 0.0f, /*ignore_index=*/-1);
   }
 
   const LanguageModelOptions& o_;

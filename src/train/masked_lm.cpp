@@ -104,7 +104,7 @@ MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, c
   Tensor hidden = ops::reshape(model_.encode(x), {-1, D});                                        // [batch * len, d_model]
   Tensor chosen = ops::embedding(hidden, Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows));  // [targets, d_model]
   m.logits = model_.mlm_logits(chosen);                                                      // [targets, vocab]
-  m.loss = ops::cross_entropy(m.logits, m.labels, 0.0f, -1);
+  m.loss = ops::cross_entropy(m.logits, Tensor::from_values(m.labels), 0.0f, -1);
   m.targets = static_cast<int64_t>(rows.size());
   return m;
 }

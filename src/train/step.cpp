@@ -9,7 +9,7 @@ namespace tfm::train {
 
 int64_t Seq2SeqBatch::target_tokens(int pad) const {
   int64_t n = 0;
-  for (int t : tgt_out) n += t != pad;
+  for (int t : tgt_out.values()) n += t != pad;
   return n;
 }
 
@@ -23,22 +23,22 @@ Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vect
   Seq2SeqBatch b;
   b.src = {std::vector<int>(n * src_len, data::Vocab::kPad), n, src_len};
   b.tgt_in = {std::vector<int>(n * tgt_len, data::Vocab::kPad), n, tgt_len};
-  b.tgt_out.assign(n * tgt_len, data::Vocab::kPad);
+  b.tgt_out = {std::vector<int>(n * tgt_len, data::Vocab::kPad), n, tgt_len};
   for (int64_t r = 0; r < n; ++r) {
     const data::Example& e = examples[indices[r]];
     std::copy(e.src.begin(), e.src.end(), b.src.data() + r * src_len);
     b.src.data()[r * src_len + static_cast<int64_t>(e.src.size())] = data::Vocab::kEos;
     b.tgt_in.data()[r * tgt_len] = data::Vocab::kBos;
     std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.data() + r * tgt_len + 1);
-    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.begin() + r * tgt_len);
-    b.tgt_out[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = data::Vocab::kEos;
+    std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.data() + r * tgt_len);
+    b.tgt_out.data()[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = data::Vocab::kEos;
   }
   return b;
 }
 
 Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing) {
   Tensor hidden = model.forward(batch.src, batch.tgt_in);  // [batch, tgt_len, d_model]
-  return model.generator->loss(hidden, batch.tgt_out, label_smoothing, model.config().pad_id);
+  return model.generator->loss(hidden, batch.tgt_out.ids, label_smoothing, model.config().pad_id);
 }
 
 double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options) {

@@ -11,7 +11,7 @@ namespace tfm::train {
 struct Seq2SeqBatch {
   models::Tokens src;      // [batch, src_len]
   models::Tokens tgt_in;   // [batch, tgt_len]: <bos> y1 ... y_{n-1}
-  std::vector<int> tgt_out;  // [batch * tgt_len]: y1 ... y_n, the prediction targets
+  models::Tokens tgt_out;  // [batch, tgt_len]: y1 ... y_n, the prediction targets
   int64_t target_tokens(int pad) const;
 };
 

@@ -55,7 +55,7 @@ Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_
     Tensor logits = ops::contiguous(model.forward(image_batch(set, idx)));  // [n, classes]
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(set.labels[static_cast<size_t>(i)]);
-    e.loss += ops::cross_entropy(logits, labels, 0.0f, -1).item() * static_cast<double>(idx.size());
+    e.loss += ops::cross_entropy(logits, Tensor::from_values(labels), 0.0f, -1).item() * static_cast<double>(idx.size());
     for (size_t i = 0; i < idx.size(); ++i) {
       const float* row = logits.data() + static_cast<int64_t>(i) * classes;
       const int64_t predicted = std::max_element(row, row + classes) - row;
@@ -116,7 +116,7 @@ class VitTask : public TrainingTask {
     for (size_t i = 0; i < flip.size(); ++i) flip[i] = o_.flip && rng.uniform() < 0.5;
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(train_set_.labels[static_cast<size_t>(i)]);
-    return {ops::cross_entropy(model_->forward(image_batch(train_set_, idx, flip)), labels, 0.0f, -1), end - start};
+    return {ops::cross_entropy(model_->forward(image_batch(train_set_, idx, flip)), Tensor::from_values(labels), 0.0f, -1), end - start};
   }
 
   Validation validate() override {
