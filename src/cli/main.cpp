@@ -1,7 +1,6 @@
 // tfm: the command-line front end. Each subcommand (cli/*_command.cpp) parses its
 // flags and calls the library; any tfm::Error becomes one "tfm: error: ..." line
 // and exit status 1, a usage error (an unknown flag, a value out of range) exit status 2.
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
 #include <iostream>
@@ -10,6 +9,7 @@
 #include "cli/validators.h"
 #include "io/output_file.h"
 #include "threads/openmp_wait.h"
+#include "ops/cpu_isa.h"
 #include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
@@ -19,21 +19,8 @@
 
 namespace {
 
-// The instruction set oneDNN's products run with on this machine.
-const char* cpu_isa() {
-  switch (dnnl_get_effective_cpu_isa()) {
-    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx (AVX-512 with bf16, VNNI and AMX)";
-    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16 (AVX-512 with bf16 and VNNI)";
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni (AVX-512 with VNNI)";
-    case dnnl_cpu_isa_avx512_core: return "avx512_core (AVX-512)";
-    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni (AVX2 with VNNI)";
-    case dnnl_cpu_isa_avx2: return "avx2";
-    default: return "older than AVX2";
-  }
-}
-
 std::string version() {
-  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + cpu_isa() +
+  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + tfm::ops::cpu_isa().name +
          "\nOpenMP: " + tfm::openmp_wait_setting();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "ops/cpu_isa.h"
 #include "threads/parallel.h"
 #include "tensor/strided.h"
 #include "tensor/error.h"
@@ -184,9 +185,8 @@ __attribute__((target("avx512f,avx512dq"))) int64_t dropout_kernel_avx512(const 
 }  // namespace
 
 void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
   const float keep_scale = 1.0f / (1.0f - p);
-  const int64_t done = avx512 ? dropout_kernel_avx512(src, dst, n, p, key, first, keep_scale) : 0;
+  const int64_t done = cpu_isa().avx512 ? dropout_kernel_avx512(src, dst, n, p, key, first, keep_scale) : 0;
   for (int64_t i = done; i < n; ++i) dst[i] = hash_uniform(key, first + i) < p ? 0.0f : src[i] * keep_scale;
 }
 

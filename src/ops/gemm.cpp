@@ -8,8 +8,9 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "threads/parallel.h"
+#include "ops/cpu_isa.h"
 #include "ops/reduced_precision.h"
+#include "threads/parallel.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -215,26 +216,6 @@ void gemm_in_row_pieces(int64_t m, int64_t n, int64_t k, float alpha, const floa
   if (row < m) sgemm(false, true, m - row, n, k, alpha, a + row * lda, lda, b, ldb, beta, c + row * ldc, ldc);
 }
 
-// oneDNN 2.6 has bf16 matmul kernels only from AVX-512 on (native AVX512-BF16, or
-// emulated in AVX-512 registers); on an AVX2 CPU, or under ONEDNN_MAX_CPU_ISA=AVX2,
-// making the primitive fails.
-bool isa_has(dnnl_cpu_isa_t want) {
-  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());  // ONEDNN_MAX_CPU_ISA included
-  return (isa & want) == static_cast<unsigned>(want);
-}
-
-bool has_bf16_kernels() {
-  static const bool has = isa_has(dnnl_cpu_isa_avx512_core);
-  return has;
-}
-
-// Without VNNI (AVX512-VNNI or AVX-VNNI), oneDNN's int8 kernels add pairs of products
-// in 16 bits, which saturates for full-range inputs: the results would be silently wrong.
-bool has_vnni() {
-  static const bool has = isa_has(dnnl_cpu_isa_avx512_core_vnni) || isa_has(dnnl_cpu_isa_avx2_vnni);
-  return has;
-}
-
 float to_float(bf16 x) { return from_bf16(x); }
 float to_float(int8_t x) { return static_cast<float>(x); }
 
@@ -300,7 +281,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
                const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (!has_bf16_kernels()) return gemm_bf16_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (!cpu_isa().bf16_products) return gemm_bf16_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (k == 0) {  // an empty product: C = beta * C
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
@@ -320,7 +301,7 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
 void gemm_s8(int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda, const int8_t* b_t, int64_t ldb, int32_t* c,
              int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (!has_vnni()) return gemm_s8_widened(m, n, k, a, lda, b_t, ldb, c, ldc);
+  if (!cpu_isa().vnni) return gemm_s8_widened(m, n, k, a, lda, b_t, ldb, c, ldc);
   const int32_t no_offset = 0;
   const ThreadCount threads(threads_for(m, n, k));
   dnnl_status_t st = dnnl_gemm_s8s8s32('N', 'T', 'F', m, n, k, 1.0f, a, lda, 0, b_t, ldb, 0, 0.0f, c, ldc, &no_offset);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "ops/cpu_isa.h"
+
 namespace tfm::ops::vec {
 
 // Cephes' expf, shared by exp8 and exp16 so that both give the same value for every
@@ -62,12 +64,6 @@ inline float max_of(const float* x, int64_t n) {
   return r;
 }
 
-// Whether this CPU runs AVX-512 (F) code: the build targets AVX2, and the few kernels
-// that gain from twice the width have an AVX-512 twin chosen at run time.
-inline bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
 
 // GCC 12's AVX-512 intrinsics start from a self-initialised "undefined" register, which
 // -Wall reports as uninitialised once they are inlined (GCC bug 105593, fixed in 13).
@@ -117,7 +113,7 @@ __attribute__((target("avx512f"))) inline float exp_shifted16(const float* x, fl
 
 // y[j] = e^(x[j] - shift) (y may be x, or null to only sum); returns the sum.
 inline float exp_shifted(const float* x, float* y, int64_t n, float shift) {
-  if (n >= 64 && has_avx512()) return exp_shifted16(x, y, n, shift);  // (shorter rows would mostly be tail)
+  if (n >= 64 && cpu_isa().avx512) return exp_shifted16(x, y, n, shift);  // (shorter rows would mostly be tail)
   const __m256 s = _mm256_set1_ps(shift);
   __m256 acc = _mm256_setzero_ps();
   int64_t j = 0;
