@@ -21,6 +21,7 @@
 #include "tensor/error.h"
 #include "tensor/storage.h"
 #include "tensor/rng.h"
+#include "tfm/translator.h"
 #include "train/step.h"
 
 namespace {
@@ -106,7 +107,36 @@ struct TranslateOptions {
   tfm::ops::Precision precision = tfm::ops::Precision::f32;
 };
 
+void report_translation(const TranslateOptions& o, double seconds, const std::vector<std::vector<int>>& outputs,
+                        const std::vector<double>& batch_s) {
+  int64_t tokens = 0;
+  for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
+  std::cout << json{{"engine", "tfm"}, {"precision", to_string(o.precision)}, {"seconds", seconds}, {"sentences", outputs.size()}, {"target_tokens", tokens},
+                    {"workers", o.workers}, {"median_batch_ms", batch_s.empty() ? json() : json(median(batch_s) * 1e3)},
+                    {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}, {"outputs", outputs}}
+                   .dump()
+            << std::endl;
+}
+
+// Batches in parallel, as `tfm translate` runs them (tfm::Translator's workers): only
+// the total time means something.
+void bench_translator(const TranslateOptions& o) {
+  std::vector<std::string> lines = tfm::data::read_lines(o.input);
+  if (o.limit > 0 && static_cast<int64_t>(lines.size()) > o.limit) lines.resize(static_cast<size_t>(o.limit));
+  tfm::TranslatorOptions options;
+  options.precision = to_string(o.precision), options.workers = o.workers, options.max_batch = o.batch;
+  tfm::Translator translator(o.model, options);
+  const tfm::decode::SearchOptions& s = o.search;
+  const auto start = Clock::now();
+  const std::vector<tfm::Translation> results = translator.translate(lines, {s.beam, s.nbest, s.length_penalty, s.max_len_a, s.max_len_b});
+  const double seconds = seconds_since(start);
+  std::vector<std::vector<int>> outputs;
+  for (const tfm::Translation& t : results) outputs.push_back(t.token_ids[0]);
+  report_translation(o, seconds, outputs, {});
+}
+
 void bench_translate(const TranslateOptions& o) {
+  if (o.workers != 1) return bench_translator(o);
   tfm::decode::TranslationModel tm = tfm::decode::TranslationModel::load(o.model);
   tm.model->products().set_precision(o.precision);
   tm.model->products().freeze();
@@ -122,14 +152,8 @@ void bench_translate(const TranslateOptions& o) {
   std::vector<std::vector<int>> outputs(sources.size());
   std::vector<double> batch_s;
   const auto start = Clock::now();
-  if (o.workers != 1) {  // batches in parallel: only the total time means something
-    std::vector<std::vector<tfm::decode::Hypothesis>> hyps = tfm::decode::translate(*tm.model, sources, s, o.batch, o.workers);
-    for (size_t i = 0; i < sources.size(); ++i) outputs[i] = hyps[i][0].tokens;
-  } else {  // batch by batch as decode::translate orders them, to time each batch
-    std::vector<size_t> order;
-    for (size_t i = 0; i < sources.size(); ++i)
-      if (!sources[i].empty()) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+  {  // batch by batch as decode::translate orders them, to time each batch
+    const std::vector<size_t> order = tfm::decode::length_order(sources);
     for (size_t b = 0; b < order.size(); b += static_cast<size_t>(o.batch)) {
       std::vector<size_t> idx(order.begin() + static_cast<std::ptrdiff_t>(b),
                               order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), b + static_cast<size_t>(o.batch))));
@@ -141,14 +165,7 @@ void bench_translate(const TranslateOptions& o) {
       for (size_t k = 0; k < idx.size(); ++k) outputs[idx[k]] = hyps[k][0].tokens;
     }
   }
-  const double seconds = seconds_since(start);
-  int64_t tokens = 0;
-  for (const std::vector<int>& h : outputs) tokens += static_cast<int64_t>(h.size()) + 1;  // + the end symbol
-  std::cout << json{{"engine", "tfm"}, {"precision", to_string(o.precision)}, {"seconds", seconds}, {"sentences", sources.size()}, {"target_tokens", tokens},
-                    {"workers", o.workers}, {"median_batch_ms", batch_s.empty() ? json() : json(median(batch_s) * 1e3)},
-                    {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}, {"outputs", outputs}}
-                   .dump()
-            << std::endl;
+  report_translation(o, seconds_since(start), outputs, batch_s);
 }
 
 // The best single-precision GEMM rate over shapes like the training step's.
@@ -204,7 +221,7 @@ int main(int argc, char** argv) {
   translate->add_option("--input", tr.input, "Source sentences (plain or .gz)")->required()->check(CLI::ExistingFile);
   translate->add_option("--beam", tr.search.beam)->capture_default_str();
   translate->add_option("--batch", tr.batch)->capture_default_str();
-  translate->add_option("--workers", tr.workers, "Batches searched at once (see decode::translate; 1: batch by batch, timed)")
+  translate->add_option("--workers", tr.workers, "Batches searched at once (tfm::Translator; 1: batch by batch on the calling thread, timed)")
       ->capture_default_str();
   translate->add_option("--limit", tr.limit, "Only the first N sentences (0: all)")->capture_default_str();
   translate->add_option("--job-out", tr.job_out, "Write the source ids and search options here as JSON");

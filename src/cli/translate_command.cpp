@@ -6,12 +6,9 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "data/text.h"
-#include "data/vocab.h"
-#include "decode/translation_model.h"
-#include "decode/translator.h"
 #include "io/output_file.h"
 #include "ops/reduced_precision.h"
-#include "tensor/error.h"
+#include "tfm/translator.h"
 #include "train/progress.h"
 
 namespace tfm::cli {
@@ -19,45 +16,38 @@ namespace tfm::cli {
 namespace {
 
 struct Options {
-  std::string model, input = "-", output = "-", src_vocab, tgt_vocab;
-  decode::SearchOptions search;
-  int64_t batch = 32, chunk = 2000;
-  int workers = 0;
+  std::string model, input = "-", output = "-";
+  tfm::TranslatorOptions translator;
+  tfm::TranslationOptions search;
+  int64_t chunk = 2000;
   bool greedy = false;
 };
 
-void run(const Options& o, const CLI::App& cmd) {
+void run(Options o, const CLI::App& cmd) {
   // Opened first, so that a directory or an unwritable path is refused before the model loads.
   io::TextOutput out_text(o.output);
-  decode::TranslationModel tm = decode::TranslationModel::load(o.model, o.src_vocab, o.tgt_vocab);
-  models::EncoderDecoder& model = *tm.model;
-  const data::Vocab &src_vocab = tm.src_vocab, &tgt_vocab = tm.tgt_vocab;
-  use_for_inference(model, cmd);
-
-  decode::SearchOptions search = o.search;
-  if (o.greedy) search.beam = 1;
+  o.translator.precision = to_string(precision_flag(cmd));
+  if (o.greedy) o.search.beam = 1;
+  tfm::Translator translator(o.model, o.translator);
   data::LineReader in(o.input);
 
   int64_t line_no = 0;
   std::vector<std::string> chunk;
   train::Counter progress("sentences translated");  // on a terminal only
   auto flush = [&] {
-    std::vector<std::vector<int>> sources;
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i) + 1;
-      sources.push_back(src_vocab.encode(chunk[i]));
-      if (sources.back().empty()) std::cerr << "tfm: warning: line " << n << " is empty; its translation is an empty line\n";
-    }
-    std::vector<std::vector<decode::Hypothesis>> results =
-        decode::translate(model, sources, search, o.batch, o.workers, [&](int64_t n) { progress.add(n); });
+    const int64_t first = line_no - static_cast<int64_t>(chunk.size());
+    for (size_t i = 0; i < chunk.size(); ++i)
+      if (chunk[i].find_first_not_of(" \t\r") == std::string::npos)
+        std::cerr << "tfm: warning: line " << first + static_cast<int64_t>(i) + 1 << " is empty; its translation is an empty line\n";
+    const std::vector<tfm::Translation> results = translator.submit(chunk, o.search, [&](int64_t n) { progress.add(n); }).get();
     std::ostringstream out;
     for (size_t i = 0; i < results.size(); ++i) {
-      const int64_t n = line_no - static_cast<int64_t>(chunk.size()) + static_cast<int64_t>(i);
-      if (search.nbest == 1) {
-        out << tgt_vocab.decode(results[i][0].tokens) << "\n";
+      if (o.search.nbest == 1) {
+        out << results[i].hypotheses[0] << "\n";
         continue;
       }
-      for (const decode::Hypothesis& h : results[i]) out << n << " ||| " << tgt_vocab.decode(h.tokens) << " ||| " << h.score << "\n";
+      for (size_t h = 0; h < results[i].hypotheses.size(); ++h)
+        out << first + static_cast<int64_t>(i) << " ||| " << results[i].hypotheses[h] << " ||| " << results[i].scores[h] << "\n";
     }
     out_text.write(out.str());  // standard output: stops at the first chunk that cannot be written
     chunk.clear();
@@ -88,14 +78,14 @@ void add_translate_command(CLI::App& app, int&) {
   cmd->add_option("--length-penalty", o->search.length_penalty, "Rank by log-probability / length^penalty")->capture_default_str()->check(finite_number<float>());
   cmd->add_option("--max-len-a", o->search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str()->check(finite_nonneg<float>());
   cmd->add_option("--max-len-b", o->search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str()->check(at_least<int64_t>(0));
-  cmd->add_option("--batch", o->batch, "Sentences per batch")->capture_default_str()->check(at_least<int64_t>(1));
-  cmd->add_option("--workers", o->workers,
+  cmd->add_option("--batch", o->translator.max_batch, "Sentences per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--workers", o->translator.workers,
                   "Batches translated at once, sharing the threads (0: one per thread; 1: one batch at a time on all threads, "
                   "the lowest latency per batch)")
       ->capture_default_str()
       ->check(in_range(0, 1024));
-  cmd->add_option("--src-vocab", o->src_vocab, "Source vocabulary (default: the path the checkpoint records)");
-  cmd->add_option("--tgt-vocab", o->tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
+  cmd->add_option("--src-vocab", o->translator.src_vocab, "Source vocabulary (default: the path the checkpoint records)");
+  cmd->add_option("--tgt-vocab", o->translator.tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
   cmd->callback([o, cmd] {
     // Asking for more hypotheses than the search keeps would silently give fewer.
     const std::string nbest = "--nbest " + std::to_string(o->search.nbest);

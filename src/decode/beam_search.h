@@ -18,6 +18,7 @@ struct SearchOptions {
   int64_t nbest = 1;
   int bos = 2, eos = 3;     // eos < 0: no end symbol, every hypothesis runs to its maximum length
   bool use_cache = true;    // false re-runs the decoder over the whole prefix (for testing)
+  bool operator==(const SearchOptions&) const = default;
 };
 
 struct Hypothesis {

@@ -9,21 +9,21 @@
 
 namespace tfm::decode {
 
-// sources: subword ids without special tokens (</s> is appended here). An empty
-// source gets an empty hypothesis without running the model.
-//
-// workers: how many batches are searched at once. The OpenMP threads are shared
-// out among them (2 workers on 2 threads: one thread each). Decoding a batch is
-// a long chain of small products and row-wise ops, each a parallel region whose
-// threads wait for one another; workers on batches of their own never wait, so
-// throughput rises (Marian's --cpu-threads works this way) while each batch takes
-// longer. 0: one worker per thread when there are at least two batches. Results
-// do not depend on the number of workers beyond float rounding.
-//
-// on_batch, when given, hears how many sentences each batch held once it is searched
-// (progress); calls come from the workers, one at a time.
+// The order in which to translate `sources`: by length, so that a batch holds similar
+// lengths (less padding, and its sentences finish together); empty sources are left out.
+std::vector<size_t> length_order(const std::vector<std::vector<int>>& sources);
+
+// Sources (subword ids without special tokens) as one padded batch [n, cols], each
+// followed by </s> and truncated to the model's positions (documented in the README).
+models::Tokens pad_sources(const std::vector<const std::vector<int>*>& sources, int pad, int eos, int64_t max_len);
+
+// Translates `sources` batch by batch on the calling thread, in length order, and
+// returns the hypotheses in input order; an empty source gets an empty hypothesis
+// without running the model. on_batch, when given, hears how many sentences each batch
+// held once it is searched (progress). This is the plain path; tfm::Translator runs the
+// same batches on a pool of workers, with requests from many callers.
 std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, const std::vector<std::vector<int>>& sources,
-                                               const SearchOptions& options, int64_t batch_size, int workers = 1,
+                                               const SearchOptions& options, int64_t batch_size,
                                                const std::function<void(int64_t)>& on_batch = {});
 
 }  // namespace tfm::decode

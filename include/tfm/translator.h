@@ -1,0 +1,67 @@
+#pragma once
+// tfm::Translator: a trained translation model, loaded once, translating plain text for
+// any number of callers at once (CTranslate2's Translator is the model).
+//
+//   tfm::Translator translator("runs/multi30k/best.safetensors");
+//   std::vector<tfm::Translation> out = translator.translate({"Ein Hund läuft."});
+//   std::cout << out[0].hypotheses[0] << "\n";
+//
+// A pool of workers searches batches of sentences; requests that callers submit at
+// nearly the same time are batched together (a batch that is not full waits up to
+// `batch_wait_us` for more). Every member function is safe to call from many threads.
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfm {
+
+struct TranslatorOptions {
+  std::string src_vocab, tgt_vocab;  // default: the vocabularies the checkpoint records
+  std::string precision = "f32";     // the linear layers' products: f32, bf16 or int8
+  int threads = 0;                   // threads in all (0: the process's OpenMP setting)
+  int workers = 0;                   // batches searched at once, sharing the threads (0: one per thread)
+  int64_t max_batch = 32;            // sentences per batch
+  int64_t batch_wait_us = 2000;      // how long a batch that is not full waits for other requests
+};
+
+struct TranslationOptions {
+  int64_t beam = 4;             // 1: greedy
+  int64_t nbest = 1;            // hypotheses per sentence, at most `beam`
+  float length_penalty = 1.0f;  // rank by log-probability / length^penalty
+  float max_len_a = 1.5f;       // at most a * source length + b target tokens
+  int64_t max_len_b = 10;
+};
+
+struct Translation {
+  std::vector<std::string> hypotheses;  // best first (an empty source: one empty hypothesis)
+  std::vector<double> scores;           // each hypothesis's score: log-probability / length^penalty
+  std::vector<std::vector<int>> token_ids;  // each hypothesis's target subword ids
+};
+
+class Translator {
+ public:
+  // Loads the checkpoint (and its vocabularies) and starts the workers; throws
+  // std::runtime_error with one line saying what is wrong.
+  explicit Translator(const std::string& checkpoint, const TranslatorOptions& options = {});
+  // Finishes the requests already submitted, then stops the workers.
+  ~Translator();
+  Translator(const Translator&) = delete;
+  Translator& operator=(const Translator&) = delete;
+
+  // Translates `sources` (one sentence each) and waits for the results, in input order.
+  std::vector<Translation> translate(const std::vector<std::string>& sources, const TranslationOptions& options = {});
+
+  // The same without waiting. `on_progress`, when given, hears how many sentences each
+  // finished batch translated, one call at a time, from a worker.
+  std::future<std::vector<Translation>> submit(std::vector<std::string> sources, const TranslationOptions& options = {},
+                                               std::function<void(int64_t)> on_progress = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,224 @@
+#include "tfm/translator.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "decode/translation_model.h"
+#include "decode/translator.h"
+#include "ops/reduced_precision.h"
+#include "tensor/error.h"
+
+namespace tfm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One caller's sentences, translated piece by piece.
+struct Request {
+  std::vector<std::vector<int>> sources;  // subword ids
+  decode::SearchOptions search;
+  std::vector<Translation> results;
+  std::promise<std::vector<Translation>> promise;
+  std::function<void(int64_t)> on_progress;
+  std::mutex progress_mutex;  // one on_progress call at a time
+  size_t remaining = 0;       // sentences not yet translated
+  bool failed = false;
+};
+
+// Up to a batch of one request's sentences, in length order, waiting for a worker.
+struct Piece {
+  std::shared_ptr<Request> request;
+  std::vector<size_t> items;  // indices into request->sources
+  Clock::time_point arrived;
+};
+
+decode::SearchOptions search_options(const TranslationOptions& o, const data::Vocab& tgt_vocab) {
+  TFM_CHECK(o.beam >= 1, "beam must be at least 1, got " << o.beam);
+  TFM_CHECK(o.nbest >= 1 && o.nbest <= o.beam, "nbest " << o.nbest << " must be between 1 and the beam, " << o.beam);
+  TFM_CHECK(o.max_len_a >= 0 && o.max_len_b >= 0, "maximum lengths must not be negative");
+  decode::SearchOptions s;
+  s.beam = o.beam, s.nbest = o.nbest, s.length_penalty = o.length_penalty, s.max_len_a = o.max_len_a, s.max_len_b = o.max_len_b;
+  s.bos = tgt_vocab.kBos, s.eos = tgt_vocab.kEos;
+  return s;
+}
+
+}  // namespace
+
+struct Translator::Impl {
+  decode::TranslationModel tm;
+  TranslatorOptions options;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Piece> queue;
+  bool stopping = false;
+  int threads = 1, in_flight = 0;  // batches being searched
+  std::vector<std::thread> workers;
+
+  Impl(const std::string& checkpoint, const TranslatorOptions& o)
+      : tm(decode::TranslationModel::load(checkpoint, o.src_vocab, o.tgt_vocab)), options(o) {
+    TFM_CHECK(o.max_batch >= 1, "max_batch must be at least 1, got " << o.max_batch);
+    TFM_CHECK(o.threads >= 0 && o.workers >= 0 && o.batch_wait_us >= 0, "threads, workers and batch_wait_us must not be negative");
+    tm.model->products().set_precision(ops::parse_precision(o.precision));
+    tm.model->products().freeze();
+    threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+    const int count = o.workers > 0 ? o.workers : threads;
+    for (int w = 0; w < count; ++w) workers.emplace_back([this, share = std::max(1, threads / count)] { work(share); });
+  }
+
+  ~Impl() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    for (std::thread& t : workers) t.join();
+  }
+
+  std::future<std::vector<Translation>> submit(const std::vector<std::string>& texts, const TranslationOptions& o,
+                                               std::function<void(int64_t)> on_progress) {
+    auto request = std::make_shared<Request>();
+    request->search = search_options(o, tm.tgt_vocab);
+    request->on_progress = std::move(on_progress);
+    for (const std::string& text : texts) request->sources.push_back(tm.src_vocab.encode(text));
+    request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}});
+    std::future<std::vector<Translation>> result = request->promise.get_future();
+    const std::vector<size_t> order = decode::length_order(request->sources);
+    request->remaining = order.size();
+    if (order.empty()) {
+      request->promise.set_value(std::move(request->results));
+      return result;
+    }
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      const size_t batch = static_cast<size_t>(options.max_batch);
+      for (size_t start = 0; start < order.size(); start += batch)
+        queue.push_back({request, {order.begin() + static_cast<std::ptrdiff_t>(start),
+                                   order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + batch))},
+                         Clock::now()});
+    }
+    wake.notify_all();
+    return result;
+  }
+
+  // A worker: takes the next batch, searches it, hands out the results; until stopped
+  // with nothing left to do. Its batches run on its share of the threads, or, with the
+  // automatic worker count, on all of them when no other batch is in progress or
+  // waiting (a lone sentence gets the lowest latency; a stream of batches, one thread
+  // per batch, the highest throughput).
+  void work(int share) {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      wake.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty()) return;
+      const Clock::time_point deadline = queue.front().arrived + std::chrono::microseconds(options.batch_wait_us);
+      if (!stopping && joinable_sentences() < static_cast<size_t>(options.max_batch) && Clock::now() < deadline) {
+        wake.wait_until(lock, deadline);  // for other requests to join the batch
+        continue;
+      }
+      std::vector<Piece> batch = take_batch();
+      omp_set_num_threads(options.workers == 0 && in_flight == 0 && queue.empty() ? threads : share);  // this thread's own setting
+      ++in_flight;
+      lock.unlock();
+      search(batch);
+      lock.lock();
+      --in_flight;
+    }
+  }
+
+  // How many queued sentences the front piece's batch could take.
+  size_t joinable_sentences() const {
+    size_t n = 0;
+    for (const Piece& p : queue)
+      if (p.request->search == queue.front().request->search) n += p.items.size();
+    return n;
+  }
+
+  // The front piece, and the queued pieces of the same search options that fit beside it.
+  std::vector<Piece> take_batch() {
+    std::vector<Piece> batch{std::move(queue.front())};
+    queue.pop_front();
+    size_t size = batch[0].items.size();
+    for (auto it = queue.begin(); it != queue.end();) {
+      if (it->request->search == batch[0].request->search && size + it->items.size() <= static_cast<size_t>(options.max_batch)) {
+        size += it->items.size();
+        batch.push_back(std::move(*it));
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return batch;
+  }
+
+  void search(const std::vector<Piece>& batch) {
+    std::vector<const std::vector<int>*> sources;
+    for (const Piece& p : batch)
+      for (size_t i : p.items) sources.push_back(&p.request->sources[i]);
+    const decode::SearchOptions& o = batch[0].request->search;
+    std::vector<std::vector<decode::Hypothesis>> hyps;
+    try {
+      hyps = decode::beam_search(*tm.model, decode::pad_sources(sources, tm.model->config().pad_id, o.eos, tm.model->config().max_len), o);
+    } catch (...) {
+      fail(batch, std::current_exception());
+      return;
+    }
+    size_t k = 0;
+    for (const Piece& p : batch) {
+      for (size_t i : p.items) {
+        Translation& t = p.request->results[i];
+        t = {};
+        for (const decode::Hypothesis& h : hyps[k++]) {
+          t.hypotheses.push_back(tm.tgt_vocab.decode(h.tokens));
+          t.scores.push_back(h.score);
+          t.token_ids.push_back(h.tokens);
+        }
+      }
+      if (p.request->on_progress) {
+        const std::lock_guard<std::mutex> lock(p.request->progress_mutex);
+        p.request->on_progress(static_cast<int64_t>(p.items.size()));
+      }
+      finish(p);
+    }
+  }
+
+  void finish(const Piece& p) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    Request& r = *p.request;
+    r.remaining -= p.items.size();
+    if (r.remaining == 0 && !r.failed) r.promise.set_value(std::move(r.results));
+  }
+
+  // The requests of a failed batch fail, and their other pieces are dropped.
+  void fail(const std::vector<Piece>& batch, std::exception_ptr error) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const Piece& p : batch) {
+      if (p.request->failed) continue;
+      p.request->failed = true;
+      p.request->promise.set_exception(error);
+      std::erase_if(queue, [&](const Piece& q) { return q.request == p.request; });
+    }
+  }
+};
+
+Translator::Translator(const std::string& checkpoint, const TranslatorOptions& options)
+    : impl_(std::make_unique<Impl>(checkpoint, options)) {}
+
+Translator::~Translator() = default;
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& sources, const TranslationOptions& options) {
+  return submit(sources, options).get();
+}
+
+std::future<std::vector<Translation>> Translator::submit(std::vector<std::string> sources, const TranslationOptions& options,
+                                                         std::function<void(int64_t)> on_progress) {
+  return impl_->submit(sources, options, std::move(on_progress));
+}
+
+}  // namespace tfm

@@ -1,0 +1,133 @@
+// The public library API (include/tfm): what a program embedding tfm calls.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "decode/translation_model.h"
+#include "decode/translator.h"
+#include "support/fixture.h"
+#include "tfm/translator.h"
+
+namespace tfm {
+namespace {
+
+const std::string kModel = testing::fixture_path("threads/mt.safetensors");
+
+std::vector<std::string> fixture_sentences() {
+  std::vector<std::string> lines;
+  std::ifstream in(testing::fixture_path("threads/mt.de"));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  lines.insert(lines.begin() + 3, "");  // an empty line stays an empty translation
+  return lines;
+}
+
+// What the plain path (decode::translate, batch by batch on this thread) gives.
+std::vector<std::string> plain_translations(const std::vector<std::string>& lines, int64_t beam) {
+  decode::TranslationModel tm = decode::TranslationModel::load(kModel);
+  std::vector<std::vector<int>> sources;
+  for (const std::string& line : lines) sources.push_back(tm.src_vocab.encode(line));
+  decode::SearchOptions o;
+  o.beam = beam;
+  std::vector<std::string> out;
+  for (const auto& h : decode::translate(*tm.model, sources, o, 4)) out.push_back(tm.tgt_vocab.decode(h[0].tokens));
+  return out;
+}
+
+std::vector<std::string> best(const std::vector<Translation>& results) {
+  std::vector<std::string> out;
+  for (const Translation& t : results) out.push_back(t.hypotheses.at(0));
+  return out;
+}
+
+// Any number of workers and any batch size give the plain path's translations, in
+// input order, with n-best lists ranked by score.
+TEST(TranslatorApi, GivesThePlainPathsTranslationsForAnyWorkersAndBatch) {
+  const std::vector<std::string> lines = fixture_sentences();
+  const std::vector<std::string> expected = plain_translations(lines, 4);
+  EXPECT_EQ(expected[3], "");
+  for (int workers : {0, 1, 3})
+    for (int64_t batch : {1, 4, 32}) {
+      TranslatorOptions options;
+      options.workers = workers, options.max_batch = batch;
+      Translator translator(kModel, options);
+      EXPECT_EQ(best(translator.translate(lines)), expected) << "workers " << workers << ", batch " << batch;
+    }
+  Translator translator(kModel);
+  TranslationOptions nbest;
+  nbest.nbest = 3;
+  const std::vector<Translation> results = translator.translate(lines, nbest);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    ASSERT_EQ(results[i].hypotheses.size(), 3u);
+    EXPECT_EQ(results[i].hypotheses[0], expected[i]);
+    EXPECT_GE(results[i].scores[0], results[i].scores[1]);
+    EXPECT_EQ(results[i].token_ids.size(), 3u);
+  }
+}
+
+// Callers on many threads at once, each with its own sentences and search options,
+// each get exactly their own results; progress adds up to the sentences translated.
+TEST(TranslatorApi, ManyCallersAtOnceGetTheirOwnResults) {
+  const std::vector<std::string> lines = fixture_sentences();
+  const std::vector<std::string> beam4 = plain_translations(lines, 4), greedy = plain_translations(lines, 1);
+  TranslatorOptions options;
+  options.workers = 2, options.max_batch = 6, options.batch_wait_us = 20000;
+  Translator translator(kModel, options);
+  std::vector<std::thread> callers;
+  std::vector<std::string> failures(8);
+  for (size_t c = 0; c < failures.size(); ++c)
+    callers.emplace_back([&, c] {
+      TranslationOptions o;
+      o.beam = c % 2 ? 1 : 4;
+      const std::vector<std::string>& want = c % 2 ? greedy : beam4;
+      // Caller c translates sentences c, c + 1, ..., c + 4 (a few at a time, as a server gets them).
+      const std::vector<std::string> mine(lines.begin() + static_cast<std::ptrdiff_t>(c), lines.begin() + static_cast<std::ptrdiff_t>(c + 5));
+      int64_t progress = 0;
+      const std::vector<std::string> got = best(translator.submit(mine, o, [&](int64_t n) { progress += n; }).get());
+      for (size_t i = 0; i < mine.size(); ++i)
+        if (got[i] != want[c + i]) failures[c] += "sentence " + std::to_string(c + i) + ": '" + got[i] + "' ";
+      const int64_t nonempty = std::count_if(mine.begin(), mine.end(), [](const std::string& s) { return !s.empty(); });
+      if (progress != nonempty) failures[c] += "progress " + std::to_string(progress) + " of " + std::to_string(nonempty);
+    });
+  for (std::thread& t : callers) t.join();
+  for (size_t c = 0; c < failures.size(); ++c) EXPECT_EQ(failures[c], "") << "caller " << c;
+}
+
+// Bad checkpoints and options are exceptions with tfm's one-line message.
+TEST(TranslatorApi, BadInputIsAnExceptionWithAClearMessage) {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([] { Translator("/nonexistent/model.safetensors"); }).find("/nonexistent/model.safetensors"), std::string::npos);
+  TranslatorOptions bad_precision;
+  bad_precision.precision = "f64";
+  EXPECT_NE(message([&] { Translator(kModel, bad_precision); }).find("f64"), std::string::npos);
+  Translator translator(kModel);
+  TranslationOptions too_many;
+  too_many.beam = 2, too_many.nbest = 3;
+  EXPECT_EQ(message([&] { translator.translate({"Ein Hund."}, too_many); }), "nbest 3 must be between 1 and the beam, 2");
+  EXPECT_EQ(translator.translate({}).size(), 0u);
+}
+
+// Destroying a translator finishes what was submitted.
+TEST(TranslatorApi, DestructionFinishesSubmittedRequests) {
+  const std::vector<std::string> lines = fixture_sentences();
+  std::future<std::vector<Translation>> pending;
+  {
+    Translator translator(kModel);
+    pending = translator.submit(lines);
+  }
+  EXPECT_EQ(best(pending.get()), plain_translations(lines, 4));
+}
+
+}  // namespace
+}  // namespace tfm
