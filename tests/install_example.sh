@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, builds examples/translate against the
+# installed package (find_package(tfm)), and checks that it translates as `tfm translate` does.
+#   tests/install_example.sh BUILD_DIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath "$1")
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix/usr" >/dev/null
+cmake -S examples/translate -B "$prefix/example" -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$prefix/example" >/dev/null
+model=tests/fixtures/threads/mt.safetensors
+sentences=("Ein Mann schläft in einem grünen Raum auf einem Sofa." "Zwei Hunde spielen im Schnee.")
+got=$("$prefix/example/translate" "$model" "${sentences[@]}")
+want=$(printf '%s\n' "${sentences[@]}" | "$prefix/usr/bin/tfm" translate --model "$model")
+[[ -n "$got" && "$got" == "$want" ]] || { echo "the example gave:"$'\n'"$got"$'\n'"tfm translate gave:"$'\n'"$want"; exit 1; }
+if err=$("$prefix/example/translate" /nonexistent.safetensors "x" 2>&1) || [[ $err != "translate: /nonexistent.safetensors: "* ]]; then
+  echo "a missing checkpoint should be one clear error, got: $err"
+  exit 1
+fi
+echo "the installed library built the example, which translates as tfm translate does"
