@@ -10,6 +10,7 @@
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "support/fixture.h"
+#include "tfm/encoder.h"
 #include "tfm/translator.h"
 
 namespace tfm {
@@ -127,6 +128,44 @@ TEST(TranslatorApi, DestructionFinishesSubmittedRequests) {
     pending = translator.submit(lines);
   }
   EXPECT_EQ(best(pending.get()), plain_translations(lines, 4));
+}
+
+// Sentence vectors: one row per sentence, each what the sentence gives alone, the same
+// from many threads at once; [CLS] pooling differs from the mean.
+TEST(EncoderApi, EmbedsSentencesAsEachAloneFromAnyThread) {
+  const Encoder encoder(testing::fixture_path("threads/bert.safetensors"));
+  const std::vector<std::string> sentences = {"To be, or not to be", "", "that is the question"};
+  const Embeddings all = encoder.embed(sentences);
+  ASSERT_EQ(all.count, 3);
+  ASSERT_EQ(all.dim, encoder.dim());
+  ASSERT_EQ(all.values.size(), static_cast<size_t>(3 * all.dim));
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const Embeddings one = encoder.embed({sentences[i]});
+    EXPECT_EQ(one.values, std::vector<float>(all.values.begin() + static_cast<std::ptrdiff_t>(i * all.dim),
+                                             all.values.begin() + static_cast<std::ptrdiff_t>((i + 1) * all.dim)));
+  }
+  EXPECT_NE(encoder.embed({sentences[0]}, "cls").values, encoder.embed({sentences[0]}, "mean").values);
+  std::vector<std::thread> threads;
+  std::vector<std::vector<float>> got(4);
+  for (size_t t = 0; t < got.size(); ++t) threads.emplace_back([&, t] { got[t] = encoder.embed(sentences).values; });
+  for (std::thread& t : threads) t.join();
+  for (const std::vector<float>& g : got) EXPECT_EQ(g, all.values);
+  const Embeddings longer = encoder.embed({std::string(4000, 'a')});
+  EXPECT_EQ(longer.truncated, 1);
+}
+
+TEST(EncoderApi, BadInputIsAnExceptionWithAClearMessage) {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([] { Encoder e(kModel); }).find("not an encoder from `tfm bert train`"), std::string::npos) << message([] { Encoder e(kModel); });
+  const Encoder encoder(testing::fixture_path("threads/bert.safetensors"));
+  EXPECT_EQ(message([&] { encoder.embed({"x"}, "max"); }), "unknown pooling 'max' (mean or cls)");
 }
 
 }  // namespace

@@ -5,19 +5,16 @@
 #include <sstream>
 #include <memory>
 
-#include "autograd/autograd.h"
 #include "cli/commands.h"
-#include "cli/family_checkpoint.h"
 #include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "data/text.h"
-#include "io/checkpoint.h"
 #include "io/output_file.h"
 #include "ops/reduced_precision.h"
-#include "ops/shape.h"
 #include "tensor/error.h"
 #include "train/masked_lm.h"
+#include "tfm/encoder.h"
 #include "train/progress.h"
 
 namespace tfm::cli {
@@ -60,37 +57,22 @@ void add_embed_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
-    FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "bert", "an encoder from `tfm bert train`", o->spm);
-    const data::Tokenizer& tokenizer = *c.tokenizer;
-    models::BERT model(c.config, data::Tokenizer::kPad);
-    io::load_parameters(model.named_parameters(), c.file, o->checkpoint);
-    model.eval();
-    autograd::NoGradGuard no_grad;
-    use_for_inference(model, *cmd);
+    const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd))});
     data::LineReader in(o->input);
     int64_t truncated = 0;
     for (std::string line; in.next(line);) {
-      std::vector<int> ids = tokenizer.encode(line);
-      if (static_cast<int64_t>(ids.size()) > model.config().max_len - 1) ids.resize(static_cast<size_t>(model.config().max_len - 1)), ++truncated;
-      ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS]
-      const int64_t len = static_cast<int64_t>(ids.size());
-      const int64_t D = model.config().d_model;
-      const Tensor hidden = ops::contiguous(model.encode({ids, 1, len}));  // [1, len, d_model]
-      // [CLS] alone, or the mean over the sentence's tokens ([CLS] too for an empty line).
-      const int64_t first = o->pool == "cls" || len == 1 ? 0 : 1, last = o->pool == "cls" ? 1 : len;
-      std::vector<double> v(static_cast<size_t>(D), 0.0);
-      for (int64_t t = first; t < last; ++t)
-        for (int64_t i = 0; i < D; ++i) v[static_cast<size_t>(i)] += hidden.data()[t * D + i] / static_cast<double>(last - first);
+      const tfm::Embeddings e = encoder.embed({line}, o->pool);
+      truncated += e.truncated;
       std::ostringstream vector;
       vector << std::setprecision(6);
-      for (int64_t i = 0; i < D; ++i) vector << (i ? " " : "") << v[static_cast<size_t>(i)];
+      for (int64_t i = 0; i < e.dim; ++i) vector << (i ? " " : "") << e.values[static_cast<size_t>(i)];
       vector << "\n";
       out.write(vector.str());
     }
     out.finish();  // the vectors complete (and written) before the warning below
     if (truncated)
       std::cerr << "tfm: warning: " << train::count_of(truncated, "line", "lines") << " longer than "
-                << train::count_of(model.config().max_len - 1, "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
+                << train::count_of(encoder.max_tokens(), "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
     exit_code = 0;
   });
 }

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/family_checkpoint.h"
+#include "decode/family_checkpoint.h"
 #include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
@@ -69,7 +69,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // as translate and attention refuse such text
-    FamilyCheckpoint c = open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
+    decode::FamilyCheckpoint c = decode::open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
     const data::Tokenizer& tokenizer = *c.tokenizer;
     models::GPT model(c.config);
     io::load_parameters(model.named_parameters(), c.file, o->checkpoint);

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/family_checkpoint.h"
+#include "decode/family_checkpoint.h"
 #include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
@@ -54,7 +54,7 @@ std::string class_name(int64_t label, int64_t classes, const std::string& data_d
 
 // A ViT checkpoint from `tfm vit train`, loaded.
 std::unique_ptr<models::ViT> load_vit(const std::string& path) {
-  FamilyCheckpoint c = open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
+  decode::FamilyCheckpoint c = decode::open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
   auto model = std::make_unique<models::ViT>(c.config);
   io::load_parameters(model->named_parameters(), c.file, path);
   model->eval();

@@ -1,8 +1,8 @@
-#include "cli/family_checkpoint.h"
+#include "decode/family_checkpoint.h"
 
 #include "tensor/error.h"
 
-namespace tfm::cli {
+namespace tfm::decode {
 
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm) {
@@ -19,4 +19,4 @@ FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::stri
   return c;
 }
 
-}  // namespace tfm::cli
+}  // namespace tfm::decode

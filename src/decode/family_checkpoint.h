@@ -1,6 +1,6 @@
 #pragma once
 // Opening a checkpoint of one of the single-stack families (gpt, bert, vit) for a
-// command: refuses other kinds with one line, and rebuilds the configuration and,
+// program: refuses other kinds with one line, and rebuilds the configuration and,
 // for the text families, the tokenizer the model was trained with.
 #include <optional>
 #include <string>
@@ -9,7 +9,7 @@
 #include "io/checkpoint.h"
 #include "models/stack_config.h"
 
-namespace tfm::cli {
+namespace tfm::decode {
 
 struct FamilyCheckpoint {
   std::string path;
@@ -23,4 +23,4 @@ struct FamilyCheckpoint {
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm = "");
 
-}  // namespace tfm::cli
+}  // namespace tfm::decode

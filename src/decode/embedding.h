@@ -1,0 +1,22 @@
+#pragma once
+// Sentence vectors from a BERT-style encoder: the [CLS] vector, or the mean of the
+// sentence's token vectors.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/bert.h"
+
+namespace tfm::decode {
+
+enum class Pooling { mean, cls };
+
+// "mean" or "cls"; anything else is a clear error.
+Pooling parse_pooling(const std::string& name);
+
+// The vector [d_model] of one sentence's token ids (no special tokens; [CLS] is put in
+// front here). Ids past the model's max_len - 1 are cut off: `truncated` says so. An
+// empty sentence's mean is its [CLS] vector.
+std::vector<float> sentence_vector(models::BERT& model, std::vector<int> ids, Pooling pool, bool* truncated = nullptr);
+
+}  // namespace tfm::decode
