@@ -7,9 +7,14 @@
 #include <thread>
 #include <vector>
 
+#include "decode/family_checkpoint.h"
 #include "decode/translation_model.h"
+#include "io/checkpoint.h"
 #include "decode/translator.h"
 #include "support/fixture.h"
+#include "data/idx.h"
+#include "train/vit.h"
+#include "tfm/classifier.h"
 #include "tfm/encoder.h"
 #include "tfm/translator.h"
 
@@ -166,6 +171,37 @@ TEST(EncoderApi, BadInputIsAnExceptionWithAClearMessage) {
   EXPECT_NE(message([] { Encoder e(kModel); }).find("not an encoder from `tfm bert train`"), std::string::npos) << message([] { Encoder e(kModel); });
   const Encoder encoder(testing::fixture_path("threads/bert.safetensors"));
   EXPECT_EQ(message([&] { encoder.embed({"x"}, "max"); }), "unknown pooling 'max' (mean or cls)");
+}
+
+// Images classified through the library get the labels `tfm vit eval` counts correct,
+// with probabilities that sum to 1; a wrong pixel count is a clear error.
+TEST(ClassifierApi, ClassifiesAsTheEvaluationDoes) {
+  const std::string path = testing::fixture_path("threads/vit.safetensors");
+  const Classifier classifier(path);
+  const data::ImageSet test = data::read_image_split(testing::fixture_path("threads/fashion"), false, classifier.classes());
+  ASSERT_EQ(test.rows, classifier.image_size());
+  const Classification c = classifier.classify(test.pixels, test.count);
+  ASSERT_EQ(c.labels.size(), static_cast<size_t>(test.count));
+  int64_t correct = 0;
+  for (int64_t i = 0; i < test.count; ++i) {
+    correct += c.labels[static_cast<size_t>(i)] == test.labels[static_cast<size_t>(i)];
+    double sum = 0;
+    for (int64_t k = 0; k < c.classes; ++k) sum += c.probabilities[static_cast<size_t>(i * c.classes + k)];
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  std::unique_ptr<models::ViT> model = std::make_unique<models::ViT>(
+      decode::open_family_checkpoint(path, "vit", "a ViT").config);
+  io::load_parameters(model->named_parameters(), io::read_safetensors(path), path);
+  model->eval();
+  EXPECT_EQ(correct, train::evaluate_images(*model, test, 0, test.count).correct);
+  const Classification one = classifier.classify(std::vector<uint8_t>(test.pixels.begin(), test.pixels.begin() + test.rows * test.cols), 1);
+  EXPECT_EQ(one.labels[0], c.labels[0]);
+  try {
+    classifier.classify({1, 2, 3}, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "3 pixels given for 1 images of 1x28x28 (784 each)");
+  }
 }
 
 }  // namespace

@@ -114,6 +114,18 @@ Tensor to(const Tensor& x, DType dtype) {
   return out;
 }
 
+Tensor from_pixels(const Tensor& pixels) {
+  TFM_CHECK(pixels.dtype() == DType::u8, "pixels must be u8, got " << to_string(pixels.dtype()));
+  const Tensor src = pixels.is_contiguous() ? pixels : pixels.clone();
+  Tensor out = Tensor::empty(src.shape());
+  const uint8_t* in = src.data_as<uint8_t>();
+  float* o = out.data();
+  parallel_chunks(src.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = in[i] / 127.5f - 1.0f;
+  });
+  return out;
+}
+
 Tensor to(const Tensor& x, Device device) {
   if (x.device() == device) return x;
   Tensor out = Tensor::empty(x.shape(), x.dtype(), device);  // fails where the build has no such device

@@ -13,6 +13,10 @@ Tensor to(const Tensor& x, DType dtype);
 // x on `device` (x itself when it is there already).
 Tensor to(const Tensor& x, Device device);
 
+// Image pixels (u8, any shape) as f32 in [-1, 1]: v / 127.5 - 1, torchvision's ToTensor
+// then Normalize(0.5, 0.5), as the ViT recipe feeds images.
+Tensor from_pixels(const Tensor& pixels);
+
 // IEEE half precision, round to nearest even; overflow gives infinity, NaN stays NaN.
 uint16_t to_f16(float x);
 float from_f16(uint16_t h);

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "autograd/autograd.h"
+#include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -33,15 +34,15 @@ TrainerOptions VitOptions::default_trainer() {
 
 Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indices, const std::vector<bool>& flip) {
   const int64_t n = static_cast<int64_t>(indices.size()), R = set.rows, C = set.cols;
-  Tensor x = Tensor::empty({n, 1, R, C});
-  float* d = x.data();
+  Tensor x = Tensor::empty({n, 1, R, C}, DType::u8);
+  uint8_t* d = x.data_as<uint8_t>();
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* img = set.pixels.data() + indices[static_cast<size_t>(i)] * R * C;
     const bool mirror = !flip.empty() && flip[static_cast<size_t>(i)];
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t c = 0; c < C; ++c) d[(i * R + r) * C + c] = img[r * C + (mirror ? C - 1 - c : c)] / 127.5f - 1.0f;
+      for (int64_t c = 0; c < C; ++c) d[(i * R + r) * C + c] = img[r * C + (mirror ? C - 1 - c : c)];
   }
-  return x;
+  return ops::from_pixels(x);
 }
 
 Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_t first, int64_t count) {

@@ -1,0 +1,45 @@
+#pragma once
+// tfm::Classifier: a Vision Transformer from `tfm vit train`, classifying images.
+//
+//   tfm::Classifier classifier("runs/vit/best.safetensors");
+//   tfm::Classification c = classifier.classify(pixels, 2);  // two 28x28 grey images, u8
+//   // c.labels[i]: the most likely class; c.probabilities: [count, classes]
+//
+// Safe to call from many threads at once.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfm {
+
+struct ClassifierOptions {
+  std::string precision = "f32";  // the linear layers' products: f32, bf16 or int8
+};
+
+struct Classification {
+  int64_t count = 0, classes = 0;
+  std::vector<int64_t> labels;       // the most likely class of each image
+  std::vector<float> probabilities;  // [count, classes], row-major: softmax of the logits
+};
+
+class Classifier {
+ public:
+  // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
+  explicit Classifier(const std::string& checkpoint, const ClassifierOptions& options = {});
+  ~Classifier();
+  Classifier(const Classifier&) = delete;
+  Classifier& operator=(const Classifier&) = delete;
+
+  // `count` images of channels() x image_size() x image_size() pixels (0-255), one after another.
+  Classification classify(const std::vector<uint8_t>& pixels, int64_t count) const;
+  int64_t image_size() const;
+  int64_t channels() const;
+  int64_t classes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfm
