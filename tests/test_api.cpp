@@ -16,6 +16,7 @@
 #include "train/vit.h"
 #include "tfm/classifier.h"
 #include "tfm/encoder.h"
+#include "tfm/generator.h"
 #include "tfm/translator.h"
 
 namespace tfm {
@@ -201,6 +202,37 @@ TEST(ClassifierApi, ClassifiesAsTheEvaluationDoes) {
     ADD_FAILURE() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "3 pixels given for 1 images of 1x28x28 (784 each)");
+  }
+}
+
+// Generation streams pieces that make the returned text; the same seed gives the same
+// text on any thread, many at once; greedy ignores the seed.
+TEST(GeneratorApi, StreamsTheTextItReturnsTheSameOnEveryThread) {
+  const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+  GenerationOptions o;
+  o.max_new_tokens = 40, o.seed = 5;
+  std::string streamed;
+  const std::string text = generator.generate("ROMEO:", o, [&](const std::string& piece) { streamed += piece; });
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(streamed, text);
+  std::vector<std::thread> threads;
+  std::vector<std::string> got(4);
+  for (size_t t = 0; t < got.size(); ++t) threads.emplace_back([&, t] { got[t] = generator.generate("ROMEO:", o); });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& g : got) EXPECT_EQ(g, text);
+  o.seed = 6;
+  EXPECT_NE(generator.generate("ROMEO:", o), text) << "another seed, another sample";
+  o.temperature = 0;
+  const std::string greedy = generator.generate("ROMEO:", o);
+  o.seed = 7;
+  EXPECT_EQ(generator.generate("ROMEO:", o), greedy);
+  o.max_new_tokens = 0;
+  EXPECT_EQ(generator.generate("ROMEO:", o), "");
+  try {
+    generator.generate("a\xff", o);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "the prompt: invalid UTF-8");
   }
 }
 

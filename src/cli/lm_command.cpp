@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "decode/family_checkpoint.h"
+#include "tfm/generator.h"
 #include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
@@ -68,26 +68,12 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
-    TFM_CHECK(!problem, "--prompt: " << problem);  // as translate and attention refuse such text
-    decode::FamilyCheckpoint c = decode::open_family_checkpoint(o->checkpoint, "gpt", "a language model from `tfm lm train`", o->spm);
-    const data::Tokenizer& tokenizer = *c.tokenizer;
-    models::GPT model(c.config);
-    io::load_parameters(model.named_parameters(), c.file, o->checkpoint);
-    use_for_inference(model, *cmd);
-    std::vector<int> prompt = o->prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(o->prompt);
-    TFM_CHECK(!prompt.empty(), "the prompt encodes to no tokens");
+    TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
+    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd))});
     out.write(o->prompt);
-    // SentencePiece drops the leading space of a piece decoded alone: decode the whole text
-    // each time and print what it adds (once it extends what was printed: a character may
-    // take several byte pieces).
-    std::vector<int> ids = prompt;
-    std::string shown = tokenizer.decode(ids);
-    decode::generate(model, prompt, o->sampling, [&](int id) {
-      ids.push_back(id);
-      std::string text = tokenizer.decode(ids);
-      if (text.compare(0, shown.size(), shown) != 0) return;
-      out.write(std::string_view(text).substr(shown.size()));  // stdout: each token shows as it comes; a failed write stops generation
-      shown = std::move(text);
+    const decode::SamplingOptions& s = o->sampling;
+    generator.generate(o->prompt, {s.max_new_tokens, s.temperature, s.top_k, s.top_p, s.seed}, [&](const std::string& piece) {
+      out.write(piece);  // stdout: each token shows as it comes; a failed write stops generation
     });
     out.write("\n");
     out.finish();
