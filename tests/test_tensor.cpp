@@ -43,37 +43,50 @@ TEST(Autograd, ReportsEachLeafOnceItsGradientIsComplete) {
 TEST(Allocator, ReusesSplitsMergesAndGrowsAtTheEnd) {
   HostAddressSpace host;
   CachingAllocator cache(host, 8 << 20);  // regions of 8 MiB
-  auto* a = static_cast<char*>(cache.allocate(100));  // small pool: its region backs 2 MiB
-  auto* b = static_cast<char*>(cache.allocate(3000));
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
-  EXPECT_EQ(b, a + 128) << "a block is cut from the free rest";
+  const size_t kib = 1 << 10, mib = 1 << 20;
+  auto alloc = [&](size_t bytes) { return cache.allocate(bytes); };
+  auto ptr = [](const Allocation& a) { return static_cast<char*>(a.ptr); };
+  // Up to 64 KiB: a freed block waits for a request of its size.
+  const Allocation tiny = alloc(100);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(tiny.ptr) % 64, 0u);
+  cache.deallocate(tiny);
+  const Allocation same = alloc(128);
+  EXPECT_EQ(same.ptr, tiny.ptr) << "the same size (rounded to 64 bytes) reuses it";
+  cache.deallocate(same);
+  EXPECT_NE(alloc(192).ptr, tiny.ptr) << "another size does not";
+  // Larger small blocks: best fit, split, merged (the small pool's region backs 2 MiB).
+  const Allocation a = alloc(100 * kib), b = alloc(300 * kib);
+  EXPECT_EQ(ptr(b), ptr(a) + 100 * kib) << "a block is cut from the free rest";
   cache.deallocate(a);
-  EXPECT_EQ(cache.allocate(64), a) << "the freed block is the best fit";
-  cache.deallocate(a);
+  const Allocation a2 = alloc(80 * kib);
+  EXPECT_EQ(a2.ptr, a.ptr) << "the freed block is the best fit";
+  cache.deallocate(a2);
   cache.deallocate(b);
-  EXPECT_EQ(cache.allocate(2000), a) << "freed neighbours merge into one block";
-  EXPECT_EQ(cache.committed_bytes(), size_t{2} << 20);
+  const Allocation ab = alloc(400 * kib);
+  EXPECT_EQ(ab.ptr, a.ptr) << "freed neighbours merge into one block";
+  EXPECT_EQ(cache.committed_bytes(), 2 * mib);
 
-  const size_t mib = 1 << 20;
-  auto* big = static_cast<char*>(cache.allocate(5 * mib / 2));  // large pool: 4 MiB backed
-  big[5 * mib / 2 - 1] = 1;
+  // The large pool: regions grow at their end.
+  const Allocation big = alloc(5 * mib / 2);  // 4 MiB backed
+  ptr(big)[5 * mib / 2 - 1] = 1;
   EXPECT_EQ(cache.committed_bytes(), 6 * mib);
-  auto* after = static_cast<char*>(cache.allocate(5 * mib / 4));  // fits the backed rest
-  EXPECT_EQ(after, big + 5 * mib / 2);
+  const Allocation after = alloc(5 * mib / 4);  // fits the backed rest
+  EXPECT_EQ(ptr(after), ptr(big) + 5 * mib / 2);
   EXPECT_EQ(cache.committed_bytes(), 6 * mib);
   cache.deallocate(after);
-  auto* bigger = static_cast<char*>(cache.allocate(5 * mib));  // the free end joins what grows
-  EXPECT_EQ(bigger, after) << "the region grew at its end instead of starting anew";
+  const Allocation bigger = alloc(5 * mib);  // the free end joins what grows
+  EXPECT_EQ(bigger.ptr, after.ptr) << "the region grew at its end instead of starting anew";
   EXPECT_EQ(cache.committed_bytes(), 10 * mib);
   cache.deallocate(big);
   cache.deallocate(bigger);
-  EXPECT_EQ(cache.allocate(8 << 20), big) << "the whole region is one free block again";
+  const Allocation whole = alloc(8 * mib);
+  EXPECT_EQ(whole.ptr, big.ptr) << "the whole region is one free block again";
   EXPECT_EQ(cache.region_count(), 2u);
-  void* more = cache.allocate(3 << 20);  // the region is full: a second one
+  const Allocation more = alloc(3 * mib);  // the region is full: a second one
   EXPECT_EQ(cache.region_count(), 3u);
   cache.deallocate(more);
-  cache.deallocate(big);
-  cache.deallocate(a);
+  cache.deallocate(whole);
+  cache.deallocate(ab);
 }
 
 // Every dtype converts to every other (PyTorch's Tensor.to): floats round to nearest

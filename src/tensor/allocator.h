@@ -10,19 +10,25 @@
 #include <cstddef>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 #include "tensor/device.h"
 
 namespace tfm {
 
+// Memory handed out: where it is, and the allocator's own record of it (given back to
+// deallocate, so that freeing needs no lookup).
+struct Allocation {
+  void* ptr = nullptr;
+  void* handle = nullptr;
+};
+
 class Allocator {
  public:
   virtual ~Allocator() = default;
   // At least `bytes` (a multiple of 64), 64-byte aligned; throws std::bad_alloc.
-  virtual void* allocate(size_t bytes) = 0;
-  virtual void deallocate(void* ptr) = 0;
+  virtual Allocation allocate(size_t bytes) = 0;
+  virtual void deallocate(const Allocation& allocation) = 0;
 };
 
 Allocator& allocator_for(Device device);
@@ -50,14 +56,16 @@ class HostAddressSpace final : public AddressSpace {
 // nothing fits the newest region grows at its end, its free last block included, so
 // buffers whose sizes change from batch to batch keep reusing one stretch of memory.
 // Requests up to 1 MiB come from regions of their own, so small buffers never cut the
-// large ones' free memory into pieces.
+// large ones' free memory into pieces; blocks up to 64 KiB, freed, wait in a list of
+// their exact size for the next request of that size (no search, no merging: a
+// decoding step makes hundreds of such tensors, the same sizes step after step).
 class CachingAllocator final : public Allocator {
  public:
   // `region_bytes`: the addresses each region reserves (a larger request reserves its size).
   CachingAllocator(AddressSpace& space, size_t region_bytes);
   ~CachingAllocator() override;
-  void* allocate(size_t bytes) override;
-  void deallocate(void* ptr) override;
+  Allocation allocate(size_t bytes) override;
+  void deallocate(const Allocation& allocation) override;
 
   size_t committed_bytes() const;  // backed by memory: in use or cached
   size_t region_count() const;
@@ -98,7 +106,7 @@ class CachingAllocator final : public Allocator {
   size_t region_bytes_;
   mutable std::mutex mutex_;
   Pool small_, large_;
-  std::unordered_map<void*, Block*> in_use_;
+  std::vector<std::vector<Block*>> by_size_;  // freed blocks up to 64 KiB: [size / 64 - 1]
 };
 
 }  // namespace tfm

@@ -2,7 +2,6 @@
 
 #include <atomic>
 
-#include "tensor/allocator.h"
 
 namespace tfm {
 
@@ -15,14 +14,14 @@ std::atomic<size_t> g_live{0}, g_peak{0};
 size_t Storage::peak_bytes() { return g_peak.load(); }
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  data_ = allocator_for(device).allocate(bytes);
+  memory_ = allocator_for(device).allocate(bytes);
   const size_t live = g_live += bytes;
   for (size_t peak = g_peak.load(); live > peak && !g_peak.compare_exchange_weak(peak, live);) {
   }
 }
 
 Storage::~Storage() {
-  allocator_for(device_).deallocate(data_);
+  allocator_for(device_).deallocate(memory_);
   g_live -= bytes_;
 }
 

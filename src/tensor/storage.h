@@ -3,6 +3,7 @@
 // (views share it); the tensors say what type its elements are.
 #include <cstddef>
 
+#include "tensor/allocator.h"
 #include "tensor/device.h"
 
 namespace tfm {
@@ -19,13 +20,13 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() { return data_; }
-  const void* data() const { return data_; }
+  void* data() { return memory_.ptr; }
+  const void* data() const { return memory_.ptr; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
  private:
-  void* data_ = nullptr;
+  Allocation memory_;
   size_t bytes_ = 0;
   Device device_;
 };
