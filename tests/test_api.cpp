@@ -14,6 +14,8 @@
 #include "support/fixture.h"
 #include "data/idx.h"
 #include "train/vit.h"
+#include "support/process.h"
+#include "tfm/checkpoint.h"
 #include "tfm/classifier.h"
 #include "tfm/encoder.h"
 #include "tfm/generator.h"
@@ -234,6 +236,40 @@ TEST(GeneratorApi, StreamsTheTextItReturnsTheSameOnEveryThread) {
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), "the prompt: invalid UTF-8");
   }
+}
+
+// A checkpoint read as name -> array and written back is the same model (a generator
+// loads it and generates what it did); bad shapes and files are clear errors.
+TEST(CheckpointApi, ReadsAndWritesNamedArrays) {
+  const std::string path = testing::fixture_path("threads/lm.safetensors");
+  Checkpoint c = read_checkpoint(path);
+  ASSERT_TRUE(c.tensors.count("tok_embed.weight"));
+  const Array& w = c.tensors.at("tok_embed.weight");
+  ASSERT_EQ(w.shape.size(), 2u);
+  EXPECT_EQ(static_cast<int64_t>(w.values.size()), w.shape[0] * w.shape[1]);
+  EXPECT_TRUE(c.metadata.count("tfm.config"));
+  testing::TempDir dir;
+  write_checkpoint(dir.path("copy.safetensors"), c);
+  const Checkpoint back = read_checkpoint(dir.path("copy.safetensors"));
+  EXPECT_EQ(back.metadata, c.metadata);
+  ASSERT_EQ(back.tensors.size(), c.tensors.size());
+  for (const auto& [name, array] : c.tensors) {
+    EXPECT_EQ(back.tensors.at(name).shape, array.shape) << name;
+    EXPECT_EQ(back.tensors.at(name).values, array.values) << name;
+  }
+  GenerationOptions o;
+  o.max_new_tokens = 20;
+  EXPECT_EQ(Generator(dir.path("copy.safetensors")).generate("A", o),
+            Generator(path).generate("A", o));
+
+  c.tensors["bad"] = {{2, 3}, {1, 2, 3}};
+  try {
+    write_checkpoint(dir.path("bad.safetensors"), c);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'bad' has 3 values for shape [2, 3]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_checkpoint(testing::fixture_path("threads/mt.de")), std::runtime_error);
 }
 
 }  // namespace

@@ -1,0 +1,28 @@
+#include "tfm/checkpoint.h"
+
+#include "io/safetensors.h"
+#include "tensor/error.h"
+
+namespace tfm {
+
+Checkpoint read_checkpoint(const std::string& path) {
+  io::SafeTensors file = io::read_safetensors(path);
+  Checkpoint c;
+  c.metadata = std::move(file.metadata);
+  c.metadata.erase("tfm.crc32");  // checked on reading, made anew on writing
+  for (const auto& [name, tensor] : file.tensors) c.tensors[name] = {tensor.shape(), tensor.to_vector()};
+  return c;
+}
+
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+  io::NamedTensors tensors;
+  for (const auto& [name, array] : checkpoint.tensors) {
+    for (int64_t d : array.shape) TFM_CHECK(d >= 0, path << ": tensor '" << name << "' has a negative dimension");
+    TFM_CHECK(shape_numel(array.shape) == static_cast<int64_t>(array.values.size()),
+              path << ": tensor '" << name << "' has " << array.values.size() << " values for shape " << shape_str(array.shape));
+    tensors.emplace_back(name, Tensor::from_vector(array.shape, array.values));
+  }
+  io::write_safetensors(path, tensors, checkpoint.metadata);
+}
+
+}  // namespace tfm
