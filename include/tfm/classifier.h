@@ -11,11 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace tfm {
+#include "tfm/model_options.h"
 
-struct ClassifierOptions {
-  std::string precision = "f32";  // the linear layers' products: f32, bf16 or int8
-};
+namespace tfm {
 
 struct Classification {
   int64_t count = 0, classes = 0;
@@ -26,7 +24,7 @@ struct Classification {
 class Classifier {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
-  explicit Classifier(const std::string& checkpoint, const ClassifierOptions& options = {});
+  explicit Classifier(const std::string& checkpoint, const ModelOptions& options = {});
   ~Classifier();
   Classifier(const Classifier&) = delete;
   Classifier& operator=(const Classifier&) = delete;

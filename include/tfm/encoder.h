@@ -12,12 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace tfm {
+#include "tfm/model_options.h"
 
-struct EncoderOptions {
-  std::string vocab;              // SentencePiece model, if not at the path the checkpoint records
-  std::string precision = "f32";  // the linear layers' products: f32, bf16 or int8
-};
+namespace tfm {
 
 struct Embeddings {
   int64_t count = 0, dim = 0;
@@ -28,7 +25,7 @@ struct Embeddings {
 class Encoder {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
-  explicit Encoder(const std::string& checkpoint, const EncoderOptions& options = {});
+  explicit Encoder(const std::string& checkpoint, const ModelOptions& options = {});
   ~Encoder();
   Encoder(const Encoder&) = delete;
   Encoder& operator=(const Encoder&) = delete;

@@ -11,12 +11,9 @@
 #include <memory>
 #include <string>
 
-namespace tfm {
+#include "tfm/model_options.h"
 
-struct GeneratorOptions {
-  std::string vocab;              // SentencePiece model, if not at the path the checkpoint records
-  std::string precision = "f32";  // the linear layers' products: f32, bf16 or int8
-};
+namespace tfm {
 
 struct GenerationOptions {
   int64_t max_new_tokens = 500;
@@ -29,7 +26,7 @@ struct GenerationOptions {
 class Generator {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
-  explicit Generator(const std::string& checkpoint, const GeneratorOptions& options = {});
+  explicit Generator(const std::string& checkpoint, const ModelOptions& options = {});
   ~Generator();
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;

@@ -1,28 +1,16 @@
 #include "tfm/encoder.h"
 
+#include "api/inference.h"
 #include "decode/embedding.h"
-#include "decode/family_checkpoint.h"
-#include "io/checkpoint.h"
-#include "ops/reduced_precision.h"
 
 namespace tfm {
 
-struct Encoder::Impl {
-  decode::FamilyCheckpoint checkpoint;
-  models::BERT model;
-
-  Impl(const std::string& path, const EncoderOptions& o)
-      : checkpoint(decode::open_family_checkpoint(path, "bert", "an encoder from `tfm bert train`", o.vocab)),
-        model(checkpoint.config, data::Tokenizer::kPad) {
-    io::load_parameters(model.named_parameters(), checkpoint.file, path);
-    checkpoint.file = {};  // the weights are in the model now
-    model.eval();
-    model.products().set_precision(ops::parse_precision(o.precision));
-    model.products().freeze();
-  }
+struct Encoder::Impl : api::FamilyModel<models::BERT> {
+  Impl(const std::string& path, const ModelOptions& o)
+      : FamilyModel(path, "bert", "an encoder from `tfm bert train`", o.vocab, o.precision, data::Tokenizer::kPad) {}
 };
 
-Encoder::Encoder(const std::string& checkpoint, const EncoderOptions& options)
+Encoder::Encoder(const std::string& checkpoint, const ModelOptions& options)
     : impl_(std::make_unique<Impl>(checkpoint, options)) {}
 
 Encoder::~Encoder() = default;

@@ -1,30 +1,18 @@
 #include "tfm/generator.h"
 
+#include "api/inference.h"
 #include "data/text.h"
-#include "decode/family_checkpoint.h"
 #include "decode/sampling.h"
-#include "io/checkpoint.h"
-#include "ops/reduced_precision.h"
 #include "tensor/error.h"
 
 namespace tfm {
 
-struct Generator::Impl {
-  decode::FamilyCheckpoint checkpoint;
-  models::GPT model;
-
-  Impl(const std::string& path, const GeneratorOptions& o)
-      : checkpoint(decode::open_family_checkpoint(path, "gpt", "a language model from `tfm lm train`", o.vocab)),
-        model(checkpoint.config) {
-    io::load_parameters(model.named_parameters(), checkpoint.file, path);
-    checkpoint.file = {};  // the weights are in the model now
-    model.eval();
-    model.products().set_precision(ops::parse_precision(o.precision));
-    model.products().freeze();
-  }
+struct Generator::Impl : api::FamilyModel<models::GPT> {
+  Impl(const std::string& path, const ModelOptions& o)
+      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o.vocab, o.precision) {}
 };
 
-Generator::Generator(const std::string& checkpoint, const GeneratorOptions& options)
+Generator::Generator(const std::string& checkpoint, const ModelOptions& options)
     : impl_(std::make_unique<Impl>(checkpoint, options)) {}
 
 Generator::~Generator() = default;

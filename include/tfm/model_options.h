@@ -1,0 +1,12 @@
+#pragma once
+// How tfm::Encoder, tfm::Generator and tfm::Classifier load their checkpoint.
+#include <string>
+
+namespace tfm {
+
+struct ModelOptions {
+  std::string vocab;              // SentencePiece model, if not at the path the checkpoint records (text models)
+  std::string precision = "f32";  // the linear layers' products: f32, bf16 or int8
+};
+
+}  // namespace tfm

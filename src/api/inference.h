@@ -1,0 +1,32 @@
+#pragma once
+// What every public model class does on loading: the checkpoint's weights into the
+// model, evaluation mode, the chosen precision's products, weights frozen.
+#include <string>
+#include <utility>
+
+#include "decode/family_checkpoint.h"
+#include "io/safetensors.h"
+#include "nn/module.h"
+
+namespace tfm::api {
+
+void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const std::string& precision);
+
+// A GPT, BERT or ViT checkpoint loaded for inference: the model, and its configuration
+// and tokenizer (the weights are in the model). `args` follow the configuration into
+// the model's constructor.
+template <class Model>
+struct FamilyModel {
+  decode::FamilyCheckpoint checkpoint;
+  Model model;
+
+  template <class... Args>
+  FamilyModel(const std::string& path, const char* kind, const char* made_by, const std::string& vocab, const std::string& precision,
+              Args&&... args)
+      : checkpoint(decode::open_family_checkpoint(path, kind, made_by, vocab)), model(checkpoint.config, std::forward<Args>(args)...) {
+    ready_for_inference(model, checkpoint.file, path, precision);
+    checkpoint.file = {};
+  }
+};
+
+}  // namespace tfm::api
