@@ -1,6 +1,7 @@
 // The public library API (include/tfm): what a program embedding tfm calls.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -128,6 +129,14 @@ TEST(TranslatorApi, BadInputIsAnExceptionWithAClearMessage) {
   too_many.beam = 2, too_many.nbest = 3;
   EXPECT_EQ(message([&] { translator.translate({"Ein Hund."}, too_many); }), "nbest 3 must be between 1 and the beam, 2");
   EXPECT_EQ(translator.translate({}).size(), 0u);
+  TranslationOptions nan_penalty;
+  nan_penalty.length_penalty = NAN;
+  EXPECT_EQ(message([&] { translator.translate({"Ein Hund."}, nan_penalty); }), "length_penalty must be a finite number, got nan");
+  EXPECT_EQ(message([&] { translator.translate({"Ein Hund.", "a\xff"}); }), "source 2: invalid UTF-8");
+  // A progress callback that throws fails its request, through the future.
+  std::future<std::vector<Translation>> failing = translator.submit({"Ein Hund."}, {}, [](int64_t) { throw std::runtime_error("boom"); });
+  EXPECT_EQ(message([&] { failing.get(); }), "boom");
+  EXPECT_EQ(translator.translate({"Ein Hund."}).size(), 1u) << "the translator goes on";
 }
 
 // Destroying a translator finishes what was submitted.
@@ -251,6 +260,9 @@ TEST(CheckpointApi, ReadsAndWritesNamedArrays) {
   EXPECT_NE(message([&] { write_checkpoint(dir.path("bad.safetensors"), c); }).find("tensor 'bad' has 3 values for shape [2, 3]"),
             std::string::npos);
   EXPECT_THROW(read_checkpoint(testing::fixture_path("threads/mt.de")), std::runtime_error);
+  c.tensors.erase("bad");
+  c.tensors["__metadata__"] = {{1}, {1}};
+  EXPECT_NE(message([&] { write_checkpoint(dir.path("reserved.safetensors"), c); }).find("may not be named '__metadata__'"), std::string::npos);
 }
 
 }  // namespace

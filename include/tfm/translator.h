@@ -54,8 +54,9 @@ class Translator {
   // Translates `sources` (one sentence each) and waits for the results, in input order.
   std::vector<Translation> translate(const std::vector<std::string>& sources, const TranslationOptions& options = {});
 
-  // The same without waiting. `on_progress`, when given, hears how many sentences each
-  // finished batch translated, one call at a time, from a worker.
+  // The same without waiting (invalid options or text throw here, at once). `on_progress`,
+  // when given, hears how many sentences each finished batch translated, one call at a
+  // time, from a worker; if it throws, the exception reaches the caller through the future.
   std::future<std::vector<Translation>> submit(std::vector<std::string> sources, const TranslationOptions& options = {},
                                                std::function<void(int64_t)> on_progress = {});
 

@@ -3,12 +3,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include "data/text.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "ops/reduced_precision.h"
@@ -42,7 +44,9 @@ struct Piece {
 decode::SearchOptions search_options(const TranslationOptions& o, const data::Vocab& tgt_vocab) {
   TFM_CHECK(o.beam >= 1, "beam must be at least 1, got " << o.beam);
   TFM_CHECK(o.nbest >= 1 && o.nbest <= o.beam, "nbest " << o.nbest << " must be between 1 and the beam, " << o.beam);
-  TFM_CHECK(o.max_len_a >= 0 && o.max_len_b >= 0, "maximum lengths must not be negative");
+  TFM_CHECK(std::isfinite(o.length_penalty), "length_penalty must be a finite number, got " << o.length_penalty);
+  TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0,
+            "maximum lengths must be finite and not negative, got a " << o.max_len_a << ", b " << o.max_len_b);
   decode::SearchOptions s;
   s.beam = o.beam, s.nbest = o.nbest, s.length_penalty = o.length_penalty, s.max_len_a = o.max_len_a, s.max_len_b = o.max_len_b;
   s.bos = tgt_vocab.kBos, s.eos = tgt_vocab.kEos;
@@ -86,7 +90,11 @@ struct Translator::Impl {
     auto request = std::make_shared<Request>();
     request->search = search_options(o, tm.tgt_vocab);
     request->on_progress = std::move(on_progress);
-    for (const std::string& text : texts) request->sources.push_back(tm.src_vocab.encode(text));
+    for (const std::string& text : texts) {
+      const char* problem = data::text_problem(text);
+      TFM_CHECK(!problem, "source " << request->sources.size() + 1 << ": " << problem);
+      request->sources.push_back(tm.src_vocab.encode(text));
+    }
     request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}});
     std::future<std::vector<Translation>> result = request->promise.get_future();
     const std::vector<size_t> order = decode::length_order(request->sources);
@@ -157,18 +165,25 @@ struct Translator::Impl {
     return batch;
   }
 
+  // Searches the batch and hands each request its results; an error anywhere, a
+  // caller's progress callback included, fails the batch's requests.
   void search(const std::vector<Piece>& batch) {
-    std::vector<const std::vector<int>*> sources;
-    for (const Piece& p : batch)
-      for (size_t i : p.items) sources.push_back(&p.request->sources[i]);
-    const decode::SearchOptions& o = batch[0].request->search;
-    std::vector<std::vector<decode::Hypothesis>> hyps;
     try {
-      hyps = decode::beam_search(*tm.model, decode::pad_sources(sources, tm.model->config().pad_id, o.eos, tm.model->config().max_len), o);
+      search_and_report(batch);
     } catch (...) {
       fail(batch, std::current_exception());
       return;
     }
+    for (const Piece& p : batch) finish(p);
+  }
+
+  void search_and_report(const std::vector<Piece>& batch) {
+    std::vector<const std::vector<int>*> sources;
+    for (const Piece& p : batch)
+      for (size_t i : p.items) sources.push_back(&p.request->sources[i]);
+    const decode::SearchOptions& o = batch[0].request->search;
+    const std::vector<std::vector<decode::Hypothesis>> hyps =
+        decode::beam_search(*tm.model, decode::pad_sources(sources, tm.model->config().pad_id, o.eos, tm.model->config().max_len), o);
     size_t k = 0;
     for (const Piece& p : batch) {
       for (size_t i : p.items) {
@@ -184,7 +199,6 @@ struct Translator::Impl {
         const std::lock_guard<std::mutex> lock(p.request->progress_mutex);
         p.request->on_progress(static_cast<int64_t>(p.items.size()));
       }
-      finish(p);
     }
   }
 

@@ -164,6 +164,7 @@ std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::str
   json header = json::object();
   for (const auto& [name, t] : tensors) {
     TFM_CHECK(!header.contains(name), "duplicate tensor name '" << name << "'");
+    TFM_CHECK(name != "__metadata__", "a tensor may not be named '__metadata__' (the format's name for the metadata)");
     std::vector<float> values = t.to_vector();
     for (float v : values) TFM_CHECK(std::isfinite(v), "refusing to write tensor '" << name << "': it holds non-finite values");
     const size_t begin = data.size();
