@@ -49,9 +49,6 @@ float from_f16(uint16_t h) {
 
 namespace {
 
-template <class T>
-constexpr bool is_half = std::is_same_v<T, bf16_bits> || std::is_same_v<T, f16_bits>;
-
 template <class S>
 auto widen(S v) {
   if constexpr (std::is_same_v<S, bf16_bits>) return from_bf16(v.bits);
