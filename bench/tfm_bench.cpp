@@ -15,9 +15,9 @@
 #include "data/batching.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "threads/openmp_wait.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
 #include "tensor/rng.h"
@@ -177,10 +177,10 @@ void bench_sgemm() {
     const int64_t m = s[0], n = s[1], k = s[2];
     std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f), c(static_cast<size_t>(m * n));
     int64_t runs = 0;
-    tfm::ops::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);  // warm-up
+    tfm::ops::cpu::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);  // warm-up
     const auto t0 = Clock::now();
     while (runs < 3 || seconds_since(t0) < 1.0) {
-      tfm::ops::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+      tfm::ops::cpu::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
       ++runs;
     }
     const double gflops = 2.0 * m * n * k * runs / seconds_since(t0) / 1e9;

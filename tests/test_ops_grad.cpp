@@ -15,11 +15,12 @@
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
-#include "ops/vec_math.h"
+#include "ops/cpu/rows.h"
+#include "ops/cpu/vec_math.h"
 #include "support/compare.h"
 #include "support/gradcheck.h"
 #include "tensor/rng.h"
@@ -114,7 +115,7 @@ TEST(OpsGrad, ShapeOps) {
       },
       (V{random_tensor({2, 3, 4}, 1)}), kTol);
   // A row gathered twice gets both gradients.
-  EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::gather_rows(x[0], {2, 0, 2}), random_tensor({3, 2, 4}, 9)); },
+  EXPECT_GRADCHECK([](const V& x) { return ops::mul(ops::gather_rows(x[0], Tensor::from_values<int64_t>({2, 0, 2})), random_tensor({3, 2, 4}, 9)); },
                    (V{random_tensor({3, 2, 4}, 1)}), kTol);
 }
 
@@ -139,7 +140,7 @@ TEST(OpsGrad, DropoutKernelIsTheHashOfKeyAndIndex) {
   x.data()[3] = std::numeric_limits<float>::quiet_NaN(), x.data()[4] = -0.0f, x.data()[5] = std::numeric_limits<float>::infinity();
   for (const int64_t first : {int64_t{0}, int64_t{13}, int64_t{1} << 40}) {
     std::vector<float> out(1003);
-    ops::dropout_kernel(x.data(), out.data(), 1003, 0.3f, 1234, first);
+    ops::cpu::dropout_row(x.data(), out.data(), 1003, 0.3f, 1234, first);
     for (int64_t i = 0; i < 1003; ++i) {
       const float expected = hash_uniform(1234, first + i) < 0.3f ? 0.0f : x.data()[i] * (1.0f / 0.7f);
       ASSERT_EQ(std::memcmp(&out[i], &expected, sizeof(float)), 0) << "element " << i << " from " << first;
@@ -178,7 +179,7 @@ TEST(VecMath, ExpMatchesStdExp) {
   x.insert(x.end(), {inf, -inf, std::nanf("")});
   while (x.size() % 8) x.push_back(0.0f);
   std::vector<float> y(x.size());
-  for (size_t i = 0; i < x.size(); i += 8) _mm256_storeu_ps(y.data() + i, ops::vec::exp8(_mm256_loadu_ps(x.data() + i)));
+  for (size_t i = 0; i < x.size(); i += 8) _mm256_storeu_ps(y.data() + i, ops::cpu::vec::exp8(_mm256_loadu_ps(x.data() + i)));
   float worst_ulp = 0.0f;
   for (size_t i = 0; i < x.size(); ++i) {
     const float want = std::exp(x[i]);
@@ -200,19 +201,19 @@ TEST(VecMath, ExpMatchesStdExp) {
 // values element for element, over whole vectors and ragged tails, and their sum up
 // to the order of adding.
 TEST(VecMath, ExpShiftedGivesExp8sValuesOnEitherPath) {
-  if (!ops::cpu_isa().avx512) GTEST_SKIP() << "this CPU has no AVX-512: exp_shifted always takes the AVX2 path";
+  if (!ops::cpu::cpu_isa().avx512) GTEST_SKIP() << "this CPU has no AVX-512: exp_shifted always takes the AVX2 path";
   std::vector<float> x;
   for (float v = -100.0f; v < 10.0f; v += 0.0371f) x.push_back(v);
   x.insert(x.end(), {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), std::nanf("")});
   for (int64_t n : {int64_t{64}, int64_t{77}, int64_t{1000}, static_cast<int64_t>(x.size())}) {
     std::vector<float> y(static_cast<size_t>(n)), want(static_cast<size_t>(n + 8));
     const float shift = 1.5f;
-    const float sum = ops::vec::exp_shifted(x.data(), y.data(), n, shift);
+    const float sum = ops::cpu::vec::exp_shifted(x.data(), y.data(), n, shift);
     double want_sum = 0.0;
     for (int64_t j = 0; j < n; j += 8) {
       alignas(32) float in[8];
       for (int c = 0; c < 8; ++c) in[c] = j + c < n ? x[j + c] - shift : 0.0f;
-      _mm256_storeu_ps(want.data() + j, ops::vec::exp8(_mm256_load_ps(in)));
+      _mm256_storeu_ps(want.data() + j, ops::cpu::vec::exp8(_mm256_load_ps(in)));
     }
     for (int64_t j = 0; j < n; ++j) {
       if (std::isnan(want[j])) {
@@ -223,7 +224,7 @@ TEST(VecMath, ExpShiftedGivesExp8sValuesOnEitherPath) {
       want_sum += want[j];
     }
     if (n < static_cast<int64_t>(x.size())) EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum) << "n=" << n;
-    EXPECT_TRUE(ops::vec::exp_shifted(x.data(), nullptr, n, shift) == sum || std::isnan(sum)) << "the sum alone, n=" << n;
+    EXPECT_TRUE(ops::cpu::vec::exp_shifted(x.data(), nullptr, n, shift) == sum || std::isnan(sum)) << "the sum alone, n=" << n;
   }
 }
 

@@ -1,4 +1,4 @@
-// GEMM paths and the opt-in reduced precisions (ops/gemm.h, ops/reduced_precision.h)
+// GEMM paths and the opt-in reduced precisions (ops/cpu/gemm.h, ops/linear_products.h)
 // against double-precision references.
 #include <omp.h>
 
@@ -11,14 +11,15 @@
 
 #include "autograd/autograd.h"
 #include "models/gpt.h"
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 #include "ops/matmul.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "support/compare.h"
 #include "support/gradcheck.h"
 #include "support/process.h"
+#include "tensor/float_formats.h"
 
 namespace tfm {
 namespace {
@@ -65,7 +66,7 @@ TEST(Gemm, EveryPathMatchesTheReference) {
           std::vector<float> c = random_values(static_cast<size_t>(m * ldc), 3);
           for (float beta : {0.0f, 1.0f}) {
             std::vector<float> out = c;
-            ops::gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
+            ops::cpu::gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
             const double err = worst_relative(out, reference_gemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, beta, c, ldc));
             EXPECT_LT(err, 1e-5) << "m=" << m << " k=" << k << " ta=" << ta << " tb=" << tb << " beta=" << beta;
           }
@@ -78,7 +79,7 @@ TEST(Gemm, EveryPathMatchesTheReference) {
 TEST(PackedWeight, MatchesTheReferenceForAnyRowCount) {
   const int64_t out = 100, in = 72;  // out not a multiple of the layout's block
   const std::vector<float> w = random_values(static_cast<size_t>(out * in), 7), bias = random_values(static_cast<size_t>(out), 8);
-  const ops::PackedWeight packed(w.data(), out, in);
+  const ops::cpu::PackedWeight packed(w.data(), out, in);
   if (!packed.valid()) GTEST_SKIP() << "this CPU's oneDNN kernels have no packed layout";
   for (int64_t rows : {1, 3, 32, 129}) {
     const std::vector<float> x = random_values(static_cast<size_t>(rows * in), 9);
@@ -106,13 +107,13 @@ TEST(PackedWeight, MatchesTheReferenceForAnyRowCount) {
 // run on one thread read another blocking and gave garbage).
 TEST(PackedWeight, AnyThreadCountReadsTheLayoutItWasPackedIn) {
   const std::vector<float> probe = random_values(64 * 64, 1);
-  if (!ops::PackedWeight(probe.data(), 64, 64).valid()) GTEST_SKIP() << "this CPU's oneDNN kernels have no packed layout";
+  if (!ops::cpu::PackedWeight(probe.data(), 64, 64).valid()) GTEST_SKIP() << "this CPU's oneDNN kernels have no packed layout";
   const int saved = omp_get_max_threads();
   for (const auto& [out, in] : {std::pair<int64_t, int64_t>{100, 72}, {512, 64}, {64, 1000}, {1000, 64}}) {
     const std::vector<float> w = random_values(static_cast<size_t>(out * in), 7);
     for (int pack_threads : {1, 2, 3, 4, 5, 8, 16}) {
       omp_set_num_threads(pack_threads);
-      const ops::PackedWeight packed(w.data(), out, in);
+      const ops::cpu::PackedWeight packed(w.data(), out, in);
       for (int run_threads : {1, 3, 16})
         for (int64_t rows : {1, 7, 32, 300}) {
           omp_set_num_threads(run_threads);
@@ -153,16 +154,16 @@ TEST(FrozenWeights, F32LinearMatchesTheUnfrozenOne) {
 }
 
 TEST(Bf16, RoundsToNearestEvenAndKeepsSpecialValues) {
-  EXPECT_EQ(ops::to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(ops::to_bf16(1.0f + 0x1p-8f), 0x3f80) << "a tie rounds to the even mantissa";
-  EXPECT_EQ(ops::to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82) << "a tie rounds to the even mantissa";
-  EXPECT_EQ(ops::to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81) << "above the tie rounds up";
-  EXPECT_EQ(ops::to_bf16(-2.0f), 0xc000);
-  EXPECT_EQ(ops::from_bf16(ops::to_bf16(std::numeric_limits<float>::infinity())), std::numeric_limits<float>::infinity());
-  EXPECT_TRUE(std::isnan(ops::from_bf16(ops::to_bf16(std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_TRUE(std::isinf(ops::from_bf16(ops::to_bf16(std::numeric_limits<float>::max())))) << "as PyTorch: rounds up to inf";
+  EXPECT_EQ(to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f), 0x3f80) << "a tie rounds to the even mantissa";
+  EXPECT_EQ(to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82) << "a tie rounds to the even mantissa";
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81) << "above the tie rounds up";
+  EXPECT_EQ(to_bf16(-2.0f), 0xc000);
+  EXPECT_EQ(from_bf16(to_bf16(std::numeric_limits<float>::infinity())), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isinf(from_bf16(to_bf16(std::numeric_limits<float>::max())))) << "as PyTorch: rounds up to inf";
   // Every float within 2^-8 relative (half a unit in the last of 7 stored mantissa bits).
-  for (float x : random_values(1000, 4)) EXPECT_LE(std::fabs(ops::from_bf16(ops::to_bf16(x)) - x), std::fabs(x) * 0x1p-8f);
+  for (float x : random_values(1000, 4)) EXPECT_LE(std::fabs(from_bf16(to_bf16(x)) - x), std::fabs(x) * 0x1p-8f);
 }
 
 TEST(Bf16, GemmIsExactOnBf16InputsUpToF32Accumulation) {
@@ -171,14 +172,14 @@ TEST(Bf16, GemmIsExactOnBf16InputsUpToF32Accumulation) {
       for (int tb = 0; tb < 2; ++tb) {
         const int64_t n = 40, k = 300;
         std::vector<float> a = random_values(static_cast<size_t>(m * k), 5), b = random_values(static_cast<size_t>(k * n), 6);
-        for (float& v : a) v = ops::from_bf16(ops::to_bf16(v));  // the reference sees the rounded inputs
-        for (float& v : b) v = ops::from_bf16(ops::to_bf16(v));
-        std::vector<ops::bf16> ab(a.size()), bb(b.size());
-        ops::to_bf16(a.data(), static_cast<int64_t>(a.size()), ab.data());
-        ops::to_bf16(b.data(), static_cast<int64_t>(b.size()), bb.data());
+        for (float& v : a) v = from_bf16(to_bf16(v));  // the reference sees the rounded inputs
+        for (float& v : b) v = from_bf16(to_bf16(v));
+        std::vector<ops::cpu::bf16> ab(a.size()), bb(b.size());
+        std::transform(a.begin(), a.end(), ab.begin(), [](float v) { return to_bf16(v); });
+        std::transform(b.begin(), b.end(), bb.begin(), [](float v) { return to_bf16(v); });
         const int64_t lda = ta ? m : k, ldb = tb ? k : n;
         std::vector<float> c = random_values(static_cast<size_t>(m * n), 7), out = c;
-        ops::gemm_bf16(ta, tb, m, n, k, 2.0f, ab.data(), lda, bb.data(), ldb, 1.0f, out.data(), n);
+        ops::cpu::gemm_bf16(ta, tb, m, n, k, 2.0f, ab.data(), lda, bb.data(), ldb, 1.0f, out.data(), n);
         EXPECT_LT(worst_relative(out, reference_gemm(ta, tb, m, n, k, 2.0f, a, lda, b, ldb, 1.0f, c, n)), 1e-5)
             << "m=" << m << " ta=" << ta << " tb=" << tb;
       }

@@ -1,7 +1,7 @@
 #include "api/inference.h"
 
 #include "io/checkpoint.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 
 namespace tfm::api {
 

@@ -13,7 +13,7 @@
 #include "data/text.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 
 namespace tfm {

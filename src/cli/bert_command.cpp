@@ -11,7 +11,7 @@
 #include "cli/validators.h"
 #include "data/text.h"
 #include "io/output_file.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "train/masked_lm.h"
 #include "tfm/encoder.h"

@@ -9,7 +9,7 @@
 
 #include "models/vit.h"
 #include "nn/module.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 
 namespace tfm::cli {
 

@@ -13,7 +13,7 @@
 #include "decode/sampling.h"
 #include "io/checkpoint.h"
 #include "io/output_file.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "train/language_model.h"
 

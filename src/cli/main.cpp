@@ -9,8 +9,8 @@
 #include "cli/validators.h"
 #include "io/output_file.h"
 #include "threads/openmp_wait.h"
-#include "ops/cpu_isa.h"
-#include "ops/reduced_precision.h"
+#include "ops/dispatch.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 
 #ifndef TFM_GIT_COMMIT
@@ -20,7 +20,7 @@
 namespace {
 
 std::string version() {
-  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\nCPU instructions in use (oneDNN): " + tfm::ops::cpu_isa().name +
+  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\n" + tfm::ops::kernels(tfm::Device::CPU).describe() +
          "\nOpenMP: " + tfm::openmp_wait_setting();
 }
 

@@ -7,7 +7,7 @@
 #include "cli/validators.h"
 #include "data/text.h"
 #include "io/output_file.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tfm/translator.h"
 #include "train/progress.h"
 

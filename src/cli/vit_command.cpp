@@ -10,7 +10,7 @@
 #include "cli/validators.h"
 #include "io/checkpoint.h"
 #include "io/output_file.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "train/vit.h"
 

@@ -130,7 +130,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     for (size_t r = 0; r < origin.size() && identity; ++r) identity = origin[r] == static_cast<int64_t>(r);
     if (o.use_cache && !identity) cache.select_rows(origin);
     if (regrouped) {  // rows of one sentence share their memory, so the parents' rows are the children's
-      if (!o.use_cache) memory = ops::gather_rows(memory, origin);  // cached: projected once, indexed by the cache
+      if (!o.use_cache) memory = ops::gather_rows(memory, Tensor::from_values(origin));  // cached: projected once, indexed by the cache
       std::vector<uint8_t> padding;
       for (int64_t r : origin)
         padding.insert(padding.end(), beam_src_mask.key_padding.begin() + r * src.cols, beam_src_mask.key_padding.begin() + (r + 1) * src.cols);

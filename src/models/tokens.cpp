@@ -15,19 +15,21 @@ ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
 
 Unpadded unpad(const Tokens& t, int pad_id) {
   Unpadded u;
+  std::vector<int64_t> positions;
   auto sequences = std::make_shared<ops::PackedSequences>();
   for (int64_t r = 0; r < t.rows; ++r) {
-    sequences->start.push_back(static_cast<int64_t>(u.positions.size()));
+    sequences->start.push_back(static_cast<int64_t>(positions.size()));
     for (int64_t c = 0; c < t.cols; ++c)
-      if (t.at(r, c) != pad_id) u.positions.push_back(r * t.cols + c);
-    sequences->length.push_back(static_cast<int64_t>(u.positions.size()) - sequences->start.back());
+      if (t.at(r, c) != pad_id) positions.push_back(r * t.cols + c);
+    sequences->length.push_back(static_cast<int64_t>(positions.size()) - sequences->start.back());
   }
+  u.positions = Tensor::from_values(positions);
   u.sequences = std::move(sequences);
   return u;
 }
 
 Tensor at_tokens(const Tensor& x, const Unpadded& u) {
-  const int64_t tokens = static_cast<int64_t>(u.positions.size()), features = x.size(-1);
+  const int64_t tokens = u.positions.numel(), features = x.size(-1);
   return ops::reshape(ops::gather_rows(ops::reshape(x, {-1, features}), u.positions), {1, tokens, features});
 }
 

@@ -27,7 +27,7 @@ ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal = false
 // A batch's tokens without their padding: which of the [rows * cols] positions are
 // real tokens (row by row), and the sequences they make one after another.
 struct Unpadded {
-  std::vector<int64_t> positions;
+  Tensor positions;  // i64 [tokens]
   std::shared_ptr<const ops::PackedSequences> sequences;
 };
 Unpadded unpad(const Tokens& t, int pad_id);

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/rng.h"
 #include "tensor/tensor.h"
 

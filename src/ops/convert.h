@@ -17,8 +17,4 @@ Tensor to(const Tensor& x, Device device);
 // then Normalize(0.5, 0.5), as the ViT recipe feeds images.
 Tensor from_pixels(const Tensor& pixels);
 
-// IEEE half precision, round to nearest even; overflow gives infinity, NaN stays NaN.
-uint16_t to_f16(float x);
-float from_f16(uint16_t h);
-
 }  // namespace tfm::ops

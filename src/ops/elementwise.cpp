@@ -1,23 +1,14 @@
 #include "ops/elementwise.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
-#include <cmath>
-#include <vector>
 
 #include "autograd/autograd.h"
-#include "ops/cpu_isa.h"
-#include "threads/parallel.h"
-#include "tensor/strided.h"
+#include "ops/dispatch.h"
 #include "tensor/error.h"
-#include "tensor/rng.h"
 
 namespace tfm::ops {
 
 namespace {
-
-constexpr int64_t kParallelThreshold = 1 << 15;
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
   const size_t nd = std::max(a.size(), b.size());
@@ -31,87 +22,51 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
   return out;
 }
 
-// True when b (contiguous) repeats along leading dims of a contiguous out, e.g. a
-// bias [D] onto [N, D] or a table [T, D] onto [B, T, D].
-bool is_suffix_broadcast(const Tensor& b, const Shape& out) {
-  if (!b.is_contiguous()) return false;
-  Shape bs = b.shape();
-  while (!bs.empty() && bs.front() == 1) bs.erase(bs.begin());
-  if (bs.size() > out.size()) return false;
-  return std::equal(bs.begin(), bs.end(), out.end() - bs.size());
-}
-
-template <class F>
-Tensor binary(const Tensor& a, const Tensor& b, F f) {
-  Shape shape = broadcast_shape(a.shape(), b.shape());
-  Tensor out = Tensor::empty(shape);
-  float* o = out.data();
-  const float* pa = a.data();
-  const float* pb = b.data();
-  const int64_t n = out.numel();
-  if (a.shape() == shape && a.is_contiguous() && b.shape() == shape && b.is_contiguous()) {
-    parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = f(pa[i], pb[i]); });
-  } else if (a.shape() == shape && a.is_contiguous() && is_suffix_broadcast(b, shape)) {
-    const int64_t nb = b.numel();
-    parallel_for(n / nb, n > kParallelThreshold, [&](int64_t r) {
-      for (int64_t j = 0; j < nb; ++j) o[r * nb + j] = f(pa[r * nb + j], pb[j]);
-    });
-  } else {
-    std::array<Shape, 3> st{broadcast_strides(a.shape(), a.strides(), shape), broadcast_strides(b.shape(), b.strides(), shape),
-                            out.strides()};
-    for_each_index<3>(shape, st, [&](const std::array<int64_t, 3>& off) { o[off[2]] = f(pa[off[0]], pb[off[1]]); });
-  }
+Tensor binary(const char* name, Binary op, const Tensor& a, const Tensor& b, float s = 1.0f) {
+  auto fn = kernel(name, &Kernels::binary, {a, b});
+  expect_dtype(name, "the first operand", a, DType::f32);
+  expect_dtype(name, "the second operand", b, DType::f32);
+  Tensor out = Tensor::empty(broadcast_shape(a.shape(), b.shape()), DType::f32, a.device());
+  fn(op, a, b, s, out);
   return out;
 }
 
-template <class F>
-Tensor unary(const Tensor& x, F f) {
-  Tensor xc = x.is_contiguous() ? x : x.clone();
-  Tensor out = Tensor::empty(x.shape());
-  const float* px = xc.data();
-  float* o = out.data();
-  const int64_t n = out.numel();
-  parallel_for(n, n > kParallelThreshold, [&](int64_t i) { o[i] = f(px[i]); });
+Tensor unary(const char* name, Unary op, const Tensor& x, float s = 1.0f) {
+  auto fn = kernel(name, &Kernels::unary, {x});
+  expect_dtype(name, "its input", x, DType::f32);
+  Tensor out = Tensor::empty(x.shape(), DType::f32, x.device());
+  fn(op, dense(x), s, out);
   return out;
 }
+
+Tensor dropout_op(const char* name, const Tensor& x, float p, uint64_t key, bool relu) {
+  auto fn = kernel(name, &Kernels::dropout, {x});
+  expect_dtype(name, "its input", x, DType::f32);
+  Tensor out = Tensor::empty(x.shape(), DType::f32, x.device());
+  fn(dense(x), p, key, relu, out);
+  return out;
+}
+
+void check_probability(float p) { TFM_CHECK(p >= 0.0f && p < 1.0f, "dropout probability " << p << " outside [0, 1)"); }
 
 }  // namespace
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (g.shape() == shape) return g;
-  Tensor out = Tensor::zeros(shape);
-  float* o = out.data();
-  const float* pg = g.data();
-  if (is_suffix_broadcast(out, g.shape()) && g.is_contiguous()) {
-    // Column sums over leading rows, each column in row order (so the result does
-    // not depend on the thread count), a block of columns at a time so that the
-    // rows are read along their length rather than down a column.
-    const int64_t nb = out.numel(), rows = g.numel() / nb;
-    constexpr int64_t kColumns = 64;
-    parallel_for((nb + kColumns - 1) / kColumns, g.numel() > kParallelThreshold, [&](int64_t block) {
-      const int64_t j0 = block * kColumns, width = std::min(kColumns, nb - j0);
-      float acc[kColumns] = {};
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < width; ++j) acc[j] += pg[r * nb + j0 + j];
-      std::copy(acc, acc + width, o + j0);
-    });
-    return out;
-  }
-  std::array<Shape, 2> st{g.strides(), broadcast_strides(shape, out.strides(), g.shape())};
-  for_each_index<2>(g.shape(), st, [&](const std::array<int64_t, 2>& off) { o[off[1]] += pg[off[0]]; });
+  auto fn = kernel("sum_to", &Kernels::sum_to, {g});
+  Tensor out = Tensor::empty(shape, DType::f32, g.device());
+  fn(g, out);
   return out;
 }
 
 void scale_(Tensor& dst, float s) {
   TFM_CHECK(dst.is_contiguous(), "scale_ needs a contiguous tensor, got strides " << shape_str(dst.strides()));
-  float* d = dst.data();
-  parallel_chunks(dst.numel(), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) d[i] *= s;
-  });
+  expect_dtype("scale_", "its tensor", dst, DType::f32);
+  kernel("scale_", &Kernels::scale_in_place, {dst})(dst, s);
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary(a, b, [](float x, float y) { return x + y; });
+  Tensor out = binary("add", Binary::add, a, b);
   Shape sa = a.shape(), sb = b.shape();
   return autograd::record(out, "add", {a, b}, [sa, sb](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, sa), sum_to(g, sb)};
@@ -119,7 +74,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary(a, b, [](float x, float y) { return x * y; });
+  Tensor out = binary("mul", Binary::mul, a, b);
   Tensor ad = a.detach(), bd = b.detach();
   return autograd::record(out, "mul", {a, b}, [ad, bd](const Tensor& g) {
     return std::vector<Tensor>{sum_to(mul(g, bd), ad.shape()), sum_to(mul(g, ad), bd.shape())};
@@ -127,105 +82,42 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor scale(const Tensor& x, float s) {
-  Tensor out = unary(x, [s](float v) { return v * s; });
+  Tensor out = unary("scale", Unary::scale, x, s);
   return autograd::record(out, "scale", {x}, [s](const Tensor& g) { return std::vector<Tensor>{scale(g, s)}; });
 }
 
 Tensor relu(const Tensor& x) {
-  Tensor out = unary(x, [](float v) { return v > 0.0f ? v : 0.0f; });
+  Tensor out = unary("relu", Unary::relu, x);
   Tensor od = out.detach();
   return autograd::record(out, "relu", {x}, [od](const Tensor& g) { return std::vector<Tensor>{relu_backward(g, od)}; });
 }
 
-Tensor relu_backward(const Tensor& grad, const Tensor& output) {
-  return binary(grad, output, [](float gv, float y) { return y > 0.0f ? gv : 0.0f; });
-}
+Tensor relu_backward(const Tensor& grad, const Tensor& output) { return binary("relu_backward", Binary::relu_backward, grad, output); }
 
 Tensor gelu(const Tensor& x) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  Tensor out = unary(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); });
+  Tensor out = unary("gelu", Unary::gelu, x);
   Tensor xd = x.detach();
   return autograd::record(out, "gelu", {x}, [xd](const Tensor& g) {
-    constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-    return std::vector<Tensor>{binary(g, xd, [](float gv, float v) {
-      float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-      float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
-      return gv * (cdf + v * pdf);
-    })};
+    return std::vector<Tensor>{binary("gelu_backward", Binary::gelu_backward, g, xd)};
   });
-}
-
-namespace {
-
-// dropout_kernel for 8 elements at a time with AVX-512 (whose 64-bit multiplies
-// splitmix64 needs): the same hash, the same float arithmetic, the same results as
-// the scalar loop. Returns how many elements it did (a multiple of 8).
-__attribute__((target("avx512f,avx512dq"))) int64_t dropout_kernel_avx512(const float* src, float* dst, int64_t n, float p,
-                                                                           uint64_t key, int64_t first, float keep_scale) {
-  const __m512i k = _mm512_set1_epi64(static_cast<long long>(key)), spread = _mm512_set1_epi64(0xD1B54A32D192ED03ll),
-                golden = _mm512_set1_epi64(0x9E3779B97F4A7C15ll), m1 = _mm512_set1_epi64(0xBF58476D1CE4E5B9ll),
-                m2 = _mm512_set1_epi64(0x94D049BB133111EBll), lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-  const __m256 threshold = _mm256_set1_ps(p), scale = _mm256_set1_ps(keep_scale), unit = _mm256_set1_ps(1.0f / 16777216.0f);
-  // (Shifts in the zero-masked form: for the plain one GCC 12 warns that its
-  // "undefined" source may be used uninitialised.)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m512i index = _mm512_add_epi64(_mm512_set1_epi64(first + i), lanes);
-    __m512i x = _mm512_add_epi64(_mm512_xor_si512(k, _mm512_mullo_epi64(index, spread)), golden);  // splitmix64(key ^ index * C)
-    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_maskz_srli_epi64(0xff, x, 30)), m1);
-    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_maskz_srli_epi64(0xff, x, 27)), m2);
-    x = _mm512_xor_si512(x, _mm512_maskz_srli_epi64(0xff, x, 31));
-    const __m256 u = _mm256_mul_ps(_mm512_cvtepi64_ps(_mm512_maskz_srli_epi64(0xff, x, 40)), unit);  // exact: 24-bit integers
-    const __m256 dropped = _mm256_cmp_ps(u, threshold, _CMP_LT_OQ);
-    _mm256_storeu_ps(dst + i, _mm256_andnot_ps(dropped, _mm256_mul_ps(_mm256_loadu_ps(src + i), scale)));
-  }
-  return i;
-}
-
-}  // namespace
-
-void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first) {
-  const float keep_scale = 1.0f / (1.0f - p);
-  const int64_t done = cpu_isa().avx512 ? dropout_kernel_avx512(src, dst, n, p, key, first, keep_scale) : 0;
-  for (int64_t i = done; i < n; ++i) dst[i] = hash_uniform(key, first + i) < p ? 0.0f : src[i] * keep_scale;
 }
 
 Tensor dropout(const Tensor& x, float p, uint64_t key) {
-  TFM_CHECK(p >= 0.0f && p < 1.0f, "dropout probability " << p << " outside [0, 1)");
+  check_probability(p);
   if (p == 0.0f) return x;
   // The mask is recomputed from (key, index) in backward instead of being stored.
-  auto mask_fn = [key, p](const Tensor& t) {
-    Tensor tc = t.is_contiguous() ? t : t.clone();
-    Tensor out = Tensor::empty(t.shape());
-    const int64_t n = out.numel(), block = 4096;
-    parallel_for((n + block - 1) / block, n > kParallelThreshold, [&](int64_t b) {
-      const int64_t start = b * block;
-      dropout_kernel(tc.data() + start, out.data() + start, std::min(block, n - start), p, key, start);
-    });
-    return out;
-  };
-  Tensor out = mask_fn(x);
-  return autograd::record(out, "dropout", {x}, [mask_fn](const Tensor& g) { return std::vector<Tensor>{mask_fn(g)}; });
+  Tensor out = dropout_op("dropout", x, p, key, false);
+  return autograd::record(out, "dropout", {x}, [key, p](const Tensor& g) { return std::vector<Tensor>{dropout_op("dropout", g, p, key, false)}; });
 }
 
 Tensor relu_dropout(const Tensor& x, float p, uint64_t key) {
-  TFM_CHECK(p >= 0.0f && p < 1.0f, "dropout probability " << p << " outside [0, 1)");
+  check_probability(p);
   if (p == 0.0f) return relu(x);
-  const Tensor xc = x.is_contiguous() ? x : x.clone();
-  Tensor out = Tensor::empty(x.shape());
-  const int64_t n = out.numel(), block = 4096;
-  parallel_for((n + block - 1) / block, n > kParallelThreshold, [&](int64_t b) {
-    const int64_t start = b * block, len = std::min(block, n - start);
-    float* o = out.data() + start;
-    dropout_kernel(xc.data() + start, o, len, p, key, start);
-    for (int64_t i = 0; i < len; ++i) o[i] = o[i] > 0.0f ? o[i] : 0.0f;  // relu(x) * scale == relu(x * scale), scale > 0
-  });
+  Tensor out = dropout_op("relu_dropout", x, p, key, true);
   const float keep_scale = 1.0f / (1.0f - p);
   Tensor od = out.detach();
   return autograd::record(out, "relu_dropout", {x}, [od, keep_scale](const Tensor& g) {
-    // Select, then scale: no floating-point operation under the condition, so the
-    // loop vectorises (the same values: 0 * keep_scale is 0).
-    return std::vector<Tensor>{binary(g, od, [keep_scale](float gv, float y) { return (y > 0.0f ? gv : 0.0f) * keep_scale; })};
+    return std::vector<Tensor>{binary("relu_dropout", Binary::relu_backward, g, od, keep_scale)};
   });
 }
 

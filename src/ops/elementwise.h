@@ -23,10 +23,6 @@ Tensor dropout(const Tensor& x, float p, uint64_t key);
 // the two ops would keep both relu's output and dropout's.
 Tensor relu_dropout(const Tensor& x, float p, uint64_t key);
 
-// The dropout mask as a raw kernel (shared with fused ops): element i of the
-// stream is dropped when hash_uniform(key, first + i) < p. dst may alias src.
-void dropout_kernel(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first);
-
 // Sums `g` over broadcast dimensions so that it has `shape` (the backward of broadcasting).
 Tensor sum_to(const Tensor& g, const Shape& shape);
 

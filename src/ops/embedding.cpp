@@ -1,33 +1,27 @@
 #include "ops/embedding.h"
 
 #include <climits>
-#include <cstring>
 
 #include "autograd/autograd.h"
-#include "threads/parallel.h"
+#include "ops/dispatch.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
 
 Tensor embedding(const Tensor& weight, const Tensor& token_ids) {
+  auto fn = kernel("embedding", &Kernels::embedding, {weight, token_ids});
   TFM_CHECK(weight.dim() == 2 && weight.is_contiguous(), "embedding: weight must be a contiguous [vocab, dim] table");
-  TFM_CHECK(token_ids.dtype() == DType::i32, "embedding: token ids must be i32, got " << to_string(token_ids.dtype()));
-  const std::vector<int32_t> ids = token_ids.values<int32_t>();
-  const int64_t vocab = weight.size(0), d = weight.size(1), n = static_cast<int64_t>(ids.size());
-  for (int id : ids) TFM_CHECK(id >= 0 && id < vocab, "token id " << id << " outside the vocabulary of " << vocab);
-  Shape shape = token_ids.shape();
-  shape.push_back(d);
-  Tensor out = Tensor::empty(shape);
-  parallel_for(n, n * d > (1 << 15), [&](int64_t i) { std::memcpy(out.data() + i * d, weight.data() + ids[i] * d, sizeof(float) * d); });
-  Shape wshape = weight.shape();
-  return autograd::record(out, "embedding", {weight}, [ids, wshape, d](const Tensor& g) {
-    // Serial scatter-add: ids repeat, and a fixed order keeps results reproducible.
-    Tensor dw = Tensor::zeros(wshape);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      float* row = dw.data() + static_cast<int64_t>(ids[i]) * d;
-      const float* gr = g.data() + static_cast<int64_t>(i) * d;
-      for (int64_t j = 0; j < d; ++j) row[j] += gr[j];
-    }
+  expect_dtype("embedding", "the weight", weight, DType::f32);
+  expect_dtype("embedding", "the token ids", token_ids, DType::i32);
+  const Tensor ids = dense(token_ids);
+  Shape shape = ids.shape();
+  shape.push_back(weight.size(1));
+  Tensor out = Tensor::empty(shape, DType::f32, weight.device());
+  fn(weight, ids, out);
+  const Shape wshape = weight.shape();
+  return autograd::record(out, "embedding", {weight}, [ids, wshape](const Tensor& g) {
+    Tensor dw = Tensor::empty(wshape, DType::f32, g.device());
+    kernel("embedding", &Kernels::embedding_backward, {ids, g})(ids, dense(g), dw);
     return std::vector<Tensor>{dw};
   });
 }
@@ -35,8 +29,7 @@ Tensor embedding(const Tensor& weight, const Tensor& token_ids) {
 Tensor arange(int64_t start, int64_t end) {
   TFM_CHECK(start <= end && end <= INT32_MAX, "arange: [" << start << ", " << end << ") is not a range of i32 positions");
   Tensor out = Tensor::empty({end - start}, DType::i32);
-  int32_t* p = out.data_as<int32_t>();
-  for (int64_t i = start; i < end; ++i) p[i - start] = static_cast<int32_t>(i);
+  kernels(Device::CPU).arange(start, out);
   return out;
 }
 

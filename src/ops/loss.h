@@ -3,7 +3,7 @@
 // the generator's logits go in directly). Targets are class ids, an i32 tensor [rows];
 // those equal to the padding id are ignored.
 
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/tensor.h"
 
 namespace tfm::ops {

@@ -1,12 +1,12 @@
 #pragma once
 // Matrix products.
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/tensor.h"
 
 namespace tfm::ops {
 
 // y = x W^T + b, as torch.nn.functional.linear.  x: [..., in], W: [out, in], b: [out] or undefined.
-// The product runs in the model's `products` (precision, frozen copies; ops/reduced_precision.h).
+// The product runs in the model's `products` (precision, frozen copies; ops/linear_products.h).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearProducts& products);
 
 // relu(linear(x, W, b)) as one op: the same values and gradients, one tensor fewer,

@@ -1,50 +1,35 @@
 #include "ops/reduce.h"
 
-#include <vector>
-
 #include "autograd/autograd.h"
-#include "threads/parallel.h"
+#include "ops/dispatch.h"
 
 namespace tfm::ops {
 
 namespace {
 
-// Fixed-size blocks summed in order: the result does not depend on thread count.
-template <class F>
-double blocked_sum(const Tensor& x, F term) {
-  Tensor xc = x.is_contiguous() ? x : x.clone();
-  const float* p = xc.data();
-  const int64_t n = xc.numel(), block = 4096, nblocks = (n + block - 1) / block;
-  std::vector<double> partial(nblocks, 0.0);
-  parallel_for(nblocks, nblocks > 8, [&](int64_t b) {
-    double acc = 0.0;
-    for (int64_t i = b * block; i < std::min(n, (b + 1) * block); ++i) acc += term(p[i]);
-    partial[b] = acc;
-  });
-  double total = 0.0;
-  for (double v : partial) total += v;
-  return total;
+double total(const char* name, const Tensor& x, bool squares) {
+  auto fn = kernel(name, &Kernels::sum, {x});
+  expect_dtype(name, "its input", x, DType::f32);
+  return fn(dense(x), squares);
 }
 
 }  // namespace
 
 Tensor sum(const Tensor& x) {
-  Tensor out = Tensor::full({}, static_cast<float>(blocked_sum(x, [](float v) { return static_cast<double>(v); })));
+  Tensor out = Tensor::full({}, static_cast<float>(total("sum", x, false)));
   Shape shape = x.shape();
   return autograd::record(out, "sum", {x}, [shape](const Tensor& g) { return std::vector<Tensor>{Tensor::full(shape, g.item())}; });
 }
 
 Tensor mean(const Tensor& x) {
   const double n = static_cast<double>(x.numel());
-  Tensor out = Tensor::full({}, static_cast<float>(blocked_sum(x, [](float v) { return static_cast<double>(v); }) / n));
+  Tensor out = Tensor::full({}, static_cast<float>(total("mean", x, false) / n));
   Shape shape = x.shape();
   return autograd::record(out, "mean", {x}, [shape, n](const Tensor& g) {
     return std::vector<Tensor>{Tensor::full(shape, static_cast<float>(g.item() / n))};
   });
 }
 
-double sum_of_squares(const Tensor& x) {
-  return blocked_sum(x, [](float v) { return static_cast<double>(v) * v; });
-}
+double sum_of_squares(const Tensor& x) { return total("sum_of_squares", x, true); }
 
 }  // namespace tfm::ops

@@ -1,10 +1,9 @@
 #include "ops/shape.h"
 
-#include <cstring>
 #include <numeric>
 
 #include "autograd/autograd.h"
-#include "threads/parallel.h"
+#include "ops/dispatch.h"
 #include "tensor/strided.h"
 #include "tensor/error.h"
 
@@ -20,25 +19,20 @@ int64_t normalize_dim(int64_t d, int64_t nd) {
 
 }  // namespace
 
-Tensor gather_rows(const Tensor& x_in, const std::vector<int64_t>& rows) {
-  Tensor x = x_in.is_contiguous() ? x_in : x_in.clone();
+Tensor gather_rows(const Tensor& x_in, const Tensor& rows) {
+  auto fn = kernel("gather_rows", &Kernels::gather_rows, {x_in, rows});
+  expect_dtype("gather_rows", "its input", x_in, DType::f32);
+  expect_dtype("gather_rows", "the row indices", rows, DType::i64);
+  TFM_CHECK(x_in.dim() >= 1 && rows.dim() == 1, "gather_rows: rows " << shape_str(rows.shape()) << " of " << shape_str(x_in.shape()));
+  const Tensor x = dense(x_in), index = dense(rows);
   Shape shape = x.shape();
-  const int64_t row = shape[0] > 0 ? x.numel() / shape[0] : 0;
-  shape[0] = static_cast<int64_t>(rows.size());
-  Tensor out = Tensor::empty(shape);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    TFM_CHECK(rows[i] >= 0 && rows[i] < x.size(0), "gather_rows: row " << rows[i] << " outside 0.." << x.size(0) - 1);
-    std::memcpy(out.data() + i * row, x.data() + rows[i] * row, sizeof(float) * row);
-  }
+  shape[0] = index.numel();
+  Tensor out = Tensor::empty(shape, DType::f32, x.device());
+  fn(x, index, out);
   const Shape x_shape = x.shape();
-  return autograd::record(out, "gather_rows", {x_in}, [=](const Tensor& g_in) {
-    Tensor g = g_in.is_contiguous() ? g_in : g_in.clone();
-    Tensor dx = Tensor::zeros(x_shape);  // a row gathered twice gets both gradients
-    for (size_t i = 0; i < rows.size(); ++i) {
-      float* d = dx.data() + rows[i] * row;
-      const float* gi = g.data() + i * row;
-      for (int64_t c = 0; c < row; ++c) d[c] += gi[c];
-    }
+  return autograd::record(out, "gather_rows", {x_in}, [index, x_shape](const Tensor& g) {
+    Tensor dx = Tensor::empty(x_shape, DType::f32, g.device());
+    kernel("gather_rows", &Kernels::gather_rows_backward, {index, g})(index, dense(g), dx);
     return std::vector<Tensor>{dx};
   });
 }
@@ -140,21 +134,13 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 Tensor patchify(const Tensor& images, int64_t P) {
-  TFM_CHECK(images.dim() == 4 && images.size(2) % P == 0 && images.size(3) % P == 0,
+  auto fn = kernel("patchify", &Kernels::patchify, {images});
+  TFM_CHECK(images.dim() == 4 && P > 0 && images.size(2) % P == 0 && images.size(3) % P == 0,
             "patchify: expected images [batch, C, H, W] with H and W multiples of " << P << ", got " << shape_str(images.shape()));
-  const Tensor x = ops::contiguous(images);
-  const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), gh = H / P, gw = W / P;
-  Tensor out = Tensor::empty({B, gh * gw, C * P * P});
-  const float* src = x.data();
-  float* dst = out.data();
-  parallel_for(B * gh * gw, B * gh * gw > 256, [&](int64_t patch) {  // patch n of image b
-    const int64_t b = patch / (gh * gw), n = patch % (gh * gw);
-    float* row = dst + patch * C * P * P;
-    const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t dy = 0; dy < P; ++dy)
-        for (int64_t dx = 0; dx < P; ++dx) *row++ = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
-  });
+  expect_dtype("patchify", "the images", images, DType::f32);
+  const int64_t B = images.size(0), C = images.size(1), n = (images.size(2) / P) * (images.size(3) / P);
+  Tensor out = Tensor::empty({B, n, C * P * P}, DType::f32, images.device());
+  fn(dense(images), P, out);
   return out;
 }
 

@@ -19,8 +19,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim);
 // inputs, so this is a plain copy without a backward.
 Tensor patchify(const Tensor& images, int64_t patch);
 
-// Rows of x along dim 0 in the given order: out[i] = x[rows[i]] (beam search's
+// Rows of x along dim 0 in the order of `rows` (i64 [n]): out[i] = x[rows[i]] (beam search's
 // reordering of decoding state; training's packing of sentences without padding).
-Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
+Tensor gather_rows(const Tensor& x, const Tensor& rows);
 
 }  // namespace tfm::ops

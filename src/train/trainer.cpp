@@ -10,7 +10,7 @@
 
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "train/curves.h"
 #include "train/progress.h"

@@ -20,7 +20,7 @@
 #include "io/checkpoint.h"
 #include "io/output_file.h"
 #include "nn/module.h"
-#include "ops/reduced_precision.h"
+#include "ops/linear_products.h"
 #include "tensor/rng.h"
 #include "train/optimizer.h"
 

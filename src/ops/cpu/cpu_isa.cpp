@@ -1,8 +1,8 @@
-#include "ops/cpu_isa.h"
+#include "ops/cpu/cpu_isa.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
-namespace tfm::ops {
+namespace tfm::ops::cpu {
 
 namespace {
 
@@ -43,4 +43,4 @@ const CpuIsa& cpu_isa() {
   return isa;
 }
 
-}  // namespace tfm::ops
+}  // namespace tfm::ops::cpu

@@ -1,17 +1,19 @@
-#include "ops/reduced_precision.h"
-
+// The linear layers' products in every precision (ops/linear_products.h), and the
+// frozen weights' converted copies they keep.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <vector>
 
-#include "threads/parallel.h"
+#include "ops/cpu/gemm.h"
+#include "ops/cpu/kernels.h"
 #include "tensor/error.h"
+#include "tensor/float_formats.h"
+#include "threads/parallel.h"
 
-namespace tfm::ops {
+namespace tfm::ops::cpu {
 namespace {
 
 // A weight as ops::linear sees it: its address and shape.
@@ -22,21 +24,29 @@ struct Int8Weight {
   std::vector<float> scale;  // [out]: w[r, :] ~= q[r, :] * scale[r]
 };
 
-}  // namespace
+void to_bf16(const float* x, int64_t n, bf16* out) {
+  parallel_for(n, n > (1 << 16), [&](int64_t i) { out[i] = tfm::to_bf16(x[i]); });
+}
 
-struct FrozenCopies {
-  std::mutex mutex;  // translation workers share the copies (map nodes never move)
+// The CPU's copies of one model's frozen weights.
+struct CpuCopies : FrozenCopies {
+  mutable std::mutex mutex;  // translation workers share the copies (map nodes never move)
   std::map<WeightKey, std::vector<bf16>> bf16_copies;
   std::map<WeightKey, Int8Weight> int8_copies;
   std::map<WeightKey, PackedWeight> packed_copies;  // f32
+
+  size_t count() const override {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return bf16_copies.size() + int8_copies.size() + packed_copies.size();
+  }
 };
 
-namespace {
+std::unique_ptr<FrozenCopies> make_copies() { return std::make_unique<CpuCopies>(); }
 
 // The copy of weight w[out, in] in `copies` (a member of FrozenCopies), made by `make`
 // on first use; null where the weights are not frozen (the caller then converts w itself).
 template <class Copy, class Make>
-const Copy* frozen_copy(FrozenCopies* frozen, std::map<WeightKey, Copy> FrozenCopies::*copies, const float* w, int64_t out, int64_t in,
+const Copy* frozen_copy(CpuCopies* frozen, std::map<WeightKey, Copy> CpuCopies::*copies, const float* w, int64_t out, int64_t in,
                         Make make) {
   if (!frozen) return nullptr;
   const std::lock_guard<std::mutex> lock(frozen->mutex);
@@ -73,11 +83,11 @@ Int8Weight quantize_weight(const float* w, int64_t out, int64_t in) {
   return q;
 }
 
-void linear_bf16(FrozenCopies* frozen_copies, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+void linear_bf16(CpuCopies* frozen_copies, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
   thread_local std::vector<bf16> xb, wb;
   xb.resize(static_cast<size_t>(rows * in));
   to_bf16(x, rows * in, xb.data());
-  const std::vector<bf16>* frozen = frozen_copy(frozen_copies, &FrozenCopies::bf16_copies, w, out, in, [&] { return bf16_copy(w, out * in); });
+  const std::vector<bf16>* frozen = frozen_copy(frozen_copies, &CpuCopies::bf16_copies, w, out, in, [&] { return bf16_copy(w, out * in); });
   const bf16* wp = frozen ? frozen->data() : nullptr;
   if (!frozen) {
     wb.resize(static_cast<size_t>(out * in));
@@ -87,9 +97,9 @@ void linear_bf16(FrozenCopies* frozen_copies, const float* x, int64_t rows, int6
   gemm_bf16(false, true, rows, out, in, 1.0f, xb.data(), in, wp, in, beta, y, out);
 }
 
-void linear_int8(FrozenCopies* frozen, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+void linear_int8(CpuCopies* frozen, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
   Int8Weight local;
-  const Int8Weight* qw = frozen_copy(frozen, &FrozenCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
+  const Int8Weight* qw = frozen_copy(frozen, &CpuCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
   if (!qw) {
     local = quantize_weight(w, out, in);
     qw = &local;
@@ -115,63 +125,14 @@ void linear_int8(FrozenCopies* frozen, const float* x, int64_t rows, int64_t in,
 
 }  // namespace
 
-Precision parse_precision(const std::string& name) {
-  if (name == "f32") return Precision::f32;
-  if (name == "bf16") return Precision::bf16;
-  TFM_CHECK(name == "int8", "unknown precision '" << name << "' (expected f32, bf16 or int8)");
-  return Precision::int8;
-}
-
-std::string to_string(Precision p) {
-  switch (p) {
-    case Precision::f32: return "f32";
-    case Precision::bf16: return "bf16";
-    case Precision::int8: return "int8";
-  }
-  return "?";
-}
-
-bf16 to_bf16(float x) {
-  const uint32_t u = std::bit_cast<uint32_t>(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16>((u >> 16) | 0x40u);  // NaN: keep it a (quiet) NaN
-  return static_cast<bf16>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float from_bf16(bf16 x) { return std::bit_cast<float>(static_cast<uint32_t>(x) << 16); }
-
-void to_bf16(const float* x, int64_t n, bf16* out) {
-  parallel_for(n, n > (1 << 16), [&](int64_t i) { out[i] = to_bf16(x[i]); });
-}
-
-LinearProducts::LinearProducts(Precision precision) : precision_(precision) {}
-
-LinearProducts::~LinearProducts() = default;
-
-const LinearProducts& LinearProducts::f32() {
-  static const LinearProducts products;  // immutable: never frozen, always f32
-  return products;
-}
-
-void LinearProducts::set_precision(Precision p) {
-  precision_ = p;
-  if (frozen_) frozen_ = std::make_unique<FrozenCopies>();
-}
-
-void LinearProducts::freeze() {
-  if (!frozen_) frozen_ = std::make_unique<FrozenCopies>();
-}
-
-size_t LinearProducts::copies() const {
-  if (!frozen_) return 0;
-  const std::lock_guard<std::mutex> lock(frozen_->mutex);
-  return frozen_->bf16_copies.size() + frozen_->int8_copies.size() + frozen_->packed_copies.size();
-}
-
-void LinearProducts::forward(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y,
-                             bool relu) const {
-  FrozenCopies* frozen = frozen_.get();
-  if (precision_ == Precision::f32) {
-    const PackedWeight* packed = frozen_copy(frozen, &FrozenCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
+void linear(const LinearProducts& products, const Tensor& x_t, const Tensor& w_t, const Tensor& bias_t, bool relu, Tensor& y_t) {
+  const int64_t in = w_t.size(1), out = w_t.size(0), rows = x_t.numel() / in;
+  const float *x = x_t.data(), *w = w_t.data(), *bias = bias_t.defined() ? bias_t.data() : nullptr;
+  float* y = y_t.data();
+  const Precision precision = products.precision();
+  CpuCopies* frozen = static_cast<CpuCopies*>(products.frozen_copies(make_copies));
+  if (precision == Precision::f32) {
+    const PackedWeight* packed = frozen_copy(frozen, &CpuCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
     if (packed && packed->valid()) {
       packed->linear(x, rows, bias, y, relu);
       return;
@@ -182,7 +143,7 @@ void LinearProducts::forward(const float* x, int64_t rows, int64_t in, const flo
     parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) { std::copy_n(bias, out, y + r * out); });
     beta = 1.0f;
   }
-  switch (precision_) {
+  switch (precision) {
     case Precision::f32: gemm(false, true, rows, out, in, 1.0f, x, in, w, in, beta, y, out); break;
     case Precision::bf16: linear_bf16(frozen, x, rows, in, w, out, beta, y); break;
     case Precision::int8: linear_int8(frozen, x, rows, in, w, out, beta, y); break;
@@ -193,9 +154,11 @@ void LinearProducts::forward(const float* x, int64_t rows, int64_t in, const flo
     });
 }
 
-void linear_product_backward(Precision precision, const float* g, const float* x, const float* w, int64_t rows, int64_t in,
-                             int64_t out, float* dx, float* dw, float dw_beta) {
-  TFM_CHECK(precision != Precision::int8, "linear: int8 precision is for inference only; train in f32 or bf16");
+void linear_backward(Precision precision, const Tensor& g_t, const Tensor& x_t, const Tensor& w_t, Tensor& dx_t, Tensor& dw_t,
+                     float dw_beta) {
+  const int64_t in = w_t.size(1), out = w_t.size(0), rows = x_t.numel() / in;
+  const float *g = g_t.data(), *x = x_t.data(), *w = w_t.data();
+  float *dx = dx_t.data(), *dw = dw_t.data();
   if (precision == Precision::f32) {
     gemm(false, false, rows, in, out, 1.0f, g, out, w, in, 0.0f, dx, in);        // dx = g w
     gemm(true, false, out, in, rows, 1.0f, g, out, x, in, dw_beta, dw, in);      // dw = g^T x + dw_beta dw
@@ -213,4 +176,11 @@ void linear_product_backward(Precision precision, const float* g, const float* x
   gemm_bf16(true, false, out, in, rows, 1.0f, gb.data(), out, xb.data(), in, dw_beta, dw, in);
 }
 
-}  // namespace tfm::ops
+void matmul(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, float beta, Tensor& out) {
+  const int64_t m = out.size(-2), n = out.size(-1), k = trans_a ? a.size(-2) : a.size(-1), batch = out.numel() / (m * n);
+  const int64_t lda = a.size(-1), ldb = b.size(-1);
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(trans_a, trans_b, m, n, k, 1.0f, a.data() + i * m * k, lda, b.data() + i * k * n, ldb, beta, out.data() + i * m * n, n);
+}
+
+}  // namespace tfm::ops::cpu

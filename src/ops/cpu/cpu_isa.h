@@ -5,7 +5,7 @@
 // kernels too, so `ONEDNN_MAX_CPU_ISA=AVX2` runs every path an AVX2 machine runs.
 #include <string>
 
-namespace tfm::ops {
+namespace tfm::ops::cpu {
 
 struct CpuIsa {
   bool avx512 = false;        // AVX-512 F/DQ/BW/VL: the 16-lane exp, dropout masks 8 at a time
@@ -16,4 +16,4 @@ struct CpuIsa {
 
 const CpuIsa& cpu_isa();
 
-}  // namespace tfm::ops
+}  // namespace tfm::ops::cpu

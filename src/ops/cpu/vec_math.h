@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "ops/cpu_isa.h"
+#include "ops/cpu/cpu_isa.h"
 
-namespace tfm::ops::vec {
+namespace tfm::ops::cpu::vec {
 
 // Cephes' expf, shared by exp8 and exp16 so that both give the same value for every
 // element: range reduction by ln 2 (split in two parts for precision) and a degree-5
@@ -233,4 +233,4 @@ inline void weighted_row_sum(const float* w, const float* const* rows, int64_t o
   }
 }
 
-}  // namespace tfm::ops::vec
+}  // namespace tfm::ops::cpu::vec

@@ -1,4 +1,4 @@
-#include "ops/gemm.h"
+#include "ops/cpu/gemm.h"
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -8,12 +8,12 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "ops/cpu_isa.h"
-#include "ops/reduced_precision.h"
+#include "ops/cpu/cpu_isa.h"
+#include "tensor/float_formats.h"
 #include "threads/parallel.h"
 #include "tensor/error.h"
 
-namespace tfm::ops {
+namespace tfm::ops::cpu {
 namespace {
 
 // oneDNN offers two single-precision paths. dnnl_sgemm is the better one for tall
@@ -329,4 +329,4 @@ void PackedWeight::linear(const float* x, int64_t rows, const float* bias, float
   run_matmul(key, key, x, data_.data(), y, bias);
 }
 
-}  // namespace tfm::ops
+}  // namespace tfm::ops::cpu

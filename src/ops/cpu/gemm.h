@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace tfm::ops {
+namespace tfm::ops::cpu {
 
-// A bfloat16 number: the upper half of a float's bits (see ops/reduced_precision.h).
+// A bfloat16 number: the upper half of a float's bits (see ops/linear_products.h).
 using bf16 = uint16_t;
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -43,4 +43,4 @@ class PackedWeight {
   std::vector<float> data_;
 };
 
-}  // namespace tfm::ops
+}  // namespace tfm::ops::cpu

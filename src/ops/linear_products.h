@@ -11,11 +11,10 @@
 //
 // Everything else (attention scores, softmax, layer norm, the loss, optimiser
 // state, checkpoints) stays in single precision.
-#include <cstdint>
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
-
-#include "ops/gemm.h"
 
 namespace tfm::ops {
 
@@ -25,53 +24,62 @@ enum class Precision { f32, bf16, int8 };
 Precision parse_precision(const std::string& name);
 std::string to_string(Precision p);
 
-// Round to nearest even, as PyTorch's float -> bfloat16 conversion; NaN stays NaN.
-bf16 to_bf16(float x);
-float from_bf16(bf16 x);
-void to_bf16(const float* x, int64_t n, bf16* out);
-
-struct FrozenCopies;
+// A device's converted copies of a model's frozen weights, made and read by that
+// device's product kernels (the CPU's: bf16 copies, int8 quantisations, oneDNN's
+// packed f32 layout; ops/cpu/products.cpp).
+class FrozenCopies {
+ public:
+  virtual ~FrozenCopies() = default;
+  virtual size_t count() const = 0;
+};
 
 // How one model's linear layers compute their products (ops::linear,
 // ops::linear_cross_entropy): the precision, and, once frozen, the converted copies of
-// the weights they see (contiguous tensors: parameters or views of them), bf16 or int8,
-// or in f32 their packed layout (ops/gemm.h), made on first use and kept (keyed by
-// address and shape) instead of being converted at every product. Each model owns one
+// the weights they see (contiguous tensors: parameters or views of them), made on first
+// use and kept instead of being converted at every product. Each model owns one
 // (nn::Module::products()), so models of different precisions live side by side in one
 // process; translation workers share one model's copies.
 class LinearProducts {
  public:
-  explicit LinearProducts(Precision precision = Precision::f32);
-  ~LinearProducts();
+  explicit LinearProducts(Precision precision = Precision::f32) : precision_(precision) {}
   LinearProducts(const LinearProducts&) = delete;
   LinearProducts& operator=(const LinearProducts&) = delete;
 
   // f32 and never frozen: for products outside a model (tests, tools).
-  static const LinearProducts& f32();
+  static const LinearProducts& f32() {
+    static const LinearProducts products;
+    return products;
+  }
 
   Precision precision() const { return precision_; }
-  void set_precision(Precision p);  // drops the copies made so far
+  void set_precision(Precision p) {  // drops the copies made so far
+    const std::lock_guard<std::mutex> lock(mutex_);
+    precision_ = p;
+    copies_.reset();
+  }
   // The weights will not change from now on (inference): keep their converted copies.
   // Training, whose weights change every step, must not freeze.
-  void freeze();
-  bool frozen() const { return frozen_ != nullptr; }
+  void freeze() { frozen_ = true; }
+  bool frozen() const { return frozen_; }
   // How many converted copies are held (one per weight used, in the precision's form).
-  size_t copies() const;
-
-  // y[rows, out] = x[rows, in] w[out, in]^T (+ bias[out] where given), with `relu`
-  // then max(y, 0). Frozen f32 weights go through their packed copy, whose kernels
-  // apply the ReLU as they write y.
-  void forward(const float* x, int64_t rows, int64_t in, const float* w, int64_t out, const float* bias, float* y,
-               bool relu = false) const;
+  size_t copies() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return copies_ ? copies_->count() : 0;
+  }
+  // For the product kernels: the holder of the frozen copies, made by `make` on first
+  // use; null while not frozen (the kernels then convert the weights at each product).
+  FrozenCopies* frozen_copies(std::unique_ptr<FrozenCopies> (*make)()) const {
+    if (!frozen_) return nullptr;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!copies_) copies_ = make();
+    return copies_.get();
+  }
 
  private:
   Precision precision_;
-  std::unique_ptr<FrozenCopies> frozen_;  // null until freeze()
+  bool frozen_ = false;
+  mutable std::mutex mutex_;
+  mutable std::unique_ptr<FrozenCopies> copies_;
 };
-
-// Their backward in the precision of the forward pass (int8 is refused):
-// dx[rows, in] = g w and dw[out, in] = g^T x + dw_beta * dw, g: [rows, out].
-void linear_product_backward(Precision precision, const float* g, const float* x, const float* w, int64_t rows, int64_t in,
-                             int64_t out, float* dx, float* dw, float dw_beta);
 
 }  // namespace tfm::ops

@@ -1,0 +1,180 @@
+// The fused attention kernels: scores, mask, softmax, dropout and the weighted sum of
+// the values per query row and head, never writing a [tq, tk] block of scores twice.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "ops/cpu/gemm.h"
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/rows.h"
+#include "ops/cpu/vec_math.h"
+#include "threads/parallel.h"
+
+namespace tfm::ops::cpu {
+
+namespace {
+
+// Geometry of one operand that may be a strided view: [batch, time, heads * d_k], or
+// packed sequences [1, rows, heads * d_k] (row i of sequence b is row start[b] + i).
+struct Operand {
+  const float* base;
+  int64_t batch_stride, row_stride;
+  const PackedSequences* packed;
+  int64_t time;  // the padded length: a packed operand's longest sequence
+  const float* row(int64_t b, int64_t i) const {
+    return base + (packed ? (packed->start[b] + i) * row_stride : b * batch_stride + i * row_stride);
+  }
+  float* row(int64_t b, int64_t i) { return const_cast<float*>(std::as_const(*this).row(b, i)); }
+  int64_t length(int64_t b) const { return packed ? packed->length[b] : time; }
+};
+
+Operand operand(const Tensor& t, const PackedSequences* packed) {
+  return {t.data(), t.strides()[0], t.strides()[1], packed, packed ? packed->longest() : t.size(1)};
+}
+
+// The sizes of one call.
+struct Geometry {
+  int64_t B, tq, tk, D, heads, dk;
+  float scale;
+};
+
+Geometry geometry(const AttentionCall& c, const Operand& oq, const Operand& ok) {
+  const int64_t B = c.mask->packed_queries ? c.mask->packed_queries->batch() : c.q.size(0), D = c.q.size(2);
+  return {B, oq.time, ok.time, D, c.heads, D / c.heads, 1.0f / std::sqrt(static_cast<float>(D / c.heads))};
+}
+
+}  // namespace
+
+void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
+  const AttentionMask& mask = *c.mask;
+  const PackedSequences *packed_q = mask.packed_queries.get(), *packed_k = mask.packed_keys.get();
+  const Operand oq = operand(c.q, packed_q), ok = operand(c.k, packed_k), ov = operand(c.v, packed_k);
+  Operand oo = operand(out, packed_q);
+  const Geometry geo = geometry(c, oq, ok);
+  const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk;
+  const float scale = geo.scale, dropout_p = c.dropout_p;
+  const uint64_t dropout_key = c.dropout_key;
+  const int32_t* key_rows = c.key_rows;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Keys that query i of row b sees: its sequence's, up to the causal horizon.
+  auto visible_keys = [&](int64_t b, int64_t i) {
+    const int64_t keys = ok.length(b);
+    return mask.causal ? std::min(keys, i + keys - oq.length(b) + 1) : keys;
+  };
+
+  // Masks a row of scores of query row b, position i, and normalises it in place;
+  // returns the probabilities to weight the values with: the row itself, or under
+  // dropout a masked copy in `dropped` (P stays intact: users inspect it, backward needs it).
+  auto probabilities = [&](float* row, int64_t b, int64_t i, int64_t offset, float* dropped) -> const float* {
+    const int64_t visible = visible_keys(b, i);
+    for (int64_t j = 0; j < tk; ++j)
+      if (j >= visible || (!mask.key_padding.empty() && mask.key_padding[b * tk + j])) row[j] = neg_inf;
+    softmax_row(row, row, tk);
+    if (dropout_p == 0.0f) return row;
+    dropout_row(row, dropped, tk, dropout_p, dropout_key, offset);
+    return dropped;
+  };
+
+  // Few keys per query (every decoding step, Multi30k's sentences) go by dot products
+  // per query and key: two GEMM calls per head cost more to make than to compute at
+  // that size (4,000 tokens on 2 cores: 16 keys in 763 vs 1,425 us, 32 in 1,241 vs
+  // 1,214; causal 48 in 1,567 vs 1,972). Up to 48 keys they stay a third slower at
+  // most (40 keys: 1,529 vs 1,363 us; 48: 1,934 vs 1,443), which spares a translation
+  // of such sentences the first sgemm call's one-time 39 ms set-up (64 keys: 3,152 vs
+  // 1,682 us).
+  const bool by_dot_products = tq == 1 || (mask.causal ? tk / 2 : tk) <= 48;
+  // A decoding step of one sentence is a few microseconds of work: less than waking
+  // the second core costs (~3 us).
+  parallel_region(B * tq * tk * D > (1 << 15), [&] {
+    std::vector<float> scratch(dropout_p > 0.0f ? (by_dot_products ? tk : tq * tk) : 0);
+    // Query i of row b, head h, against the keys and values rows[j] + h * dk.
+    std::vector<const float*> key(tk), value(tk);
+    auto gather_rows = [&](int64_t b) {
+      for (int64_t j = 0; j < ok.length(b); ++j) {
+        const int64_t row = key_rows ? key_rows[j * B + b] : b;
+        key[j] = ok.row(row, j), value[j] = ov.row(row, j);
+      }
+    };
+    auto attend = [&](int64_t b, int64_t h, int64_t i) {
+      // Keys after the causal horizon get no probability: neither scored nor summed.
+      const int64_t visible = visible_keys(b, i);
+      float* p = probs.data() + ((b * heads + h) * tq + i) * tk;
+      const float* qi = oq.row(b, i) + h * dk;
+      int64_t j = 0;
+      for (; j + 8 <= visible; j += 8) vec::scaled_dot8(qi, key.data() + j, h * dk, dk, scale, p + j);
+      for (; j < visible; ++j) p[j] = scale * vec::dot(qi, key[j] + h * dk, dk);
+      const float* pd = probabilities(p, b, i, ((b * heads + h) * tq + i) * tk, scratch.data());
+      vec::weighted_row_sum(pd, value.data(), h * dk, visible, dk, oo.row(b, i) + h * dk);
+    };
+    if (tq == 1) {  // a decoding step: each row's keys and values read once, whole, for all heads
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < B; ++b) {
+        gather_rows(b);
+        for (int64_t h = 0; h < heads; ++h) attend(b, h, 0);
+      }
+    } else if (by_dot_products) {  // a head's slices of the keys stay in L1 across the queries
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+          gather_rows(b);
+          for (int64_t i = 0; i < oq.length(b); ++i) attend(b, h, i);
+        }
+    } else {
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t tq_b = oq.length(b), tk_b = ok.length(b);
+          float* p = probs.data() + (b * heads + h) * tq * tk;
+          gemm(false, true, tq_b, tk_b, dk, scale, oq.row(b, 0) + h * dk, oq.row_stride, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, p, tk);
+          for (int64_t i = 0; i < tq_b; ++i)
+            probabilities(p + i * tk, b, i, (b * heads + h) * tq * tk + i * tk, dropout_p > 0.0f ? scratch.data() + i * tk : nullptr);
+          gemm(false, false, tq_b, dk, tk_b, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f,
+               oo.row(b, 0) + h * dk, D);
+        }
+    }
+  });
+}
+
+void attention_backward(const AttentionCall& c, const Tensor& probs, const Tensor& g, Tensor& dq, Tensor& dk_out, Tensor& dv) {
+  const PackedSequences *packed_q = c.mask->packed_queries.get(), *packed_k = c.mask->packed_keys.get();
+  const Operand oq = operand(c.q, packed_q), ok = operand(c.k, packed_k), ov = operand(c.v, packed_k);
+  const Operand og = operand(g, packed_q);
+  Operand odq = operand(dq, packed_q), odk = operand(dk_out, packed_k), odv = operand(dv, packed_k);
+  const Geometry geo = geometry(c, oq, ok);
+  const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk;
+  const float scale = geo.scale, dropout_p = c.dropout_p;
+  const uint64_t dropout_key = c.dropout_key;
+#pragma omp parallel
+  {
+    std::vector<float> dp(tq * tk), scratch(dropout_p > 0.0f ? tq * tk : 0);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t bh = b * heads + h, tq_b = oq.length(b), tk_b = ok.length(b);
+        const float* p = probs.data() + bh * tq * tk;
+        const float* go = og.row(b, 0) + h * dk;
+        const float* pd = p;
+        if (dropout_p > 0.0f) {
+          dropout_row(p, scratch.data(), tq * tk, dropout_p, dropout_key, bh * tq * tk);
+          pd = scratch.data();
+        }
+        // dV = P_dropped^T dO ; dP_dropped = dO V^T
+        gemm(true, false, tk_b, dk, tq_b, 1.0f, pd, tk, go, og.row_stride, 0.0f, odv.row(b, 0) + h * dk, D);
+        gemm(false, true, tq_b, tk_b, dk, 1.0f, go, og.row_stride, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f, dp.data(), tk);
+        for (int64_t i = 0; i < tq_b; ++i) {
+          float* dr = dp.data() + i * tk;
+          const float* pr = p + i * tk;
+          if (dropout_p > 0.0f) dropout_row(dr, dr, tk_b, dropout_p, dropout_key, bh * tq * tk + i * tk);
+          float dot = 0.0f;
+          for (int64_t j = 0; j < tk_b; ++j) dot += dr[j] * pr[j];
+          for (int64_t j = 0; j < tk_b; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // dS, scale folded in
+        }
+        gemm(false, false, tq_b, dk, tk_b, 1.0f, dp.data(), tk, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, odq.row(b, 0) + h * dk, D);
+        gemm(true, false, tk_b, dk, tq_b, 1.0f, dp.data(), tk, oq.row(b, 0) + h * dk, oq.row_stride, 0.0f, odk.row(b, 0) + h * dk, D);
+      }
+  }
+}
+
+}  // namespace tfm::ops::cpu

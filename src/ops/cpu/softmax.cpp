@@ -1,0 +1,98 @@
+// Softmax kernels: rows over the last dimension, and beam search's best candidates.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "ops/cpu/kernels.h"
+#include "ops/cpu/rows.h"
+#include "ops/cpu/vec_math.h"
+#include "threads/parallel.h"
+
+namespace tfm::ops::cpu {
+
+void softmax_row(const float* x, float* y, int64_t n) {
+  const float mx = vec::max_of(x, n);
+  if (mx == -std::numeric_limits<float>::infinity()) {  // every entry masked: attend nowhere
+    for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
+    return;
+  }
+  const float inv = 1.0f / vec::exp_shifted(x, y, n, mx);
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+float log_sum_exp_row(const float* x, int64_t n) {
+  const float mx = vec::max_of(x, n);
+  return mx + std::log(vec::exp_shifted(x, nullptr, n, mx));
+}
+
+void log_softmax_row(const float* x, float* y, int64_t n) {
+  const float lse = log_sum_exp_row(x, n);
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] - lse;
+}
+
+void softmax(const Tensor& x, bool log, Tensor& y) {
+  const int64_t n = x.size(-1), rows = x.numel() / n;
+  const float* px = x.data();
+  float* py = y.data();
+  parallel_for(rows, x.numel() > (1 << 14), [&](int64_t r) {
+    (log ? log_softmax_row : softmax_row)(px + r * n, py + r * n, n);
+  });
+}
+
+void softmax_backward(const Tensor& y, const Tensor& g, bool log, Tensor& dx) {
+  const int64_t n = y.size(-1), rows = y.numel() / n;
+  parallel_for(rows, y.numel() > (1 << 14), [&](int64_t r) {
+    const float *yr = y.data() + r * n, *gr = g.data() + r * n;
+    float* d = dx.data() + r * n;
+    if (log) {  // dx = g - exp(y) * sum(g)
+      float total = 0.0f;
+      for (int64_t j = 0; j < n; ++j) total += gr[j];
+      for (int64_t j = 0; j < n; ++j) d[j] = gr[j] - std::exp(yr[j]) * total;
+    } else {  // dx = y * (g - sum(g * y))
+      float dot = 0.0f;
+      for (int64_t j = 0; j < n; ++j) dot += gr[j] * yr[j];
+      for (int64_t j = 0; j < n; ++j) d[j] = yr[j] * (gr[j] - dot);
+    }
+  });
+}
+
+namespace {
+
+// One row's top_log_probs; nothing where the row is not finite.
+std::optional<std::vector<std::pair<double, int64_t>>> top_log_probs_row(const float* logits, int64_t V, int64_t count,
+                                                                         const std::vector<int>& excluded) {
+  const float lse = log_sum_exp_row(logits, V);
+  if (!std::isfinite(lse)) return std::nullopt;
+  std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
+  float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
+  for (int64_t v = vec::first_above(logits, 0, V, bar); v < V; v = vec::first_above(logits, v + 1, V, bar)) {
+    if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
+    auto at = std::upper_bound(top.begin(), top.end(), logits[v], [](float x, const auto& e) { return x > e.first; });
+    top.insert(at, {logits[v], v});
+    if (static_cast<int64_t>(top.size()) > count) top.pop_back();
+    if (static_cast<int64_t>(top.size()) == count) bar = top.back().first;
+  }
+  std::vector<std::pair<double, int64_t>> out;
+  for (const auto& [logit, v] : top) out.push_back({logit - lse, v});
+  return out;
+}
+
+}  // namespace
+
+bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, const std::vector<uint8_t>& wanted,
+                   std::vector<std::vector<std::pair<double, int64_t>>>& best) {
+  const int64_t n = logits.size(0), V = logits.size(1);
+  best.assign(static_cast<size_t>(n), {});
+  std::atomic<bool> finite{true};
+  parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
+    if (!wanted[r]) return;
+    auto top = top_log_probs_row(logits.data() + r * V, V, count, excluded);
+    if (top) best[r] = std::move(*top);
+    else finite = false;
+  });
+  return finite;
+}
+
+}  // namespace tfm::ops::cpu

@@ -1,0 +1,43 @@
+#include "ops/dispatch.h"
+
+#include "ops/cpu/kernels.h"
+#include "tensor/error.h"
+
+namespace tfm::ops {
+
+const Kernels& kernels(Device device) {
+  switch (device) {
+    case Device::CPU: return cpu::kernels();
+    case Device::CUDA: break;
+  }
+  throw Error("this build of tfm has no kernels for " + to_string(device) + " tensors");
+}
+
+Device device_of(const char* op, Tensors tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    if (!first) first = &t;
+    TFM_CHECK(t.device() == first->device(), op << ": tensors on different devices (" << to_string(first->device()) << " and "
+                                                 << to_string(t.device()) << "); move them with ops::to(tensor, device)");
+  }
+  return first ? first->device() : Device::CPU;
+}
+
+void fail_unimplemented(const char* op, Device device) {
+  throw Error(std::string(op) + " is not implemented for " + to_string(device) + " tensors");
+}
+
+void expect_dtype(const char* op, const char* what, const Tensor& t, DType want) {
+  TFM_CHECK(t.dtype() == want, op << ": " << what << " must be " << to_string(want) << ", got " << to_string(t.dtype()) << " "
+                                  << shape_str(t.shape()));
+}
+
+void expect_dtype(const char* op, const char* what, Tensors tensors, DType want) {
+  for (const Tensor& t : tensors)
+    if (t.defined()) expect_dtype(op, what, t, want);
+}
+
+Tensor dense(const Tensor& x) { return x.is_contiguous() ? x : x.clone(); }
+
+}  // namespace tfm::ops

@@ -1,0 +1,135 @@
+#pragma once
+// What a device implements: the kernels behind the ops' front ends. Each op's front
+// end (ops/*.cpp) checks its arguments, allocates its outputs on its inputs' device,
+// calls one kernel of that device's table and records autograd; the kernel computes,
+// nothing else. One table per device (ops/cpu/kernels.cpp; a CUDA one next), chosen in
+// one place (ops/dispatch.h). A null entry is an op the device does not implement:
+// calling it is a clear error, and the backend op test (tests/test_backend_ops.cpp)
+// runs every (op, dtype) a table claims against the f32 oracle.
+//
+// Tensors given to a kernel are on its device; inputs may be strided views where a
+// comment says so, otherwise they and all outputs are contiguous.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/attention_mask.h"
+#include "ops/linear_products.h"
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+// Element-wise functions of two tensors, a broadcast against out's shape (either may
+// be a strided view); `s` is a scalar some take.
+enum class Binary {
+  add,            // a + b
+  mul,            // a * b
+  relu_backward,  // (b > 0 ? a : 0) * s: a the gradient, b relu's output
+  gelu_backward,  // a * gelu'(b): a the gradient, b gelu's input
+};
+// Element-wise functions of one tensor.
+enum class Unary { scale, relu, gelu };  // x * s, max(x, 0), x * Phi(x)
+
+// One Adam step's settings for a parameter (torch.optim.Adam's update order).
+struct AdamUpdate {
+  float beta1, beta2, eps;
+  float step_size;  // lr / (1 - beta1^step)
+  float bc2_sqrt;   // sqrt(1 - beta2^step)
+  float l2;         // weight decay added to the gradient (Adam), or 0
+  float shrink;     // 1 - lr * weight_decay, applied to the parameter first (AdamW), or 1
+};
+
+// A label-smoothed loss's target distribution for one row, as (weight of the true
+// class, of every other class, of the padding column); rows whose target is the
+// skipped id count 0.
+struct SmoothedTarget {
+  float on, off, pad_column;
+  bool kl;  // KL divergence (subtracts the target's entropy) rather than cross-entropy
+};
+
+// One call of attention (ops/attention.h says what each argument means). q, k and v
+// may be strided views with unit stride in their last dimension.
+struct AttentionCall {
+  Tensor q, k, v;
+  int64_t heads;
+  const AttentionMask* mask;
+  float dropout_p;
+  uint64_t dropout_key;
+  const int32_t* key_rows;  // decoding's indexed keys, or null
+};
+
+// An (op, dtype) a device implements.
+struct Claim {
+  std::string op;
+  DType dtype;
+};
+
+struct Kernels {
+  Device device;
+  std::vector<Claim> claims;
+  std::string (*describe)();  // what runs the kernels, for `tfm --version`
+
+  // Element-wise (ops/elementwise.h).
+  void (*binary)(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out);
+  void (*unary)(Unary op, const Tensor& x, float s, Tensor& out);
+  // Inverted dropout of x (relu(x) first where `relu`); element i of the stream is
+  // dropped when hash_uniform(key, i) < p (tensor/rng.h), on every device alike.
+  void (*dropout)(const Tensor& x, float p, uint64_t key, bool relu, Tensor& out);
+  void (*sum_to)(const Tensor& g, Tensor& out);  // g summed over its broadcast dims into out
+  void (*scale_in_place)(Tensor& x, float s);
+
+  // Softmax (ops/softmax.h): over the last dim, or its logarithm.
+  void (*softmax)(const Tensor& x, bool log, Tensor& y);
+  void (*softmax_backward)(const Tensor& y, const Tensor& g, bool log, Tensor& dx);
+  bool (*top_log_probs)(const Tensor& logits, int64_t count, const std::vector<int>& excluded, const std::vector<uint8_t>& wanted,
+                        std::vector<std::vector<std::pair<double, int64_t>>>& best);
+
+  // Layer norm over the last dim; mean and rstd [rows] are kept for backward.
+  void (*layer_norm)(const Tensor& x, const Tensor& w, const Tensor& b, float eps, Tensor& y, Tensor& mean, Tensor& rstd);
+  void (*layer_norm_backward)(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& g, Tensor& dx,
+                              Tensor& dw, Tensor& db);
+
+  // Fused attention; probs [batch, heads, tq, tk] is the softmax before dropout.
+  void (*attention)(const AttentionCall& call, Tensor& out, Tensor& probs);
+  void (*attention_backward)(const AttentionCall& call, const Tensor& probs, const Tensor& g, Tensor& dq, Tensor& dk, Tensor& dv);
+
+  // The label-smoothed losses (ops/loss.h): the sum over rows of logits [rows, vocab]
+  // (targets i32 [rows]) of each row's loss; with `grad`, the rows' gradients
+  // (p - q) * inv_n go there.
+  double (*smoothed_loss)(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad);
+
+  // Products (ops/matmul.h). matmul: out = op(a) op(b) + beta out over equal leading
+  // dims, op transposing the last two where asked.
+  void (*matmul)(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, float beta, Tensor& out);
+  // y [rows, out] = x [rows, in] w [out, in]^T + bias, then max(y, 0) where `relu`, in
+  // the products' precision (through their frozen copies once frozen).
+  void (*linear)(const LinearProducts& products, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, Tensor& y);
+  // dx = g w and dw = g^T x + dw_beta dw, g [rows, out], in the forward's precision.
+  void (*linear_backward)(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
+                          float dw_beta);
+
+  // Embeddings (ops/embedding.h): rows of w by i32 ids, and their scatter-add back.
+  void (*embedding)(const Tensor& w, const Tensor& ids, Tensor& out);
+  void (*embedding_backward)(const Tensor& ids, const Tensor& g, Tensor& dw);
+  void (*arange)(int64_t start, Tensor& out);  // i32 start, start + 1, ...
+
+  // Layout (ops/shape.h): rows of x (i64 indices, repeats allowed), their scatter-add
+  // back, and images [batch, C, H, W] cut into patches [batch, patches, C * P * P].
+  void (*gather_rows)(const Tensor& x, const Tensor& rows, Tensor& out);
+  void (*gather_rows_backward)(const Tensor& rows, const Tensor& g, Tensor& dx);
+  void (*patchify)(const Tensor& images, int64_t patch, Tensor& out);
+
+  // Reductions (ops/reduce.h), in double, in an order that does not depend on the
+  // thread count: the sum of x's elements, or of their squares.
+  double (*sum)(const Tensor& x, bool squares);
+
+  // Optimiser (ops/optimizer.h): param, exp_avg and exp_avg_sq updated in place.
+  void (*adam)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamUpdate& u);
+
+  // Conversions (ops/convert.h): every dtype to every dtype, and u8 pixels to [-1, 1].
+  void (*convert)(const Tensor& src, Tensor& dst);
+  void (*from_pixels)(const Tensor& pixels, Tensor& out);
+};
+
+}  // namespace tfm::ops
