@@ -26,10 +26,12 @@ Tensor embedding(const Tensor& weight, const Tensor& token_ids) {
   });
 }
 
-Tensor arange(int64_t start, int64_t end) {
+Tensor arange(int64_t start, int64_t end, Device device) {
   TFM_CHECK(start <= end && end <= INT32_MAX, "arange: [" << start << ", " << end << ") is not a range of i32 positions");
-  Tensor out = Tensor::empty({end - start}, DType::i32);
-  kernels(Device::CPU).arange(start, out);
+  Tensor out = Tensor::empty({end - start}, DType::i32, device);
+  auto fn = kernels(device).arange;
+  if (!fn) fail_unimplemented("arange", device);
+  fn(start, out);
   return out;
 }
 

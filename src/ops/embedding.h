@@ -8,6 +8,6 @@ namespace tfm::ops {
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 
 // [end - start] i32: start, start + 1, ..., end - 1 (positions, for embedding tables).
-Tensor arange(int64_t start, int64_t end);
+Tensor arange(int64_t start, int64_t end, Device device = Device::CPU);
 
 }  // namespace tfm::ops

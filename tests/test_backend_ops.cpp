@@ -1,0 +1,570 @@
+// The backend op table (ggml's test-backend-ops is the model): every (op, dtype) that a
+// device's kernel table claims (ops/kernels.h) runs through the op's front end on that
+// device, forward and, where the op is differentiable in that dtype, backward, against
+// one oracle: plain loops in double written here, and central differences of those for
+// the gradients. A claimed combination whose kernel is missing fails; so does a claim
+// with no case here, so a new op or dtype cannot be claimed untested. A device this
+// build or machine lacks is skipped with a message.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "ops/attention.h"
+#include "ops/convert.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/optimizer.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/softmax.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+
+namespace tfm {
+namespace {
+
+using Values = std::vector<double>;
+
+struct Input {
+  Shape shape;
+  Values values;
+  DType dtype = DType::f32;
+  bool differentiable = true;  // f32 inputs only
+};
+
+// What a claim's dtype is for an op: its floating-point inputs' (which the harness
+// converts to it), its products' precision, or the dtype it makes.
+enum class DTypeIs { inputs, precision, result };
+
+// One op on one set of inputs: its front end (on tensors already on the device under
+// test; `dtype` is the claim's) and its oracle.
+struct OpCase {
+  std::string op;
+  std::vector<Input> inputs;
+  std::function<Tensor(const std::vector<Tensor>&, DType)> run;
+  std::function<Values(const std::vector<Values>&)> oracle;
+  bool differentiable = true;
+  DTypeIs dtype_is = DTypeIs::inputs;
+};
+
+// Uniform values in [lo, hi) from a fixed seed, each a float (what the op sees).
+Values uniform(int64_t n, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  Values v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(lo + (hi - lo) * hash_uniform(seed, static_cast<uint64_t>(i)));
+  return v;
+}
+
+Input f32(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0) { return {shape, uniform(shape_numel(shape), seed, lo, hi)}; }
+
+Input ints(const Shape& shape, Values values, DType dtype = DType::i32) { return {shape, std::move(values), dtype, false}; }
+
+// An input of a case on `device`; floating-point inputs in `dtype`.
+Tensor make(const Input& in, Device device, DType dtype = DType::f32) {
+  Tensor t;
+  switch (in.dtype) {
+    case DType::f32: t = Tensor::from_values<float>(in.shape, std::vector<float>(in.values.begin(), in.values.end())); break;
+    case DType::i32: t = Tensor::from_values<int32_t>(in.shape, std::vector<int32_t>(in.values.begin(), in.values.end())); break;
+    case DType::i64: t = Tensor::from_values<int64_t>(in.shape, std::vector<int64_t>(in.values.begin(), in.values.end())); break;
+    case DType::u8: t = Tensor::from_values<uint8_t>(in.shape, std::vector<uint8_t>(in.values.begin(), in.values.end())); break;
+    default: throw Error("no test inputs of dtype " + to_string(in.dtype));
+  }
+  return ops::to(in.dtype == DType::f32 ? ops::to(t, dtype) : t, device);
+}
+
+// A tensor's values as doubles, from any device and dtype.
+Values values_of(const Tensor& t) {
+  const std::vector<float> v = ops::to(ops::to(t, Device::CPU).detach(), DType::f32).values<float>();
+  return Values(v.begin(), v.end());
+}
+
+double dot(const Values& a, const Values& b) { return std::inner_product(a.begin(), a.end(), b.begin(), 0.0); }
+
+// --- the oracle's building blocks, in double ---
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+// Broadcasts b's values onto out's shape (NumPy rules), returning out-shaped values.
+Values broadcast(const Values& b, const Shape& bs, const Shape& out) {
+  Values r(static_cast<size_t>(shape_numel(out)));
+  for (int64_t i = 0; i < shape_numel(out); ++i) {
+    int64_t rest = i, offset = 0, stride = 1;
+    for (int64_t d = static_cast<int64_t>(out.size()) - 1, e = static_cast<int64_t>(bs.size()) - 1; d >= 0; --d, --e) {
+      const int64_t idx = rest % out[d];
+      rest /= out[d];
+      if (e >= 0) {
+        if (bs[e] != 1) offset += idx * stride;
+        stride *= bs[e];
+      }
+    }
+    r[i] = b[offset];
+  }
+  return r;
+}
+
+Values log_softmax_row(const double* x, int64_t n) {
+  const double mx = *std::max_element(x, x + n);
+  double s = 0.0;
+  for (int64_t j = 0; j < n; ++j) s += std::exp(x[j] - mx);
+  Values out(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) out[j] = x[j] - mx - std::log(s);
+  return out;
+}
+
+// y [rows, out] = x [rows, in] w [out, in]^T + b
+Values linear(const Values& x, const Values& w, const Values* b, int64_t rows, int64_t in, int64_t out) {
+  Values y(static_cast<size_t>(rows * out));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = b ? (*b)[o] : 0.0;
+      for (int64_t i = 0; i < in; ++i) acc += x[r * in + i] * w[o * in + i];
+      y[r * out + o] = acc;
+    }
+  return y;
+}
+
+// The label-smoothed losses: sum over rows whose target is not skip of
+// sum_j q_j (log q_j [kl only] - log p_j), q = on at the target, pad at the skip column
+// (where it is a column), off elsewhere.
+double smoothed(const Values& logits, const Values& targets, int64_t vocab, int skip, double on, double off, double pad, bool kl) {
+  double total = 0.0;
+  for (size_t r = 0; r < targets.size(); ++r) {
+    const int t = static_cast<int>(targets[r]);
+    if (t == skip) continue;
+    const Values lp = log_softmax_row(logits.data() + r * vocab, vocab);
+    for (int64_t j = 0; j < vocab; ++j) {
+      const double q = j == t ? on : (j == skip ? pad : off);
+      if (q > 0.0) total += q * ((kl ? std::log(q) : 0.0) - lp[j]);
+    }
+  }
+  return total;
+}
+
+double cross_entropy(const Values& logits, const Values& targets, int64_t vocab, double smoothing, int ignore) {
+  const double off = smoothing / static_cast<double>(vocab);
+  const double valid = static_cast<double>(std::count_if(targets.begin(), targets.end(), [&](double t) { return t != ignore; }));
+  return smoothed(logits, targets, vocab, ignore, 1.0 - smoothing + off, off, off, false) / std::max(valid, 1.0);
+}
+
+// Round to `bits` significant bits, nearest even (for a normal result of that format).
+double round_to_bits(double x, int bits) {
+  if (x == 0.0 || !std::isfinite(x)) return x;
+  int e;
+  const double m = std::frexp(x, &e);
+  return std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits);
+}
+
+// x converted to `dtype` and read back (ops/convert.h's rules).
+double converted(double x, DType dtype) {
+  auto saturate = [&](double lo, double hi) { return std::isnan(x) ? 0.0 : std::clamp(std::trunc(x), lo, hi); };
+  switch (dtype) {
+    case DType::f32: return static_cast<float>(x);
+    case DType::bf16: return round_to_bits(x, 8);
+    case DType::f16:
+      if (std::fabs(x) < std::ldexp(1.0, -14)) return std::nearbyint(std::ldexp(x, 24)) / std::ldexp(1.0, 24);  // subnormal
+      return std::fabs(round_to_bits(x, 11)) > 65504.0 ? std::copysign(INFINITY, x) : round_to_bits(x, 11);
+    case DType::i64: return saturate(-std::ldexp(1.0, 63), std::ldexp(1.0, 63));
+    case DType::i32: return saturate(-2147483648.0, 2147483647.0);
+    case DType::i8: return saturate(-128, 127);
+    case DType::u8: return saturate(0, 255);
+    case DType::boolean: return x != 0.0 ? 1.0 : 0.0;
+  }
+  return NAN;
+}
+
+// Attention over q [B, tq, H*dk], k and v [B, tk, H*dk] with padded keys and the
+// causal horizon: [B, tq, H*dk].
+Values attention(const Values& q, const Values& k, const Values& v, int64_t B, int64_t tq, int64_t tk, int64_t H, int64_t dk,
+                 const std::vector<uint8_t>& padding, bool causal) {
+  const int64_t D = H * dk;
+  Values out(static_cast<size_t>(B * tq * D), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < tq; ++i) {
+        Values s(static_cast<size_t>(tk), -INFINITY);
+        for (int64_t j = 0; j < tk; ++j) {
+          if ((causal && j > i + tk - tq) || (!padding.empty() && padding[b * tk + j])) continue;
+          double acc = 0.0;
+          for (int64_t c = 0; c < dk; ++c) acc += q[(b * tq + i) * D + h * dk + c] * k[(b * tk + j) * D + h * dk + c];
+          s[j] = acc / std::sqrt(static_cast<double>(dk));
+        }
+        const Values lp = log_softmax_row(s.data(), tk);
+        for (int64_t j = 0; j < tk; ++j)
+          for (int64_t c = 0; c < dk; ++c)
+            if (std::isfinite(lp[j])) out[(b * tq + i) * D + h * dk + c] += std::exp(lp[j]) * v[(b * tk + j) * D + h * dk + c];
+      }
+  return out;
+}
+
+ops::AttentionMask padding_mask(const std::vector<uint8_t>& padding, bool causal) {
+  ops::AttentionMask m;
+  m.key_padding = padding;
+  m.causal = causal;
+  return m;
+}
+
+// --- the cases ---
+
+// The products' precision for a claimed dtype.
+const ops::LinearProducts& products_for(DType dtype) {
+  static const ops::LinearProducts f32(ops::Precision::f32), bf16(ops::Precision::bf16), int8(ops::Precision::int8);
+  return dtype == DType::bf16 ? bf16 : dtype == DType::i8 ? int8 : f32;
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  const Shape s234{2, 3, 4};
+  c.push_back({"add", {f32(s234, 1), f32({4}, 2)}, [](const auto& x, DType) { return ops::add(x[0], x[1]); },
+               [](const auto& v) {
+                 Values b = broadcast(v[1], {4}, {2, 3, 4}), r(v[0].size());
+                 for (size_t i = 0; i < r.size(); ++i) r[i] = v[0][i] + b[i];
+                 return r;
+               }});
+  c.push_back({"mul", {f32(s234, 3), f32({3, 1}, 4)}, [](const auto& x, DType) { return ops::mul(x[0], x[1]); },
+               [](const auto& v) {
+                 Values b = broadcast(v[1], {3, 1}, {2, 3, 4}), r(v[0].size());
+                 for (size_t i = 0; i < r.size(); ++i) r[i] = v[0][i] * b[i];
+                 return r;
+               }});
+  auto elementwise = [](std::function<double(double)> f) {
+    return [f](const std::vector<Values>& v) {
+      Values r(v[0].size());
+      std::transform(v[0].begin(), v[0].end(), r.begin(), f);
+      return r;
+    };
+  };
+  c.push_back({"scale", {f32(s234, 5)}, [](const auto& x, DType) { return ops::scale(x[0], -2.5f); }, elementwise([](double x) { return -2.5 * x; })});
+  // relu and its fusion with dropout at inputs away from 0, where the kink would spoil the differences
+  Input away = f32({40}, 6);
+  for (double& x : away.values) x += x < 0 ? -0.1 : 0.1;
+  c.push_back({"relu", {away}, [](const auto& x, DType) { return ops::relu(x[0]); }, elementwise([](double x) { return std::max(x, 0.0); })});
+  c.push_back({"gelu", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::gelu(x[0]); }, elementwise(gelu)});
+  constexpr float kP = 0.3f;
+  constexpr uint64_t kKey = 99;
+  auto dropped = [](bool relu) {
+    return [relu](const std::vector<Values>& v) {
+      Values r(v[0].size());
+      for (size_t i = 0; i < r.size(); ++i)
+        r[i] = hash_uniform(kKey, i) < kP ? 0.0 : (relu ? std::max(v[0][i], 0.0) : v[0][i]) / (1.0 - static_cast<double>(kP));
+      return r;
+    };
+  };
+  c.push_back({"dropout", {f32({5000}, 8)}, [](const auto& x, DType) { return ops::dropout(x[0], kP, kKey); }, dropped(false)});
+  c.push_back({"relu_dropout", {away}, [](const auto& x, DType) { return ops::relu_dropout(x[0], kP, kKey); }, dropped(true)});
+  auto softmax_oracle = [](bool log) {
+    return [log](const std::vector<Values>& v) {
+      Values r;
+      for (size_t row = 0; row < v[0].size(); row += 7) {
+        Values lp = log_softmax_row(v[0].data() + row, 7);
+        for (double x : lp) r.push_back(log ? x : std::exp(x));
+      }
+      return r;
+    };
+  };
+  c.push_back({"softmax", {f32({3, 7}, 9, -4, 4)}, [](const auto& x, DType) { return ops::softmax(x[0]); }, softmax_oracle(false)});
+  c.push_back({"log_softmax", {f32({3, 7}, 10, -4, 4)}, [](const auto& x, DType) { return ops::log_softmax(x[0]); }, softmax_oracle(true)});
+  c.push_back({"layer_norm", {f32({4, 6}, 11, -2, 2), f32({6}, 12), f32({6}, 13)},
+               [](const auto& x, DType) { return ops::layer_norm(x[0], x[1], x[2]); },
+               [](const auto& v) {
+                 Values r;
+                 for (size_t row = 0; row < v[0].size(); row += 6) {
+                   double mean = 0.0, var = 0.0;
+                   for (int j = 0; j < 6; ++j) mean += v[0][row + j] / 6.0;
+                   for (int j = 0; j < 6; ++j) var += (v[0][row + j] - mean) * (v[0][row + j] - mean) / 6.0;
+                   for (int j = 0; j < 6; ++j) r.push_back((v[0][row + j] - mean) / std::sqrt(var + 1e-5) * v[1][j] + v[2][j]);
+                 }
+                 return r;
+               }});
+  // attention: key padding in one case, the causal mask with more keys than queries in the other
+  const std::vector<uint8_t> padding{0, 0, 0, 1, 0, 0, 1, 1};
+  c.push_back({"attention", {f32({2, 3, 4}, 14), f32({2, 4, 4}, 15), f32({2, 4, 4}, 16)},
+               [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask(padding, false)); },
+               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, padding, false); }});
+  c.push_back({"attention", {f32({2, 3, 4}, 17), f32({2, 5, 4}, 18), f32({2, 5, 4}, 19)},
+               [](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask({}, true)); },
+               [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 5, 2, 2, {}, true); }});
+  const Input targets = ints({5}, {2, 0, 6, 1, 3});  // 0 is the ignored (padding) id
+  c.push_back({"cross_entropy", {f32({5, 7}, 20, -3, 3), targets},
+               [](const auto& x, DType) { return ops::cross_entropy(x[0], x[1], 0.1f, 0); },
+               [](const auto& v) { return Values{cross_entropy(v[0], v[1], 7, 0.1, 0)}; }});
+  c.push_back({"label_smoothing_kl", {f32({5, 7}, 21, -3, 3), targets},
+               [](const auto& x, DType) { return ops::label_smoothing_kl(x[0], x[1], 0.2f, 0, 3.0f); },
+               [](const auto& v) { return Values{smoothed(v[0], v[1], 7, 0, 0.8, 0.2 / 5.0, 0.0, true) / 3.0}; }});
+  c.push_back({"linear_cross_entropy", {f32({5, 4}, 22), f32({7, 4}, 23), f32({7}, 24), targets},
+               [](const auto& x, DType d) { return ops::linear_cross_entropy(x[0], x[1], x[2], x[3], 0.1f, 0, products_for(d)); },
+               [](const auto& v) { return Values{cross_entropy(linear(v[0], v[1], &v[2], 5, 4, 7), v[3], 7, 0.1, 0)}; }, true,
+               DTypeIs::precision});
+  c.push_back({"matmul", {f32({2, 3, 4}, 25), f32({2, 4, 5}, 26)}, [](const auto& x, DType) { return ops::matmul(x[0], x[1]); },
+               [](const auto& v) {
+                 Values r;
+                 for (int b = 0; b < 2; ++b)
+                   for (int i = 0; i < 3; ++i)
+                     for (int j = 0; j < 5; ++j) {
+                       double acc = 0.0;
+                       for (int k = 0; k < 4; ++k) acc += v[0][(b * 3 + i) * 4 + k] * v[1][(b * 4 + k) * 5 + j];
+                       r.push_back(acc);
+                     }
+                 return r;
+               }});
+  // Products wide enough for int8's per-row scales to be the story, not a corner.
+  c.push_back({"linear", {f32({2, 3, 16}, 27), f32({6, 16}, 28), f32({6}, 29)},
+               [](const auto& x, DType d) { return ops::linear(x[0], x[1], x[2], products_for(d)); },
+               [](const auto& v) { return linear(v[0], v[1], &v[2], 6, 16, 6); }, true, DTypeIs::precision});
+  c.push_back({"linear_relu", {f32({6, 16}, 30), f32({6, 16}, 31), f32({6}, 32)},
+               [](const auto& x, DType d) { return ops::linear_relu(x[0], x[1], x[2], products_for(d)); },
+               [](const auto& v) {
+                 Values y = linear(v[0], v[1], &v[2], 6, 16, 6);
+                 for (double& e : y) e = std::max(e, 0.0);
+                 return y;
+               },
+               true, DTypeIs::precision});
+  c.push_back({"embedding", {f32({5, 3}, 33), ints({2, 3}, {4, 0, 4, 2, 1, 3})},
+               [](const auto& x, DType) { return ops::embedding(x[0], x[1]); },
+               [](const auto& v) {
+                 Values r;
+                 for (double id : v[1])
+                   for (int j = 0; j < 3; ++j) r.push_back(v[0][static_cast<int>(id) * 3 + j]);
+                 return r;
+               }});
+  c.push_back({"gather_rows", {f32({3, 2, 2}, 34), ints({4}, {2, 0, 2, 1}, DType::i64)},
+               [](const auto& x, DType) { return ops::gather_rows(x[0], x[1]); },
+               [](const auto& v) {
+                 Values r;
+                 for (double row : v[1])
+                   for (int j = 0; j < 4; ++j) r.push_back(v[0][static_cast<int>(row) * 4 + j]);
+                 return r;
+               }});
+  c.push_back({"patchify", {f32({2, 2, 4, 6}, 35)}, [](const auto& x, DType) { return ops::patchify(x[0], 2); },
+               [](const auto& v) {  // [2, 6 patches, 2 channels * 2 * 2]
+                 Values r;
+                 for (int b = 0; b < 2; ++b)
+                   for (int py = 0; py < 2; ++py)
+                     for (int px = 0; px < 3; ++px)
+                       for (int ch = 0; ch < 2; ++ch)
+                         for (int dy = 0; dy < 2; ++dy)
+                           for (int dx = 0; dx < 2; ++dx) r.push_back(v[0][((b * 2 + ch) * 4 + py * 2 + dy) * 6 + px * 2 + dx]);
+                 return r;
+               },
+               false});
+  c.push_back({"sum", {f32({5000}, 36)}, [](const auto& x, DType) { return ops::sum(x[0]); },
+               [](const auto& v) { return Values{std::accumulate(v[0].begin(), v[0].end(), 0.0)}; }});
+  c.push_back({"mean", {f32({3, 5}, 37)}, [](const auto& x, DType) { return ops::mean(x[0]); },
+               [](const auto& v) { return Values{std::accumulate(v[0].begin(), v[0].end(), 0.0) / 15.0}; }});
+  c.push_back({"sum_of_squares", {f32({5000}, 38)},
+               [](const auto& x, DType) { return ops::to(Tensor::full({}, static_cast<float>(ops::sum_of_squares(x[0]))), x[0].device()); },
+               [](const auto& v) { return Values{dot(v[0], v[0])}; }, false});
+  c.push_back({"adam_update", {f32({30}, 39), f32({30}, 40), f32({30}, 41), f32({30}, 42, 0.0, 1.0)},
+               [](const auto& x, DType) {
+                 Tensor p = x[0].clone(), m = x[2].clone(), v = x[3].clone();
+                 ops::adam_update(p, x[1], m, v, {0.9f, 0.98f, 1e-9f, 0.01f, 0.5f, 0.001f, 0.999f});
+                 return ops::concat({p, m, v}, 0);
+               },
+               [](const auto& v) {
+                 Values p, m, s;
+                 for (size_t i = 0; i < v[0].size(); ++i) {
+                   const double g = v[1][i] + 0.001 * v[0][i];
+                   m.push_back(0.9 * v[2][i] + 0.1 * g);
+                   s.push_back(0.98 * v[3][i] + 0.02 * g * g);
+                   p.push_back(0.999 * v[0][i] - 0.01 * m.back() / (std::sqrt(s.back()) / 0.5 + 1e-9));
+                 }
+                 p.insert(p.end(), m.begin(), m.end());
+                 p.insert(p.end(), s.begin(), s.end());
+                 return p;
+               },
+               false});
+  // top_log_probs: rows 0 and 2 wanted, id 1 excluded; (log-probability, id) pairs
+  c.push_back({"top_log_probs", {f32({3, 9}, 43, -3, 3)},
+               [](const auto& x, DType) {
+                 std::vector<std::vector<std::pair<double, int64_t>>> best;
+                 TFM_CHECK(ops::top_log_probs(x[0], 3, {1}, {1, 0, 1}, best), "not finite");
+                 std::vector<float> flat;
+                 for (const auto& row : best)
+                   for (const auto& [lp, id] : row) flat.push_back(static_cast<float>(lp)), flat.push_back(static_cast<float>(id));
+                 return ops::to(Tensor::from_vector({static_cast<int64_t>(flat.size())}, flat), x[0].device());
+               },
+               [](const auto& v) {
+                 Values r;
+                 for (int row : {0, 2}) {
+                   const Values lp = log_softmax_row(v[0].data() + row * 9, 9);
+                   std::vector<int> ids{0, 2, 3, 4, 5, 6, 7, 8};
+                   std::sort(ids.begin(), ids.end(), [&](int a, int b) { return lp[a] > lp[b]; });
+                   for (int k = 0; k < 3; ++k) r.push_back(lp[ids[k]]), r.push_back(ids[k]);
+                 }
+                 return r;
+               },
+               false});
+  // to(dtype) and back to f32: values across each type's range, ties, specials
+  Input mixed = f32({64}, 44, -300.0, 300.0);
+  for (double x : {0.0, -0.0, 0.5, -0.5, 1.5, 2.5, 1.0 + std::ldexp(1.0, -8), 1e-6, 70000.0, -3e9, 1e20})
+    mixed.values.push_back(static_cast<float>(x));
+  mixed.shape = {static_cast<int64_t>(mixed.values.size())};
+  c.push_back({"to", {mixed}, [](const auto& x, DType d) { return ops::to(ops::to(x[0], d), DType::f32); },
+               [](const auto& v) { return v[0]; }, false, DTypeIs::result});  // rounded to the claim's dtype in check_forward
+  c.push_back({"from_pixels", {ints({2, 3}, {0, 1, 127, 128, 254, 255}, DType::u8)}, [](const auto& x, DType) { return ops::from_pixels(x[0]); },
+               [](const auto& v) {
+                 Values r;
+                 for (double p : v[0]) r.push_back(p / 127.5 - 1.0);
+                 return r;
+               },
+               false});
+  // (its input only says on which device)
+  c.push_back({"arange", {f32({1}, 45)}, [](const auto& x, DType) { return ops::arange(3, 9, x[0].device()); },
+               [](const auto&) { return Values{3, 4, 5, 6, 7, 8}; }, false, DTypeIs::result});
+  return c;
+}
+
+// Tolerances: |got - want| <= tol * max(1, |want|).
+double forward_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return 2e-2;  // 8 bits of mantissa per input, sums in f32
+    case DType::i8: return 3e-2;    // per-row scales to [-127, 127]
+    default: return 1e-5;
+  }
+}
+double backward_tolerance(DType dtype) { return dtype == DType::bf16 ? 5e-2 : 2e-4; }
+
+// The worst |got - want| / max(1, |want|), and where.
+std::pair<double, size_t> worst(const Values& got, const Values& want) {
+  std::pair<double, size_t> w{0.0, 0};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool both_inf = std::isinf(got[i]) && got[i] == want[i];
+    const double err = both_inf ? 0.0 : std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i]));
+    if (!(err <= w.first)) w = {std::isnan(err) ? INFINITY : err, i};
+  }
+  return w;
+}
+
+DType input_dtype(const OpCase& c, DType claimed) { return c.dtype_is == DTypeIs::inputs ? claimed : DType::f32; }
+
+void check_forward(const OpCase& c, Device device, DType dtype) {
+  std::vector<Tensor> x;
+  std::vector<Values> v;
+  for (const Input& in : c.inputs) x.push_back(make(in, device, input_dtype(c, dtype))), v.push_back(in.values);
+  autograd::NoGradGuard no_grad;
+  const Tensor out = c.run(x, dtype);
+  EXPECT_EQ(out.device(), device) << "the result left the device";
+  const Values got = values_of(out);
+  Values want = c.oracle(v);
+  if (c.op == "to")
+    for (double& w : want) w = converted(w, dtype);
+  ASSERT_EQ(got.size(), want.size()) << "output size";
+  const auto [err, at] = worst(got, want);
+  EXPECT_LE(err, forward_tolerance(dtype)) << "forward: element " << at << " is " << got[at] << ", the oracle says " << want[at];
+}
+
+// Autograd's gradients of sum(out * g) against central differences of the oracle's.
+void check_backward(const OpCase& c, Device device, DType dtype) {
+  std::vector<Tensor> x;
+  std::vector<Values> v;
+  for (const Input& in : c.inputs) {
+    x.push_back(make(in, device, input_dtype(c, dtype)));
+    if (in.dtype == DType::f32 && in.differentiable) x.back().set_requires_grad(true);
+    v.push_back(in.values);
+  }
+  const Tensor out = c.run(x, dtype);
+  const Values g = uniform(out.numel(), 1000);
+  autograd::backward(ops::sum(ops::mul(out, make({out.shape(), g}, device))));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!x[i].requires_grad()) continue;
+    ASSERT_TRUE(x[i].grad().defined()) << "no gradient reached input " << i;
+    const Values got = values_of(x[i].grad());
+    Values numeric(v[i].size());
+    constexpr double h = 1e-6;
+    for (size_t j = 0; j < v[i].size(); ++j) {
+      std::vector<Values> plus = v, minus = v;
+      plus[i][j] += h, minus[i][j] -= h;
+      numeric[j] = (dot(c.oracle(plus), g) - dot(c.oracle(minus), g)) / (2 * h);
+    }
+    const auto [err, at] = worst(got, numeric);
+    EXPECT_LE(err, backward_tolerance(dtype)) << "backward: input " << i << " element " << at << " is " << got[at]
+                                              << ", the oracle's difference " << numeric[at];
+  }
+}
+
+// Whether `device` can run here: its kernels are built and a device is present.
+bool usable(Device device, std::string& why) {
+  try {
+    (void)ops::kernels(device);
+    (void)Tensor::empty({1}, DType::f32, device);
+    return true;
+  } catch (const Error& e) {
+    why = e.what();
+    return false;
+  }
+}
+
+class BackendOps : public ::testing::TestWithParam<Device> {};
+
+TEST_P(BackendOps, EveryClaimedOpAndDtypeMatchesTheOracle) {
+  std::string why;
+  if (!usable(GetParam(), why)) GTEST_SKIP() << to_string(GetParam()) << " skipped: " << why;
+  const std::vector<OpCase> all = cases();
+  for (const ops::Claim& claim : ops::kernels(GetParam()).claims) {
+    SCOPED_TRACE(claim.op + " in " + to_string(claim.dtype) + " on " + to_string(GetParam()));
+    int ran = 0;
+    for (const OpCase& c : all) {
+      if (c.op != claim.op) continue;
+      ++ran;
+      try {
+        check_forward(c, GetParam(), claim.dtype);
+        // int8 products are for inference only (their backward is refused).
+        if (c.differentiable && claim.dtype != DType::i8) check_backward(c, GetParam(), claim.dtype);
+      } catch (const Error& e) {
+        ADD_FAILURE() << "claimed but failed: " << e.what();
+      }
+    }
+    EXPECT_GT(ran, 0) << "a claim with no case in this table";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, BackendOps, ::testing::Values(Device::CPU, Device::CUDA),
+                         [](const auto& info) { return to_string(info.param); });
+
+// Every case's op is claimed by the CPU, the oracle's device, in f32 (or, for ops on
+// other types, in some dtype): the table has no case that nothing runs.
+TEST(BackendOpTable, EveryCaseIsClaimedByTheCpu) {
+  const auto& claims = ops::kernels(Device::CPU).claims;
+  for (const OpCase& c : cases())
+    EXPECT_TRUE(std::any_of(claims.begin(), claims.end(), [&](const ops::Claim& k) { return k.op == c.op; })) << c.op;
+}
+
+// An op given tensors on two devices, or a dtype it does not take, is a clear error.
+TEST(BackendOpTable, MixedDevicesAndWrongDtypesAreClearErrors) {
+  const Tensor a = Tensor::ones({2});
+  try {
+    (void)ops::mul(a, ops::to(a, DType::bf16));
+    ADD_FAILURE() << "a bf16 operand was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "mul: the second operand must be f32, got bf16 [2]");
+  }
+  std::string why;
+  if (usable(Device::CUDA, why)) {
+    try {
+      (void)ops::add(a, ops::to(a, Device::CUDA));
+      ADD_FAILURE() << "tensors on two devices were accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("add: tensors on different devices (cpu and cuda)"), std::string::npos) << e.what();
+    }
+  } else {
+    try {
+      (void)Tensor::empty({2}, DType::f32, Device::CUDA);
+      ADD_FAILURE() << "a CUDA tensor without CUDA";
+    } catch (const Error& e) {
+      SUCCEED() << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tfm
