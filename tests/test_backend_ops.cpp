@@ -26,6 +26,7 @@
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/optimizer.h"
+#include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
@@ -33,6 +34,9 @@
 #include "tensor/rng.h"
 
 namespace tfm {
+
+void PrintTo(Device d, std::ostream* os) { *os << to_string(d); }
+
 namespace {
 
 using Values = std::vector<double>;
@@ -418,6 +422,68 @@ std::vector<OpCase> cases() {
                  return r;
                },
                false});
+  // Random fills: the values a sequential generator's draws give (its input only says
+  // on which device, and which shape).
+  auto drawn = [](bool normal) {
+    return [normal](const std::vector<Values>& v) {
+      Rng rng(77);
+      Values r;
+      for (size_t i = 0; i < v[0].size(); ++i)
+        r.push_back(normal ? static_cast<float>(rng.normal()) * 0.5f : static_cast<float>(rng.uniform(-0.5, 2.0)));
+      r.push_back(static_cast<double>(rng.state()));  // where the generator went on from
+      return r;
+    };
+  };
+  auto fill = [](bool normal) {
+    return [normal](const std::vector<Tensor>& x, DType) {
+      Tensor t = x[0].clone();
+      Rng rng(77);
+      normal ? ops::normal_(t, 0.5f, rng) : ops::uniform_(t, -0.5f, 2.0f, rng);
+      return ops::concat({t, ops::to(Tensor::full({1}, static_cast<float>(rng.state())), t.device())}, 0);
+    };
+  };
+  c.push_back({"uniform_", {f32({5000}, 46)}, fill(false), drawn(false), false});
+  c.push_back({"normal_", {f32({5000}, 47)}, fill(true), drawn(true), false});
+  // sampling: greedy rows, then sampled rows at a temperature with top-k and top-p
+  c.push_back({"sample", {f32({4, 6}, 48, -2, 2)},
+               [](const auto& x, DType) {
+                 Rng rng(5);
+                 Tensor greedy = ops::sample(x[0], {0.0f, 0, 1.0f}, rng), drawn = ops::sample(x[0], {0.7f, 4, 0.9f}, rng);
+                 return ops::concat({greedy, drawn}, 0);
+               },
+               [](const auto& v) {
+                 Values r;
+                 for (int row = 0; row < 4; ++row) r.push_back(std::max_element(v[0].begin() + row * 6, v[0].begin() + row * 6 + 6) - (v[0].begin() + row * 6));
+                 Rng rng(5);
+                 for (int row = 0; row < 4; ++row) {
+                   std::vector<int> ids(6);
+                   std::iota(ids.begin(), ids.end(), 0);
+                   const double* l = v[0].data() + row * 6;
+                   std::sort(ids.begin(), ids.end(), [&](int a, int b) { return l[a] > l[b]; });
+                   Values p;
+                   for (int k = 0; k < 4; ++k) p.push_back(std::exp((l[ids[k]] - l[ids[0]]) / 0.7));
+                   const double z = std::accumulate(p.begin(), p.end(), 0.0);
+                   size_t keep = 0;
+                   for (double mass = 0.0; keep < p.size() && mass < 0.9;) mass += p[keep++] / z;
+                   double u = rng.uniform() * std::accumulate(p.begin(), p.begin() + keep, 0.0);
+                   size_t pick = 0;
+                   while (pick + 1 < keep && u >= p[pick]) u -= p[pick++];
+                   r.push_back(ids[pick]);
+                 }
+                 return r;
+               },
+               false});
+  c.push_back({"sinusoids", {f32({1}, 49)}, [](const auto& x, DType) { return ops::sinusoids(7, 6, x[0].device()); },
+               [](const auto&) {
+                 Values r;
+                 for (int pos = 0; pos < 7; ++pos)
+                   for (int i = 0; i < 6; ++i) {
+                     const double angle = pos / std::pow(10000.0, (i - i % 2) / 6.0);
+                     r.push_back(i % 2 ? std::cos(angle) : std::sin(angle));
+                   }
+                 return r;
+               },
+               false, DTypeIs::result});
   // (its input only says on which device)
   c.push_back({"arange", {f32({1}, 45)}, [](const auto& x, DType) { return ops::arange(3, 9, x[0].device()); },
                [](const auto&) { return Values{3, 4, 5, 6, 7, 8}; }, false, DTypeIs::result});

@@ -8,6 +8,7 @@
 
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
+#include "ops/random.h"
 #include "support/compare.h"
 #include "support/fixture.h"
 #include "support/process.h"
@@ -33,16 +34,21 @@ TEST(Tokenizer, CharactersRoundTripAndMarkUnknowns) {
             std::string::npos);
 }
 
+// ops::sample on one row of logits.
+int sample_one(const std::vector<float>& logits, const decode::SamplingOptions& o, Rng& rng) {
+  return ops::sample(Tensor::from_vector({1, static_cast<int64_t>(logits.size())}, logits), o.sampling(), rng).values<int32_t>()[0];
+}
+
 TEST(Sampling, GreedyTopKAndTopPPickTheLikeliest) {
   const std::vector<float> logits{0.1f, 2.0f, -1.0f, 1.9f};
   Rng rng(3);
   decode::SamplingOptions o;
   o.temperature = 0.0f;
-  EXPECT_EQ(decode::sample_token(logits.data(), 4, o, rng), 1);
+  EXPECT_EQ(sample_one(logits, o, rng), 1);
   o.temperature = 1.0f, o.top_k = 1;
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(decode::sample_token(logits.data(), 4, o, rng), 1);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_one(logits, o, rng), 1);
   o.top_k = 0, o.top_p = 0.01f;
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(decode::sample_token(logits.data(), 4, o, rng), 1);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_one(logits, o, rng), 1);
 }
 
 TEST(Sampling, FrequenciesFollowTheTemperedSoftmax) {
@@ -52,7 +58,7 @@ TEST(Sampling, FrequenciesFollowTheTemperedSoftmax) {
   Rng rng(11);
   std::vector<int> counts(3);
   const int n = 20000;
-  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(decode::sample_token(logits.data(), 3, o, rng))];
+  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(sample_one(logits, o, rng))];
   double z = 0;
   for (float l : logits) z += std::exp(l / 2.0);
   for (int k = 0; k < 3; ++k) EXPECT_NEAR(counts[static_cast<size_t>(k)] / double(n), std::exp(logits[static_cast<size_t>(k)] / 2.0) / z, 0.015);

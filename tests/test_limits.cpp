@@ -15,6 +15,7 @@
 #include "data/vocab.h"
 #include "decode/beam_search.h"
 #include "decode/sampling.h"
+#include "ops/random.h"
 #include "io/checkpoint.h"
 #include "models/bert.h"
 #include "models/config.h"
@@ -198,7 +199,7 @@ TEST(Limits, NonFiniteScoresAreAnErrorNotEmptyOutput) {
   decode::SamplingOptions greedy;
   greedy.temperature = 0.0f;
   Rng sampling_rng(2);
-  EXPECT_NE(error_of([&] { decode::sample_token(logits.data(), 3, greedy, sampling_rng); }).find("not finite"), std::string::npos);
+  EXPECT_NE(error_of([&] { ops::sample(Tensor::from_vector({1, 3}, logits), greedy.sampling(), sampling_rng); }).find("not finite"), std::string::npos);
 }
 
 // --- W2, U8, W5, W7, F4 through the CLI ----------------------------------------------

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/gpt.h"
+#include "ops/random.h"
 #include "tensor/rng.h"
 
 namespace tfm::decode {
@@ -18,10 +19,9 @@ struct SamplingOptions {
   float top_p = 1.0f;        // keep the smallest set whose probability reaches p; 1: all
   uint64_t seed = 1;
   bool use_cache = true;     // false: re-run the whole window each step (for tests)
-};
 
-// Draws one token id from `logits` [vocab] under the options.
-int sample_token(const float* logits, int64_t vocab, const SamplingOptions& o, Rng& rng);
+  ops::Sampling sampling() const { return {temperature, top_k, top_p}; }
+};
 
 // Continues `prompt` (at least one token) by up to max_new_tokens tokens, calling
 // on_token with each as soon as it is chosen. Returns the new tokens. When the

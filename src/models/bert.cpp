@@ -5,6 +5,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
+#include "ops/random.h"
 #include "tensor/error.h"
 
 namespace tfm::models {
@@ -36,7 +37,7 @@ Tensor BERT::mlm_logits(const Tensor& hidden) const {
 
 void BERT::init_parameters(Rng& rng) {
   for (auto& [name, p] : named_parameters())
-    if (p.dim() > 1) nn::init::normal_(p, 0.02f, rng);
+    if (p.dim() > 1) ops::normal_(p, 0.02f, rng);
 }
 
 }  // namespace tfm::models

@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
+#include "ops/random.h"
 #include "tensor/error.h"
 
 namespace tfm::models {
@@ -39,7 +40,7 @@ void GPT::init_parameters(Rng& rng) {
   for (auto& [name, p] : named_parameters()) {
     if (p.dim() < 2) continue;  // biases 0, LayerNorm gains 1 from construction
     const bool residual_out = name.ends_with("out_proj.weight") || name.ends_with("linear2.weight");
-    nn::init::normal_(p, residual_out ? residual_std : 0.02f, rng);
+    ops::normal_(p, residual_out ? residual_std : 0.02f, rng);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/random.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -52,7 +53,7 @@ Tensor cls_attention(const Tensor& w) {  // w: [batch, heads, patches + 1, patch
 
 void ViT::init_parameters(Rng& rng) {
   for (auto& [name, p] : named_parameters()) {
-    if (name == "cls_token" || name == "pos_embed") nn::init::normal_(p, 0.02f, rng);
+    if (name == "cls_token" || name == "pos_embed") ops::normal_(p, 0.02f, rng);
     else if (p.dim() > 1) nn::init::xavier_uniform_(p, rng);
   }
 }

@@ -7,6 +7,7 @@
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/matmul.h"
+#include "ops/random.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -47,15 +48,7 @@ LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {
 Tensor LayerNorm::forward(const Tensor& x) const { return trace(path(), ops::layer_norm(x, weight, bias, eps)); }
 
 PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len)
-    : table_(Tensor::empty({max_len, d_model})), dropout_(dropout) {
-  // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
-  for (int64_t pos = 0; pos < max_len; ++pos)
-    for (int64_t i = 0; i < d_model; i += 2) {
-      const double angle = static_cast<double>(pos) * std::exp(static_cast<double>(i) * -(std::log(10000.0) / d_model));
-      table_.data()[pos * d_model + i] = static_cast<float>(std::sin(angle));
-      if (i + 1 < d_model) table_.data()[pos * d_model + i + 1] = static_cast<float>(std::cos(angle));
-    }
-}
+    : table_(ops::sinusoids(max_len, d_model)), dropout_(dropout) {}
 
 Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   const int64_t len = x.size(1);

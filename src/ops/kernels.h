@@ -59,6 +59,16 @@ struct AttentionCall {
   const int32_t* key_rows;  // decoding's indexed keys, or null
 };
 
+// How ops::sample picks a token from a row of logits.
+struct Sampling {
+  float temperature = 0.8f;  // 0: greedy (always the most likely token)
+  int64_t top_k = 0;         // keep the k most likely tokens; 0: all
+  float top_p = 1.0f;        // keep the smallest set whose probability reaches p; 1: all
+};
+
+// What ops::uniform_ and ops::normal_ fill a tensor with.
+enum class Distribution { uniform, normal };  // U(a, b); N(0, 1) * a
+
 // An (op, dtype) a device implements.
 struct Claim {
   std::string op;
@@ -126,6 +136,14 @@ struct Kernels {
 
   // Optimiser (ops/optimizer.h): param, exp_avg and exp_avg_sq updated in place.
   void (*adam)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamUpdate& u);
+
+  // Random numbers (ops/random.h). Element i of a fill takes draw `counter + i` of the
+  // tensor/rng.h stream (two, counter + 2i and + 2i + 1, for a normal); a row of
+  // `sample` takes draw counter + row: the values a sequential Rng gives.
+  void (*random_fill)(Tensor& t, Distribution d, float a, float b, uint64_t counter);
+  void (*sample)(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& ids);
+  // The sinusoid position table [max_len, d_model] (ops/random.h says which).
+  void (*sinusoids)(Tensor& table);
 
   // Conversions (ops/convert.h): every dtype to every dtype, and u8 pixels to [-1, 1].
   void (*convert)(const Tensor& src, Tensor& dst);

@@ -119,7 +119,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
     starts.push_back(shape[dim]);
     shape[dim] += t.shape()[dim];
   }
-  Tensor out = Tensor::empty(shape);
+  for (const Tensor& t : xs) expect_dtype("concat", "every tensor", t, xs[0].dtype());
+  Tensor out = Tensor::empty(shape, xs[0].dtype(), device_of("concat", {xs[0]}));
   for (size_t i = 0; i < xs.size(); ++i) {
     Tensor window = make_view(out, xs[i].shape(), out.strides(), starts[i] * out.strides()[dim]);
     strided_copy(xs[i], window);

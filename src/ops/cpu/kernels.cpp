@@ -12,7 +12,8 @@ std::vector<Claim> claims() {
   std::vector<Claim> out;
   for (const char* op : {"add", "mul", "scale", "relu", "gelu", "dropout", "relu_dropout", "softmax", "log_softmax", "layer_norm",
                          "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy", "matmul", "linear", "linear_relu",
-                         "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares", "adam_update", "top_log_probs"})
+                         "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares", "adam_update", "top_log_probs",
+                         "uniform_", "normal_", "sample", "sinusoids"})
     out.push_back({op, DType::f32});
   for (const char* op : {"linear", "linear_relu", "linear_cross_entropy"}) out.push_back({op, DType::bf16});
   for (const char* op : {"linear", "linear_relu"}) out.push_back({op, DType::i8});
@@ -56,6 +57,9 @@ const Kernels& kernels() {
       .patchify = patchify,
       .sum = sum,
       .adam = adam,
+      .random_fill = random_fill,
+      .sample = sample,
+      .sinusoids = sinusoids,
       .convert = convert,
       .from_pixels = from_pixels,
   };

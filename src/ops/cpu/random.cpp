@@ -1,0 +1,81 @@
+// Random fills, token sampling and the sinusoid position table.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "ops/cpu/kernels.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+#include "threads/parallel.h"
+
+namespace tfm::ops::cpu {
+
+void random_fill(Tensor& t, Distribution d, float a, float b, uint64_t counter) {
+  float* p = t.data();
+  parallel_for(t.numel(), t.numel() > (1 << 15), [&](int64_t i) {
+    if (d == Distribution::uniform) {
+      Rng r(counter + static_cast<uint64_t>(i));
+      p[i] = static_cast<float>(r.uniform(a, b));
+    } else {
+      Rng r(counter + 2 * static_cast<uint64_t>(i));
+      p[i] = static_cast<float>(r.normal()) * a;
+    }
+  });
+}
+
+namespace {
+
+int sample_row(const float* logits, int64_t vocab, const Sampling& o, Rng rng) {
+  // Nothing can be ranked or sampled by NaN: an error, not a silent pick of token 0.
+  TFM_CHECK(std::all_of(logits, logits + vocab, [](float x) { return std::isfinite(x); }),
+            "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
+  if (o.temperature <= 0.0f) return static_cast<int>(std::max_element(logits, logits + vocab) - logits);
+  // Candidates by decreasing logit; softmax at the temperature over those kept.
+  std::vector<int> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t k = o.top_k > 0 ? std::min(o.top_k, vocab) : vocab;
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  order.resize(static_cast<size_t>(k));
+  std::vector<double> p(order.size());
+  double total = 0;
+  for (size_t i = 0; i < order.size(); ++i) total += p[i] = std::exp((logits[order[i]] - logits[order[0]]) / o.temperature);
+  size_t keep = order.size();
+  if (o.top_p < 1.0f) {
+    double mass = 0;
+    for (keep = 0; keep < order.size();) {
+      mass += p[keep++] / total;
+      if (mass >= o.top_p) break;
+    }
+    total = std::accumulate(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(keep), 0.0);
+  }
+  double u = rng.uniform() * total;
+  for (size_t i = 0; i < keep; ++i) {
+    if (u < p[i]) return order[i];
+    u -= p[i];
+  }
+  return order[keep - 1];
+}
+
+}  // namespace
+
+void sample(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& ids) {
+  const int64_t rows = logits.size(0), vocab = logits.size(1);
+  int32_t* out = ids.data_as<int32_t>();
+  for (int64_t r = 0; r < rows; ++r) out[r] = sample_row(logits.data() + r * vocab, vocab, s, Rng(counter + static_cast<uint64_t>(r)));
+}
+
+void sinusoids(Tensor& table) {
+  const int64_t max_len = table.size(0), d_model = table.size(1);
+  float* p = table.data();
+  // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
+  parallel_for(max_len, max_len * d_model > (1 << 15), [&](int64_t pos) {
+    for (int64_t i = 0; i < d_model; i += 2) {
+      const double angle = static_cast<double>(pos) * std::exp(static_cast<double>(i) * -(std::log(10000.0) / d_model));
+      p[pos * d_model + i] = static_cast<float>(std::sin(angle));
+      if (i + 1 < d_model) p[pos * d_model + i + 1] = static_cast<float>(std::cos(angle));
+    }
+  });
+}
+
+}  // namespace tfm::ops::cpu

@@ -1,0 +1,26 @@
+#pragma once
+// Random numbers on a tensor's device: initialisation (as torch.nn.init's uniform_ and
+// normal_) and token sampling, drawing from a seeded generator (tensor/rng.h). Draw i of
+// an op comes from the generator's counter + i, so a device may compute the elements in
+// any order and still gives the values a sequential loop would; the generator then
+// moves past the draws used. And the sinusoid position table.
+#include "ops/kernels.h"  // Sampling
+#include "tensor/rng.h"
+#include "tensor/tensor.h"
+
+namespace tfm::ops {
+
+void uniform_(Tensor& t, float lo, float hi, Rng& rng);  // U(lo, hi), in place
+void normal_(Tensor& t, float std, Rng& rng);            // N(0, std^2), in place (Box-Muller)
+
+// One token id per row of logits [rows, vocab] (i32 [rows]): the most likely at
+// temperature 0, else drawn from softmax(logits / temperature) over the top_k most
+// likely and then the smallest set of those whose probability reaches top_p. A row
+// that is not finite is a clear error.
+Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng);
+
+// The sinusoid positions of "Attention Is All You Need", [max_len, d_model]:
+// PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+Tensor sinusoids(int64_t max_len, int64_t d_model, Device device = Device::CPU);
+
+}  // namespace tfm::ops
