@@ -245,7 +245,7 @@ TEST(OpsGrad, Embedding) {
 
 TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
   ops::AttentionMask mask;
-  mask.key_padding = {0, 0, 0, 1, 0, 0, 1, 1};  // batch 2, 4 keys
+  mask.key_padding = testing::bool_tensor({2, 4}, {0, 0, 0, 1, 0, 0, 1, 1});  // batch 2, 4 keys
   for (bool causal : {false, true}) {
     mask.causal = causal;
     // q, k, v as slices of one fused projection, as in self-attention.
@@ -256,7 +256,7 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
         (V{random_tensor({2, 4, 18}, 1)}), kTol);
   }
   ops::AttentionMask pad_only;
-  pad_only.key_padding = {0, 0, 1, 0, 0, 0};  // batch 2, 3 keys; 2 queries
+  pad_only.key_padding = testing::bool_tensor({2, 3}, {0, 0, 1, 0, 0, 0});  // batch 2, 3 keys; 2 queries
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only, 0.25f, 99); },
                    (V{random_tensor({2, 2, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
   // Packed sequences (lengths 3, 1, 2) without padding: self-attention and, with

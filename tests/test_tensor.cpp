@@ -202,7 +202,8 @@ TEST(Tensor, StorageIs64ByteAligned) {
 
 TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
   ops::AttentionMask mask;
-  mask.key_padding = {0, 0, 0, 1, 0, 0, 1, 1};  // batch 2, 4 keys
+  const std::vector<uint8_t> padding{0, 0, 0, 1, 0, 0, 1, 1};  // batch 2, 4 keys
+  mask.key_padding = testing::bool_tensor({2, 4}, padding);
   mask.causal = true;
   Tensor x = testing::random_tensor({2, 4, 8}, 5), weights;
   ops::attention(x, x, x, 2, mask, 0.0f, 0, &weights);
@@ -213,7 +214,7 @@ TEST(Attention, WeightsAreDistributionsThatRespectBothMasks) {
         double total = 0;
         for (int64_t j = 0; j < 4; ++j) {
           float w = weights.data()[((b * 2 + h) * 4 + i) * 4 + j];
-          if (j > i || mask.key_padding[b * 4 + j]) EXPECT_EQ(w, 0.0f) << "b" << b << " h" << h << " i" << i << " j" << j;
+          if (j > i || padding[b * 4 + j]) EXPECT_EQ(w, 0.0f) << "b" << b << " h" << h << " i" << i << " j" << j;
           total += w;
         }
         EXPECT_NEAR(total, 1.0, 1e-6);
@@ -236,7 +237,9 @@ TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
                            Geometry{12, 2, 16, true}}) {
     const int64_t queries = 5;
     ops::AttentionMask mask;
-    for (int64_t i = 0; i < 2 * g.keys; ++i) mask.key_padding.push_back(i == 2 || i == 2 * g.keys - 2);  // batch 2
+    std::vector<uint8_t> padding;
+    for (int64_t i = 0; i < 2 * g.keys; ++i) padding.push_back(i == 2 || i == 2 * g.keys - 2);  // batch 2
+    mask.key_padding = testing::bool_tensor({2, g.keys}, padding);
     mask.causal = g.causal;
     const Tensor q = testing::random_tensor({2, queries, g.width}, 1), k = testing::random_tensor({2, g.keys, g.width}, 2),
                  v = testing::random_tensor({2, g.keys, g.width}, 3);
@@ -244,8 +247,7 @@ TEST(Attention, OneQueryGivesItsRowOfAllQueries) {
     for (int64_t i = 0; i < queries; ++i) {
       const int64_t visible = g.causal ? g.keys - queries + i + 1 : g.keys;
       ops::AttentionMask alone;
-      for (int64_t b = 0; b < 2; ++b)
-        alone.key_padding.insert(alone.key_padding.end(), mask.key_padding.begin() + b * g.keys, mask.key_padding.begin() + b * g.keys + visible);
+      alone.key_padding = ops::contiguous(ops::slice(mask.key_padding, 1, 0, visible));
       const Tensor one = ops::attention(ops::slice(q, 1, i, i + 1), ops::slice(k, 1, 0, visible), ops::slice(v, 1, 0, visible), g.heads, alone);  // [2, 1, width]
       for (int64_t b = 0; b < 2; ++b)
         for (int64_t c = 0; c < g.width; ++c)
@@ -261,18 +263,19 @@ TEST(Attention, IndexedKeysEqualGatheredOnes) {
   const int64_t stored = 3, batch = 4, keys = 5, width = 16;
   const Tensor q = testing::random_tensor({batch, 1, width}, 1), k = testing::random_tensor({stored, keys, width}, 2),
                v = testing::random_tensor({stored, keys, width}, 3);
-  std::vector<int32_t> rows(keys * batch);
+  std::vector<int32_t> rows(keys * batch);  // [batch, keys]
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>((i * 5 + i / 3) % stored);
   ops::AttentionMask mask;
-  mask.key_padding.assign(batch * keys, 0);
-  mask.key_padding[1 * keys + 4] = 1;
+  std::vector<uint8_t> padding(batch * keys, 0);
+  padding[1 * keys + 4] = 1;
+  mask.key_padding = testing::bool_tensor({batch, keys}, padding);
   autograd::NoGradGuard no_grad;
-  const Tensor indexed = ops::attention(q, k, v, 2, mask, 0.0f, 0, nullptr, rows.data());
+  const Tensor indexed = ops::attention(q, k, v, 2, mask, 0.0f, 0, nullptr, Tensor::from_values<int32_t>({batch, keys}, rows));
   Tensor gk = Tensor::empty({batch, keys, width}), gv = Tensor::empty({batch, keys, width});
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t j = 0; j < keys; ++j) {
-      ops::slice(ops::slice(gk, 0, b, b + 1), 1, j, j + 1).copy_from(ops::slice(ops::slice(k, 0, rows[j * batch + b], rows[j * batch + b] + 1), 1, j, j + 1));
-      ops::slice(ops::slice(gv, 0, b, b + 1), 1, j, j + 1).copy_from(ops::slice(ops::slice(v, 0, rows[j * batch + b], rows[j * batch + b] + 1), 1, j, j + 1));
+      ops::slice(ops::slice(gk, 0, b, b + 1), 1, j, j + 1).copy_from(ops::slice(ops::slice(k, 0, rows[b * keys + j], rows[b * keys + j] + 1), 1, j, j + 1));
+      ops::slice(ops::slice(gv, 0, b, b + 1), 1, j, j + 1).copy_from(ops::slice(ops::slice(v, 0, rows[b * keys + j], rows[b * keys + j] + 1), 1, j, j + 1));
     }
   const Tensor gathered = ops::attention(q, gk, gv, 2, mask);
   for (int64_t i = 0; i < batch * width; ++i) EXPECT_FLOAT_EQ(indexed.data()[i], gathered.data()[i]) << i;
@@ -290,16 +293,18 @@ TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
       for (const float dropout : {0.0f, 0.3f}) {
         const std::vector<int64_t> lengths{longest - 4, longest, 3};
         ops::AttentionMask padded_mask;
+        std::vector<uint8_t> padding;
         auto sequences = std::make_shared<ops::PackedSequences>();
         std::vector<int64_t> positions;
         for (int64_t b = 0; b < batch; ++b) {
           sequences->start.push_back(static_cast<int64_t>(positions.size()));
           sequences->length.push_back(lengths[b]);
           for (int64_t t = 0; t < longest; ++t) {
-            padded_mask.key_padding.push_back(t >= lengths[b]);
+            padding.push_back(t >= lengths[b]);
             if (t < lengths[b]) positions.push_back(b * longest + t);
           }
         }
+        padded_mask.key_padding = testing::bool_tensor({batch, longest}, padding);
         const int64_t tokens = static_cast<int64_t>(positions.size());
         auto pack = [&](const Tensor& x) {  // [batch, longest, w] -> [1, tokens, w]
           return ops::reshape(ops::gather_rows(ops::reshape(x, {batch * longest, x.size(2)}), Tensor::from_values(positions)), {1, tokens, x.size(2)});

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/autograd.h"
+#include "ops/convert.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "tensor/error.h"
@@ -128,13 +129,12 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     if (live.empty()) break;
     bool identity = !regrouped;
     for (size_t r = 0; r < origin.size() && identity; ++r) identity = origin[r] == static_cast<int64_t>(r);
-    if (o.use_cache && !identity) cache.select_rows(origin);
+    if (identity) continue;
+    const Tensor rows = ops::to(Tensor::from_values(origin), memory.device());
+    if (o.use_cache) cache.select_rows(rows);
     if (regrouped) {  // rows of one sentence share their memory, so the parents' rows are the children's
-      if (!o.use_cache) memory = ops::gather_rows(memory, Tensor::from_values(origin));  // cached: projected once, indexed by the cache
-      std::vector<uint8_t> padding;
-      for (int64_t r : origin)
-        padding.insert(padding.end(), beam_src_mask.key_padding.begin() + r * src.cols, beam_src_mask.key_padding.begin() + (r + 1) * src.cols);
-      beam_src_mask.key_padding = std::move(padding);
+      if (!o.use_cache) memory = ops::gather_rows(memory, rows);  // cached: projected once, indexed by the cache
+      beam_src_mask.key_padding = ops::gather_rows(beam_src_mask.key_padding, rows);
     }
   }
 

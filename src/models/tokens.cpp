@@ -6,9 +6,7 @@ namespace tfm::models {
 
 ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
   ops::AttentionMask m;
-  const int32_t* ids = t.data();
-  m.key_padding.resize(static_cast<size_t>(t.rows * t.cols));
-  for (size_t i = 0; i < m.key_padding.size(); ++i) m.key_padding[i] = ids[i] == pad_id;
+  m.key_padding = ops::equal(t.ids, pad_id);
   m.causal = causal;
   return m;
 }

@@ -4,6 +4,7 @@
 
 #include "autograd/autograd.h"
 #include "nn/trace.h"
+#include "ops/convert.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -21,16 +22,23 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
   out_proj = register_module("out_proj", std::make_shared<Linear>(d_model, d_model));
 }
 
-void KVCache::select_rows(const std::vector<int64_t>& order) {
+namespace {
+
+// i32 [batch, count]: b throughout row b (batch row b's positions held in row b).
+Tensor own_rows(int64_t batch, int64_t count, Device device) {
+  Tensor ids = Tensor::empty({batch, count}, DType::i32);
+  int32_t* p = ids.data_as<int32_t>();
+  for (int64_t b = 0; b < batch; ++b) std::fill_n(p + b * count, count, static_cast<int32_t>(b));
+  return ops::to(ids, device);
+}
+
+}  // namespace
+
+void KVCache::select_rows(const Tensor& order) {
   if (!k.defined()) return;
-  const int64_t batch = rows.empty() ? k.size(0) : static_cast<int64_t>(rows.size()) / length;
-  const int64_t n = static_cast<int64_t>(order.size());
-  std::vector<int32_t> next(static_cast<size_t>(length * n));
-  for (int64_t i = 0; i < n; ++i) {
-    TFM_CHECK(order[i] >= 0 && order[i] < batch, "KVCache: row " << order[i] << " outside 0.." << batch - 1);
-    for (int64_t j = 0; j < length; ++j) next[j * n + i] = rows.empty() ? static_cast<int32_t>(order[i]) : rows[j * batch + order[i]];
-  }
-  rows = std::move(next);
+  // Until now batch row b's positions were all in row b of k and v.
+  if (!rows.defined()) rows = own_rows(k.size(0), length, k.device());
+  rows = ops::gather_rows(rows, order);
 }
 
 namespace {
@@ -45,7 +53,7 @@ Tensor window(const Tensor& t, int64_t rows, int64_t begin, int64_t end) { retur
 void append(KVCache& c, const Tensor& k, const Tensor& v) {
   const int64_t batch = k.size(0), t = k.size(1), d = k.size(2);
   const int64_t written = c.k.defined() ? c.k.size(0) : batch;
-  TFM_CHECK(batch == written || !c.rows.empty(), "KVCache: " << batch << " rows appended to a cache of " << written);
+  TFM_CHECK(batch == written || c.rows.defined(), "KVCache: " << batch << " rows appended to a cache of " << written);
   if (!c.k.defined() || c.k.size(1) < c.length + t || batch > written) {
     // Grown by half (in steps of 16 positions) rather than doubled: beam 4 at batch 32
     // holds 128 rows per layer, and a doubled cache for 40 positions has room for 64
@@ -62,9 +70,7 @@ void append(KVCache& c, const Tensor& k, const Tensor& v) {
   }
   window(c.k, batch, c.length, c.length + t).copy_from(k);
   window(c.v, batch, c.length, c.length + t).copy_from(v);
-  if (!c.rows.empty())
-    for (int64_t j = 0; j < t; ++j)
-      for (int64_t b = 0; b < batch; ++b) c.rows.push_back(static_cast<int32_t>(b));
+  if (c.rows.defined()) c.rows = ops::concat({c.rows, own_rows(batch, t, k.device())}, 1);  // new positions: rows 0..batch-1
   c.length += t;
 }
 
@@ -101,7 +107,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   }
   const float p = training() ? dropout_ : 0.0f;
   const uint64_t key_seed = p > 0.0f ? dropout_rng().next_u64() : 0;
-  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, weights, cache ? cache->key_rows() : nullptr);  // [batch, tq, d_model]
+  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, weights, cache ? cache->rows : Tensor());  // [batch, tq, d_model]
   return trace(path(), out_proj->forward(context));
 }
 

@@ -14,15 +14,14 @@ namespace tfm::nn {
 // projects the memory once, on the first step, and reuses it.
 //
 // Vectors stay where they were written. Beam search reorders its hypotheses by
-// rewriting `rows`, an index per position and batch row (ops::attention's key_rows),
+// rewriting `rows`, an index per batch row and position (ops::attention's key_rows),
 // never the vectors: a step moves a few bytes per position instead of 2 * d_model floats.
 struct KVCache {
   Tensor k, v;  // [written rows, capacity, d_model] views; the first `length` positions are valid
   int64_t length = 0;
-  std::vector<int32_t> rows;  // [length, batch]: the row of k, v holding batch row b's position j; empty: row b
-  // Batch row r becomes the old row rows[r] (beam search keeps the beams it extends).
-  void select_rows(const std::vector<int64_t>& rows);
-  const int32_t* key_rows() const { return rows.empty() ? nullptr : rows.data(); }
+  Tensor rows;  // i32 [batch, length]: the row of k, v holding batch row b's position j; undefined: row b
+  // Batch row r becomes the old row order[r] (i64 [n]; beam search keeps the beams it extends).
+  void select_rows(const Tensor& order);
 };
 
 // An optional output of a stack's forward: each layer's attention probabilities

@@ -66,7 +66,7 @@ DecoderLayer::DecoderLayer(const LayerOptions& o) : o_(o) {
   norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model));
 }
 
-void DecoderCache::select_rows(const std::vector<int64_t>& rows) {
+void DecoderCache::select_rows(const Tensor& rows) {
   for (KVCache& c : self_attn) c.select_rows(rows);
   for (KVCache& c : cross_attn) c.select_rows(rows);
 }

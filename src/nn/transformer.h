@@ -58,7 +58,7 @@ struct DecoderCache {
   int64_t length() const { return self_attn.empty() ? 0 : self_attn[0].length; }
   // Row r of the batch becomes the old row rows[r] (beam search keeps the beams it
   // extends): only the caches' indices change (KVCache).
-  void select_rows(const std::vector<int64_t>& rows);
+  void select_rows(const Tensor& rows);  // i64 [n] (KVCache::select_rows)
 };
 
 class DecoderLayer : public Module {

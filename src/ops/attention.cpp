@@ -32,13 +32,20 @@ void check_call(const AttentionCall& c) {
   const int64_t B = packed_q ? packed_q->batch() : q.size(0), D = q.size(2);
   const int64_t tq = packed_q ? packed_q->longest() : q.size(1), tk = packed_k ? packed_k->longest() : k.size(1);
   TFM_CHECK(c.heads > 0 && D % c.heads == 0, "attention: model width " << D << " not divisible by " << c.heads << " heads");
-  TFM_CHECK((c.key_rows || (packed_k ? packed_k->batch() : k.size(0)) == B) && v.size(0) == k.size(0) && v.size(1) == k.size(1) &&
+  TFM_CHECK((c.key_rows.defined() || (packed_k ? packed_k->batch() : k.size(0)) == B) && v.size(0) == k.size(0) && v.size(1) == k.size(1) &&
                 k.size(2) == D && v.size(2) == D,
             "attention: q " << shape_str(q.shape()) << ", k " << shape_str(k.shape()) << ", v " << shape_str(v.shape()) << " do not match");
-  TFM_CHECK(!c.key_rows || (tq == 1 && !packed_q && !packed_k && !autograd::grad_enabled()),
+  TFM_CHECK(!c.key_rows.defined() || (tq == 1 && !packed_q && !packed_k && !autograd::grad_enabled()),
             "attention: indexed keys are for decoding one query per row, without gradient");
-  TFM_CHECK(mask.key_padding.empty() || (!packed_k && static_cast<int64_t>(mask.key_padding.size()) == B * tk),
-            "attention: padding mask has " << mask.key_padding.size() << " entries for " << B << "x" << tk << " keys");
+  const Tensor& padding = mask.key_padding;
+  TFM_CHECK(!padding.defined() || (!packed_k && padding.dtype() == DType::boolean && padding.dim() == 2 && padding.size(0) == B &&
+                                   padding.size(1) == tk && padding.is_contiguous()),
+            "attention: the padding mask must be bool [" << B << ", " << tk << "], got " << to_string(padding.dtype()) << " "
+                                                         << shape_str(padding.shape()));
+  TFM_CHECK(!c.key_rows.defined() || (c.key_rows.dtype() == DType::i32 && c.key_rows.dim() == 2 && c.key_rows.size(0) == B &&
+                                      c.key_rows.size(1) == tk),
+            "attention: key rows must be i32 [" << B << ", " << tk << "], got " << to_string(c.key_rows.dtype()) << " "
+                                                << shape_str(c.key_rows.shape()));
   TFM_CHECK(!mask.causal || tk >= tq, "attention: causal mask needs at least as many keys as queries");
   TFM_CHECK(c.dropout_p >= 0.0f && c.dropout_p < 1.0f, "attention: dropout " << c.dropout_p << " outside [0, 1)");
 }
@@ -46,9 +53,9 @@ void check_call(const AttentionCall& c) {
 }  // namespace
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask, float dropout_p,
-                 uint64_t dropout_key, Tensor* weights, const int32_t* key_rows) {
-  auto fn = kernel("attention", &Kernels::attention, {q, k, v});
-  const AttentionCall call{q, k, v, heads, &mask, dropout_p, dropout_key, key_rows};
+                 uint64_t dropout_key, Tensor* weights, const Tensor& key_rows) {
+  auto fn = kernel("attention", &Kernels::attention, {q, k, v, mask.key_padding, key_rows});
+  const AttentionCall call{q, k, v, heads, &mask, dropout_p, dropout_key, key_rows.defined() ? dense(key_rows) : key_rows};
   check_call(call);
   const PackedSequences* packed_q = mask.packed_queries.get();
   const int64_t B = packed_q ? packed_q->batch() : q.size(0), D = q.size(2);
@@ -61,7 +68,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
 
   // The backward needs of the mask only the packing (padding and causality are in probs).
   std::shared_ptr<const PackedSequences> keep_q = mask.packed_queries, keep_k = mask.packed_keys;
-  AttentionCall kept{q.detach(), k.detach(), v.detach(), heads, nullptr, dropout_p, dropout_key, nullptr};
+  AttentionCall kept{q.detach(), k.detach(), v.detach(), heads, nullptr, dropout_p, dropout_key, Tensor()};
   return autograd::record(out, "attention", {q, k, v}, [kept, keep_q, keep_k, probs](const Tensor& g) {
     AttentionMask packing;
     packing.packed_queries = keep_q, packing.packed_keys = keep_k;

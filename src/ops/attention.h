@@ -17,11 +17,11 @@ namespace tfm::ops {
 // packed keys, k and v. tq and tk are then the longest sequence's length, and
 // weights beyond a sequence's length are 0.
 //
-// key_rows (decoding: one query per row, no gradient) says where each query row's
-// keys are: key j of query row b is row key_rows[j * batch + b] of k and v, which may
-// then have any number of rows. A cache keeps its vectors where they were written
+// key_rows (decoding: one query per row, no gradient; i32 [batch, tk]) says where each
+// query row's keys are: key j of query row b is row key_rows[b, j] of k and v, which
+// may then have any number of rows. A cache keeps its vectors where they were written
 // and beam search reorders its hypotheses by rewriting this index alone.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask,
-                 float dropout_p = 0.0f, uint64_t dropout_key = 0, Tensor* weights = nullptr, const int32_t* key_rows = nullptr);
+                 float dropout_p = 0.0f, uint64_t dropout_key = 0, Tensor* weights = nullptr, const Tensor& key_rows = Tensor());
 
 }  // namespace tfm::ops

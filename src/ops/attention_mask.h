@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "tensor/tensor.h"
+
 namespace tfm::ops {
 
 // Sequences of different lengths stored without their padding, one after another:
@@ -19,8 +21,8 @@ struct PackedSequences {
 };
 
 struct AttentionMask {
-  // [batch, tk] flags, 1 = padded key that no query may attend. Empty: no padding.
-  std::vector<uint8_t> key_padding;
+  // bool [batch, tk]: true = a padded key that no query may attend. Undefined: no padding.
+  Tensor key_padding;
   // Look-ahead mask: query i sees keys j <= i + (tk - tq), so a query block that
   // continues a cached prefix sees the whole prefix.
   bool causal = false;

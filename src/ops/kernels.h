@@ -56,7 +56,7 @@ struct AttentionCall {
   const AttentionMask* mask;
   float dropout_p;
   uint64_t dropout_key;
-  const int32_t* key_rows;  // decoding's indexed keys, or null
+  Tensor key_rows;  // decoding's indexed keys (i32 [batch, tk]), or undefined
 };
 
 // How ops::sample picks a token from a row of logits.
@@ -124,11 +124,13 @@ struct Kernels {
   void (*embedding_backward)(const Tensor& ids, const Tensor& g, Tensor& dw);
   void (*arange)(int64_t start, Tensor& out);  // i32 start, start + 1, ...
 
-  // Layout (ops/shape.h): rows of x (i64 indices, repeats allowed), their scatter-add
-  // back, and images [batch, C, H, W] cut into patches [batch, patches, C * P * P].
+  // Layout (ops/shape.h): rows of x of any dtype (i64 indices, repeats allowed), their
+  // scatter-add back (f32), and images [batch, C, H, W] cut into patches
+  // [batch, patches, C * P * P]. equal: bool out = (i32 x == value).
   void (*gather_rows)(const Tensor& x, const Tensor& rows, Tensor& out);
   void (*gather_rows_backward)(const Tensor& rows, const Tensor& g, Tensor& dx);
   void (*patchify)(const Tensor& images, int64_t patch, Tensor& out);
+  void (*equal)(const Tensor& x, int64_t value, Tensor& out);
 
   // Reductions (ops/reduce.h), in double, in an order that does not depend on the
   // thread count: the sum of x's elements, or of their squares.

@@ -21,13 +21,12 @@ int64_t normalize_dim(int64_t d, int64_t nd) {
 
 Tensor gather_rows(const Tensor& x_in, const Tensor& rows) {
   auto fn = kernel("gather_rows", &Kernels::gather_rows, {x_in, rows});
-  expect_dtype("gather_rows", "its input", x_in, DType::f32);
   expect_dtype("gather_rows", "the row indices", rows, DType::i64);
   TFM_CHECK(x_in.dim() >= 1 && rows.dim() == 1, "gather_rows: rows " << shape_str(rows.shape()) << " of " << shape_str(x_in.shape()));
   const Tensor x = dense(x_in), index = dense(rows);
   Shape shape = x.shape();
   shape[0] = index.numel();
-  Tensor out = Tensor::empty(shape, DType::f32, x.device());
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   fn(x, index, out);
   const Shape x_shape = x.shape();
   return autograd::record(out, "gather_rows", {x_in}, [index, x_shape](const Tensor& g) {
@@ -35,6 +34,14 @@ Tensor gather_rows(const Tensor& x_in, const Tensor& rows) {
     kernel("gather_rows", &Kernels::gather_rows_backward, {index, g})(index, dense(g), dx);
     return std::vector<Tensor>{dx};
   });
+}
+
+Tensor equal(const Tensor& x, int64_t value) {
+  auto fn = kernel("equal", &Kernels::equal, {x});
+  expect_dtype("equal", "its input", x, DType::i32);
+  Tensor out = Tensor::empty(x.shape(), DType::boolean, x.device());
+  fn(dense(x), value, out);
+  return out;
 }
 
 Tensor contiguous(const Tensor& x) {

@@ -21,6 +21,10 @@ Tensor patchify(const Tensor& images, int64_t patch);
 
 // Rows of x along dim 0 in the order of `rows` (i64 [n]): out[i] = x[rows[i]] (beam search's
 // reordering of decoding state; training's packing of sentences without padding).
+// Any dtype; gradients flow for f32.
 Tensor gather_rows(const Tensor& x, const Tensor& rows);
+
+// bool: where the i32 tensor x equals `value` (padding masks from token ids).
+Tensor equal(const Tensor& x, int64_t value);
 
 }  // namespace tfm::ops

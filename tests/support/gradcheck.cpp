@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "autograd/autograd.h"
+#include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tensor/rng.h"
@@ -15,6 +16,10 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
   Tensor t = Tensor::empty(shape);
   for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>(rng.uniform(lo, hi));
   return t;
+}
+
+Tensor bool_tensor(const Shape& shape, const std::vector<uint8_t>& flags) {
+  return ops::to(Tensor::from_values<uint8_t>(shape, flags), DType::boolean);
 }
 
 namespace {

@@ -22,6 +22,9 @@ GradcheckResult gradcheck(const OpFn& op, std::vector<Tensor> inputs, double eps
 // A tensor of uniform values in [lo, hi) from a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
+// A bool tensor (an attention mask's key padding) from 0/1 flags, row-major.
+Tensor bool_tensor(const Shape& shape, const std::vector<uint8_t>& flags);
+
 }  // namespace tfm::testing
 
 // Asserts that op's gradients match finite differences within tol.

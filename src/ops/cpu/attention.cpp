@@ -56,7 +56,8 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk;
   const float scale = geo.scale, dropout_p = c.dropout_p;
   const uint64_t dropout_key = c.dropout_key;
-  const int32_t* key_rows = c.key_rows;
+  const int32_t* key_rows = c.key_rows.defined() ? c.key_rows.data_as<int32_t>() : nullptr;  // [B, tk]
+  const bool* padding = mask.key_padding.defined() ? mask.key_padding.data_as<bool>() : nullptr;  // [B, tk]
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Keys that query i of row b sees: its sequence's, up to the causal horizon.
   auto visible_keys = [&](int64_t b, int64_t i) {
@@ -70,7 +71,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   auto probabilities = [&](float* row, int64_t b, int64_t i, int64_t offset, float* dropped) -> const float* {
     const int64_t visible = visible_keys(b, i);
     for (int64_t j = 0; j < tk; ++j)
-      if (j >= visible || (!mask.key_padding.empty() && mask.key_padding[b * tk + j])) row[j] = neg_inf;
+      if (j >= visible || (padding && padding[b * tk + j])) row[j] = neg_inf;
     softmax_row(row, row, tk);
     if (dropout_p == 0.0f) return row;
     dropout_row(row, dropped, tk, dropout_p, dropout_key, offset);
@@ -93,7 +94,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
     std::vector<const float*> key(tk), value(tk);
     auto gather_rows = [&](int64_t b) {
       for (int64_t j = 0; j < ok.length(b); ++j) {
-        const int64_t row = key_rows ? key_rows[j * B + b] : b;
+        const int64_t row = key_rows ? key_rows[b * tk + j] : b;
         key[j] = ok.row(row, j), value[j] = ov.row(row, j);
       }
     };

@@ -21,6 +21,8 @@ std::vector<Claim> claims() {
     out.push_back({"to", t});
   out.push_back({"from_pixels", DType::u8});
   out.push_back({"arange", DType::i32});
+  out.push_back({"equal", DType::i32});
+  for (DType t : {DType::i32, DType::boolean}) out.push_back({"gather_rows", t});
   return out;
 }
 
@@ -55,6 +57,7 @@ const Kernels& kernels() {
       .gather_rows = gather_rows,
       .gather_rows_backward = gather_rows_backward,
       .patchify = patchify,
+      .equal = equal,
       .sum = sum,
       .adam = adam,
       .random_fill = random_fill,

@@ -38,6 +38,7 @@ void arange(int64_t start, Tensor& out);
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out);
 void gather_rows_backward(const Tensor& rows, const Tensor& g, Tensor& dx);
 void patchify(const Tensor& images, int64_t patch, Tensor& out);
+void equal(const Tensor& x, int64_t value, Tensor& out);
 
 double sum(const Tensor& x, bool squares);
 void adam(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamUpdate& u);

@@ -1,4 +1,4 @@
-// Indexing kernels: embedding lookups, row gathers, image patches, position ranges.
+// Indexing kernels: embedding lookups, row gathers, comparisons, image patches, position ranges.
 #include <cstring>
 
 #include "ops/cpu/kernels.h"
@@ -33,11 +33,13 @@ void arange(int64_t start, Tensor& out) {
 }
 
 void gather_rows(const Tensor& x, const Tensor& rows_t, Tensor& out) {
-  const int64_t n = rows_t.numel(), row = x.size(0) > 0 ? x.numel() / x.size(0) : 0;
+  const int64_t n = rows_t.numel(), bytes = x.size(0) > 0 ? x.numel() / x.size(0) * static_cast<int64_t>(size_of(x.dtype())) : 0;
   const int64_t* rows = rows_t.data_as<int64_t>();
+  const char* src = static_cast<const char*>(x.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
   for (int64_t i = 0; i < n; ++i) {
     TFM_CHECK(rows[i] >= 0 && rows[i] < x.size(0), "gather_rows: row " << rows[i] << " outside 0.." << x.size(0) - 1);
-    std::memcpy(out.data() + i * row, x.data() + rows[i] * row, sizeof(float) * row);
+    std::memcpy(dst + i * bytes, src + rows[i] * bytes, static_cast<size_t>(bytes));
   }
 }
 
@@ -50,6 +52,12 @@ void gather_rows_backward(const Tensor& rows_t, const Tensor& g, Tensor& dx) {
     const float* gi = g.data() + i * row;
     for (int64_t c = 0; c < row; ++c) d[c] += gi[c];
   }
+}
+
+void equal(const Tensor& x, int64_t value, Tensor& out) {
+  const int32_t* p = x.data_as<int32_t>();
+  bool* o = out.data_as<bool>();
+  for (int64_t i = 0; i < x.numel(); ++i) o[i] = p[i] == value;
 }
 
 void patchify(const Tensor& images, int64_t P, Tensor& out) {
