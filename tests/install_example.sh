@@ -19,4 +19,11 @@ if err=$("$prefix/example/translate" /nonexistent.safetensors "x" 2>&1) || [[ $e
   echo "a missing checkpoint should be one clear error, got: $err"
   exit 1
 fi
+# The library loads what its code calls and nothing more (not SentencePiece's trainer).
+library=$(find "$prefix/usr" -name 'libtfm.so.*' -type f | head -n 1)
+needed=$(readelf -d "$library" | grep NEEDED)
+if [[ $needed != *libdnnl* || $needed == *sentencepiece_train* || $needed == *jemalloc* ]]; then
+  echo "libtfm.so loads a library its API does not need:"$'\n'"$needed"
+  exit 1
+fi
 echo "the installed library built the example, which translates as tfm translate does"

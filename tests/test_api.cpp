@@ -137,6 +137,13 @@ TEST(TranslatorApi, BadInputIsAnExceptionWithAClearMessage) {
   std::future<std::vector<Translation>> failing = translator.submit({"Ein Hund."}, {}, [](int64_t) { throw std::runtime_error("boom"); });
   EXPECT_EQ(message([&] { failing.get(); }), "boom");
   EXPECT_EQ(translator.translate({"Ein Hund."}).size(), 1u) << "the translator goes on";
+  // A source longer than the model's positions is translated from its beginning, and says so.
+  std::string long_source;
+  for (int i = 0; i < 200; ++i) long_source += "Ein Hund. ";
+  ASSERT_EQ(translator.max_source_tokens(), 127);
+  const std::vector<Translation> cut = translator.translate({"Ein Hund.", long_source});
+  EXPECT_FALSE(cut[0].truncated);
+  EXPECT_TRUE(cut[1].truncated);
 }
 
 // Destroying a translator finishes what was submitted.
@@ -230,6 +237,11 @@ TEST(GeneratorApi, StreamsTheTextItReturnsTheSameOnEveryThread) {
   o.max_new_tokens = 0;
   EXPECT_EQ(generator.generate("ROMEO:", o), "");
   EXPECT_EQ(message([&] { generator.generate("a\xff", o); }), "the prompt: invalid UTF-8");
+  // A vocabulary given for a model that reads characters is refused, not ignored.
+  ModelOptions with_vocab;
+  with_vocab.vocab = testing::fixture_path("threads/vocab.model");
+  EXPECT_NE(message([&] { Generator(testing::fixture_path("threads/lm.safetensors"), with_vocab); }).find("does not apply to it"),
+            std::string::npos);
 }
 
 // A checkpoint read as name -> array and written back is the same model (a generator

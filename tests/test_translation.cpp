@@ -650,19 +650,28 @@ TEST(TranslationTraining, DrawsTrainingCurves) {
 
 // A checkpoint whose recorded vocabulary path is relative to where training ran
 // (tests/fixtures/threads/mt.safetensors records "vocab.model") still finds it when
-// used from another directory, beside the checkpoint; with the file nowhere, one line
-// says where it looked and which flag gives it (the review's U7).
+// used from another directory, beside the checkpoint, even where that directory holds
+// another file of that name, and through a symlink to the checkpoint; with the file
+// nowhere, one line says where it looked and which flag gives it (the review's U7).
 TEST(TranslateCli, FindsTheVocabularyBesideTheCheckpointFromAnotherDirectory) {
   const std::string fixtures = std::string(TFM_FIXTURE_DIR) + "/threads";
   TempDir dir;
+  testing::write_file(dir.path("vocab.model"), "not the vocabulary the model was trained with");
   const std::string cd = "cd '" + dir.path("") + "' && ";
   const testing::CliResult ok =
       testing::run_command(cd + TFM_BINARY + " translate --greedy --model " + fixtures + "/mt.safetensors -i " + fixtures + "/mt.de");
   EXPECT_EQ(ok.code, 0) << ok.output;
+  std::filesystem::create_directory(dir.path("elsewhere"));
+  std::filesystem::create_symlink(fixtures + "/mt.safetensors", dir.path("elsewhere/link.safetensors"));
+  const testing::CliResult linked =
+      testing::run_command(cd + TFM_BINARY + " translate --greedy --model elsewhere/link.safetensors -i " + fixtures + "/mt.de");
+  EXPECT_EQ(linked.code, 0) << linked.output;
+  EXPECT_EQ(linked.output, ok.output);
   std::filesystem::copy_file(fixtures + "/mt.safetensors", dir.path("mt.safetensors"));
   const testing::CliResult missing = testing::run_command(cd + TFM_BINARY + " translate --greedy --model mt.safetensors -i " + fixtures + "/mt.de");
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.output.find("its vocabulary vocab.model is not there, nor at"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("the vocabulary it was trained with is at none of"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("vocab.model (another vocabulary)"), std::string::npos) << missing.output;
   EXPECT_NE(missing.output.find("give the file with --src-vocab"), std::string::npos) << missing.output;
   const testing::CliResult given = testing::run_command(cd + TFM_BINARY + " translate --greedy --model mt.safetensors -i " + fixtures +
                                                         "/mt.de --src-vocab " + fixtures + "/vocab.model --tgt-vocab " + fixtures + "/vocab.model");

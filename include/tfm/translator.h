@@ -39,6 +39,7 @@ struct Translation {
   std::vector<std::string> hypotheses;  // best first (an empty source: one empty hypothesis)
   std::vector<double> scores;           // each hypothesis's score: log-probability / length^penalty
   std::vector<std::vector<int>> token_ids;  // each hypothesis's target subword ids
+  bool truncated = false;  // the source had more subwords than the model's positions: the rest was not read
 };
 
 class Translator {
@@ -59,6 +60,9 @@ class Translator {
   // time, from a worker; if it throws, the exception reaches the caller through the future.
   std::future<std::vector<Translation>> submit(std::vector<std::string> sources, const TranslationOptions& options = {},
                                                std::function<void(int64_t)> on_progress = {});
+
+  // A source's subwords past this many are not read (Translation::truncated says so).
+  int64_t max_source_tokens() const;
 
  private:
   struct Impl;

@@ -95,7 +95,9 @@ struct Translator::Impl {
       TFM_CHECK(!problem, "source " << request->sources.size() + 1 << ": " << problem);
       request->sources.push_back(tm.src_vocab.encode(text));
     }
-    request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}});
+    request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}, false});
+    const size_t positions = static_cast<size_t>(tm.model->config().max_len) - 1;  // and </s>
+    for (size_t i = 0; i < texts.size(); ++i) request->results[i].truncated = request->sources[i].size() > positions;
     std::future<std::vector<Translation>> result = request->promise.get_future();
     const std::vector<size_t> order = decode::length_order(request->sources);
     request->remaining = order.size();
@@ -188,7 +190,7 @@ struct Translator::Impl {
     for (const Piece& p : batch) {
       for (size_t i : p.items) {
         Translation& t = p.request->results[i];
-        t = {};
+        t.hypotheses.clear(), t.scores.clear(), t.token_ids.clear();  // an empty source's placeholder; `truncated` stays
         for (const decode::Hypothesis& h : hyps[k++]) {
           t.hypotheses.push_back(tm.tgt_vocab.decode(h.tokens));
           t.scores.push_back(h.score);
@@ -234,5 +236,7 @@ std::future<std::vector<Translation>> Translator::submit(std::vector<std::string
                                                          std::function<void(int64_t)> on_progress) {
   return impl_->submit(sources, options, std::move(on_progress));
 }
+
+int64_t Translator::max_source_tokens() const { return impl_->tm.model->config().max_len - 1; }
 
 }  // namespace tfm

@@ -40,6 +40,10 @@ void run(Options o, const CLI::App& cmd) {
       if (chunk[i].find_first_not_of(" \t\r") == std::string::npos)
         std::cerr << "tfm: warning: line " << first + static_cast<int64_t>(i) + 1 << " is empty; its translation is an empty line\n";
     const std::vector<tfm::Translation> results = translator.submit(chunk, o.search, [&](int64_t n) { progress.add(n); }).get();
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].truncated)
+        std::cerr << "tfm: warning: line " << first + static_cast<int64_t>(i) + 1 << " is longer than the model's "
+                  << translator.max_source_tokens() << " source subwords; the rest was not translated\n";
     std::ostringstream out;
     for (size_t i = 0; i < results.size(); ++i) {
       if (o.search.nbest == 1) {

@@ -56,10 +56,15 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
   const bool spm = type == "sentencepiece" && j.contains("path") && j["path"].is_string() &&
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
   TFM_CHECK(chars || spm, origin << ": the tokenizer record in the metadata is malformed");
+  TFM_CHECK(spm || spm_path.empty(), origin << ": reads characters, not SentencePiece pieces; the vocabulary " << spm_path
+                                            << " does not apply to it (leave the vocabulary out)");
   if (spm) {
-    Tokenizer t = sentencepiece(spm_path.empty() ? locate_recorded_vocab(j["path"].get<std::string>(), origin, "--vocab") : spm_path);
-    TFM_CHECK(t.spm_->checksum() == j["crc32"].get<uint32_t>(),
-              origin << ": was trained with another SentencePiece model than " << t.spm_->path());
+    const uint32_t crc32 = j["crc32"].get<uint32_t>();
+    Tokenizer t;
+    t.spm_ = std::make_shared<Vocab>(spm_path.empty() ? load_recorded_vocab(j["path"].get<std::string>(), crc32, origin,
+                                                                            "the file with --vocab (ModelOptions::vocab in the library)")
+                                                      : Vocab::load(spm_path));
+    TFM_CHECK(t.spm_->checksum() == crc32, origin << ": was trained with another SentencePiece model than " << t.spm_->path());
     return t;
   }
   // encode() looks characters up by binary search: they must be distinct and in order, as characters() makes them.

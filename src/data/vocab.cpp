@@ -1,89 +1,16 @@
 #include "data/vocab.h"
 
 #include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
 #include <zlib.h>
 
-#include <chrono>
 #include <filesystem>
-#include <iomanip>
-#include <regex>
-#include <sstream>
-#include <string_view>
 
 #include "io/input_file.h"
-#include "io/output_file.h"
 #include "tensor/error.h"
-#include "tensor/rng.h"
 
 namespace tfm::data {
 
 namespace {
-
-// Feeds in-memory sentences to the SentencePiece trainer.
-class VectorIterator : public sentencepiece::SentenceIterator {
- public:
-  explicit VectorIterator(const std::vector<std::string>& s) : s_(s) {}
-  bool done() const override { return i_ >= s_.size(); }
-  void Next() override { ++i_; }
-  const std::string& value() const override { return s_[i_]; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  const std::vector<std::string>& s_;
-  size_t i_ = 0;
-};
-
-// SentencePiece silently drops sentences over max_sentence_length bytes (4192 by default),
-// and its BPE trainer aborts the process on words of 65,536 characters or more.
-constexpr size_t kMaxSentenceBytes = 4096;
-
-// Appends `line` to `out` in pieces of at most kMaxSentenceBytes, cut at a space where
-// there is one (BPE and unigram split at spaces anyway), else between UTF-8 characters,
-// so that long lines count instead of vanishing.
-void append_sentence_pieces(std::string_view line, std::vector<std::string>& out) {
-  while (line.size() > kMaxSentenceBytes) {
-    size_t cut = line.rfind(' ', kMaxSentenceBytes);
-    if (cut == std::string_view::npos || cut == 0)
-      for (cut = kMaxSentenceBytes; (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80;) --cut;
-    out.emplace_back(line.substr(0, cut));
-    line.remove_prefix(cut);
-  }
-  out.emplace_back(line);
-}
-
-// SentencePiece's failures in tfm's words: the vocabulary sizes that work, named by
-// `tfm vocab`'s flag, instead of its source locations and its own option names.
-std::string training_failure(const std::string& message, const VocabOptions& o) {
-  std::smatch m;
-  std::ostringstream os;
-  if (std::regex_search(message, m, std::regex(R"(smaller than required_chars\. \d+ vs (\d+))")))
-    os << "a vocabulary of " << o.size << " pieces is too small for " << o.origin << ": its " << std::stoll(m[1]) - 4
-       << " distinct characters and the 4 special tokens need --size " << m[1] << " or more";
-  else if (std::regex_search(message, m, std::regex(R"(Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+))")))
-    os << "a vocabulary of " << o.size << " pieces is too large for " << o.origin << ", which yields at most " << m[1]
-       << "; use --size " << m[1] << " or less, or more text";
-  else if (message.find("!sentences_.empty()") != std::string::npos)
-    os << "no text in " << o.origin << " is left to train a vocabulary on after Unicode normalization (only blank characters?)";
-  else
-    os << "vocabulary training on " << o.origin << " failed: SentencePiece says " << message;
-  return os.str();
-}
-
-// The lines with text (SentencePiece would skip the blank ones), a random sample of
-// o.max_sentences when there are more.
-std::vector<std::string> training_lines(const std::vector<std::string>& sentences, const VocabOptions& o) {
-  std::vector<std::string> lines;
-  for (const std::string& s : sentences)
-    if (s.find_first_not_of(" \t") != std::string::npos) lines.push_back(s);
-  TFM_CHECK(!lines.empty(), "no non-empty lines in " << o.origin << " to train a vocabulary on");
-  if (static_cast<int64_t>(lines.size()) > o.max_sentences) {
-    Rng rng(17);
-    for (size_t i = lines.size() - 1; i > 0; --i) std::swap(lines[i], lines[rng.randint(0, static_cast<int64_t>(i) + 1)]);
-    lines.resize(static_cast<size_t>(o.max_sentences));
-  }
-  return lines;
-}
 
 uint32_t crc_of(const std::string& bytes) {
   return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
@@ -109,34 +36,6 @@ Vocab Vocab::load(const std::string& path) {
   return v;
 }
 
-void Vocab::train(const std::vector<std::string>& sentences, const VocabOptions& o, const std::string& path) {
-  TFM_CHECK(o.model_type == "bpe" || o.model_type == "unigram", "vocabulary: model type must be bpe or unigram, not " << o.model_type);
-  TFM_CHECK(o.size > 4, "vocabulary: size must exceed the 4 special tokens");
-  const std::vector<std::string> lines = training_lines(sentences, o);
-  std::vector<std::string> pieces;
-  for (const std::string& line : lines) append_sentence_pieces(line, pieces);
-  if (o.progress)
-    *o.progress << "training a " << o.size << "-piece " << o.model_type << " vocabulary on " << lines.size()
-                << (lines.size() == 1 ? " sentence" : " sentences") << " of " << o.origin << "..." << std::endl;
-  const auto start = std::chrono::steady_clock::now();
-  VectorIterator it(pieces);
-  std::string proto;
-  const std::unordered_map<std::string, std::string> args{
-      {"model_type", o.model_type},
-      {"vocab_size", std::to_string(o.size)},
-      {"character_coverage", std::to_string(o.character_coverage)},
-      {"max_sentence_length", std::to_string(kMaxSentenceBytes)},
-      {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"},
-      {"minloglevel", "2"},
-      {"num_threads", "2"},
-  };
-  auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
-  TFM_CHECK(status.ok(), training_failure(status.message(), o));
-  io::write_file_atomic(path, proto);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.progress) *o.progress << "trained in " << std::fixed << std::setprecision(1) << seconds << " s" << std::defaultfloat << std::endl;
-}
-
 std::vector<int> Vocab::encode(const std::string& text) const {
   std::vector<int> ids;
   auto status = sp_->Encode(text, &ids);
@@ -157,13 +56,28 @@ std::string Vocab::decode(const std::vector<int>& ids) const {
 std::string Vocab::piece(int id) const { return sp_->IdToPiece(id); }
 int Vocab::size() const { return sp_->GetPieceSize(); }
 
-std::string locate_recorded_vocab(const std::string& recorded, const std::string& checkpoint, const std::string& flag) {
+Vocab load_recorded_vocab(const std::string& recorded, uint32_t crc32, const std::string& checkpoint, const std::string& how_to_give) {
   namespace fs = std::filesystem;
-  const fs::path beside = fs::path(checkpoint).parent_path() / fs::path(recorded).filename();
+  const fs::path name = fs::path(recorded).filename();
+  std::vector<fs::path> places{fs::path(checkpoint).parent_path() / name};
   std::error_code ec;
-  if (fs::exists(recorded, ec)) return recorded;
-  if (fs::exists(beside, ec)) return beside.string();
-  throw Error(checkpoint + ": its vocabulary " + recorded + " is not there, nor at " + beside.string() + "; give the file with " + flag);
+  const fs::path target = fs::canonical(checkpoint, ec);
+  if (!ec) places.push_back(target.parent_path() / name);
+  places.push_back(recorded);
+  std::string tried;
+  for (const fs::path& place : places) {
+    if (tried.find(place.string() + " ") != std::string::npos) continue;  // the same place twice
+    const bool there = fs::is_regular_file(place, ec);
+    if (there) {
+      try {
+        Vocab v = Vocab::load(place.string());
+        if (v.checksum() == crc32) return v;
+      } catch (const Error&) {  // unreadable or not a SentencePiece model: another file of that name
+      }
+    }
+    tried += (tried.empty() ? "" : ", ") + place.string() + (there ? " (another vocabulary)" : " (missing)");
+  }
+  throw Error(checkpoint + ": the vocabulary it was trained with is at none of " + tried + "; give " + how_to_give);
 }
 
 }  // namespace tfm::data

@@ -46,10 +46,12 @@ class Vocab {
   std::string path_;
 };
 
-// The file of a vocabulary that `checkpoint` recorded at `recorded`: there (an absolute
-// path, or relative to where training ran), else beside the checkpoint (a run folder
-// moved, or used from another directory). Fails with one line naming the places
-// tried and `flag`, which gives the file explicitly.
-std::string locate_recorded_vocab(const std::string& recorded, const std::string& checkpoint, const std::string& flag);
+// The vocabulary that `checkpoint` recorded at `recorded` with checksum `crc32`: the file
+// of that name beside the checkpoint (a run folder moved or copied), beside the file a
+// symlinked checkpoint points at, or at the recorded path itself, the first of them that
+// holds the same vocabulary (a file of that name with another vocabulary is passed
+// over). Fails with one line naming the places tried and `how_to_give`, the way to
+// give the file explicitly.
+Vocab load_recorded_vocab(const std::string& recorded, uint32_t crc32, const std::string& checkpoint, const std::string& how_to_give);
 
 }  // namespace tfm::data

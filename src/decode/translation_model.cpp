@@ -11,11 +11,13 @@ namespace {
 
 data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
   TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
-  const std::string path =
-      given.empty() ? data::locate_recorded_vocab(record[side]["path"].get<std::string>(), model, std::string("--") + side + "-vocab") : given;
-  data::Vocab v = data::Vocab::load(path);
-  TFM_CHECK(v.checksum() == record[side]["crc32"].get<uint32_t>(),
-            path << ": is not the " << side << " vocabulary " << model << " was trained with (checksum differs)");
+  const uint32_t crc32 = record[side]["crc32"].get<uint32_t>();
+  const std::string option = side == std::string("src") ? "src_vocab" : "tgt_vocab";
+  if (given.empty())
+    return data::load_recorded_vocab(record[side]["path"].get<std::string>(), crc32, model,
+                                     "the file with --" + std::string(side) + "-vocab (TranslatorOptions::" + option + " in the library)");
+  data::Vocab v = data::Vocab::load(given);
+  TFM_CHECK(v.checksum() == crc32, given << ": is not the " << side << " vocabulary " << model << " was trained with (checksum differs)");
   return v;
 }
 
