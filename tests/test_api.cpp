@@ -244,6 +244,36 @@ TEST(GeneratorApi, StreamsTheTextItReturnsTheSameOnEveryThread) {
             std::string::npos);
 }
 
+// Requests submitted at once run together (continuous batching) and each gets what it
+// gets alone; a stream hands on the same text piece by piece; a callback's error fails
+// its own request only; destruction finishes what was submitted.
+TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {
+  const std::vector<std::string> prompts{"ROMEO:", "JULIET:\nO", "", "First Citizen:\nBefore we proceed any further, hear me speak."};
+  std::vector<GenerationOptions> options(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) options[i].max_new_tokens = 20 + 30 * static_cast<int64_t>(i), options[i].seed = i;
+  options[1].temperature = 0;
+  std::vector<std::string> alone;
+  {
+    const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+    for (size_t i = 0; i < prompts.size(); ++i) alone.push_back(generator.generate(prompts[i], options[i]));
+  }
+  std::vector<std::future<std::string>> together;
+  std::vector<std::string> streamed(prompts.size());
+  std::future<std::string> failing;
+  {
+    const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+    for (size_t i = 0; i < prompts.size(); ++i) together.push_back(generator.submit(prompts[i], options[i]));
+    failing = generator.submit("ROMEO:", options[0], [](const std::string&) { throw std::runtime_error("enough"); });
+    TextStream stream = generator.stream(prompts[3], options[3]);
+    int pieces = 0;
+    while (std::optional<std::string> piece = stream.next()) streamed[3] += *piece, ++pieces;
+    EXPECT_GT(pieces, 1);
+  }  // destroyed: what was submitted is finished
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), alone[i]) << "prompt " << i;
+  EXPECT_EQ(streamed[3], alone[3]);
+  EXPECT_EQ(message([&] { failing.get(); }), "enough");
+}
+
 // A checkpoint read as name -> array and written back is the same model (a generator
 // loads it and generates what it did); bad shapes and files are clear errors.
 TEST(CheckpointApi, ReadsAndWritesNamedArrays) {

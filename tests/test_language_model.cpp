@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "api/inference.h"
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
 #include "ops/random.h"
@@ -49,6 +50,55 @@ TEST(Sampling, GreedyTopKAndTopPPickTheLikeliest) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_one(logits, o, rng), 1);
   o.top_k = 0, o.top_p = 0.01f;
   for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_one(logits, o, rng), 1);
+}
+
+// Sequences that join a running batch at different steps, leave it as they finish and
+// outgrow the context window (64 positions) in it get the tokens each gets alone; a
+// sequence whose callback throws ends with that exception and the others go on.
+TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
+  api::FamilyModel<models::GPT> lm(testing::fixture_path("threads/lm.safetensors"), "gpt", "a language model", "", "f32");
+  struct Case {
+    std::vector<int> prompt;
+    float temperature;
+    int64_t tokens, joins_at;
+  };
+  const std::vector<Case> cases{{{5, 6, 7}, 0.8f, 150, 0}, {{9}, 0.0f, 20, 0}, {std::vector<int>(70, 11), 1.0f, 40, 3},
+                                {{12, 13}, 0.5f, 90, 3}, {{14}, 0.8f, 5, 30}};
+  std::vector<std::vector<int>> alone, together(cases.size());
+  std::vector<int> finished(cases.size(), 0);
+  auto options = [](const Case& c, uint64_t seed) {
+    decode::SamplingOptions o;
+    o.max_new_tokens = c.tokens, o.temperature = c.temperature, o.seed = seed, o.top_k = 20;
+    return o;
+  };
+  for (size_t i = 0; i < cases.size(); ++i) alone.push_back(decode::generate(lm.model, cases[i].prompt, options(cases[i], 100 + i)));
+  decode::GenerationBatch batch(lm.model);
+  for (int64_t step = 0; step < 200 && (step <= 30 || batch.size() > 0); ++step) {
+    for (size_t i = 0; i < cases.size(); ++i)
+      if (cases[i].joins_at == step)
+        batch.join(cases[i].prompt, options(cases[i], 100 + i), [&, i](int id) { together[i].push_back(id); },
+                   [&, i](std::exception_ptr e) { finished[i] += e ? 100 : 1; });
+    batch.step();
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(together[i], alone[i]) << "sequence " << i;
+    EXPECT_EQ(finished[i], 1) << "sequence " << i << " finished once, without an error";
+  }
+  // A callback that throws ends its own sequence only.
+  std::vector<int> other;
+  std::string error;
+  batch.join({5, 6, 7}, options(cases[0], 100), [](int) { throw std::runtime_error("stop here"); },
+             [&](std::exception_ptr e) {
+               try {
+                 if (e) std::rethrow_exception(e);
+               } catch (const std::exception& x) {
+                 error = x.what();
+               }
+             });
+  batch.join({9}, options(cases[1], 101), [&](int id) { other.push_back(id); }, [](std::exception_ptr) {});
+  while (batch.size() > 0) batch.step();
+  EXPECT_EQ(error, "stop here");
+  EXPECT_EQ(other, alone[1]);
 }
 
 TEST(Sampling, FrequenciesFollowTheTemperedSoftmax) {

@@ -5,10 +5,17 @@
 //   std::string text = generator.generate("ROMEO:", {.max_new_tokens = 100, .temperature = 0.8f},
 //                                         [](const std::string& piece) { std::cout << piece << std::flush; });
 //
-// Safe to call from many threads at once; each call generates on the calling thread.
+//   tfm::TextStream stream = generator.stream("JULIET:");
+//   while (std::optional<std::string> piece = stream.next()) std::cout << *piece << std::flush;
+//
+// Safe to call from many threads at once. One worker generates every request: a request
+// joins the running batch at its next decoding step and leaves it when done (continuous
+// batching), so that many callers share each step's products.
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tfm/model_options.h"
@@ -23,6 +30,19 @@ struct GenerationOptions {
   uint64_t seed = 1;
 };
 
+// The text of one request as it is generated (Generator::stream), piece by piece.
+class TextStream {
+ public:
+  struct State;
+  explicit TextStream(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  // The next piece of text, waiting for it; nothing once the text is complete. Where
+  // generation failed, throws its error (std::runtime_error) instead.
+  std::optional<std::string> next();
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 class Generator {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
@@ -33,9 +53,15 @@ class Generator {
 
   // The text that continues `prompt` (an empty prompt: a line break). `on_text`, when
   // given, hears each piece of text as soon as the token that completes it is chosen
-  // (a character may take several tokens); the pieces make the returned text.
+  // (a character may take several tokens); the pieces make the returned text. It runs on
+  // the worker, between steps of every request: keep it short (or use stream()).
   std::string generate(const std::string& prompt, const GenerationOptions& options = {},
                        const std::function<void(const std::string&)>& on_text = {}) const;
+  // The same without waiting: the future holds the text, or the error.
+  std::future<std::string> submit(const std::string& prompt, const GenerationOptions& options = {},
+                                  std::function<void(const std::string&)> on_text = {}) const;
+  // The text piece by piece, for the caller to take at its own pace.
+  TextStream stream(const std::string& prompt, const GenerationOptions& options = {}) const;
 
  private:
   struct Impl;

@@ -1,5 +1,11 @@
 #include "tfm/generator.h"
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
 #include "api/inference.h"
 #include "data/text.h"
 #include "decode/sampling.h"
@@ -7,9 +13,117 @@
 
 namespace tfm {
 
+namespace {
+
+// One request on the worker: its tokens become text, handed on piece by piece.
+// SentencePiece drops the leading space of a piece decoded alone: the whole text is
+// decoded each time, and what it adds is handed on once it extends what was (a
+// character may take several byte pieces).
+struct Request {
+  const data::Tokenizer& tokenizer;
+  std::vector<int> ids;
+  std::string start, shown;
+  std::function<void(const std::string&)> on_text;
+  std::function<void()> on_finish;  // after the promise is kept
+  std::promise<std::string> promise;
+
+  void token(int id) {
+    ids.push_back(id);
+    std::string text = tokenizer.decode(ids);
+    if (text.compare(0, shown.size(), shown) != 0) return;
+    if (on_text) on_text(text.substr(shown.size()));
+    shown = std::move(text);
+  }
+  void done(std::exception_ptr error) {
+    error ? promise.set_exception(error) : promise.set_value(shown.substr(start.size()));
+    if (on_finish) on_finish();
+  }
+};
+
+}  // namespace
+
+struct TextStream::State {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<std::string> pieces;
+  std::future<std::string> result;  // ready once every piece is in `pieces`
+  bool done = false;
+};
+
+std::optional<std::string> TextStream::next() {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  state_->ready.wait(lock, [&] { return !state_->pieces.empty() || state_->done; });
+  if (state_->pieces.empty()) {
+    state_->result.get();  // the error, if generation failed
+    return std::nullopt;
+  }
+  std::string piece = std::move(state_->pieces.front());
+  state_->pieces.pop_front();
+  return piece;
+}
+
 struct Generator::Impl : api::FamilyModel<models::GPT> {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::vector<std::shared_ptr<Request>> joining;  // submitted, not yet in the batch
+  std::vector<decode::SamplingOptions> joining_options;
+  bool stopping = false;
+  decode::GenerationBatch batch{model};  // the worker's only
+  std::thread worker;
+
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o.vocab, o.precision) {}
+      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o.vocab, o.precision), worker([this] { run(); }) {}
+
+  // Finishes what was submitted, then stops the worker.
+  ~Impl() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    worker.join();
+  }
+
+  void run() {
+    for (;;) {
+      std::vector<std::shared_ptr<Request>> fresh;
+      std::vector<decode::SamplingOptions> options;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || !joining.empty() || batch.size() > 0; });
+        if (joining.empty() && batch.size() == 0) return;  // stopping, and nothing left
+        fresh.swap(joining), options.swap(joining_options);
+      }
+      for (size_t i = 0; i < fresh.size(); ++i) {
+        std::shared_ptr<Request> r = fresh[i];
+        batch.join(r->ids, options[i], [r](int id) { r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
+      }
+      batch.step();
+    }
+  }
+
+  std::future<std::string> submit(const std::string& prompt, const GenerationOptions& o, std::function<void(const std::string&)> on_text,
+                                  std::function<void()> on_finish = {}) {
+    const char* problem = data::text_problem(prompt);
+    TFM_CHECK(!problem, "the prompt: " << problem);
+    TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && o.top_p >= 0 && o.top_p <= 1,
+              "generation options out of range (max_new_tokens, top_k and temperature at least 0; top_p in [0, 1])");
+    const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
+    auto r = std::make_shared<Request>(Request{tokenizer, {}, "", "", std::move(on_text), std::move(on_finish), {}});
+    r->ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
+    TFM_CHECK(!r->ids.empty(), "the prompt encodes to no tokens");
+    r->start = r->shown = tokenizer.decode(r->ids);
+    decode::SamplingOptions sampling;
+    sampling.max_new_tokens = o.max_new_tokens, sampling.temperature = o.temperature, sampling.top_k = o.top_k;
+    sampling.top_p = o.top_p, sampling.seed = o.seed;
+    std::future<std::string> result = r->promise.get_future();
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      joining.push_back(std::move(r)), joining_options.push_back(sampling);
+    }
+    wake.notify_one();
+    return result;
+  }
 };
 
 Generator::Generator(const std::string& checkpoint, const ModelOptions& options)
@@ -19,30 +133,30 @@ Generator::~Generator() = default;
 
 std::string Generator::generate(const std::string& prompt, const GenerationOptions& o,
                                 const std::function<void(const std::string&)>& on_text) const {
-  const char* problem = data::text_problem(prompt);
-  TFM_CHECK(!problem, "the prompt: " << problem);
-  TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && o.top_p >= 0 && o.top_p <= 1,
-            "generation options out of range (max_new_tokens, top_k and temperature at least 0; top_p in [0, 1])");
-  const data::Tokenizer& tokenizer = *impl_->checkpoint.tokenizer;
-  const std::vector<int> prompt_ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
-  TFM_CHECK(!prompt_ids.empty(), "the prompt encodes to no tokens");
-  decode::SamplingOptions sampling;
-  sampling.max_new_tokens = o.max_new_tokens, sampling.temperature = o.temperature, sampling.top_k = o.top_k;
-  sampling.top_p = o.top_p, sampling.seed = o.seed;
-  // SentencePiece drops the leading space of a piece decoded alone: decode the whole text
-  // each time and hand on what it adds (once it extends what was handed on: a character
-  // may take several byte pieces).
-  std::vector<int> ids = prompt_ids;
-  const std::string start = tokenizer.decode(ids);
-  std::string shown = start;
-  decode::generate(impl_->model, prompt_ids, sampling, [&](int id) {
-    ids.push_back(id);
-    std::string text = tokenizer.decode(ids);
-    if (text.compare(0, shown.size(), shown) != 0) return;
-    if (on_text) on_text(text.substr(shown.size()));
-    shown = std::move(text);
-  });
-  return shown.substr(start.size());
+  return impl_->submit(prompt, o, on_text).get();
+}
+
+std::future<std::string> Generator::submit(const std::string& prompt, const GenerationOptions& o,
+                                           std::function<void(const std::string&)> on_text) const {
+  return impl_->submit(prompt, o, std::move(on_text));
+}
+
+TextStream Generator::stream(const std::string& prompt, const GenerationOptions& o) const {
+  auto state = std::make_shared<TextStream::State>();
+  std::weak_ptr<TextStream::State> weak = state;  // a stream dropped early takes no more pieces
+  auto with_state = [weak](auto f) {
+    if (auto s = weak.lock()) {
+      const std::lock_guard<std::mutex> lock(s->mutex);
+      f(*s);
+      s->ready.notify_all();
+    }
+  };
+  std::future<std::string> result = impl_->submit(
+      prompt, o, [with_state](const std::string& piece) { with_state([&](TextStream::State& s) { s.pieces.push_back(piece); }); },
+      [with_state] { with_state([](TextStream::State& s) { s.done = true; }); });
+  const std::lock_guard<std::mutex> lock(state->mutex);
+  state->result = std::move(result);
+  return TextStream(state);
 }
 
 }  // namespace tfm

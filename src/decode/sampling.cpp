@@ -46,4 +46,69 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
   return out;
 }
 
+void GenerationBatch::join(std::vector<int> prompt, const SamplingOptions& o, std::function<void(int)> on_token,
+                           std::function<void(std::exception_ptr)> on_done) {
+  TFM_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
+  if (o.max_new_tokens <= 0) return on_done(nullptr);
+  waiting_.push_back({std::move(prompt), o, Rng(o.seed), 0, model_.config().max_len, std::move(on_token), std::move(on_done)});
+}
+
+bool GenerationBatch::take(Sequence& s, const Tensor& logits) {
+  try {
+    const int token = ops::sample(logits, s.o.sampling(), s.rng).values<int32_t>()[0];
+    s.tokens.push_back(token);
+    ++s.produced;
+    if (s.on_token) s.on_token(token);
+  } catch (...) {
+    s.on_done(std::current_exception());
+    return false;
+  }
+  if (s.produced < s.o.max_new_tokens) return true;
+  s.on_done(nullptr);
+  return false;
+}
+
+void GenerationBatch::prefill(Sequence s) {
+  // As generate restarts: the last `keep` tokens, run alone.
+  const int64_t n = std::min<int64_t>(s.keep, static_cast<int64_t>(s.tokens.size()));
+  std::vector<nn::KVCache> alone;
+  const Tensor logits = last_logits(model_, std::vector<int>(s.tokens.end() - n, s.tokens.end()), &alone);
+  if (!take(s, logits)) return;
+  s.keep = model_.config().max_len / 2 + 1;  // a later restart keeps half the window
+  if (alone[0].length + 1 > model_.config().max_len) return waiting_.push_back(std::move(s));
+  if (caches_.empty()) caches_.resize(alone.size());
+  for (size_t i = 0; i < alone.size(); ++i) caches_[i].adopt(alone[i]);
+  running_.push_back(std::move(s));
+}
+
+void GenerationBatch::step() {
+  autograd::NoGradGuard no_grad;
+  model_.eval();
+  std::vector<Sequence> joined = std::move(waiting_);
+  waiting_.clear();
+  for (Sequence& s : joined) prefill(std::move(s));
+  if (running_.empty()) return;
+  const int64_t batch = static_cast<int64_t>(running_.size());
+  std::vector<int> last;
+  for (const Sequence& s : running_) last.push_back(s.tokens.back());
+  Tensor logits;
+  try {
+    logits = model_.forward({last, batch, 1}, &caches_);  // [batch, 1, vocab]
+  } catch (...) {  // no sequence can go on: each hears why
+    for (Sequence& s : running_) s.on_done(std::current_exception());
+    running_.clear(), caches_.clear();
+    return;
+  }
+  logits = ops::reshape(logits, {batch, logits.size(2)});
+  for (int64_t b = batch - 1; b >= 0; --b) {  // from the end: rows after b move up as b leaves
+    Sequence& s = running_[b];
+    const bool more = take(s, ops::slice(logits, 0, b, b + 1));
+    const bool outgrown = more && caches_[0].lengths[b] + 1 > model_.config().max_len;
+    if (more && !outgrown) continue;
+    for (nn::KVCache& c : caches_) c.release(b);
+    if (outgrown) waiting_.push_back(std::move(s));
+    running_.erase(running_.begin() + b);
+  }
+}
+
 }  // namespace tfm::decode

@@ -3,6 +3,7 @@
 // nucleus (top-p) sampling with a seed, or greedy, with a key/value cache so that
 // each new token costs one position.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <vector>
 
@@ -29,5 +30,42 @@ struct SamplingOptions {
 // the window (so the cost stays about one position a token).
 std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, const SamplingOptions& o,
                           const std::function<void(int)>& on_token = {});
+
+// Many sequences generated at once, each joining and leaving between decoding steps
+// (continuous batching; a Generator's worker owns one): a step runs one position of
+// every running sequence as one batch over ragged caches (nn::KVCache), after running
+// the prompts of those that joined since, each alone. A sequence gets the tokens
+// `generate` gives it alone (within the rounding of batched products: the same ids
+// unless two candidates are that close). Not thread-safe: one thread joins and steps.
+class GenerationBatch {
+ public:
+  explicit GenerationBatch(models::GPT& model) : model_(model) {}
+
+  // A sequence joins (a prompt of at least one token). on_token hears each token as it is
+  // chosen; on_done once the sequence has its tokens, or with the exception that ended
+  // it (on_token's own, or non-finite scores). Both run on the thread that steps.
+  void join(std::vector<int> prompt, const SamplingOptions& o, std::function<void(int)> on_token,
+            std::function<void(std::exception_ptr)> on_done);
+  // The prompts of the sequences that joined, then one position of every running one.
+  void step();
+  int64_t size() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
+
+ private:
+  struct Sequence {
+    std::vector<int> tokens;  // prompt and generated
+    SamplingOptions o;
+    Rng rng;
+    int64_t produced = 0, keep;  // keep: the tokens to run when (re)started, at most
+    std::function<void(int)> on_token;
+    std::function<void(std::exception_ptr)> on_done;
+  };
+  // Hands `s` its next token; false where it is finished (on_done called).
+  bool take(Sequence& s, const Tensor& logits);
+  void prefill(Sequence s);
+  models::GPT& model_;
+  std::vector<Sequence> waiting_;  // to run from their last `keep` tokens: joined, or outgrew the context window
+  std::vector<Sequence> running_;  // batch row b of caches_ is running_[b]
+  std::vector<nn::KVCache> caches_;
+};
 
 }  // namespace tfm::decode

@@ -19,7 +19,8 @@ class GPT : public nn::Module {
   explicit GPT(const StackConfig& config);
 
   // ids: [batch, len] -> logits [batch, len, vocab]. With caches (inference), ids
-  // hold only the positions after the cached prefix, which must fit in max_len.
+  // hold only the positions after the cached prefix, which must fit in max_len; with
+  // ragged caches (nn::KVCache), one token per row, after each row's own prefix.
   Tensor forward(const Tokens& ids, std::vector<nn::KVCache>* caches = nullptr);
 
   // nanoGPT's initialisation: N(0, 0.02) weights, residual output projections
@@ -32,6 +33,7 @@ class GPT : public nn::Module {
   std::shared_ptr<nn::Encoder> blocks;
 
  private:
+  Tensor forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches);
   StackConfig config_;
 };
 

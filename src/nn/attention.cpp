@@ -46,6 +46,26 @@ namespace {
 // t[:rows, begin:end] of a cache tensor [rows, positions, d].
 Tensor window(const Tensor& t, int64_t rows, int64_t begin, int64_t end) { return ops::slice(ops::slice(t, 0, 0, rows), 1, begin, end); }
 
+// t[row, begin:end] as [1, end - begin, d].
+Tensor cell(const Tensor& t, int64_t row, int64_t begin, int64_t end) { return ops::slice(ops::slice(t, 0, row, row + 1), 1, begin, end); }
+
+// Storage for at least `rows` rows of `positions` positions, keeping the first `keep`
+// positions of the rows written so far. Grown by half (in steps of 16 positions)
+// rather than doubled: beam 4 at batch 32 holds 128 rows per layer, and a doubled
+// cache for 40 positions has room for 64 (a batch per thread: 270 -> 253 MiB peak).
+// The copies cost nothing measurable.
+void reserve(KVCache& c, int64_t rows, int64_t positions, int64_t keep, int64_t d, Device device) {
+  const int64_t written = c.k.defined() ? c.k.size(0) : 0, capacity = c.k.defined() ? c.k.size(1) : 0;
+  if (rows <= written && positions <= capacity) return;
+  const int64_t grown = positions <= capacity ? capacity : (std::max(positions, capacity + capacity / 2) + 15) / 16 * 16;
+  auto grow = [&](const Tensor& old) {
+    Tensor storage = Tensor::empty({std::max(rows, written), grown, d}, DType::f32, device);
+    if (keep > 0 && written > 0) window(storage, written, 0, keep).copy_from(ops::slice(old, 1, 0, keep));
+    return storage;
+  };
+  c.k = grow(c.k), c.v = grow(c.v);
+}
+
 // Writes new keys/values [batch, t, d] at positions [length, length + t) of the cache,
 // rows 0..batch-1, growing it as needed (in positions, and in rows when beam search's
 // first step, one row per sentence, has branched into K beams). A row's positions are
@@ -54,27 +74,61 @@ void append(KVCache& c, const Tensor& k, const Tensor& v) {
   const int64_t batch = k.size(0), t = k.size(1), d = k.size(2);
   const int64_t written = c.k.defined() ? c.k.size(0) : batch;
   TFM_CHECK(batch == written || c.rows.defined(), "KVCache: " << batch << " rows appended to a cache of " << written);
-  if (!c.k.defined() || c.k.size(1) < c.length + t || batch > written) {
-    // Grown by half (in steps of 16 positions) rather than doubled: beam 4 at batch 32
-    // holds 128 rows per layer, and a doubled cache for 40 positions has room for 64
-    // (a batch per thread: 270 -> 253 MiB peak). The copies cost nothing measurable.
-    const int64_t old_capacity = c.k.defined() ? c.k.size(1) : 0;
-    const int64_t capacity = c.length + t <= old_capacity ? old_capacity
-                                                          : (std::max(c.length + t, old_capacity + old_capacity / 2) + 15) / 16 * 16;
-    auto grow = [&](const Tensor& old) {
-      Tensor storage = Tensor::empty({std::max(written, batch), capacity, d});
-      if (c.length > 0) window(storage, written, 0, c.length).copy_from(ops::slice(old, 1, 0, c.length));
-      return storage;
-    };
-    c.k = grow(c.k), c.v = grow(c.v);
-  }
+  reserve(c, batch, c.length + t, c.length, d, k.device());
   window(c.k, batch, c.length, c.length + t).copy_from(k);
   window(c.v, batch, c.length, c.length + t).copy_from(v);
   if (c.rows.defined()) c.rows = ops::concat({c.rows, own_rows(batch, t, k.device())}, 1);  // new positions: rows 0..batch-1
   c.length += t;
 }
 
+// Ragged: each batch row's new position [batch, 1, d] after its own.
+void append_ragged(KVCache& c, const Tensor& k, const Tensor& v) {
+  const int64_t batch = k.size(0), d = k.size(2);
+  TFM_CHECK(k.size(1) == 1 && batch == static_cast<int64_t>(c.slots.size()),
+            "KVCache: a ragged batch of " << c.slots.size() << " rows takes one position per row, got " << shape_str(k.shape()));
+  const int64_t longest = *std::max_element(c.lengths.begin(), c.lengths.end()) + 1;
+  reserve(c, c.k.size(0), longest, c.k.size(1), d, k.device());
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t at = c.lengths[b]++;
+    cell(c.k, c.slots[b], at, at + 1).copy_from(ops::slice(k, 0, b, b + 1));
+    cell(c.v, c.slots[b], at, at + 1).copy_from(ops::slice(v, 0, b, b + 1));
+  }
+  c.length = longest;
+}
+
+// Ragged: where each batch row's keys are (i32 [batch, length]: its slot throughout),
+// and the positions it has not reached (bool [batch, length]).
+std::pair<Tensor, Tensor> ragged_rows_and_padding(const KVCache& c, Device device) {
+  const int64_t batch = static_cast<int64_t>(c.slots.size());
+  Tensor rows = Tensor::empty({batch, c.length}, DType::i32), padding = Tensor::empty({batch, c.length}, DType::boolean);
+  int32_t* r = rows.data_as<int32_t>();
+  bool* p = padding.data_as<bool>();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < c.length; ++j) r[b * c.length + j] = static_cast<int32_t>(c.slots[b]), p[b * c.length + j] = j >= c.lengths[b];
+  return {ops::to(rows, device), ops::to(padding, device)};
+}
+
 }  // namespace
+
+void KVCache::adopt(const KVCache& alone) {
+  TFM_CHECK(!alone.ragged() && alone.k.defined() && alone.k.size(0) == 1 && !alone.rows.defined(),
+            "KVCache: only a sequence run alone joins a ragged batch");
+  TFM_CHECK(ragged() || !k.defined() || length == 0, "KVCache: a sequence joins a ragged batch, not an aligned one");
+  int64_t slot = 0;  // the first row of k and v that no batch row holds
+  while (std::find(slots.begin(), slots.end(), slot) != slots.end()) ++slot;
+  const int64_t d = alone.k.size(2);
+  reserve(*this, slot + 1, alone.length, k.defined() ? k.size(1) : 0, d, alone.k.device());
+  cell(k, slot, 0, alone.length).copy_from(ops::slice(alone.k, 1, 0, alone.length));
+  cell(v, slot, 0, alone.length).copy_from(ops::slice(alone.v, 1, 0, alone.length));
+  slots.push_back(slot), lengths.push_back(alone.length);
+  length = std::max(length, alone.length);
+}
+
+void KVCache::release(int64_t b) {
+  TFM_CHECK(b >= 0 && b < static_cast<int64_t>(slots.size()), "KVCache: no batch row " << b << " to release");
+  slots.erase(slots.begin() + b), lengths.erase(lengths.begin() + b);
+  length = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+}
 
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
                                    KVCache* cache, Tensor* weights) const {
@@ -89,7 +143,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     Tensor qkv = project(query, 0, 3);  // [batch, t, 3 * d_model]
     q = ops::slice(qkv, 2, 0, D), k = ops::slice(qkv, 2, D, 2 * D), v = ops::slice(qkv, 2, 2 * D, 3 * D);
     if (cache) {  // attend to the cached prefix and the new positions
-      append(*cache, k, v);
+      cache->ragged() ? append_ragged(*cache, k, v) : append(*cache, k, v);
       k = ops::slice(cache->k, 1, 0, cache->length), v = ops::slice(cache->v, 1, 0, cache->length);
     }
   } else if (key.same(value)) {
@@ -107,6 +161,12 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
   }
   const float p = training() ? dropout_ : 0.0f;
   const uint64_t key_seed = p > 0.0f ? dropout_rng().next_u64() : 0;
+  if (cache && cache->ragged()) {  // each row's own positions, up to its own length
+    ops::AttentionMask ragged = mask;
+    auto [rows, padding] = ragged_rows_and_padding(*cache, q.device());
+    ragged.key_padding = padding;
+    return trace(path(), out_proj->forward(ops::attention(q, k, v, heads_, ragged, p, key_seed, weights, rows)));
+  }
   Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, weights, cache ? cache->rows : Tensor());  // [batch, tq, d_model]
   return trace(path(), out_proj->forward(context));
 }

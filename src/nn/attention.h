@@ -16,12 +16,24 @@ namespace tfm::nn {
 // Vectors stay where they were written. Beam search reorders its hypotheses by
 // rewriting `rows`, an index per batch row and position (ops::attention's key_rows),
 // never the vectors: a step moves a few bytes per position instead of 2 * d_model floats.
+//
+// Ragged (a Generator's running batch, decode::GenerationBatch): batch row b is the
+// sequence kept in row slots[b] of k and v, with its own lengths[b] positions; each
+// step appends one position to every row, after its own, and attention masks the
+// positions a row has not reached. Sequences join (adopt) and leave (release) between steps.
 struct KVCache {
   Tensor k, v;  // [written rows, capacity, d_model] views; the first `length` positions are valid
-  int64_t length = 0;
+  int64_t length = 0;  // ragged: the longest row's
   Tensor rows;  // i32 [batch, length]: the row of k, v holding batch row b's position j; undefined: row b
+  std::vector<int64_t> slots, lengths;  // ragged: batch row b's row of k and v, and its positions
   // Batch row r becomes the old row order[r] (i64 [n]; beam search keeps the beams it extends).
   void select_rows(const Tensor& order);
+
+  bool ragged() const { return !slots.empty(); }
+  // A sequence run alone (`alone`, one row, not ragged) joins as the last batch row.
+  void adopt(const KVCache& alone);
+  // Batch row b leaves; the rows after it move up.
+  void release(int64_t b);
 };
 
 // An optional output of a stack's forward: each layer's attention probabilities

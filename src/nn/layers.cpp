@@ -57,4 +57,8 @@ Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   return trace(path(), dropout(y, dropout_));
 }
 
+Tensor PositionalEncoding::forward(const Tensor& x, const Tensor& positions) const {
+  return trace(path(), dropout(ops::add(x, ops::embedding(table_, positions)), dropout_));  // ids past the table are an error there
+}
+
 }  // namespace tfm::nn

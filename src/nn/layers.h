@@ -43,6 +43,7 @@ class PositionalEncoding : public Module {
  public:
   PositionalEncoding(int64_t d_model, float dropout, int64_t max_len);
   Tensor forward(const Tensor& x, int64_t start = 0) const;  // x: [batch, len, d_model], positions start..start+len
+  Tensor forward(const Tensor& x, const Tensor& positions) const;  // each row's own: positions i32 [batch, len]
   int64_t max_len() const { return table_.size(0); }
 
  private:
