@@ -146,6 +146,34 @@ TEST(TranslatorApi, BadInputIsAnExceptionWithAClearMessage) {
   EXPECT_TRUE(cut[1].truncated);
 }
 
+// With return_attention, each hypothesis comes with the last decoder layer's
+// encoder-decoder attention: [target + 1, source + 1] rows of probabilities, the same
+// whatever else shares the batch; without, none.
+TEST(TranslatorApi, ReturnsAttentionWhenAsked) {
+  Translator translator(kModel);
+  TranslationOptions o;
+  o.beam = 2, o.nbest = 2, o.return_attention = true;
+  const std::vector<std::string> sources{"Ein Hund läuft.", "Zwei Männer spielen Fußball im Park."};
+  const std::vector<Translation> out = translator.translate(sources, o);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    ASSERT_EQ(out[s].attention.size(), 2u);
+    for (size_t h = 0; h < 2; ++h) {
+      const std::vector<float>& a = out[s].attention[h];
+      const size_t rows = out[s].token_ids[h].size() + 1;
+      ASSERT_EQ(a.size() % rows, 0u);
+      const size_t cols = a.size() / rows;
+      EXPECT_GT(cols, 1u);
+      for (size_t r = 0; r < rows; ++r) {
+        double total = 0;
+        for (size_t c = 0; c < cols; ++c) total += a[r * cols + c];
+        EXPECT_NEAR(total, 1.0, 1e-5) << "source " << s << " hypothesis " << h << " row " << r;
+      }
+    }
+  }
+  EXPECT_EQ(translator.translate({sources[1]}, o)[0].attention, out[1].attention) << "alone as in a batch";
+  EXPECT_TRUE(translator.translate(sources)[0].attention.empty());
+}
+
 // Destroying a translator finishes what was submitted.
 TEST(TranslatorApi, DestructionFinishesSubmittedRequests) {
   const std::vector<std::string> lines = fixture_sentences();

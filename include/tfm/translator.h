@@ -33,6 +33,7 @@ struct TranslationOptions {
   float length_penalty = 1.0f;  // rank by log-probability / length^penalty
   float max_len_a = 1.5f;       // at most a * source length + b target tokens
   int64_t max_len_b = 10;
+  bool return_attention = false;  // fill Translation::attention
 };
 
 struct Translation {
@@ -40,6 +41,11 @@ struct Translation {
   std::vector<double> scores;           // each hypothesis's score: log-probability / length^penalty
   std::vector<std::vector<int>> token_ids;  // each hypothesis's target subword ids
   bool truncated = false;  // the source had more subwords than the model's positions: the rest was not read
+  // With return_attention, each hypothesis's encoder-decoder attention in the last decoder
+  // layer, averaged over its heads: row-major [target subwords + 1, source subwords + 1]
+  // (row i: the query that chose target subword i, the last row </s>; the last column
+  // the source's </s>), each row summing to 1. None for an empty source (not translated).
+  std::vector<std::vector<float>> attention;
 };
 
 class Translator {

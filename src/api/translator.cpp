@@ -26,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 struct Request {
   std::vector<std::vector<int>> sources;  // subword ids
   decode::SearchOptions search;
+  bool attention = false;
   std::vector<Translation> results;
   std::promise<std::vector<Translation>> promise;
   std::function<void(int64_t)> on_progress;
@@ -89,13 +90,14 @@ struct Translator::Impl {
                                                std::function<void(int64_t)> on_progress) {
     auto request = std::make_shared<Request>();
     request->search = search_options(o, tm.tgt_vocab);
+    request->attention = o.return_attention;
     request->on_progress = std::move(on_progress);
     for (const std::string& text : texts) {
       const char* problem = data::text_problem(text);
       TFM_CHECK(!problem, "source " << request->sources.size() + 1 << ": " << problem);
       request->sources.push_back(tm.src_vocab.encode(text));
     }
-    request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}, false});
+    request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}, false, {}});
     const size_t positions = static_cast<size_t>(tm.model->config().max_len) - 1;  // and </s>
     for (size_t i = 0; i < texts.size(); ++i) request->results[i].truncated = request->sources[i].size() > positions;
     std::future<std::vector<Translation>> result = request->promise.get_future();
@@ -195,6 +197,7 @@ struct Translator::Impl {
           t.hypotheses.push_back(tm.tgt_vocab.decode(h.tokens));
           t.scores.push_back(h.score);
           t.token_ids.push_back(h.tokens);
+          if (p.request->attention) t.attention.push_back(attention_of(p.request->sources[i], h.tokens, o));
         }
       }
       if (p.request->on_progress) {
@@ -202,6 +205,17 @@ struct Translator::Impl {
         p.request->on_progress(static_cast<int64_t>(p.items.size()));
       }
     }
+  }
+
+  // The last decoder layer's encoder-decoder attention for `target`, averaged over heads.
+  std::vector<float> attention_of(const std::vector<int>& source, const std::vector<int>& target, const decode::SearchOptions& o) {
+    const Tensor w = decode::attention_of(*tm.model, source, target, o.bos, o.eos).decoder.cross.back();  // [1, heads, tq, tk]
+    const int64_t heads = w.size(1), cells = w.size(2) * w.size(3);
+    std::vector<float> mean(static_cast<size_t>(cells), 0.0f);
+    const std::vector<float> all = w.values<float>();
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t c = 0; c < cells; ++c) mean[c] += all[h * cells + c] / static_cast<float>(heads);
+    return mean;
   }
 
   void finish(const Piece& p) {

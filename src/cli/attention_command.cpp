@@ -87,17 +87,11 @@ void run(const Options& o, const CLI::App& cmd) {
   } else {
     tgt_ids = tm.tgt_vocab.encode(o.tgt);
   }
-  // Teacher-forced pass over <s> + target, keeping every layer's attention.
+  const decode::AttentionOfTranslation attention = decode::attention_of(model, src_ids, tgt_ids, data::Vocab::kBos, data::Vocab::kEos);
+  const nn::AttentionMaps &encoder_maps = attention.encoder, &decoder_maps = attention.decoder;
+  src_ids.resize(std::min<size_t>(src_ids.size(), static_cast<size_t>(cfg.max_len - 1)));  // as attention_of read it
   src_ids.push_back(data::Vocab::kEos);
   tgt_ids.insert(tgt_ids.begin(), data::Vocab::kBos);
-  const models::Tokens src(src_ids, 1, static_cast<int64_t>(src_ids.size())), tgt(tgt_ids, 1, static_cast<int64_t>(tgt_ids.size()));
-  nn::AttentionMaps encoder_maps, decoder_maps;
-  {
-    autograd::NoGradGuard no_grad;
-    const ops::AttentionMask src_mask;  // one sentence: no padding
-    const Tensor memory = model.encode(src, src_mask, &encoder_maps);
-    model.decode(memory, src_mask, tgt, models::padding_mask(tgt, cfg.pad_id, /*causal=*/true), nullptr, &decoder_maps);
-  }
   const bool encoder = o.kind == "encoder";
   const int64_t layers = encoder ? cfg.encoder_layers : cfg.decoder_layers;
   const int64_t layer = o.layer < 0 ? layers - 1 : o.layer;

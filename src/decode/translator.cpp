@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "autograd/autograd.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
@@ -44,6 +45,19 @@ std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, co
     if (on_batch) on_batch(static_cast<int64_t>(end - start));
   }
   return results;
+}
+
+AttentionOfTranslation attention_of(models::EncoderDecoder& model, const std::vector<int>& source, std::vector<int> target, int bos,
+                                    int eos) {
+  autograd::NoGradGuard no_grad;
+  const models::Tokens src = pad_sources({&source}, model.config().pad_id, eos, model.config().max_len);
+  target.insert(target.begin(), bos);
+  const models::Tokens tgt(target, 1, static_cast<int64_t>(target.size()));
+  AttentionOfTranslation a;
+  const ops::AttentionMask src_mask;  // one sentence: no padding
+  const Tensor memory = model.encode(src, src_mask, &a.encoder);
+  model.decode(memory, src_mask, tgt, models::padding_mask(tgt, model.config().pad_id, /*causal=*/true), nullptr, &a.decoder);
+  return a;
 }
 
 }  // namespace tfm::decode

@@ -26,4 +26,14 @@ std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, co
                                                const SearchOptions& options, int64_t batch_size,
                                                const std::function<void(int64_t)>& on_batch = {});
 
+// Every layer's attention probabilities ([1, heads, queries, keys] each) for `target`
+// as the translation of `source` (subword ids without special tokens, the source cut
+// to the model's positions): a teacher-forced pass of <s> + target (the queries: row i
+// chose target token i, the last one </s>) against source + </s> (the keys).
+struct AttentionOfTranslation {
+  nn::AttentionMaps encoder, decoder;  // decoder.cross: encoder-decoder attention
+};
+AttentionOfTranslation attention_of(models::EncoderDecoder& model, const std::vector<int>& source, std::vector<int> target, int bos,
+                                    int eos);
+
 }  // namespace tfm::decode
