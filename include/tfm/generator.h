@@ -18,17 +18,10 @@
 #include <optional>
 #include <string>
 
+#include "tfm/decoding.h"
 #include "tfm/model_options.h"
 
 namespace tfm {
-
-struct GenerationOptions {
-  int64_t max_new_tokens = 500;
-  float temperature = 0.8f;  // 0: greedy (always the most likely token)
-  int64_t top_k = 0;         // sample from the k most likely tokens (0: all)
-  float top_p = 1.0f;        // nucleus sampling: the smallest set with this probability (1: all)
-  uint64_t seed = 1;
-};
 
 // The text of one request as it is generated (Generator::stream), piece by piece.
 class TextStream {

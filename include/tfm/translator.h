@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tfm/decoding.h"
+
 namespace tfm {
 
 struct TranslatorOptions {
@@ -25,15 +27,6 @@ struct TranslatorOptions {
   int workers = 0;                   // batches searched at once, sharing the threads (0: one per thread)
   int64_t max_batch = 32;            // sentences per batch
   int64_t batch_wait_us = 2000;      // how long a batch that is not full waits for other requests
-};
-
-struct TranslationOptions {
-  int64_t beam = 4;             // 1: greedy
-  int64_t nbest = 1;            // hypotheses per sentence, at most `beam`
-  float length_penalty = 1.0f;  // rank by log-probability / length^penalty
-  float max_len_a = 1.5f;       // at most a * source length + b target tokens
-  int64_t max_len_b = 10;
-  bool return_attention = false;  // fill Translation::attention
 };
 
 struct Translation {

@@ -113,9 +113,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     r->ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
     TFM_CHECK(!r->ids.empty(), "the prompt encodes to no tokens");
     r->start = r->shown = tokenizer.decode(r->ids);
-    decode::SamplingOptions sampling;
-    sampling.max_new_tokens = o.max_new_tokens, sampling.temperature = o.temperature, sampling.top_k = o.top_k;
-    sampling.top_p = o.top_p, sampling.seed = o.seed;
+    const decode::SamplingOptions sampling{o};
     std::future<std::string> result = r->promise.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex);

@@ -26,7 +26,6 @@ using Clock = std::chrono::steady_clock;
 struct Request {
   std::vector<std::vector<int>> sources;  // subword ids
   decode::SearchOptions search;
-  bool attention = false;
   std::vector<Translation> results;
   std::promise<std::vector<Translation>> promise;
   std::function<void(int64_t)> on_progress;
@@ -48,10 +47,7 @@ decode::SearchOptions search_options(const TranslationOptions& o, const data::Vo
   TFM_CHECK(std::isfinite(o.length_penalty), "length_penalty must be a finite number, got " << o.length_penalty);
   TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0,
             "maximum lengths must be finite and not negative, got a " << o.max_len_a << ", b " << o.max_len_b);
-  decode::SearchOptions s;
-  s.beam = o.beam, s.nbest = o.nbest, s.length_penalty = o.length_penalty, s.max_len_a = o.max_len_a, s.max_len_b = o.max_len_b;
-  s.bos = tgt_vocab.kBos, s.eos = tgt_vocab.kEos;
-  return s;
+  return {o, tgt_vocab.kBos, tgt_vocab.kEos};
 }
 
 }  // namespace
@@ -90,7 +86,6 @@ struct Translator::Impl {
                                                std::function<void(int64_t)> on_progress) {
     auto request = std::make_shared<Request>();
     request->search = search_options(o, tm.tgt_vocab);
-    request->attention = o.return_attention;
     request->on_progress = std::move(on_progress);
     for (const std::string& text : texts) {
       const char* problem = data::text_problem(text);
@@ -197,7 +192,7 @@ struct Translator::Impl {
           t.hypotheses.push_back(tm.tgt_vocab.decode(h.tokens));
           t.scores.push_back(h.score);
           t.token_ids.push_back(h.tokens);
-          if (p.request->attention) t.attention.push_back(attention_of(p.request->sources[i], h.tokens, o));
+          if (o.return_attention) t.attention.push_back(attention_of(p.request->sources[i], h.tokens, o));
         }
       }
       if (p.request->on_progress) {

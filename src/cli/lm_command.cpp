@@ -10,7 +10,6 @@
 #include "cli/validators.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
-#include "decode/sampling.h"
 #include "io/checkpoint.h"
 #include "io/output_file.h"
 #include "ops/linear_products.h"
@@ -50,7 +49,7 @@ void add_lm_command(CLI::App& app, int& exit_code) {
 void add_generate_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string checkpoint, prompt, spm, output = "-";
-    decode::SamplingOptions sampling;
+    tfm::GenerationOptions sampling;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model from `tfm lm train`");
@@ -71,8 +70,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
     tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd))});
     out.write(o->prompt);
-    const decode::SamplingOptions& s = o->sampling;
-    generator.generate(o->prompt, {s.max_new_tokens, s.temperature, s.top_k, s.top_p, s.seed}, [&](const std::string& piece) {
+    generator.generate(o->prompt, o->sampling, [&](const std::string& piece) {
       out.write(piece);  // stdout: each token shows as it comes; a failed write stops generation
     });
     out.write("\n");

@@ -5,17 +5,13 @@
 #include <vector>
 
 #include "models/encoder_decoder.h"
+#include "tfm/decoding.h"
 
 namespace tfm::decode {
 
-struct SearchOptions {
-  int64_t beam = 4;
-  // Hypotheses are ranked by log-probability / length^length_penalty (0: raw log-probability).
-  float length_penalty = 1.0f;
-  // A sentence may have at most max_len_a * source_length + max_len_b target tokens.
-  float max_len_a = 1.5f;
-  int64_t max_len_b = 10;
-  int64_t nbest = 1;
+// The public options (beam, nbest, length penalty, maximum length: tfm/decoding.h) and
+// the target vocabulary's symbols.
+struct SearchOptions : TranslationOptions {
   int bos = 2, eos = 3;     // eos < 0: no end symbol, every hypothesis runs to its maximum length
   bool use_cache = true;    // false re-runs the decoder over the whole prefix (for testing)
   bool operator==(const SearchOptions&) const = default;

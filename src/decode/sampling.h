@@ -9,16 +9,13 @@
 
 #include "models/gpt.h"
 #include "ops/random.h"
+#include "tfm/decoding.h"
 #include "tensor/rng.h"
 
 namespace tfm::decode {
 
-struct SamplingOptions {
-  int64_t max_new_tokens = 500;
-  float temperature = 0.8f;  // 0: greedy (always the most likely token)
-  int64_t top_k = 0;         // keep the k most likely tokens; 0: all
-  float top_p = 1.0f;        // keep the smallest set whose probability reaches p; 1: all
-  uint64_t seed = 1;
+// The public options (tfm/decoding.h), and how the engine runs them.
+struct SamplingOptions : GenerationOptions {
   bool use_cache = true;     // false: re-run the whole window each step (for tests)
 
   ops::Sampling sampling() const { return {temperature, top_k, top_p}; }

@@ -1,0 +1,28 @@
+#pragma once
+// How a request is decoded: the options of tfm::Translator's translations and of
+// tfm::Generator's text. The engine's search and sampling take these same structs
+// (decode::SearchOptions and decode::SamplingOptions extend them), so an option is
+// defined once, here, for the library, the command line and the bindings alike.
+#include <cstdint>
+
+namespace tfm {
+
+struct TranslationOptions {
+  int64_t beam = 4;               // 1: greedy
+  int64_t nbest = 1;              // hypotheses per sentence, at most `beam`
+  float length_penalty = 1.0f;    // rank by log-probability / length^penalty (0: raw log-probability)
+  float max_len_a = 1.5f;         // at most a * source length + b target tokens
+  int64_t max_len_b = 10;
+  bool return_attention = false;  // fill Translation::attention
+  bool operator==(const TranslationOptions&) const = default;
+};
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 500;
+  float temperature = 0.8f;  // 0: greedy (always the most likely token)
+  int64_t top_k = 0;         // sample from the k most likely tokens (0: all)
+  float top_p = 1.0f;        // nucleus sampling: the smallest set with this probability (1: all)
+  uint64_t seed = 1;
+};
+
+}  // namespace tfm
