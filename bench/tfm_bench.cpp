@@ -38,7 +38,7 @@ double median(std::vector<double> v) {
 
 json rows(const tfm::models::Tokens& t) {
   json out = json::array();
-  for (int64_t r = 0; r < t.rows; ++r) out.push_back(std::vector<int>(t.data() + r * t.cols, t.data() + (r + 1) * t.cols));
+  for (int64_t r = 0; r < t.rows(); ++r) out.push_back(std::vector<int>(t.data() + r * t.cols(), t.data() + (r + 1) * t.cols()));
   return out;
 }
 

@@ -67,9 +67,9 @@ struct GptCase {
   GptCase() { f.load_weights(model); }
   Tensor loss() {  // next-token cross-entropy of ids[:, :-1] predicting ids[:, 1:]
     std::vector<int> x, y;
-    for (int64_t r = 0; r < ids.rows; ++r)
-      for (int64_t c = 0; c + 1 < ids.cols; ++c) x.push_back(ids.at(r, c)), y.push_back(ids.at(r, c + 1));
-    const models::Tokens input(x, ids.rows, ids.cols - 1);
+    for (int64_t r = 0; r < ids.rows(); ++r)
+      for (int64_t c = 0; c + 1 < ids.cols(); ++c) x.push_back(ids.at(r, c)), y.push_back(ids.at(r, c + 1));
+    const models::Tokens input(x, ids.rows(), ids.cols() - 1);
     return ops::cross_entropy(ops::reshape(model.forward(input), {-1, model.config().vocab}), Tensor::from_values(y), 0.0f, -1);
   }
 };

@@ -170,7 +170,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
     std::multiset<int64_t> seen;
     for (const auto& batch : data::make_batches(enc.examples, 64, seed)) {
       train::Seq2SeqBatch b = train::collate(enc.examples, batch);
-      EXPECT_LE(b.src.rows * std::max(b.src.cols, b.tgt_in.cols), 64);
+      EXPECT_LE(b.src.rows() * std::max(b.src.cols(), b.tgt_in.cols()), 64);
       seen.insert(batch.begin(), batch.end());
     }
     EXPECT_EQ(seen.size(), 300u);
@@ -222,11 +222,11 @@ TEST(BeamSearch, HypothesesScoreWhatTheModelGivesTheirTokens) {
   decode::SearchOptions o;
   o.beam = 4, o.nbest = 4, o.bos = 1, o.eos = 2, o.max_len_a = 1.0f, o.max_len_b = 3;
   const auto result = decode::beam_search(*model, src, o);
-  ASSERT_EQ(static_cast<int64_t>(result.size()), src.rows);
+  ASSERT_EQ(static_cast<int64_t>(result.size()), src.rows());
   const int pad = f.config.pad_id;
-  for (int64_t b = 0; b < src.rows; ++b) {
-    const std::vector<int> row(src.data() + b * src.cols, src.data() + (b + 1) * src.cols);
-    const models::Tokens one(row, 1, src.cols);
+  for (int64_t b = 0; b < src.rows(); ++b) {
+    const std::vector<int> row(src.data() + b * src.cols(), src.data() + (b + 1) * src.cols());
+    const models::Tokens one(row, 1, src.cols());
     const int64_t max_len = std::count_if(row.begin(), row.end(), [&](int t) { return t != pad; }) + o.max_len_b;
     ASSERT_EQ(result[b].size(), 4u);
     for (const decode::Hypothesis& h : result[b]) {

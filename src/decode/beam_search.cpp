@@ -28,7 +28,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0, "beam search: max_len_a and max_len_b must be finite and at least 0");
   autograd::NoGradGuard no_grad;
   const int pad = model.config().pad_id;
-  const int64_t B = src.rows, K = o.beam;
+  const int64_t B = src.rows(), K = o.beam;
   auto normalized = [&](double log_prob, size_t length) {
     return o.length_penalty == 0.0f ? log_prob : log_prob / std::pow(static_cast<double>(length), o.length_penalty);
   };
@@ -43,7 +43,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   std::vector<int64_t> max_len(B);
   for (int64_t b = 0; b < B; ++b) {
     int64_t n = 0;
-    for (int64_t c = 0; c < src.cols; ++c) n += src.at(b, c) != pad;
+    for (int64_t c = 0; c < src.cols(); ++c) n += src.at(b, c) != pad;
     // In double, and capped before the conversion: a * n may exceed any integer.
     const double limit = std::min(static_cast<double>(o.max_len_a) * static_cast<double>(n) + static_cast<double>(o.max_len_b),
                                   static_cast<double>(model.config().max_len - 1));

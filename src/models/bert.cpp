@@ -24,8 +24,8 @@ BERT::BERT(const StackConfig& c, int pad_id) : config_(c), pad_id_(pad_id) {
 }
 
 Tensor BERT::encode(const Tokens& ids) {
-  TFM_CHECK(ids.cols <= config_.max_len, "input of " << ids.cols << " tokens exceeds the model's maximum of " << config_.max_len);
-  Tensor x = ops::add(tok_embed->forward(ids.ids), ops::embedding(pos_embed->weight, ops::arange(0, ids.cols)));
+  TFM_CHECK(ids.cols() <= config_.max_len, "input of " << ids.cols() << " tokens exceeds the model's maximum of " << config_.max_len);
+  Tensor x = ops::add(tok_embed->forward(ids.ids), ops::embedding(pos_embed->weight, ops::arange(0, ids.cols())));
   x = dropout(embed_norm->forward(x), config_.dropout);              // [batch, len, d_model]
   return encoder->forward(x, padding_mask(ids, pad_id_));            // [batch, len, d_model]
 }

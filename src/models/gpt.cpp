@@ -24,11 +24,11 @@ GPT::GPT(const StackConfig& c) : config_(c) {
 Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
   if (caches && !caches->empty() && (*caches)[0].ragged()) return forward_ragged(ids, *caches);
   const int64_t start = caches && !caches->empty() ? (*caches)[0].length : 0;
-  TFM_CHECK(start + ids.cols <= config_.max_len,
-            "sequence of " << start + ids.cols << " tokens exceeds the model's context of " << config_.max_len);
+  TFM_CHECK(start + ids.cols() <= config_.max_len,
+            "sequence of " << start + ids.cols() << " tokens exceeds the model's context of " << config_.max_len);
   Tensor x = tok_embed->forward(ids.ids);  // [batch, len, d_model]
   if (pos_embed) {
-    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols)));  // + [len, d_model]
+    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols())));  // + [len, d_model]
   } else {
     x = sinusoids->forward(x, start);
   }
@@ -41,11 +41,11 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
 // One position per row, each after its own cached ones (decode::GenerationBatch).
 Tensor GPT::forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) {
   const std::vector<int64_t>& lengths = caches[0].lengths;
-  TFM_CHECK(ids.cols == 1 && ids.rows == static_cast<int64_t>(lengths.size()),
-            "a ragged batch of " << lengths.size() << " sequences takes one token each, got " << ids.rows << "x" << ids.cols);
+  TFM_CHECK(ids.cols() == 1 && ids.rows() == static_cast<int64_t>(lengths.size()),
+            "a ragged batch of " << lengths.size() << " sequences takes one token each, got " << ids.rows() << "x" << ids.cols());
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   TFM_CHECK(longest < config_.max_len, "sequence of " << longest + 1 << " tokens exceeds the model's context of " << config_.max_len);
-  const Tensor positions = ops::to(Tensor::from_values<int32_t>({ids.rows, 1}, std::vector<int32_t>(lengths.begin(), lengths.end())),
+  const Tensor positions = ops::to(Tensor::from_values<int32_t>({ids.rows(), 1}, std::vector<int32_t>(lengths.begin(), lengths.end())),
                                    ids.ids.device());  // [batch, 1]
   Tensor x = tok_embed->forward(ids.ids);  // [batch, 1, d_model]
   x = pos_embed ? ops::add(x, ops::embedding(pos_embed->weight, positions)) : sinusoids->forward(x, positions);

@@ -15,10 +15,10 @@ Unpadded unpad(const Tokens& t, int pad_id) {
   Unpadded u;
   std::vector<int64_t> positions;
   auto sequences = std::make_shared<ops::PackedSequences>();
-  for (int64_t r = 0; r < t.rows; ++r) {
+  for (int64_t r = 0; r < t.rows(); ++r) {
     sequences->start.push_back(static_cast<int64_t>(positions.size()));
-    for (int64_t c = 0; c < t.cols; ++c)
-      if (t.at(r, c) != pad_id) positions.push_back(r * t.cols + c);
+    for (int64_t c = 0; c < t.cols(); ++c)
+      if (t.at(r, c) != pad_id) positions.push_back(r * t.cols() + c);
     sequences->length.push_back(static_cast<int64_t>(positions.size()) - sequences->start.back());
   }
   u.positions = Tensor::from_values(positions);

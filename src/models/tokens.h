@@ -11,13 +11,14 @@ namespace tfm::models {
 // A batch of token ids, padded with the model's pad id: an i32 tensor [rows, cols].
 struct Tokens {
   Tensor ids;  // [rows, cols] i32
-  int64_t rows = 0, cols = 0;
   Tokens() = default;
   Tokens(const std::vector<int>& values, int64_t rows, int64_t cols)  // row-major
-      : ids(Tensor::from_values<int32_t>({rows, cols}, values)), rows(rows), cols(cols) {}
+      : ids(Tensor::from_values<int32_t>({rows, cols}, values)) {}
+  int64_t rows() const { return ids.defined() ? ids.size(0) : 0; }
+  int64_t cols() const { return ids.defined() ? ids.size(1) : 0; }
   int32_t* data() { return ids.data_as<int32_t>(); }
   const int32_t* data() const { return ids.data_as<int32_t>(); }
-  int at(int64_t r, int64_t c) const { return data()[r * cols + c]; }
+  int at(int64_t r, int64_t c) const { return data()[r * cols() + c]; }
   std::vector<int> values() const { return ids.values<int32_t>(); }
 };
 
@@ -32,7 +33,7 @@ struct Unpadded {
 };
 Unpadded unpad(const Tokens& t, int pad_id);
 
-// The rows of x [t.rows, t.cols, features] at u's positions: [1, tokens, features].
+// The rows of x [t.rows(), t.cols(), features] at u's positions: [1, tokens, features].
 Tensor at_tokens(const Tensor& x, const Unpadded& u);
 
 }  // namespace tfm::models

@@ -50,7 +50,7 @@ namespace {
 
 std::string join_tokens(const models::Tokens& t, int64_t row) {
   std::string s;
-  for (int64_t c = 0; c < t.cols; ++c) {
+  for (int64_t c = 0; c < t.cols(); ++c) {
     if (c) s += ' ';
     s += std::to_string(t.at(row, c));
   }

@@ -32,7 +32,7 @@ TrainerOptions MaskedLmOptions::default_trainer() {
 
 std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, Rng& rng) {
   int32_t* ids = batch.data();
-  const size_t n = static_cast<size_t>(batch.rows * batch.cols);
+  const size_t n = static_cast<size_t>(batch.rows() * batch.cols());
   std::vector<int> targets(n, -1);
   std::vector<int> regular;  // ids a random replacement may take
   for (int id = 0; id < tokenizer.size(); ++id)
@@ -47,7 +47,7 @@ std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& token
     if (r < 0.8) ids[i] = tokenizer.mask_id();
     else if (r < 0.9) ids[i] = regular[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(regular.size())))];
   }
-  if (!any && batch.cols > 1) {  // a loss needs at least one target
+  if (!any && batch.cols() > 1) {  // a loss needs at least one target
     targets[1] = ids[1];
     ids[1] = tokenizer.mask_id();
   }
