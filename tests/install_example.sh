@@ -26,4 +26,11 @@ if [[ $needed != *libdnnl* || $needed == *sentencepiece_train* || $needed == *je
   echo "libtfm.so loads a library its API does not need:"$'\n'"$needed"
   exit 1
 fi
+# It exports the public API's functions and no other function of tfm's.
+internal=$(nm -DC --defined-only "$library" | grep -E ' [TW] tfm::' |
+           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::(read|write)_checkpoint\(' || true)
+if [[ -n $internal ]]; then
+  echo "libtfm.so exports internal functions:"$'\n'"$internal"
+  exit 1
+fi
 echo "the installed library built the example, which translates as tfm translate does"

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tfm/export.h"
+
 namespace tfm {
 
 struct Array {
@@ -24,10 +26,10 @@ struct Checkpoint {
 
 // Throws std::runtime_error naming the file and the first problem found (every field
 // is checked, and the checksum of files tfm wrote).
-Checkpoint read_checkpoint(const std::string& path);
+TFM_API Checkpoint read_checkpoint(const std::string& path);
 
 // Writes atomically (a temporary file, synced and renamed: the previous file survives any
 // failure), with a checksum of the data; shapes must fit their values.
-void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+TFM_API void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
 }  // namespace tfm

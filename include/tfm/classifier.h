@@ -13,6 +13,8 @@
 
 #include "tfm/model_options.h"
 
+#include "tfm/export.h"
+
 namespace tfm {
 
 struct Classification {
@@ -21,7 +23,7 @@ struct Classification {
   std::vector<float> probabilities;  // [count, classes], row-major: softmax of the logits
 };
 
-class Classifier {
+class TFM_API Classifier {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
   explicit Classifier(const std::string& checkpoint, const ModelOptions& options = {});

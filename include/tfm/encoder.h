@@ -14,6 +14,8 @@
 
 #include "tfm/model_options.h"
 
+#include "tfm/export.h"
+
 namespace tfm {
 
 struct Embeddings {
@@ -22,7 +24,7 @@ struct Embeddings {
   int64_t truncated = 0;      // sentences longer than the model's input, cut to fit
 };
 
-class Encoder {
+class TFM_API Encoder {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
   explicit Encoder(const std::string& checkpoint, const ModelOptions& options = {});

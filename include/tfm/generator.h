@@ -21,10 +21,12 @@
 #include "tfm/decoding.h"
 #include "tfm/model_options.h"
 
+#include "tfm/export.h"
+
 namespace tfm {
 
 // The text of one request as it is generated (Generator::stream), piece by piece.
-class TextStream {
+class TFM_API TextStream {
  public:
   struct State;
   explicit TextStream(std::shared_ptr<State> state) : state_(std::move(state)) {}
@@ -36,7 +38,7 @@ class TextStream {
   std::shared_ptr<State> state_;
 };
 
-class Generator {
+class TFM_API Generator {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
   explicit Generator(const std::string& checkpoint, const ModelOptions& options = {});

@@ -18,6 +18,8 @@
 
 #include "tfm/decoding.h"
 
+#include "tfm/export.h"
+
 namespace tfm {
 
 struct TranslatorOptions {
@@ -41,7 +43,7 @@ struct Translation {
   std::vector<std::vector<float>> attention;
 };
 
-class Translator {
+class TFM_API Translator {
  public:
   // Loads the checkpoint (and its vocabularies) and starts the workers; throws
   // std::runtime_error with one line saying what is wrong.
