@@ -300,6 +300,10 @@ TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), alone[i]) << "prompt " << i;
   EXPECT_EQ(streamed[3], alone[3]);
   EXPECT_EQ(message([&] { failing.get(); }), "enough");
+  // A callback that would wait for its own generator fails its request instead of hanging.
+  const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+  std::future<std::string> reentrant = generator.submit("ROMEO:", options[0], [&](const std::string&) { generator.generate("A"); });
+  EXPECT_EQ(message([&] { reentrant.get(); }), "generate() from a callback of the same generator would wait for itself; use submit() there");
 }
 
 // A checkpoint read as name -> array and written back is the same model (a generator

@@ -49,7 +49,8 @@ class TFM_API Generator {
   // The text that continues `prompt` (an empty prompt: a line break). `on_text`, when
   // given, hears each piece of text as soon as the token that completes it is chosen
   // (a character may take several tokens); the pieces make the returned text. It runs on
-  // the worker, between steps of every request: keep it short (or use stream()).
+  // the worker, between steps of every request: keep it short (or use stream()); it may
+  // submit() to this generator, but not wait for it (generate() there is refused).
   std::string generate(const std::string& prompt, const GenerationOptions& options = {},
                        const std::function<void(const std::string&)>& on_text = {}) const;
   // The same without waiting: the future holds the text, or the error.

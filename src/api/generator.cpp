@@ -131,6 +131,9 @@ Generator::~Generator() = default;
 
 std::string Generator::generate(const std::string& prompt, const GenerationOptions& o,
                                 const std::function<void(const std::string&)>& on_text) const {
+  // On the worker (from a callback), waiting for the text would wait for itself.
+  TFM_CHECK(std::this_thread::get_id() != impl_->worker.get_id(),
+            "generate() from a callback of the same generator would wait for itself; use submit() there");
   return impl_->submit(prompt, o, on_text).get();
 }
 
