@@ -153,6 +153,12 @@ TEST(Cli, TheCheckpointIsGivenWithModelOrAlone) {
   CliResult none = run_tfm("info");
   EXPECT_EQ(none.code, 2) << none.output;
   EXPECT_NE(none.output.find("--model"), std::string::npos) << none.output;
+  // A safetensors file without tfm's metadata is described as it is.
+  tfm::io::write_safetensors(dir.path("plain.safetensors"), {{"w", tfm::Tensor::ones({2, 3})}, {"b", tfm::Tensor::ones({3})}}, {});
+  CliResult plain = run_tfm("info " + dir.path("plain.safetensors"));
+  EXPECT_EQ(plain.code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("model: none (no tfm metadata"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("tensors: 2, parameters: 9\n  w [2, 3]\n  b [3]"), std::string::npos) << plain.output;
 }
 
 TEST(Cli, TrainTakesTheSharedOptimiserFlags) {

@@ -35,6 +35,18 @@ const char* family_of(const std::string& kind) {
   return "encoder-decoder (translation or copy task)";
 }
 
+// A safetensors file tfm did not write (no tfm metadata): its tensors, as they are.
+void describe_foreign(const io::SafeTensors& file) {
+  constexpr size_t kListed = 40;
+  int64_t params = 0;
+  for (const auto& [name, t] : file.tensors) params += t.numel();
+  std::cout << "model: none (no tfm metadata: a safetensors file tfm did not write)\ntensors: " << file.tensors.size()
+            << ", parameters: " << params << "\n";
+  for (size_t i = 0; i < file.tensors.size() && i < kListed; ++i)
+    std::cout << "  " << file.tensors[i].first << " " << shape_str(file.tensors[i].second.shape()) << "\n";
+  if (file.tensors.size() > kListed) std::cout << "  ... and " << file.tensors.size() - kListed << " more\n";
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app, int&) {
@@ -43,6 +55,7 @@ void add_info_command(CLI::App& app, int&) {
   add_model_flag(cmd, *path, "Checkpoint file (safetensors) of any family");
   cmd->callback([path] {
     io::SafeTensors file = io::read_safetensors(*path);
+    if (!file.metadata.count(io::kConfigKey) && !file.metadata.count(io::kModelKindKey)) return describe_foreign(file);
     io::Checkpoint info = io::checkpoint_info(file, *path);
     const std::string config = config_of(info, *path);
     int64_t params = 0;
