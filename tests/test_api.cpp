@@ -1,6 +1,7 @@
 // The public library API (include/tfm): what a program embedding tfm calls.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
@@ -304,6 +305,34 @@ TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {
   const Generator generator(testing::fixture_path("threads/lm.safetensors"));
   std::future<std::string> reentrant = generator.submit("ROMEO:", options[0], [&](const std::string&) { generator.generate("A"); });
   EXPECT_EQ(message([&] { reentrant.get(); }), "generate() from a callback of the same generator would wait for itself; use submit() there");
+  std::future<std::string> waits = generator.submit("ROMEO:", options[0], [&](const std::string&) { generator.stream("A").next(); });
+  EXPECT_EQ(message([&] { waits.get(); }), "TextStream::next() from a callback of the same generator would wait for itself");
+  // A finished stream stays finished; a non-finite temperature is refused.
+  TextStream done = generator.stream("A", options[0]);
+  while (done.next()) {
+  }
+  EXPECT_FALSE(done.next().has_value());
+  GenerationOptions hot;
+  hot.temperature = INFINITY;
+  EXPECT_NE(message([&] { generator.generate("A", hot); }).find("temperature finite"), std::string::npos);
+}
+
+// A dropped stream cancels its request: a generator asked for ten million tokens and
+// dropped after the first piece is destroyed at once (liveness, with a generous bound;
+// it would take hours to run them all).
+TEST(GeneratorApi, ADroppedStreamIsCancelled) {
+  auto finished = std::make_shared<std::promise<void>>();
+  std::future<void> done = finished->get_future();
+  std::thread([finished] {
+    {
+      const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+      GenerationOptions endless;
+      endless.max_new_tokens = 10'000'000;
+      generator.stream("ROMEO:", endless).next();
+    }
+    finished->set_value();
+  }).detach();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the dropped stream's request went on";
 }
 
 // A checkpoint read as name -> array and written back is the same model (a generator

@@ -26,15 +26,18 @@
 namespace tfm {
 
 // The text of one request as it is generated (Generator::stream), piece by piece.
+// Dropping the stream cancels its request (at its next token).
 class TFM_API TextStream {
  public:
-  struct State;
-  explicit TextStream(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  // The next piece of text, waiting for it; nothing once the text is complete. Where
-  // generation failed, throws its error (std::runtime_error) instead.
+  // The next piece of text, waiting for it; nothing once the text is complete (and at
+  // every later call). Where generation failed, throws its error (std::runtime_error)
+  // instead. Not from a callback of the same generator (refused: it would wait for itself).
   std::optional<std::string> next();
 
  private:
+  friend class Generator;
+  struct State;
+  explicit TextStream(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };
 

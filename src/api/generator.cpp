@@ -1,5 +1,6 @@
 #include "tfm/generator.h"
 
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -46,15 +47,18 @@ struct TextStream::State {
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::string> pieces;
-  std::future<std::string> result;  // ready once every piece is in `pieces`
+  std::future<std::string> result;  // ready once every piece is in `pieces`; taken by the first next() after them
   bool done = false;
+  std::thread::id worker;  // the generator's, which must not wait for its own requests
 };
 
 std::optional<std::string> TextStream::next() {
+  TFM_CHECK(std::this_thread::get_id() != state_->worker,
+            "TextStream::next() from a callback of the same generator would wait for itself");
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->ready.wait(lock, [&] { return !state_->pieces.empty() || state_->done; });
   if (state_->pieces.empty()) {
-    state_->result.get();  // the error, if generation failed
+    if (state_->result.valid()) state_->result.get();  // the error, if generation failed
     return std::nullopt;
   }
   std::string piece = std::move(state_->pieces.front());
@@ -106,8 +110,8 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
                                   std::function<void()> on_finish = {}) {
     const char* problem = data::text_problem(prompt);
     TFM_CHECK(!problem, "the prompt: " << problem);
-    TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && o.top_p >= 0 && o.top_p <= 1,
-              "generation options out of range (max_new_tokens, top_k and temperature at least 0; top_p in [0, 1])");
+    TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && std::isfinite(o.temperature) && o.top_p >= 0 && o.top_p <= 1,
+              "generation options out of range (max_new_tokens, top_k and temperature at least 0, temperature finite; top_p in [0, 1])");
     const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
     auto r = std::make_shared<Request>(Request{tokenizer, {}, "", "", std::move(on_text), std::move(on_finish), {}});
     r->ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
@@ -144,17 +148,25 @@ std::future<std::string> Generator::submit(const std::string& prompt, const Gene
 
 TextStream Generator::stream(const std::string& prompt, const GenerationOptions& o) const {
   auto state = std::make_shared<TextStream::State>();
-  std::weak_ptr<TextStream::State> weak = state;  // a stream dropped early takes no more pieces
-  auto with_state = [weak](auto f) {
-    if (auto s = weak.lock()) {
-      const std::lock_guard<std::mutex> lock(s->mutex);
-      f(*s);
-      s->ready.notify_all();
-    }
-  };
+  state->worker = impl_->worker.get_id();
+  std::weak_ptr<TextStream::State> weak = state;
   std::future<std::string> result = impl_->submit(
-      prompt, o, [with_state](const std::string& piece) { with_state([&](TextStream::State& s) { s.pieces.push_back(piece); }); },
-      [with_state] { with_state([](TextStream::State& s) { s.done = true; }); });
+      prompt, o,
+      [weak](const std::string& piece) {
+        auto s = weak.lock();
+        // Nobody can read a dropped stream: its request ends here (the batch drops it).
+        if (!s) throw Error("the stream was dropped");
+        const std::lock_guard<std::mutex> lock(s->mutex);
+        s->pieces.push_back(piece);
+        s->ready.notify_all();
+      },
+      [weak] {
+        if (auto s = weak.lock()) {
+          const std::lock_guard<std::mutex> lock(s->mutex);
+          s->done = true;
+          s->ready.notify_all();
+        }
+      });
   const std::lock_guard<std::mutex> lock(state->mutex);
   state->result = std::move(result);
   return TextStream(state);
