@@ -92,9 +92,14 @@ struct Translator::Impl {
       TFM_CHECK(!problem, "source " << request->sources.size() + 1 << ": " << problem);
       request->sources.push_back(tm.src_vocab.encode(text));
     }
-    request->results.assign(texts.size(), Translation{{""}, {0.0}, {{}}, false, {}});
+    // An empty source is not searched: its translation is one empty hypothesis.
+    request->results.resize(texts.size());
     const size_t positions = static_cast<size_t>(tm.model->config().max_len) - 1;  // and </s>
-    for (size_t i = 0; i < texts.size(); ++i) request->results[i].truncated = request->sources[i].size() > positions;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      Translation& t = request->results[i];
+      t.truncated = request->sources[i].size() > positions;
+      if (request->sources[i].empty()) t.hypotheses = {""}, t.scores = {0.0}, t.token_ids = {{}};
+    }
     std::future<std::vector<Translation>> result = request->promise.get_future();
     const std::vector<size_t> order = decode::length_order(request->sources);
     request->remaining = order.size();
@@ -187,7 +192,6 @@ struct Translator::Impl {
     for (const Piece& p : batch) {
       for (size_t i : p.items) {
         Translation& t = p.request->results[i];
-        t.hypotheses.clear(), t.scores.clear(), t.token_ids.clear();  // an empty source's placeholder; `truncated` stays
         for (const decode::Hypothesis& h : hyps[k++]) {
           t.hypotheses.push_back(tm.tgt_vocab.decode(h.tokens));
           t.scores.push_back(h.score);

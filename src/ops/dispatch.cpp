@@ -25,7 +25,7 @@ Device device_of(const char* op, Tensors tensors) {
 }
 
 void fail_unimplemented(const char* op, Device device) {
-  throw Error(std::string(op) + " is not implemented for " + to_string(device) + " tensors");
+  throw Error(std::string(op) + ": this build has no " + to_string(device) + " kernel for it");
 }
 
 void expect_dtype(const char* op, const char* what, const Tensor& t, DType want) {
