@@ -60,11 +60,11 @@ void bench_train(const TrainOptions& o) {
   const tfm::data::EncodedCorpus corpus = tfm::data::encode_corpus(tfm::data::read_parallel(o.src, o.tgt), vocab, vocab, 100);
   std::vector<std::vector<int64_t>> order = tfm::data::make_batches(corpus.examples, o.max_tokens, 1);
   TFM_CHECK(static_cast<int64_t>(order.size()) >= o.warmup + o.steps, "the corpus has too few batches");
-  std::vector<tfm::train::Seq2SeqBatch> batches;
+  std::vector<tfm::training::Seq2SeqBatch> batches;
   json dump = json::array();
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
-    batches.push_back(tfm::train::collate(corpus.examples, order[static_cast<size_t>(i)]));
-    const tfm::train::Seq2SeqBatch& b = batches.back();
+    batches.push_back(tfm::training::collate(corpus.examples, order[static_cast<size_t>(i)]));
+    const tfm::training::Seq2SeqBatch& b = batches.back();
     dump.push_back({{"src", rows(b.src)}, {"tgt_in", rows(b.tgt_in)}, {"tgt_out", rows(b.tgt_out)}});
   }
   if (!o.batches_out.empty()) write_json(o.batches_out, dump);
@@ -77,7 +77,7 @@ void bench_train(const TrainOptions& o) {
   tfm::Rng rng(1);
   model.init_parameters(rng);
   model.flatten_parameters();  // as the Trainer trains
-  tfm::train::Adam optimizer(model.named_parameters(), {});
+  tfm::training::Adam optimizer(model.named_parameters(), {});
   optimizer.set_lr(1e-4f);
   model.train();
   std::vector<double> step_s;
@@ -85,7 +85,7 @@ void bench_train(const TrainOptions& o) {
   double total = 0;
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
     const auto t0 = Clock::now();
-    tfm::train::train_step(model, optimizer, batches[static_cast<size_t>(i)], {});
+    tfm::training::train_step(model, optimizer, batches[static_cast<size_t>(i)], {});
     if (i < o.warmup) continue;
     step_s.push_back(seconds_since(t0));
     total += step_s.back();

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the build into a temporary prefix, builds examples/translate against the
-# installed package (find_package(tfm)), and checks that it translates as `tfm translate` does.
+# Installs the build into a temporary prefix, builds examples/translate and
+# examples/train against the installed package (find_package(tfm)), and checks that
+# the first translates as `tfm translate` does and the second trains a model it can
+# generate with.
 #   tests/install_example.sh BUILD_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,13 @@ sentences=("Ein Mann schläft in einem grünen Raum auf einem Sofa." "Zwei Hunde
 got=$("$prefix/example/translate" "$model" "${sentences[@]}")
 want=$(printf '%s\n' "${sentences[@]}" | "$prefix/usr/bin/tfm" translate --model "$model")
 [[ -n "$got" && "$got" == "$want" ]] || { echo "the example gave:"$'\n'"$got"$'\n'"tfm translate gave:"$'\n'"$want"; exit 1; }
+cmake -S examples/train -B "$prefix/train" -DCMAKE_PREFIX_PATH="$prefix/usr" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$prefix/train" >/dev/null
+for i in $(seq 40); do echo "the quick brown fox jumps over the lazy dog"; done > "$prefix/text.txt"
+trained=$("$prefix/train/train_lm" "$prefix/text.txt" "$prefix/run" 60 "the quick" 2>&1) ||
+  { echo "examples/train failed:"$'\n'"$trained"; exit 1; }
+[[ -f $prefix/run/best.safetensors && $trained == *"best valid_loss "*" after 60 steps"$'\n'"the quick"?* ]] ||
+  { echo "examples/train did not train and generate:"$'\n'"$trained"; exit 1; }
 if err=$("$prefix/example/translate" /nonexistent.safetensors "x" 2>&1) || [[ $err != "translate: /nonexistent.safetensors: "* ]]; then
   echo "a missing checkpoint should be one clear error, got: $err"
   exit 1
@@ -28,9 +37,10 @@ if [[ $needed != *libdnnl* || $needed == *sentencepiece_train* || $needed == *je
 fi
 # It exports the public API's functions and no other function of tfm's.
 internal=$(nm -DC --defined-only "$library" | grep -E ' [TW] tfm::' |
-           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::(read|write)_checkpoint\(' || true)
+           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::(read|write)_checkpoint\(' |
+           grep -vE ' T tfm::(train\(|(Translation|Copy|LanguageModel|Vit|MaskedLm)Task::training_defaults\(\))' || true)
 if [[ -n $internal ]]; then
   echo "libtfm.so exports internal functions:"$'\n'"$internal"
   exit 1
 fi
-echo "the installed library built the example, which translates as tfm translate does"
+echo "the installed library built the examples: one translates as tfm translate does, the other trained a model and generated with it"

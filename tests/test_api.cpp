@@ -236,7 +236,7 @@ TEST(ClassifierApi, ClassifiesAsTheEvaluationDoes) {
       decode::open_family_checkpoint(path, "vit", "a ViT").config);
   io::load_parameters(model->named_parameters(), io::read_safetensors(path), path);
   model->eval();
-  EXPECT_EQ(correct, train::evaluate_images(*model, test, 0, test.count).correct);
+  EXPECT_EQ(correct, training::evaluate_images(*model, test, 0, test.count).correct);
   const Classification one = classifier.classify(std::vector<uint8_t>(test.pixels.begin(), test.pixels.begin() + test.rows * test.cols), 1);
   EXPECT_EQ(one.labels[0], c.labels[0]);
   EXPECT_EQ(message([&] { classifier.classify({1, 2, 3}, 1); }), "3 pixels given for 1 images of 1x28x28 (784 each)");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -161,14 +162,28 @@ TEST(Cli, TheCheckpointIsGivenWithModelOrAlone) {
   EXPECT_NE(plain.output.find("tensors: 2, parameters: 9\n  w [2, 3]\n  b [3]"), std::string::npos) << plain.output;
 }
 
+// The learning rate of a run's first step, from its metrics.jsonl.
+double first_lr(const std::string& run_dir) {
+  const std::string metrics = tfm::testing::read_file(run_dir + "/metrics.jsonl");
+  const size_t at = metrics.find("\"lr\":");
+  return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + 5));
+}
+
+// The copy task runs with the flags given and its own defaults for the others (which
+// --help shows as translation's): the paper's rate factor * 128^-0.5 * warmup^-1.5 at step 1.
 TEST(Cli, TrainTakesTheSharedOptimiserFlags) {
   tfm::testing::TempDir dir;
   CliResult r = run_tfm("train --steps 2 --samples 0 --lr 0.5 --min-lr 1e-4 --beta2 0.99 --weight-decay 0.01 --warmup 1 --log-every 1 --out " +
                         dir.path("run"));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 steps of batch 48"), std::string::npos) << r.output;
+  EXPECT_NEAR(first_lr(dir.path("run")), 0.5 / std::sqrt(128.0), 1e-7);
   CliResult old = run_tfm("train --steps 1 --samples 0 --lr-factor 0.5 --warmup 1 --out " + dir.path("old"));
   EXPECT_EQ(old.code, 0) << old.output;
+  EXPECT_NEAR(first_lr(dir.path("old")), 0.5 / std::sqrt(128.0), 1e-7);
+  CliResult defaults = run_tfm("train --steps 1 --samples 0 --out " + dir.path("defaults"));
+  EXPECT_EQ(defaults.code, 0) << defaults.output;
+  EXPECT_NEAR(first_lr(dir.path("defaults")), 1.0 / std::sqrt(128.0) / std::pow(200.0, 1.5), 1e-10) << "the copy task's 200 warm-up steps";
 }
 
 TEST(Cli, UsageErrorsExitWithStatus2) {
@@ -319,7 +334,7 @@ TEST(Cli, CopyTaskResumeRefusesModelFlagsThatDisagree) {
   EXPECT_NE(run_tfm("info " + last).output.find("\"dropout\":0.2"), std::string::npos);
   CliResult r = copy_task(dir.path("run"), "--steps 2 --resume " + last + " --post-norm");
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.output, "tfm: error: the model flags and --config disagree with " + last + ": norm_first false (" + last +
+  EXPECT_EQ(r.output, "tfm: error: the model settings disagree with " + last + ": norm_first false (" + last +
                           ": true) (a resumed run keeps its checkpoint's architecture)\n");
   EXPECT_EQ(copy_task(dir.path("run"), "--steps 2 --resume " + last + " --dropout 0.2").code, 0);
 }

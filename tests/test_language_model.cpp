@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "api/inference.h"
@@ -13,6 +14,7 @@
 #include "support/compare.h"
 #include "support/fixture.h"
 #include "support/process.h"
+#include "tfm/training.h"
 #include "train/language_model.h"
 
 namespace tfm {
@@ -115,7 +117,7 @@ TEST(Sampling, FrequenciesFollowTheTemperedSoftmax) {
 }
 
 models::StackConfig tiny_gpt(int64_t context) {
-  models::StackConfig c = train::LanguageModelOptions::default_model();
+  models::StackConfig c = training::default_language_model();
   c.vocab = 12, c.d_model = 16, c.heads = 2, c.d_ff = 32, c.layers = 2, c.max_len = context;
   return c;
 }
@@ -150,23 +152,32 @@ std::string repeated_text() {
   return text;
 }
 
-train::LanguageModelOptions tiny_run(const TempDir& dir, const std::string& out, int64_t steps) {
-  train::LanguageModelOptions o;
-  o.data.text = dir.path("text.txt");
-  o.model = tiny_gpt(16);
-  o.model.vocab = 0;  // the tokenizer decides it
-  o.batch = 8, o.sample_tokens = 0;
-  o.trainer.out_dir = dir.path(out), o.trainer.max_steps = steps, o.trainer.validate_every = 50, o.trainer.log_every = 10;
-  o.trainer.schedule.warmup = 10, o.trainer.schedule.lr = 1e-2f;
-  return o;
+struct LmRun {
+  TrainingOptions options = LanguageModelTask::training_defaults();
+  LanguageModelTask task;
+};
+
+LmRun tiny_run(const TempDir& dir, const std::string& out, int64_t steps) {
+  LmRun r;
+  r.task.data.text = dir.path("text.txt");
+  nlohmann::json model = nlohmann::json::parse(tiny_gpt(16).to_json());
+  model.erase("vocab");  // the tokenizer decides it
+  r.task.model = model.dump();
+  r.task.batch = 8, r.task.sample_tokens = 0;
+  r.options.out_dir = dir.path(out), r.options.max_steps = steps, r.options.validate_every = 50, r.options.log_every = 10;
+  r.options.schedule.warmup = 10, r.options.schedule.lr = 1e-2f;
+  return r;
 }
+
+// Trains through the library's call (tfm::train), logging to `log`.
+TrainingResult run_training(const LmRun& r, std::ostream& log) { return tfm::train(r.options, r.task, {}, &log); }
 
 TEST(LanguageModelTraining, LearnsARepeatedSentence) {
   TempDir dir;
   testing::write_file(dir.path("text.txt"), repeated_text());
   std::ostringstream log;
-  train::LanguageModelOptions o = tiny_run(dir, "run", 300);
-  ASSERT_EQ(train::run_language_model_training(o, log), 0) << log.str();
+  LmRun o = tiny_run(dir, "run", 300);
+  ASSERT_FALSE(run_training(o, log).stopped) << log.str();
   // Uniform guessing over 31 tokens costs ln 31 = 3.4 nats; the sentence is nearly deterministic.
   const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
   const size_t at = metrics.rfind("\"valid_loss\":");
@@ -206,14 +217,14 @@ TEST(LanguageModelTraining, ResumingOnATextWithNewCharactersWarns) {
   TempDir dir;
   testing::write_file(dir.path("text.txt"), repeated_text());
   std::ostringstream log;
-  ASSERT_EQ(train::run_language_model_training(tiny_run(dir, "run", 2), log), 0) << log.str();
+  ASSERT_FALSE(run_training(tiny_run(dir, "run", 2), log).stopped) << log.str();
   testing::write_file(dir.path("other.txt"), repeated_text() + "\xce\xa9\xce\xa9\n");  // two omegas
-  train::LanguageModelOptions rest = tiny_run(dir, "run", 3);
-  rest.data.text = dir.path("other.txt");
-  rest.trainer.resume = dir.path("run/last.safetensors");
+  LmRun rest = tiny_run(dir, "run", 3);
+  rest.task.data.text = dir.path("other.txt");
+  rest.options.resume = dir.path("run/last.safetensors");
   std::ostringstream resumed;
-  ASSERT_EQ(train::run_language_model_training(rest, resumed), 0) << resumed.str();
-  EXPECT_NE(resumed.str().find("warning: 2 tokens of " + dir.path("other.txt") + " are not in the vocabulary of " + rest.trainer.resume),
+  ASSERT_FALSE(run_training(rest, resumed).stopped) << resumed.str();
+  EXPECT_NE(resumed.str().find("warning: 2 tokens of " + dir.path("other.txt") + " are not in the vocabulary of " + rest.options.resume),
             std::string::npos)
       << resumed.str();
   EXPECT_EQ(log.str().find("not in the vocabulary"), std::string::npos) << log.str();
@@ -223,18 +234,18 @@ TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   TempDir dir;
   testing::write_file(dir.path("text.txt"), repeated_text());
   std::ostringstream log;
-  ASSERT_EQ(train::run_language_model_training(tiny_run(dir, "straight", 8), log), 0) << log.str();
-  ASSERT_EQ(train::run_language_model_training(tiny_run(dir, "split", 4), log), 0) << log.str();
-  train::LanguageModelOptions rest = tiny_run(dir, "split", 8);
-  rest.trainer.resume = dir.path("split/last.safetensors");
-  ASSERT_EQ(train::run_language_model_training(rest, log), 0) << log.str();
+  ASSERT_FALSE(run_training(tiny_run(dir, "straight", 8), log).stopped) << log.str();
+  ASSERT_FALSE(run_training(tiny_run(dir, "split", 4), log).stopped) << log.str();
+  LmRun rest = tiny_run(dir, "split", 8);
+  rest.options.resume = dir.path("split/last.safetensors");
+  ASSERT_FALSE(run_training(rest, log).stopped) << log.str();
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
   // Each run logs its last step's training loss whatever --log-every (10 here), so that
   // a short run's curve is not empty (the review's F6); the resumed run once more.
   const std::string metrics = testing::read_file(dir.path("split/metrics.jsonl"));
   std::ostringstream done;  // resumed at its last step: nothing to train, nothing logged again
-  ASSERT_EQ(train::run_language_model_training(rest, done), 0) << done.str();
-  EXPECT_NE(done.str().find(rest.trainer.resume + " is at step 8 of 8: nothing to train"), std::string::npos) << done.str();
+  ASSERT_FALSE(run_training(rest, done).stopped) << done.str();
+  EXPECT_NE(done.str().find(rest.options.resume + " is at step 8 of 8: nothing to train"), std::string::npos) << done.str();
   EXPECT_EQ(testing::read_file(dir.path("split/metrics.jsonl")), metrics);
   EXPECT_NE(metrics.find("\"step\":4,\"train_loss\""), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\"step\":8,\"train_loss\""), std::string::npos) << metrics;

@@ -26,7 +26,7 @@
 #include "models/vit.h"
 #include "support/process.h"
 #include "tensor/error.h"
-#include "train/translation.h"
+#include "tfm/training.h"
 
 namespace tfm {
 namespace {
@@ -266,8 +266,8 @@ TEST(FamilyCli, ResumeRefusesArchitectureFlagsThatDisagree) {
                              " --out " + dir.path("lm");
   const testing::CliResult wrong = run_tfm(resume + " --layers 3");
   EXPECT_EQ(wrong.code, 1);
-  EXPECT_EQ(wrong.output, "tfm: error: --layers 3 disagrees with " + last +
-                              ", whose layers is 1 (a resumed run keeps its checkpoint's architecture)\n");
+  EXPECT_EQ(wrong.output, "tfm: error: the model settings disagree with " + last + ": layers 3 (" + last +
+                              ": 1) (a resumed run keeps its checkpoint's architecture)\n");
   const testing::CliResult same = run_tfm(resume + " --layers 1 --context 16");
   EXPECT_EQ(same.code, 0) << same.output;
 }
@@ -314,27 +314,33 @@ TEST(FamilyCli, TranslationFlagsOverrideTheConfigFile) {
   data::VocabOptions vo;
   vo.size = 20;
   data::Vocab::train(lines, vo, dir.path("v.model"));
-  train::TranslationOptions o;
-  o.train_src = o.train_tgt = o.valid_src = o.valid_tgt = dir.path("c.txt");
-  o.src_vocab = o.tgt_vocab = dir.path("v.model");
-  o.config_path = dir.path("m.json");
-  o.trainer.out_dir = dir.path("run");
-  o.trainer.max_steps = 1, o.valid_sentences = 1, o.trainer.schedule.warmup = 1;
-  write_file(o.config_path, R"({"d_model": 16, "heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1, "dropout": 0.3,
+  TranslationTask task;
+  task.train_src = task.train_tgt = task.valid_src = task.valid_tgt = dir.path("c.txt");
+  task.src_vocab = task.tgt_vocab = dir.path("v.model");
+  task.config = dir.path("m.json");
+  task.valid_sentences = 1;
+  TrainingOptions o = TranslationTask::training_defaults();
+  o.out_dir = dir.path("run");
+  o.max_steps = 1, o.schedule.warmup = 1;
+  write_file(task.config, R"({"d_model": 16, "heads": 2, "d_ff": 32, "encoder_layers": 1, "decoder_layers": 1, "dropout": 0.3,
                               "share_embeddings": false})");
-  o.dropout = 0.0f, o.norm_first = false;
+  task.model = R"({"dropout": 0.0, "norm_first": false})";
   std::ostringstream log;
-  ASSERT_EQ(train::run_translation_training(o, log), 0) << log.str();
+  ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
   for (const char* part : {"\"dropout\":0.0", "\"norm_first\":false", "\"share_embeddings\":false", "\"d_model\":16"})
     EXPECT_NE(log.str().find(part), std::string::npos) << part << "\n" << log.str();
 
-  o.trainer.resume = dir.path("run/last.safetensors"), o.trainer.max_steps = 2, o.dropout = 0.5f;
-  EXPECT_EQ(error_of([&] { train::run_translation_training(o, log); }),
-            "--dropout gives dropout 0.5, but " + o.trainer.resume + " has dropout 0 (a resumed run keeps its checkpoint's architecture)");
-  o.trainer.resume.clear();
-  o.trainer.force = true;
-  write_file(o.config_path, R"({"d_model": 16, "heads": 2, "src_vocab": 999})");
-  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("src_vocab, tgt_vocab and pad_id come from the vocabularies"),
+  o.resume = dir.path("run/last.safetensors"), o.max_steps = 2, task.model = R"({"dropout": 0.5})";
+  EXPECT_EQ(error_of([&] { tfm::train(o, task, {}, &log); }),
+            "the model settings disagree with " + o.resume + ": dropout 0.5 (" + o.resume +
+                ": 0) (a resumed run keeps its checkpoint's architecture)");
+  task.preset = "base", task.config.clear();  // a preset's sizes are settings given too
+  EXPECT_NE(error_of([&] { tfm::train(o, task, {}, &log); }).find(": d_ff 2048 (" + o.resume + ": 32), d_model 512 ("), std::string::npos);
+  task.preset.reset(), task.config = dir.path("m.json");
+  o.resume.clear();
+  o.force = true;
+  write_file(task.config, R"({"d_model": 16, "heads": 2, "src_vocab": 999})");
+  EXPECT_NE(error_of([&] { tfm::train(o, task, {}, &log); }).find("src_vocab, tgt_vocab and pad_id come from the vocabularies"),
             std::string::npos);
 }
 

@@ -23,7 +23,7 @@ TEST(MaskTokens, ChoosesFifteenPercentAndSplitsThemEightyTenTen) {
   models::Tokens batch(ids, 64, 128);
   const std::vector<int> original = ids;
   Rng rng(7);
-  std::vector<int> targets = train::mask_tokens(batch, tok, 0.15, rng);
+  std::vector<int> targets = training::mask_tokens(batch, tok, 0.15, rng);
   int64_t chosen = 0, masked = 0, kept = 0, cls_chosen = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] < 0) {
@@ -48,14 +48,14 @@ TEST(MaskedLmTraining, PredictsMaskedCharactersAndEmbeds) {
   std::string text;
   for (int i = 0; i < 300; ++i) text += "the quick brown fox jumps over the lazy dog\n";
   testing::write_file(dir.path("text.txt"), text);
-  train::MaskedLmOptions o;
-  o.data.text = dir.path("text.txt");
-  o.model.d_model = 32, o.model.heads = 2, o.model.d_ff = 64, o.model.layers = 2, o.model.max_len = 24, o.model.dropout = 0.0f;
-  o.batch = 16, o.mask_fraction = 0.3;  // more targets a step: a tiny model learns in a few seconds
-  o.trainer.out_dir = dir.path("run"), o.trainer.max_steps = 1500, o.trainer.validate_every = 500, o.trainer.schedule.warmup = 20;
-  o.trainer.schedule.lr = 3e-3f;
+  MaskedLmTask task;
+  task.data.text = dir.path("text.txt");
+  task.model = R"({"d_model": 32, "heads": 2, "d_ff": 64, "layers": 2, "max_len": 24, "dropout": 0})";
+  task.batch = 16, task.mask_fraction = 0.3;  // more targets a step: a tiny model learns in a few seconds
+  TrainingOptions o = MaskedLmTask::training_defaults();
+  o.out_dir = dir.path("run"), o.max_steps = 1500, o.validate_every = 500, o.schedule.warmup = 20, o.schedule.lr = 3e-3f;
   std::ostringstream log;
-  ASSERT_EQ(train::run_masked_lm_training(o, log), 0) << log.str();
+  ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
   const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
   const size_t at = metrics.rfind("\"masked_accuracy\":");
   ASSERT_NE(at, std::string::npos) << metrics;

@@ -56,7 +56,7 @@ TEST(Plots, TicksAreRoundNumbersWithCompactLabels) {
 TEST(Plots, RefusesAnEmptyMetricsFile) {
   TempDir dir;
   testing::write_file(dir.path("metrics.jsonl"), "");
-  EXPECT_EQ(error_of([&] { train::plot_training_curves(dir.path("metrics.jsonl"), dir.path("c.png")); }),
+  EXPECT_EQ(error_of([&] { training::plot_training_curves(dir.path("metrics.jsonl"), dir.path("c.png")); }),
             "no metrics to plot in " + dir.path("metrics.jsonl"));
   testing::CliResult r = testing::run_tfm("plot " + dir.path("metrics.jsonl") + " --out " + dir.path("c.png"));
   EXPECT_EQ(r.code, 1);

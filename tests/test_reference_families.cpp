@@ -40,18 +40,18 @@ void expect_forward_and_gradients_match(const testing::ModelFixture& f, nn::Modu
 
 void expect_adamw_steps_match(const testing::ModelFixture& f, nn::Module& model, const LossOf& loss_of) {
   auto s = nlohmann::json::parse(f.file.metadata.at("fixture.train"));
-  train::Schedule schedule{train::Schedule::Kind::Cosine, s["lr"].get<float>(), s["min_lr"].get<float>(), s["warmup"].get<int64_t>(),
+  training::Schedule schedule{training::Schedule::Kind::Cosine, s["lr"].get<float>(), s["min_lr"].get<float>(), s["warmup"].get<int64_t>(),
                            s["decay_steps"].get<int64_t>(), 0};
-  train::AdamOptions adam{0.0f, 0.9f, s["beta2"].get<float>(), 1e-8f, s["weight_decay"].get<float>(), /*decoupled=*/true};
-  train::Adam optimizer(model.named_parameters(), adam);
+  training::AdamOptions adam{0.0f, 0.9f, s["beta2"].get<float>(), 1e-8f, s["weight_decay"].get<float>(), /*decoupled=*/true};
+  training::Adam optimizer(model.named_parameters(), adam);
   std::vector<float> expected = f.get("train.losses").to_vector();
   double worst = 0.0;
   for (size_t step = 1; step <= expected.size(); ++step) {
-    optimizer.set_lr(schedule.at(static_cast<int64_t>(step)));
+    optimizer.set_lr(training::learning_rate(schedule, static_cast<int64_t>(step)));
     optimizer.zero_grad();
     Tensor loss = loss_of();
     autograd::backward(loss);
-    train::clip_grad_norm(model.parameters(), s["clip"].get<double>());
+    training::clip_grad_norm(model.parameters(), s["clip"].get<double>());
     optimizer.step();
     const double want = expected[step - 1], got = loss.item();
     EXPECT_NEAR(got, want, kLossTol * std::abs(want)) << "step " << step;

@@ -46,15 +46,15 @@ TEST_P(ReferenceTransformer, FiveAdamStepsMatchPyTorch) {
   testing::ModelFixture f = testing::load_model_fixture("model_" + GetParam() + ".safetensors");
   auto settings = nlohmann::json::parse(f.file.metadata.at("fixture.train"));
   auto model = f.make_model();
-  train::AdamOptions adam;  // paper defaults: betas (0.9, 0.98), eps 1e-9
-  train::Adam optimizer(model->named_parameters(), adam);
-  train::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out")};
-  train::StepOptions options{settings["smoothing"].get<float>(), settings["clip"].get<double>()};
+  training::AdamOptions adam;  // paper defaults: betas (0.9, 0.98), eps 1e-9
+  training::Adam optimizer(model->named_parameters(), adam);
+  training::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out")};
+  training::StepOptions options{settings["smoothing"].get<float>(), settings["clip"].get<double>()};
   std::vector<float> expected = f.get("train.losses").to_vector();
   double worst = 0.0;
   for (size_t step = 1; step <= expected.size(); ++step) {
-    optimizer.set_lr(train::noam_lr(static_cast<int64_t>(step), f.config.d_model, settings["factor"].get<float>(), settings["warmup"].get<int64_t>()));
-    const double loss = train::train_step(*model, optimizer, batch, options);
+    optimizer.set_lr(training::noam_lr(static_cast<int64_t>(step), f.config.d_model, settings["factor"].get<float>(), settings["warmup"].get<int64_t>()));
+    const double loss = training::train_step(*model, optimizer, batch, options);
     EXPECT_NEAR(loss, expected[step - 1], kLossTol * std::abs(expected[step - 1])) << "step " << step;
     worst = std::max(worst, std::abs(loss - expected[step - 1]) / std::abs(expected[step - 1]));
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <stop_token>
 
 #include "autograd/autograd.h"
 #include "models/gpt.h"
@@ -14,6 +15,7 @@
 #include "ops/shape.h"
 #include "support/compare.h"
 #include "support/process.h"
+#include "tfm/training.h"
 #include "train/copy_task.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
@@ -23,10 +25,10 @@ namespace {
 
 TEST(CopyTask, DefaultRunCopiesEverySample) {
   testing::TempDir dir;
-  train::CopyTaskOptions o;  // exactly what `tfm train` runs
-  o.trainer.out_dir = dir.path("run");
+  training::TrainerOptions options = CopyTask::training_defaults();  // exactly what `tfm train` runs
+  options.out_dir = dir.path("run");
   std::ostringstream log;
-  train::CopyTaskResult r = train::run_copy_task(o, log);
+  training::CopyTaskResult r = training::run_copy_task(options, CopyTask{}, log);
   EXPECT_EQ(r.decoded, 5);
   EXPECT_EQ(r.copied, r.decoded) << log.str();
   // The last steps' mean: single-step losses jump with dropout and the random batch.
@@ -37,23 +39,51 @@ TEST(CopyTask, DefaultRunCopiesEverySample) {
 
 TEST(CopyTask, ResumeReproducesAnUninterruptedRunBitForBit) {
   testing::TempDir dir;
-  train::CopyTaskOptions o;
-  o.model.d_model = 32, o.model.d_ff = 64, o.model.heads = 2;  // small; dropout stays on, so RNG state matters
-  o.trainer.max_steps = 8, o.samples = 0, o.batch = 8, o.trainer.out_dir = dir.path("straight");
+  CopyTask task;
+  task.model = R"({"d_model": 32, "d_ff": 64, "heads": 2})";  // small; dropout stays on, so RNG state matters
+  task.samples = 0, task.batch = 8;
+  training::TrainerOptions o = CopyTask::training_defaults();
+  o.max_steps = 8, o.out_dir = dir.path("straight");
   std::ostringstream log;
-  std::vector<double> straight = train::run_copy_task(o, log).losses;
+  std::vector<double> straight = training::run_copy_task(o, task, log).losses;
 
-  train::CopyTaskOptions first = o;
-  first.trainer.max_steps = 3, first.trainer.out_dir = dir.path("split");
-  std::vector<double> head = train::run_copy_task(first, log).losses;
-  train::CopyTaskOptions rest = o;
-  rest.trainer.out_dir = dir.path("split"), rest.trainer.resume = dir.path("split/last.safetensors");
-  std::vector<double> tail = train::run_copy_task(rest, log).losses;
+  training::TrainerOptions first = o;
+  first.max_steps = 3, first.out_dir = dir.path("split");
+  std::vector<double> head = training::run_copy_task(first, task, log).losses;
+  training::TrainerOptions rest = o;
+  rest.out_dir = dir.path("split"), rest.resume = dir.path("split/last.safetensors");
+  std::vector<double> tail = training::run_copy_task(rest, task, log).losses;
 
   head.insert(head.end(), tail.begin(), tail.end());
   ASSERT_EQ(head.size(), straight.size());
   for (size_t i = 0; i < straight.size(); ++i) EXPECT_EQ(head[i], straight[i]) << "step " << i + 1;
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
+}
+
+// tfm::train's stop token ends the run after its current step, saved; it resumes from there.
+TEST(CopyTask, AStopRequestEndsTheRunAfterItsStepAndSavesIt) {
+  testing::TempDir dir;
+  CopyTask task;
+  task.model = R"({"d_model": 32, "d_ff": 64, "heads": 2})";
+  task.samples = 1, task.batch = 4;
+  TrainingOptions o = CopyTask::training_defaults();
+  o.out_dir = dir.path("run"), o.max_steps = 50;
+  std::stop_source stop;
+  stop.request_stop();  // before the first step: the run stops after it
+  std::ostringstream log;
+  TrainingResult r = tfm::train(o, task, stop.get_token(), &log);
+  EXPECT_TRUE(r.stopped) << log.str();
+  EXPECT_EQ(r.steps, 1);
+  EXPECT_TRUE(r.metrics.empty()) << "a stopped run does not validate";
+  ASSERT_TRUE(std::filesystem::exists(dir.path("run/last.safetensors"))) << log.str();
+  o.resume = dir.path("run/last.safetensors"), o.max_steps = 3;
+  r = tfm::train(o, task, {}, &log);
+  EXPECT_FALSE(r.stopped) << log.str();
+  EXPECT_EQ(r.steps, 3);
+  EXPECT_EQ(r.score_name, "copied");
+  ASSERT_EQ(r.metrics.size(), 1u);
+  EXPECT_EQ(r.metrics[0].first, "copied");
+  EXPECT_NE(r.report.find("sequences copied exactly"), std::string::npos) << r.report;
 }
 
 // A small GPT (its output tied to the token embedding), initialised from `seed`.
@@ -111,28 +141,32 @@ TEST(FlatParameters, ParametersAndGradientsAreViewsOfTwoBuffersInReverseOrder) {
 // order, before clipping; a reduction that changes nothing changes no loss.
 TEST(FlatParameters, TheTrainerReducesEveryBucketOfEveryStep) {
   testing::TempDir dir;
-  train::CopyTaskOptions o;
-  o.model.d_model = 32, o.model.d_ff = 64, o.model.heads = 2;
-  o.trainer.max_steps = 4, o.samples = 0, o.batch = 8, o.trainer.out_dir = dir.path("plain");
+  CopyTask task;
+  task.model = R"({"d_model": 32, "d_ff": 64, "heads": 2})";
+  task.samples = 0, task.batch = 8;
+  training::TrainerOptions o = CopyTask::training_defaults();
+  o.max_steps = 4, o.out_dir = dir.path("plain");
   std::ostringstream log;
-  const std::vector<double> plain = train::run_copy_task(o, log).losses;
+  const std::vector<double> plain = training::run_copy_task(o, task, log).losses;
   std::vector<int64_t> sizes;
-  o.trainer.out_dir = dir.path("reduced"), o.trainer.bucket_floats = 5000;
-  o.trainer.reduce_gradients = [&](Tensor& bucket) { sizes.push_back(bucket.numel()); };
-  const std::vector<double> reduced = train::run_copy_task(o, log).losses;
+  o.out_dir = dir.path("reduced"), o.bucket_floats = 5000;
+  o.reduce_gradients = [&](Tensor& bucket) { sizes.push_back(bucket.numel()); };
+  const std::vector<double> reduced = training::run_copy_task(o, task, log).losses;
   ASSERT_EQ(reduced.size(), plain.size());
   for (size_t i = 0; i < plain.size(); ++i)  // summed, then divided: rounding apart
     EXPECT_NEAR(reduced[i], plain[i], 1e-5 * plain[i]) << "step " << i + 1;
   int64_t floats = 0;
   for (int64_t n : sizes) floats += n;
-  models::EncoderDecoder model(o.model);
+  models::TransformerConfig config = training::default_copy_model();
+  config.d_model = 32, config.d_ff = 64, config.heads = 2;
+  models::EncoderDecoder model(config);
   const nn::FlatParameters::Entry& last = model.flatten_parameters().entries.back();
   EXPECT_EQ(floats, 4 * (last.offset + last.param.numel())) << "each step's buckets cover the parameters once";
   EXPECT_GT(sizes.size(), 4u * 3);
 }
 
 // One weight w; batch 0 has one token of loss 3w, batch 1 three tokens of loss w each.
-class TokenCountTask : public train::TrainingTask {
+class TokenCountTask : public training::TrainingTask {
  public:
   struct OneWeight : nn::Module {
     Tensor w = Tensor::zeros({1});
@@ -146,7 +180,7 @@ class TokenCountTask : public train::TrainingTask {
     const int64_t tokens = i == 0 ? 1 : 3;
     return {ops::sum(ops::scale(model_.w, i == 0 ? 3.0f : 1.0f)), tokens, tokens};
   }
-  train::Validation validate() override { return {{{"none", 0.0}}, "none"}; }
+  training::Validation validate() override { return {{{"none", 0.0}}, "none"}; }
 
  private:
   OneWeight model_;
@@ -156,14 +190,14 @@ class TokenCountTask : public train::TrainingTask {
 // not the mean of its batches' means ((3 + 1) / 2); the reduction sees the summed gradient.
 TEST(Trainer, AccumulatedBatchesAreAveragedOverTheirTokens) {
   testing::TempDir dir;
-  train::TrainerOptions o;
+  training::TrainerOptions o;
   o.out_dir = dir.path("run"), o.accumulate = 2, o.max_steps = 1, o.log_every = 1, o.clip_norm = 0;
   std::vector<float> reduced;
   o.reduce_gradients = [&](Tensor& bucket) { reduced = bucket.to_vector(); };
   std::ostringstream log;
-  train::Trainer trainer(o, log);
+  training::Trainer trainer(o, log);
   TokenCountTask task;
-  ASSERT_EQ(trainer.run(task), 0) << log.str();
+  ASSERT_FALSE(trainer.run(task).stopped) << log.str();
   EXPECT_EQ(reduced, std::vector<float>{6.0f}) << "d/dw of the summed loss 3w + w + w + w";
   const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
   EXPECT_NE(metrics.find("\"train_loss\":1.5"), std::string::npos) << metrics;
@@ -171,11 +205,11 @@ TEST(Trainer, AccumulatedBatchesAreAveragedOverTheirTokens) {
 
 TEST(Schedule, NoamWarmsUpThenDecays) {
   // factor * d^-0.5 * min(step^-0.5, step * warmup^-1.5): linear rise, peak at warmup, then 1/sqrt(step).
-  EXPECT_FLOAT_EQ(train::noam_lr(1, 512, 1.0f, 4000), static_cast<float>(std::pow(512.0, -0.5) * std::pow(4000.0, -1.5)));
-  EXPECT_FLOAT_EQ(train::noam_lr(4000, 512, 1.0f, 4000), static_cast<float>(std::pow(512.0, -0.5) * std::pow(4000.0, -0.5)));
-  EXPECT_GT(train::noam_lr(4000, 512, 1.0f, 4000), train::noam_lr(3999, 512, 1.0f, 4000));
-  EXPECT_GT(train::noam_lr(4000, 512, 1.0f, 4000), train::noam_lr(4001, 512, 1.0f, 4000));
-  EXPECT_EQ(train::noam_lr(0, 512, 1.0f, 4000), train::noam_lr(1, 512, 1.0f, 4000));
+  EXPECT_FLOAT_EQ(training::noam_lr(1, 512, 1.0f, 4000), static_cast<float>(std::pow(512.0, -0.5) * std::pow(4000.0, -1.5)));
+  EXPECT_FLOAT_EQ(training::noam_lr(4000, 512, 1.0f, 4000), static_cast<float>(std::pow(512.0, -0.5) * std::pow(4000.0, -0.5)));
+  EXPECT_GT(training::noam_lr(4000, 512, 1.0f, 4000), training::noam_lr(3999, 512, 1.0f, 4000));
+  EXPECT_GT(training::noam_lr(4000, 512, 1.0f, 4000), training::noam_lr(4001, 512, 1.0f, 4000));
+  EXPECT_EQ(training::noam_lr(0, 512, 1.0f, 4000), training::noam_lr(1, 512, 1.0f, 4000));
 }
 
 TEST(ClipGradNorm, ScalesToTheGlobalNorm) {
@@ -184,7 +218,7 @@ TEST(ClipGradNorm, ScalesToTheGlobalNorm) {
   // Gradients (3, 4) and (12): global norm 13.
   Tensor ga = Tensor::from_vector({2}, {3, 4}), gb = Tensor::from_vector({1}, {12});
   a.impl()->grad = ga.impl_ptr(), b.impl()->grad = gb.impl_ptr();
-  EXPECT_NEAR(train::clip_grad_norm({a, b}, 6.5), 13.0, 1e-9);
+  EXPECT_NEAR(training::clip_grad_norm({a, b}, 6.5), 13.0, 1e-9);
   EXPECT_NEAR(a.grad().data()[0], 1.5, 1e-5);
   EXPECT_NEAR(b.grad().data()[0], 6.0, 1e-5);
 }

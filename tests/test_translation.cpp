@@ -33,7 +33,7 @@
 #include "tensor/error.h"
 #include "tensor/rng.h"
 #include "train/progress.h"
-#include "train/translation.h"
+#include "tfm/training.h"
 
 namespace tfm {
 namespace {
@@ -169,7 +169,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
   for (uint64_t seed : {0ull, 7ull}) {
     std::multiset<int64_t> seen;
     for (const auto& batch : data::make_batches(enc.examples, 64, seed)) {
-      train::Seq2SeqBatch b = train::collate(enc.examples, batch);
+      training::Seq2SeqBatch b = training::collate(enc.examples, batch);
       EXPECT_LE(b.src.rows() * std::max(b.src.cols(), b.tgt_in.cols()), 64);
       seen.insert(batch.begin(), batch.end());
     }
@@ -177,7 +177,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
     EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 300u);
   }
   // Source ends with </s>; decoder input starts with <s>; targets end with </s>; then padding.
-  train::Seq2SeqBatch b = train::collate(enc.examples, {0});
+  training::Seq2SeqBatch b = training::collate(enc.examples, {0});
   const data::Example& e = enc.examples[0];
   const std::vector<int> src = b.src.values(), tgt_in = b.tgt_in.values();
   EXPECT_EQ(src.back(), data::Vocab::kEos);
@@ -270,31 +270,39 @@ TEST(Translator, BatchesGiveResultsInInputOrderAsEachSentenceAlone) {
   EXPECT_NE(error_of([&] { decode::translate(*model, sources, o, 3); }), "");
 }
 
-train::TranslationOptions tiny_run(const TempDir& dir, const std::string& out, int64_t max_steps) {
+struct MtRun {
+  TrainingOptions options = TranslationTask::training_defaults();
+  TranslationTask task;
+};
+
+MtRun tiny_run(const TempDir& dir, const std::string& out, int64_t max_steps) {
   write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1,
                                         "dropout": 0.1, "norm_first": true})");
-  train::TranslationOptions o;
-  o.train_src = o.valid_src = corpus().src;
-  o.train_tgt = o.valid_tgt = corpus().tgt;
-  o.src_vocab = o.tgt_vocab = corpus().vocab;
-  o.config_path = dir.path("tiny.json");
-  o.trainer.out_dir = dir.path(out);
-  o.max_tokens = 400, o.trainer.validate_every = 4, o.valid_sentences = 20, o.trainer.schedule.warmup = 4, o.trainer.log_every = 1;
-  o.trainer.max_steps = max_steps;
-  return o;
+  MtRun r;
+  r.task.train_src = r.task.valid_src = corpus().src;
+  r.task.train_tgt = r.task.valid_tgt = corpus().tgt;
+  r.task.src_vocab = r.task.tgt_vocab = corpus().vocab;
+  r.task.config = dir.path("tiny.json");
+  r.task.max_tokens = 400, r.task.valid_sentences = 20;
+  r.options.out_dir = dir.path(out);
+  r.options.validate_every = 4, r.options.schedule.warmup = 4, r.options.log_every = 1, r.options.max_steps = max_steps;
+  return r;
 }
+
+// Trains through the library's call (tfm::train), logging to `log`.
+TrainingResult run_training(const MtRun& r, std::ostream& log) { return tfm::train(r.options, r.task, {}, &log); }
 
 TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions straight = tiny_run(dir, "straight", 8);
-  ASSERT_EQ(train::run_translation_training(straight, log), 0) << log.str();
+  MtRun straight = tiny_run(dir, "straight", 8);
+  ASSERT_FALSE(run_training(straight, log).stopped) << log.str();
 
-  train::TranslationOptions first = tiny_run(dir, "split", 4);
-  ASSERT_EQ(train::run_translation_training(first, log), 0) << log.str();
-  train::TranslationOptions rest = tiny_run(dir, "split", 8);
-  rest.trainer.resume = dir.path("split/last.safetensors");
-  ASSERT_EQ(train::run_translation_training(rest, log), 0) << log.str();
+  MtRun first = tiny_run(dir, "split", 4);
+  ASSERT_FALSE(run_training(first, log).stopped) << log.str();
+  MtRun rest = tiny_run(dir, "split", 8);
+  rest.options.resume = dir.path("split/last.safetensors");
+  ASSERT_FALSE(run_training(rest, log).stopped) << log.str();
 
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(dir.path("straight/best.safetensors")));
@@ -304,13 +312,13 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
 TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run", 1);
-  ASSERT_EQ(train::run_translation_training(o, log), 0);
+  MtRun o = tiny_run(dir, "run", 1);
+  ASSERT_FALSE(run_training(o, log).stopped);
   write_unrelated_vocab(dir.path("other.model"));
-  o.src_vocab = o.tgt_vocab = dir.path("other.model");
-  o.trainer.resume = dir.path("run/last.safetensors");
-  o.trainer.max_steps = 2;
-  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("was trained with other vocabularies"), std::string::npos);
+  o.task.src_vocab = o.task.tgt_vocab = dir.path("other.model");
+  o.options.resume = dir.path("run/last.safetensors");
+  o.options.max_steps = 2;
+  EXPECT_NE(error_of([&] { run_training(o, log); }).find("was trained with other vocabularies"), std::string::npos);
 }
 
 // A checkpoint trained for a few steps through the CLI, shared by the CLI tests.
@@ -334,13 +342,13 @@ TrainedModel& trained() {
 }
 
 // What a Counter prints on a pseudo-terminal (everything its master side has received).
-std::string counter_output_on_a_terminal(const std::function<void(train::Counter&)>& use) {
+std::string counter_output_on_a_terminal(const std::function<void(training::Counter&)>& use) {
   const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
   EXPECT_TRUE(master >= 0 && ::grantpt(master) == 0 && ::unlockpt(master) == 0);
   std::FILE* terminal = std::fopen(::ptsname(master), "w");
   EXPECT_NE(terminal, nullptr);
   {
-    train::Counter counter("sentences translated", terminal);
+    training::Counter counter("sentences translated", terminal);
     use(counter);
   }
   std::fclose(terminal);
@@ -357,11 +365,11 @@ std::string counter_output_on_a_terminal(const std::function<void(train::Counter
 
 // Long translations show how far they are on a terminal, and nothing in pipelines.
 TEST(TranslateCli, CountsSentencesOnATerminalOnly) {
-  const std::string tty = counter_output_on_a_terminal([](train::Counter& c) { c.add(3), c.add(4); });
+  const std::string tty = counter_output_on_a_terminal([](training::Counter& c) { c.add(3), c.add(4); });
   EXPECT_NE(tty.find("\rsentences translated: 3 ("), std::string::npos) << tty;
   EXPECT_NE(tty.find("\rsentences translated: 7 ("), std::string::npos) << tty;
   EXPECT_EQ(tty.back(), '\n') << tty;  // the line is ended for what follows
-  EXPECT_EQ(counter_output_on_a_terminal([](train::Counter&) {}), "");
+  EXPECT_EQ(counter_output_on_a_terminal([](training::Counter&) {}), "");
 
   TempDir dir;
   write_file(dir.path("in.txt"), "haus blau\nkatze sitzt\n");
@@ -593,10 +601,10 @@ TEST(AttentionCli, DrawsAHeatmapForEveryKind) {
 TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run", 10);
-  o.trainer.schedule.lr = 0.0f;  // the model never changes, so BLEU never improves after the first validation
-  o.trainer.validate_every = 1, o.trainer.patience = 2;
-  ASSERT_EQ(train::run_translation_training(o, log), 0);
+  MtRun o = tiny_run(dir, "run", 10);
+  o.options.schedule.lr = 0.0f;  // the model never changes, so BLEU never improves after the first validation
+  o.options.validate_every = 1, o.options.patience = 2;
+  ASSERT_FALSE(run_training(o, log).stopped);
   EXPECT_NE(log.str().find("early stop: no better bleu in 2 validations"), std::string::npos) << log.str();
   io::Checkpoint info = io::checkpoint_info(io::read_safetensors(dir.path("run/last.safetensors")), "last");
   EXPECT_NE(info.train_state.find("\"step\":3"), std::string::npos) << info.train_state;
@@ -606,13 +614,13 @@ TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
   // An absurd learning rate: after one Adam step the weights are ~1e33 and the next forward pass overflows.
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run", 3);
-  o.trainer.schedule.lr = 1e35f, o.trainer.validate_every = 1000;
-  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
-  o.trainer.skip_nonfinite = true;
-  o.trainer.out_dir = dir.path("skip");
-  o.trainer.epochs = 1;
-  EXPECT_EQ(train::run_translation_training(o, log), 0);
+  MtRun o = tiny_run(dir, "run", 3);
+  o.options.schedule.lr = 1e35f, o.options.validate_every = 1000;
+  EXPECT_NE(error_of([&] { run_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
+  o.options.skip_nonfinite = true;
+  o.options.out_dir = dir.path("skip");
+  o.options.epochs = 1;
+  EXPECT_FALSE(run_training(o, log).stopped);
   EXPECT_NE(log.str().find("non-finite loss, step skipped"), std::string::npos) << log.str();
   EXPECT_THROW(io::serialize_safetensors({{"w", Tensor::full({1}, INFINITY)}}, {}), Error);
 }
@@ -621,30 +629,30 @@ TEST(TranslationTraining, GivesUpAfter100SkippedStepsInARow) {
   // Non-finite weights after the first step: every later step would be skipped, for every epoch.
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run", 5);
-  o.trainer.schedule.lr = 1e35f, o.trainer.validate_every = 1000, o.trainer.skip_nonfinite = true, o.trainer.epochs = 1000000;
-  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("100 steps in a row had a non-finite loss"), std::string::npos);
+  MtRun o = tiny_run(dir, "run", 5);
+  o.options.schedule.lr = 1e35f, o.options.validate_every = 1000, o.options.skip_nonfinite = true, o.options.epochs = 1000000;
+  EXPECT_NE(error_of([&] { run_training(o, log); }).find("100 steps in a row had a non-finite loss"), std::string::npos);
 }
 
 TEST(TranslationTraining, RefusesAnEmptyValidationSetAndAMaxLenShorterThanTheSentences) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run", 1);
+  MtRun o = tiny_run(dir, "run", 1);
   write_file(dir.path("empty.txt"), "");
-  o.valid_src = o.valid_tgt = dir.path("empty.txt");
-  EXPECT_EQ(error_of([&] { train::run_translation_training(o, log); }), dir.path("empty.txt") + ": no usable sentence pairs for validation");
+  o.task.valid_src = o.task.valid_tgt = dir.path("empty.txt");
+  EXPECT_EQ(error_of([&] { run_training(o, log); }), dir.path("empty.txt") + ": no usable sentence pairs for validation");
   o = tiny_run(dir, "run", 1);
   write_file(dir.path("short.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1, "max_len": 8})");
-  o.config_path = dir.path("short.json");
-  EXPECT_NE(error_of([&] { train::run_translation_training(o, log); }).find("max_len 8 is too short for training pairs of up to 100 subwords; raise max_len or lower --max-sentence-tokens"),
+  o.task.config = dir.path("short.json");
+  EXPECT_NE(error_of([&] { run_training(o, log); }).find("max_len 8 is too short for training pairs of up to 100 subwords; raise max_len or lower --max-sentence-tokens"),
             std::string::npos);
 }
 
 TEST(TranslationTraining, DrawsTrainingCurves) {
   TempDir dir;
   std::ostringstream log;
-  train::TranslationOptions o = tiny_run(dir, "run", 4);
-  ASSERT_EQ(train::run_translation_training(o, log), 0);
+  MtRun o = tiny_run(dir, "run", 4);
+  ASSERT_FALSE(run_training(o, log).stopped);
   EXPECT_EQ(testing::read_file(dir.path("run/curves.png")).substr(1, 3), "PNG");
 }
 

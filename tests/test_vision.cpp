@@ -68,9 +68,9 @@ TEST(Idx, ImageSetsCheckThatImagesAndLabelsAgree) {
 }
 
 TEST(Idx, FashionMnistFromTheDebianPackage) {
-  if (!std::filesystem::exists(train::kFashionMnistDir))
-    GTEST_SKIP() << "Fashion-MNIST is not installed: " << train::kFashionMnistDir << " is missing (apt install dataset-fashion-mnist)";
-  data::ImageSet test = data::read_image_split(train::kFashionMnistDir, false, 10);
+  if (!std::filesystem::exists(training::kFashionMnistDir))
+    GTEST_SKIP() << "Fashion-MNIST is not installed: " << training::kFashionMnistDir << " is missing (apt install dataset-fashion-mnist)";
+  data::ImageSet test = data::read_image_split(training::kFashionMnistDir, false, 10);
   EXPECT_EQ(test.count, 10000);
   EXPECT_EQ(test.rows, 28);
   EXPECT_EQ(test.cols, 28);
@@ -90,15 +90,14 @@ TEST(VitTraining, LearnsQuadrantsAndEvaluates) {
   TempDir dir;
   write_quadrant_set(dir.path(""), "train", 600, 2);
   write_quadrant_set(dir.path(""), "t10k", 100, 3);
-  train::VitOptions o;
-  o.data_dir = dir.path("");
-  o.model.image_size = 8, o.model.patch = 4, o.model.classes = 4, o.model.d_model = 16, o.model.d_ff = 32, o.model.layers = 1;
-  o.model.heads = 2, o.model.max_len = 5;
-  o.batch = 32, o.valid_images = 100, o.flip = false;
-  o.trainer.out_dir = dir.path("run"), o.trainer.epochs = 8, o.trainer.validate_every = 0, o.trainer.schedule.warmup = 10;
-  o.trainer.schedule.lr = 3e-3f;
+  VitTask task;
+  task.data_dir = dir.path("");
+  task.model = R"({"image_size": 8, "patch": 4, "classes": 4, "d_model": 16, "d_ff": 32, "layers": 1, "heads": 2})";
+  task.batch = 32, task.valid_images = 100, task.flip = false;
+  TrainingOptions o = VitTask::training_defaults();
+  o.out_dir = dir.path("run"), o.epochs = 8, o.validate_every = 0, o.schedule.warmup = 10, o.schedule.lr = 3e-3f;
   std::ostringstream log;
-  ASSERT_EQ(train::run_vit_training(o, log), 0) << log.str();
+  ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
   EXPECT_NE(log.str().find("best validation accuracy 100%"), std::string::npos) << log.str();
 
   testing::CliResult e = testing::run_tfm("vit eval --model " + dir.path("run/best.safetensors") + " --data " + dir.path(""));

@@ -21,7 +21,7 @@ namespace tfm::cli {
 namespace {
 
 struct Options {
-  std::string model, src, tgt, kind = "cross", out = "attention.png", data_dir = train::kFashionMnistDir;
+  std::string model, src, tgt, kind = "cross", out = "attention.png", data_dir = training::kFashionMnistDir;
   int64_t layer = -1, head = -1, image = 0;
   bool translation_flags = false, vit_flags = false;  // given on the command line
 };
@@ -41,7 +41,7 @@ void run_vit(const Options& o, const CLI::App& cmd) {
   nn::AttentionMaps maps;
   {
     autograd::NoGradGuard no_grad;
-    logits = ops::contiguous(model->forward(train::image_batch(test, {o.image}), &maps));
+    logits = ops::contiguous(model->forward(training::image_batch(test, {o.image}), &maps));
   }
   const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
   const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], c.classes, o.data_dir),

@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "data/text.h"
@@ -20,26 +19,18 @@
 namespace tfm::cli {
 
 void add_bert_command(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<train::MaskedLmOptions>();
   CLI::App* bert = app.add_subcommand("bert", "BERT-style encoders (masked language model)");
   help_without_subcommand(*bert, exit_code);
   CLI::App* cmd = bert->add_subcommand("train", "Train a masked-language-model encoder on a text file");
-  add_text_flags(cmd, o->data);
-  auto m = std::make_shared<ModelFlags>(cmd, o->model, "bert");
-  m->bind(m->group()->add_option("--max-len", o->model.max_len, "Input length in tokens, [CLS] included")->capture_default_str()
-              ->check(in_range<int64_t>(2, 100000)),
-          "max_len");
-  cmd->add_option("--batch", o->batch, "Windows of --max-len tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
-  cmd->add_option("--mask-fraction", o->mask_fraction, "Fraction of tokens chosen for prediction")->capture_default_str()->check(strictly_between(0.0, 1.0));
-  add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, m, cmd, &exit_code] {
-    m->check_resume(o->trainer.resume);
-    train::MaskedLmOptions run = *o;
-    run.model = m->resolve(run.config_origin);
-    run.trainer.precision = precision_flag(*cmd);
-    const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
-    exit_code = train::run_masked_lm_training(run, std::cout);
-  });
+  auto c = std::make_shared<StackTrainCommand<tfm::MaskedLmTask>>(cmd, training::default_masked_lm());
+  add_text_flags(cmd, c->task.data);
+  c->model_flags.bind(c->model_flags.group()->add_option("--max-len", c->model.max_len, "Input length in tokens, [CLS] included")
+                          ->capture_default_str()->check(in_range<int64_t>(2, 100000)),
+                      "max_len");
+  cmd->add_option("--batch", c->task.batch, "Windows of --max-len tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--mask-fraction", c->task.mask_fraction, "Fraction of tokens chosen for prediction")
+      ->capture_default_str()->check(strictly_between(0.0, 1.0));
+  add_training_flags_and_run(cmd, c, exit_code);
 }
 
 void add_embed_command(CLI::App& app, int& exit_code) {
@@ -71,8 +62,8 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     }
     out.finish();  // the vectors complete (and written) before the warning below
     if (truncated)
-      std::cerr << "tfm: warning: " << train::count_of(truncated, "line", "lines") << " longer than "
-                << train::count_of(encoder.max_tokens(), "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
+      std::cerr << "tfm: warning: " << training::count_of(truncated, "line", "lines") << " longer than "
+                << training::count_of(encoder.max_tokens(), "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
     exit_code = 0;
   });
 }

@@ -5,7 +5,6 @@
 
 #include "cli/commands.h"
 #include "tfm/generator.h"
-#include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "data/text.h"
@@ -19,31 +18,21 @@
 namespace tfm::cli {
 
 void add_lm_command(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<train::LanguageModelOptions>();
   CLI::App* lm = app.add_subcommand("lm", "Decoder-only (GPT) language models");
   help_without_subcommand(*lm, exit_code);
   CLI::App* cmd = lm->add_subcommand(
-      "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe)");
-  add_text_flags(cmd, o->data);
-  auto m = std::make_shared<ModelFlags>(cmd, o->model, "gpt");
-  m->bind(m->group()->add_option("--context", o->model.max_len, "Context window in tokens")->capture_default_str()->check(at_least<int64_t>(1)),
-          "max_len");
-  m->bind(m->group()->add_flag("!--sinusoidal", o->model.learned_positions, "The paper's sinusoidal positions instead of a learned table"),
-          "learned_positions");
-  cmd->add_option("--batch", o->batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
-  cmd->add_option("--sample-tokens", o->sample_tokens, "Tokens of sample text printed at the end (0: none)")->capture_default_str()->check(at_least<int64_t>(0));
-  add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, m, cmd, &exit_code] {
-    m->check_resume(o->trainer.resume);
-    train::LanguageModelOptions run = *o;
-    run.trainer.precision = precision_flag(*cmd);
-    models::StackConfig base = m->defaults();
-    base.d_ff = 0;  // 4 x d_model unless --config or --d-ff gives it
-    run.model = m->resolve(base, run.config_origin);
-    if (run.model.d_ff == 0) run.model.d_ff = 4 * run.model.d_model;
-    const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
-    exit_code = train::run_language_model_training(run, std::cout);
-  });
+      "train", "Train a language model on a text file (defaults: nanoGPT's CPU shakespeare_char recipe; --d-ff: 4 x --d-model unless given)");
+  auto c = std::make_shared<StackTrainCommand<tfm::LanguageModelTask>>(cmd, training::default_language_model());
+  add_text_flags(cmd, c->task.data);
+  ModelFlags& m = c->model_flags;
+  m.bind(m.group()->add_option("--context", c->model.max_len, "Context window in tokens")->capture_default_str()->check(at_least<int64_t>(1)),
+         "max_len");
+  m.bind(m.group()->add_flag("!--sinusoidal", c->model.learned_positions, "The paper's sinusoidal positions instead of a learned table"),
+         "learned_positions");
+  cmd->add_option("--batch", c->task.batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--sample-tokens", c->task.sample_tokens, "Tokens of sample text printed at the end (0: none)")
+      ->capture_default_str()->check(at_least<int64_t>(0));
+  add_training_flags_and_run(cmd, c, exit_code);
 }
 
 void add_generate_command(CLI::App& app, int& exit_code) {

@@ -13,7 +13,7 @@ void add_plot_command(CLI::App& app, int&) {
   cmd->add_option("metrics", paths->first, "metrics.jsonl written by `tfm train`")->required()->check(CLI::ExistingFile);
   add_png_output(cmd, paths->second);
   cmd->callback([paths] {
-    train::plot_training_curves(paths->first, paths->second);
+    training::plot_training_curves(paths->first, paths->second);
     std::cout << "wrote " << paths->second << "\n";
   });
 }

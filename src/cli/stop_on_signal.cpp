@@ -1,6 +1,7 @@
 #include "cli/stop_on_signal.h"
 
-#include <csignal>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 
 #include "io/output_file.h"
@@ -19,9 +20,17 @@ void on_interrupt(int) {
 
 }  // namespace
 
-StopOnSignal::StopOnSignal(train::TrainerOptions& options) {
+StopOnSignal::StopOnSignal() {
   g_stop = false;
-  options.stop = &g_stop;
+  watcher_ = std::jthread([this](std::stop_token done) {
+    while (!done.stop_requested()) {
+      if (g_stop) {
+        source_.request_stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   previous_int_ = std::signal(SIGINT, on_interrupt);
   previous_term_ = std::signal(SIGTERM, on_interrupt);
 }

@@ -8,11 +8,8 @@
 #include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
-#include "data/text.h"
-#include "models/config.h"
 #include "tensor/error.h"
-#include "train/copy_task.h"
-#include "train/translation.h"
+#include "tfm/training.h"
 
 namespace tfm::cli {
 
@@ -20,22 +17,6 @@ namespace {
 
 // The copy task's exit status when a decoded sample is not an exact copy (1 and 2 are errors, 130 Ctrl-C).
 constexpr int kNotAllCopied = 3;
-
-// The copy task's defaults for the shared flags whose translation defaults (the ones
-// --help shows) do not suit it, where they were not given.
-train::TrainerOptions copy_trainer(const CLI::App& cmd, train::TrainerOptions t) {
-  const train::TrainerOptions d = train::CopyTaskOptions::default_trainer();
-  auto given = [&cmd](const char* flag) { return cmd.count(flag) > 0; };
-  if (!given("--out")) t.out_dir = d.out_dir;
-  if (!given("--steps")) t.max_steps = d.max_steps;
-  // As many epochs as the steps need (--steps 0: one), unless given.
-  constexpr int64_t kBatches = train::CopyTaskOptions::kEpochBatches;
-  if (!given("--epochs")) t.epochs = std::max<int64_t>(1, (t.max_steps + kBatches - 1) / kBatches);
-  if (!given("--warmup")) t.schedule.warmup = d.schedule.warmup;
-  if (!given("--clip-norm")) t.clip_norm = d.clip_norm;
-  if (!given("--validate-every")) t.validate_every = d.validate_every;
-  return t;
-}
 
 // Usage error for any of `flags` given: they belong to the other task.
 void refuse_flags(const CLI::App& cmd, std::initializer_list<const char*> flags, const std::string& why) {
@@ -46,9 +27,10 @@ void refuse_flags(const CLI::App& cmd, std::initializer_list<const char*> flags,
 
 void add_train_command(CLI::App& app, int& exit_code) {
   struct Options {
-    train::CopyTaskOptions copy;
-    train::TranslationOptions mt;
-    std::string config_path, preset = "small";
+    tfm::CopyTask copy;
+    tfm::TranslationTask mt;
+    tfm::TrainingOptions training = tfm::TranslationTask::training_defaults();  // --help shows translation's
+    std::string preset = "small";
     float dropout = 0.1f;
     bool post_norm = false;
   };
@@ -59,9 +41,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "which exits with status 3 if a decoded sample is not an exact copy. The defaults shown are translation's; the copy task's "
       "differ: --steps 800, --warmup 200, --clip-norm 0, --validate-every 0, --out runs/copy. --lr is the factor of the "
       "paper's schedule (lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)).");
-  cmd->add_option("--config", o->config_path, "Model configuration as a JSON file (see README)")->check(CLI::ExistingFile);
-  add_trainer_flags(cmd, o->mt.trainer);
-  cmd->add_option("--lr-factor", o->mt.trainer.schedule.lr, "Former name of --lr")->group("Deprecated")->check(positive_number<float>());
+  cmd->add_option("--config", o->mt.config, "Model configuration as a JSON file (see README)")->check(CLI::ExistingFile);
+  auto trainer = std::make_shared<TrainerFlags>(cmd, o->training);
+  trainer->add(cmd->add_option_group("Deprecated"), "--lr-factor", [](tfm::TrainingOptions& t) -> auto& { return t.schedule.lr; },
+               "Former name of --lr")
+      ->check(positive_number<float>());
 
   auto* copy = cmd->add_option_group("copy task");
   copy->add_option("--batch", o->copy.batch, "Copy task: sequences per batch")->capture_default_str()->check(at_least<int64_t>(1));
@@ -69,7 +53,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()->check(at_least<int64_t>(2));
   copy->add_option("--samples", o->copy.samples, "Copy task: sequences to decode and print after training")->capture_default_str()->check(at_least<int64_t>(0));
 
-  train::TranslationOptions& mt = o->mt;
+  tfm::TranslationTask& mt = o->mt;
   auto* data = cmd->add_option_group("translation");
   data->add_option("--train-src", mt.train_src, "Training source text, one sentence a line (plain or .gz)")->check(CLI::ExistingFile);
   data->add_option("--train-tgt", mt.train_tgt, "Training target text, line-aligned with --train-src")->check(CLI::ExistingFile);
@@ -86,38 +70,42 @@ void add_train_command(CLI::App& app, int& exit_code) {
   data->add_option("--max-sentence-tokens", mt.max_sentence_tokens, "Skip training pairs with more subwords")->capture_default_str()->check(at_least<int64_t>(1));
   data->add_option("--valid-sentences", mt.valid_sentences, "Sentences translated for validation BLEU (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
 
-  cmd->callback([o, cmd, &exit_code] {
+  cmd->callback([o, cmd, trainer, &exit_code] {
+    // The model flags of both tasks, as settings over --config.
+    nlohmann::json model = nlohmann::json::object();
+    if (cmd->count("--dropout")) model["dropout"] = o->dropout;
+    if (o->post_norm) model["norm_first"] = false;
+    const std::string settings = model.empty() ? "" : model.dump();
+    tfm::TrainingOptions training = o->training;
+    training.precision = to_string(precision_flag(*cmd));
+    const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
     if (!o->mt.train_src.empty() || !o->mt.train_tgt.empty()) {
       refuse_flags(*cmd, {"--batch", "--seq-len", "--samples"}, "applies only to the copy task (tfm train without --train-src)");
-      train::TranslationOptions mt = o->mt;
-      if (cmd->count("--preset")) mt.preset = o->preset;
-      if (cmd->count("--dropout")) mt.dropout = o->dropout;
-      if (o->post_norm) mt.norm_first = false;
+      tfm::TranslationTask& mt = o->mt;
       TFM_CHECK(!mt.train_tgt.empty() && !mt.valid_src.empty() && !mt.valid_tgt.empty() && !mt.src_vocab.empty() && !mt.tgt_vocab.empty(),
                 "translation training needs --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
-      mt.config_path = o->config_path;
-      mt.trainer.precision = precision_flag(*cmd);
-      const StopOnSignal stop(mt.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
-      exit_code = train::run_translation_training(mt, std::cout);
+      if (cmd->count("--preset")) mt.preset = o->preset;
+      mt.model = settings;
+      exit_code = tfm::train(training, mt, stop.token()).stopped ? 130 : 0;
       return;
     }
     refuse_flags(*cmd,
                  {"--preset", "--valid-src", "--valid-tgt", "--src-vocab", "--tgt-vocab", "--max-tokens", "--label-smoothing",
                   "--max-sentence-tokens", "--valid-sentences"},
                  "applies only to translation training (with --train-src and --train-tgt); the copy task's model comes from --config");
-    train::CopyTaskOptions copy = o->copy;
-    if (!o->config_path.empty()) copy.model = models::TransformerConfig::from_file(o->config_path, copy.model);
-    if (!o->config_path.empty()) {
-      const nlohmann::json given = nlohmann::json::parse(data::read_file(o->config_path));  // kept: items() refers to it
-      for (const auto& field : given.items()) copy.model_fields_given.push_back(field.key());
-    }
-    if (cmd->count("--dropout")) copy.model.dropout = o->dropout, copy.model_fields_given.push_back("dropout");
-    if (o->post_norm) copy.model.norm_first = false, copy.model_fields_given.push_back("norm_first");
-    copy.trainer = copy_trainer(*cmd, o->mt.trainer);
-    copy.trainer.precision = precision_flag(*cmd);
-    const StopOnSignal stop(copy.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
-    train::CopyTaskResult r = train::run_copy_task(copy, std::cout);
-    exit_code = r.exit_code != 0 ? r.exit_code : r.copied == r.decoded ? 0 : kNotAllCopied;
+    tfm::CopyTask& copy = o->copy;
+    copy.config = o->mt.config;
+    copy.model = settings;
+    // The copy task's defaults, under the flags given; as many epochs as the steps need (--steps 0: one), unless given.
+    tfm::TrainingOptions copy_training = tfm::CopyTask::training_defaults();
+    trainer->given_onto(copy_training);
+    constexpr int64_t kBatches = tfm::CopyTask::kEpochBatches;
+    if (!cmd->count("--epochs")) copy_training.epochs = std::max<int64_t>(1, (copy_training.max_steps + kBatches - 1) / kBatches);
+    copy_training.precision = training.precision;
+    const tfm::TrainingResult r = tfm::train(copy_training, copy, stop.token());
+    const auto copied = std::find_if(r.metrics.begin(), r.metrics.end(), [](const auto& m) { return m.first == "copied"; });
+    const bool all_copied = copy.samples == 0 || copied == r.metrics.end() || copied->second == 1.0;
+    exit_code = r.stopped ? 130 : all_copied ? 0 : kNotAllCopied;
   });
 }
 

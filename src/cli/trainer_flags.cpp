@@ -1,46 +1,59 @@
 #include "cli/trainer_flags.h"
 
 #include "cli/validators.h"
-#include "io/checkpoint.h"
-#include "tensor/error.h"
 
 namespace tfm::cli {
 
-void add_trainer_flags(CLI::App* cmd, train::TrainerOptions& o) {
+TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : options_(options) {
+  using O = tfm::TrainingOptions;
   auto* g = cmd->add_option_group("training");
-  g->add_option("--out", o.out_dir, "Directory for checkpoints (last, best, step-N), metrics.jsonl and curves.png")->capture_default_str();
-  g->add_option("--steps", o.max_steps, "Optimisation steps (0: until --epochs are done)")->capture_default_str()->check(at_least<int64_t>(0));
-  g->add_option("--epochs", o.epochs, "Passes over the training data")->capture_default_str()->check(at_least<int64_t>(1));
-  g->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time (0: no limit)")->capture_default_str()->check(finite_nonneg<double>());
-  g->add_option("--accumulate", o.accumulate, "Batches per optimiser step (its loss: the mean over all their tokens)")->capture_default_str()->check(at_least<int64_t>(1));
-  g->add_option("--lr", o.schedule.lr, "Learning rate: the peak of the cosine schedule (lm, vit, bert), the factor of the paper's schedule (train)")->capture_default_str()->check(positive_number<float>());
-  g->add_option("--min-lr", o.schedule.min_lr, "Lowest learning rate: where the cosine decay ends (at most --lr), a floor under the paper's schedule")->capture_default_str()->check(finite_nonneg<float>());
-  g->add_option("--warmup", o.schedule.warmup, "Linear warm-up steps")->capture_default_str()->check(at_least<int64_t>(0));
-  g->add_option("--beta2", o.adam.beta2, "Adam's second-moment decay")->capture_default_str()->check(below(0.0f, 1.0f));
-  g->add_option("--weight-decay", o.adam.weight_decay, "AdamW weight decay of weight matrices and embeddings")->capture_default_str()->check(finite_nonneg<float>());
-  g->add_option("--clip-norm", o.clip_norm, "Gradient clipping by global norm (0: off)")->capture_default_str()->check(finite_nonneg<double>());
-  g->add_option("--validate-every", o.validate_every, "Validation interval in steps (and at the end; 0: only at the end)")->capture_default_str()->check(at_least<int64_t>(0));
-  g->add_option("--save-every", o.save_every, "Also keep a step-N checkpoint every N steps (0: never)")->capture_default_str()->check(at_least<int64_t>(0));
-  g->add_option("--patience", o.patience, "Early stop after N validations without a better score (0: never)")->capture_default_str()->check(at_least<int64_t>(0));
-  g->add_flag("--skip-nonfinite", o.skip_nonfinite, "Skip steps with a non-finite loss or gradient instead of stopping");
-  g->add_option("--seed", o.seed, "Random seed (initialisation, data order, dropout)")->capture_default_str();
-  g->add_option("--log-every", o.log_every, "Log interval in steps when output is not a terminal")->capture_default_str()->check(at_least<int64_t>(1));
-  g->add_option("--resume", o.resume, "Continue the run saved in this checkpoint (its last.safetensors)")->check(CLI::ExistingFile);
-  g->add_flag("--force", o.force, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
+  add(g, "--out", [](O& o) -> auto& { return o.out_dir; }, "Directory for checkpoints (last, best, step-N), metrics.jsonl and curves.png");
+  add(g, "--steps", [](O& o) -> auto& { return o.max_steps; }, "Optimisation steps (0: until --epochs are done)")->check(at_least<int64_t>(0));
+  add(g, "--epochs", [](O& o) -> auto& { return o.epochs; }, "Passes over the training data")->check(at_least<int64_t>(1));
+  add(g, "--max-minutes", [](O& o) -> auto& { return o.max_minutes; }, "Stop (and save) after this much training time (0: no limit)")
+      ->check(finite_nonneg<double>());
+  add(g, "--accumulate", [](O& o) -> auto& { return o.accumulate; }, "Batches per optimiser step (its loss: the mean over all their tokens)")
+      ->check(at_least<int64_t>(1));
+  add(g, "--lr", [](O& o) -> auto& { return o.schedule.lr; },
+      "Learning rate: the peak of the cosine schedule (lm, vit, bert), the factor of the paper's schedule (train)")
+      ->check(positive_number<float>());
+  add(g, "--min-lr", [](O& o) -> auto& { return o.schedule.min_lr; },
+      "Lowest learning rate: where the cosine decay ends (at most --lr), a floor under the paper's schedule")
+      ->check(finite_nonneg<float>());
+  add(g, "--warmup", [](O& o) -> auto& { return o.schedule.warmup; }, "Linear warm-up steps")->check(at_least<int64_t>(0));
+  add(g, "--beta2", [](O& o) -> auto& { return o.adam.beta2; }, "Adam's second-moment decay")->check(below(0.0f, 1.0f));
+  add(g, "--weight-decay", [](O& o) -> auto& { return o.adam.weight_decay; }, "AdamW weight decay of weight matrices and embeddings")
+      ->check(finite_nonneg<float>());
+  add(g, "--clip-norm", [](O& o) -> auto& { return o.clip_norm; }, "Gradient clipping by global norm (0: off)")->check(finite_nonneg<double>());
+  add(g, "--validate-every", [](O& o) -> auto& { return o.validate_every; }, "Validation interval in steps (and at the end; 0: only at the end)")
+      ->check(at_least<int64_t>(0));
+  add(g, "--save-every", [](O& o) -> auto& { return o.save_every; }, "Also keep a step-N checkpoint every N steps (0: never)")
+      ->check(at_least<int64_t>(0));
+  add(g, "--patience", [](O& o) -> auto& { return o.patience; }, "Early stop after N validations without a better score (0: never)")
+      ->check(at_least<int64_t>(0));
+  add(g, "--skip-nonfinite", [](O& o) -> auto& { return o.skip_nonfinite; }, "Skip steps with a non-finite loss or gradient instead of stopping");
+  add(g, "--seed", [](O& o) -> auto& { return o.seed; }, "Random seed (initialisation, data order, dropout)");
+  add(g, "--log-every", [](O& o) -> auto& { return o.log_every; }, "Log interval in steps when output is not a terminal")
+      ->check(at_least<int64_t>(1));
+  add(g, "--resume", [](O& o) -> auto& { return o.resume; }, "Continue the run saved in this checkpoint (its last.safetensors)")
+      ->check(CLI::ExistingFile);
+  add(g, "--force", [](O& o) -> auto& { return o.force; }, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
 }
 
-void add_text_flags(CLI::App* cmd, train::TextSource& s) {
-  cmd->add_option("--text", s.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
+void TrainerFlags::given_onto(tfm::TrainingOptions& target) const {
+  for (const auto& set : set_if_given_) set(target);
+}
+
+void add_text_flags(CLI::App* cmd, tfm::TextData& data) {
+  cmd->add_option("--text", data.text, "Training text, plain or .gz (the last 10% is held out unless --valid is given)")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--valid", s.valid_text, "Validation text")->check(CLI::ExistingFile);
-  cmd->add_option("--vocab", s.spm, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
+  cmd->add_option("--valid", data.valid_text, "Validation text")->check(CLI::ExistingFile);
+  cmd->add_option("--vocab", data.vocab, "SentencePiece model (from `tfm vocab`); default: characters")->check(CLI::ExistingFile);
 }
 
-ModelFlags::ModelFlags(CLI::App* cmd, models::StackConfig& model, const std::string& family)
-    : model_(model), family_(family), group_(cmd->add_option_group("model")) {
-  model_.family = family;  // so that to_json() writes the family's own fields
-  defaults_ = model_;
-  group_->add_option("--config", config_path_, "Model configuration as a JSON file (family " + family + "); the flags below override it")
+ModelFlags::ModelFlags(CLI::App* cmd, models::StackConfig& model, std::string& config_path)
+    : model_(model), group_(cmd->add_option_group("model")) {
+  group_->add_option("--config", config_path, "Model configuration as a JSON file (family " + model.family + "); the flags below override it")
       ->check(CLI::ExistingFile);
   bind(group_->add_option("--layers", model.layers, "Transformer layers")->capture_default_str()->check(at_least<int64_t>(1)), "layers");
   bind(group_->add_option("--heads", model.heads, "Attention heads")->capture_default_str()->check(at_least<int64_t>(1)), "heads");
@@ -54,32 +67,12 @@ CLI::Option* ModelFlags::bind(CLI::Option* option, const char* key) {
   return option;
 }
 
-nlohmann::json ModelFlags::flags_given() const {
+std::string ModelFlags::settings() const {
   const nlohmann::json values = nlohmann::json::parse(model_.to_json());
   nlohmann::json given = nlohmann::json::object();
   for (const auto& [option, key] : flags_)
     if (option->count() > 0) given[key] = values.at(key);
-  return given;
-}
-
-models::StackConfig ModelFlags::resolve(const models::StackConfig& base, std::string& origin) const {
-  origin = config_path_.empty() ? "model configuration" : config_path_;
-  const models::StackConfig file =
-      config_path_.empty() ? base : models::StackConfig::from_file(config_path_, family_, base, /*validate=*/false);
-  return models::StackConfig::from_json(flags_given().dump(), "the model flags", family_, file, /*validate=*/false);
-}
-
-void ModelFlags::check_resume(const std::string& resume) const {
-  const nlohmann::json given = flags_given();
-  if (resume.empty() || given.empty()) return;
-  const io::SafeTensors file = io::read_safetensors(resume);
-  const io::Checkpoint info = io::checkpoint_info(file, resume);
-  io::check_model_kind(info.model_kind, {family_}, resume, "a " + family_ + " one");
-  const nlohmann::json saved = nlohmann::json::parse(models::StackConfig::from_json(info.config_json, resume, family_).to_json());
-  for (const auto& [option, key] : flags_)
-    TFM_CHECK(!given.contains(key) || given[key] == saved.at(key),
-              option->get_name() << " " << given[key].dump() << " disagrees with " << resume << ", whose " << key << " is "
-                                 << saved.at(key).dump() << " (a resumed run keeps its checkpoint's architecture)");
+  return given.empty() ? "" : given.dump();
 }
 
 }  // namespace tfm::cli

@@ -33,7 +33,7 @@ void run(Options o, const CLI::App& cmd) {
 
   int64_t line_no = 0;
   std::vector<std::string> chunk;
-  train::Counter progress("sentences translated");  // on a terminal only
+  training::Counter progress("sentences translated");  // on a terminal only
   auto flush = [&] {
     const int64_t first = line_no - static_cast<int64_t>(chunk.size());
     for (size_t i = 0; i < chunk.size(); ++i)

@@ -5,7 +5,6 @@
 
 #include "cli/commands.h"
 #include "decode/family_checkpoint.h"
-#include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
 #include "io/checkpoint.h"
@@ -27,7 +26,7 @@ std::string format(const char* fmt, Args... args) {
 }
 
 // Accuracy, then the confusion matrix with each class's accuracy.
-std::string evaluation_report(const train::Evaluation& e, int64_t classes, const std::string& data_dir) {
+std::string evaluation_report(const training::Evaluation& e, int64_t classes, const std::string& data_dir) {
   std::string report = format("test accuracy %.2f%% (%ld of %ld images), loss %.4f\n", 100.0 * e.accuracy(), static_cast<long>(e.correct),
                               static_cast<long>(e.images), e.loss);
   report += "per class (rows: true class, columns: predicted)\n";
@@ -65,26 +64,20 @@ void add_vit_command(CLI::App& app, int& exit_code) {
   CLI::App* vit = app.add_subcommand("vit", "Vision Transformer image classifiers (Fashion-MNIST by default)");
   help_without_subcommand(*vit, exit_code);
 
-  auto o = std::make_shared<train::VitOptions>();
   CLI::App* cmd = vit->add_subcommand("train", "Train a ViT on an MNIST-style image set");
-  cmd->add_option("--data", o->data_dir, "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
-  auto m = std::make_shared<ModelFlags>(cmd, o->model, "vit");
-  m->bind(m->group()->add_option("--patch", o->model.patch, "Patch size in pixels")->capture_default_str()->check(at_least<int64_t>(1)), "patch");
-  cmd->add_option("--batch", o->batch, "Images per batch")->capture_default_str()->check(at_least<int64_t>(1));
-  cmd->add_option("--valid-images", o->valid_images, "Training images held out for validation")->capture_default_str()->check(at_least<int64_t>(1));
-  cmd->add_flag("!--no-flip", o->flip, "Do not mirror training images at random");
-  add_trainer_flags(cmd, o->trainer);
-  cmd->callback([o, m, cmd, &exit_code] {
-    m->check_resume(o->trainer.resume);
-    train::VitOptions run = *o;
-    run.trainer.precision = precision_flag(*cmd);
-    run.model = m->resolve(run.config_origin);
-    const StopOnSignal stop(run.trainer);  // Ctrl-C, SIGTERM: stop after this step and save
-    exit_code = train::run_vit_training(run, std::cout);
-  });
+  auto c = std::make_shared<StackTrainCommand<tfm::VitTask>>(cmd, training::default_vit());
+  cmd->add_option("--data", c->task.data_dir, "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")->capture_default_str();
+  c->model_flags.bind(c->model_flags.group()->add_option("--patch", c->model.patch, "Patch size in pixels")->capture_default_str()
+                          ->check(at_least<int64_t>(1)),
+                      "patch");
+  cmd->add_option("--batch", c->task.batch, "Images per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  cmd->add_option("--valid-images", c->task.valid_images, "Training images held out for validation")->capture_default_str()
+      ->check(at_least<int64_t>(1));
+  cmd->add_flag("!--no-flip", c->task.flip, "Do not mirror training images at random");
+  add_training_flags_and_run(cmd, c, exit_code);
 
   struct EvalOptions {
-    std::string checkpoint, data_dir = train::kFashionMnistDir, output = "-";
+    std::string checkpoint, data_dir = training::kFashionMnistDir, output = "-";
   };
   auto e = std::make_shared<EvalOptions>();
   CLI::App* eval = vit->add_subcommand("eval", "Test accuracy and confusion matrix of a trained ViT");
@@ -99,7 +92,7 @@ void add_vit_command(CLI::App& app, int& exit_code) {
     const data::ImageSet test = data::read_image_split(e->data_dir, /*train=*/false, model->config().classes);
     TFM_CHECK(test.rows == model->config().image_size && test.cols == model->config().image_size,
               e->data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << model->config().image_size);
-    out.write(evaluation_report(train::evaluate_images(*model, test, 0, test.count), model->config().classes, e->data_dir));
+    out.write(evaluation_report(training::evaluate_images(*model, test, 0, test.count), model->config().classes, e->data_dir));
     out.finish();
     exit_code = 0;
   });

@@ -1,15 +1,15 @@
 #include "train/copy_task.h"
 
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "decode/beam_search.h"
 #include "tensor/error.h"
+#include "train/model_settings.h"
 #include "train/trainer.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-models::TransformerConfig CopyTaskOptions::default_model() {
+models::TransformerConfig default_copy_model() {
   models::TransformerConfig c;
   c.src_vocab = c.tgt_vocab = 11;
   c.d_model = 128;
@@ -20,12 +20,6 @@ models::TransformerConfig CopyTaskOptions::default_model() {
   c.norm_first = true;  // the Annotated Transformer's placement
   c.max_len = 64;
   return c;
-}
-
-TrainerOptions CopyTaskOptions::default_trainer() {
-  TrainerOptions t = TrainerOptions::paper("runs/copy", /*warmup=*/200, /*clip_norm=*/0, /*validate_every=*/0);
-  t.max_steps = kEpochBatches;
-  return t;
 }
 
 Seq2SeqBatch make_copy_batch(Rng& rng, int64_t batch, int64_t seq_len, int64_t vocab) {
@@ -58,19 +52,19 @@ std::string join_tokens(const models::Tokens& t, int64_t row) {
 }
 
 // Epochs of kEpochBatches fresh random batches; validation decodes a few sequences.
-class CopyTask : public TrainingTask {
+class CopyTraining : public TrainingTask {
  public:
-  CopyTask(const CopyTaskOptions& o, const models::TransformerConfig& config) : o_(o), model_(config) {}
+  CopyTraining(const tfm::CopyTask& o, uint64_t seed, const models::TransformerConfig& config) : o_(o), seed_(seed), model_(config) {}
 
   nn::Module& model() override { return model_; }
   void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
   io::Checkpoint describe() const override { return {"encoder_decoder", model_.config().to_json(), {}, "", {}}; }
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
-    seed_ = seed, first_batch_ = (epoch - 1) * CopyTaskOptions::kEpochBatches;
-    return CopyTaskOptions::kEpochBatches;
+    batch_seed_ = seed, first_batch_ = (epoch - 1) * tfm::CopyTask::kEpochBatches;
+    return tfm::CopyTask::kEpochBatches;
   }
   BatchLoss batch_loss(int64_t index) override {
-    Rng rng = substream(seed_, static_cast<uint64_t>(first_batch_ + index));
+    Rng rng = substream(batch_seed_, static_cast<uint64_t>(first_batch_ + index));
     Seq2SeqBatch b = make_copy_batch(rng, o_.batch, o_.seq_len, model_.config().src_vocab);
     Tensor loss = seq2seq_loss(model_, b, 0.0f);
     result.losses.push_back(loss.item());
@@ -82,17 +76,18 @@ class CopyTask : public TrainingTask {
   CopyTaskResult result;
 
  private:
-  const CopyTaskOptions& o_;
+  const tfm::CopyTask& o_;
+  uint64_t seed_;  // the run's: the samples decoded at validation
   models::EncoderDecoder model_;
-  uint64_t seed_ = 0;
+  uint64_t batch_seed_ = 0;
   int64_t first_batch_ = 0;  // of the epoch, counted from the run's first
   std::string samples_;
 };
 
-Validation CopyTask::validate() {
+Validation CopyTraining::validate() {
   result.copied = result.decoded = 0;
   if (o_.samples <= 0) return {{{"copied", 0.0}}, "copied"};
-  Rng sample_rng(o_.trainer.seed + 1000);
+  Rng sample_rng(seed_ + 1000);
   Seq2SeqBatch sample = make_copy_batch(sample_rng, o_.samples, o_.seq_len, model_.config().src_vocab);
   decode::SearchOptions greedy;  // beam 1, no end symbol: every output has the source's length
   greedy.beam = 1, greedy.bos = sample.src.at(0, 0), greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o_.seq_len - 1;
@@ -124,47 +119,32 @@ void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
   io::check_model_kind(c.model_kind, {"encoder_decoder"}, origin, "a translation one");
 }
 
-// A JSON value as a user wrote it: floats with 6 significant digits (0.1, not 0.10000000149011612).
-std::string shown(const nlohmann::json& v) {
-  if (!v.is_number_float()) return v.dump();
-  std::ostringstream os;
-  os << v.get<double>();
-  return os.str();
-}
-
-// A resumed run keeps its checkpoint's architecture: a field the user chose that
-// disagrees with it is an error, naming each such field.
-void check_model_agrees(const CopyTaskOptions& o, const models::TransformerConfig& saved) {
-  const nlohmann::json g = nlohmann::json::parse(o.model.to_json()), s = nlohmann::json::parse(saved.to_json());
-  const std::string& origin = o.trainer.resume;
-  std::string differ;
-  for (const std::string& key : o.model_fields_given)
-    if (g.contains(key) && s.contains(key) && g[key] != s[key])
-      differ += (differ.empty() ? "" : ", ") + key + " " + shown(g[key]) + " (" + origin + ": " + shown(s[key]) + ")";
-  TFM_CHECK(differ.empty(), "the model flags and --config disagree with " << origin << ": " << differ
-                                                                           << " (a resumed run keeps its checkpoint's architecture)");
-}
-
 }  // namespace
 
-CopyTaskResult run_copy_task(const CopyTaskOptions& o, std::ostream& out) {
+CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask& o, std::ostream& out) {
   TFM_CHECK(o.seq_len >= 2 && o.batch >= 1, "copy task: need seq_len >= 2 and batch >= 1");
-  Trainer trainer(o.trainer, out);
-  if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), o.trainer.resume);
-  const models::TransformerConfig config =
-      trainer.resumed() ? models::TransformerConfig::from_json(trainer.resumed()->config_json, o.trainer.resume) : o.model;
-  if (trainer.resumed()) check_model_agrees(o, config);
+  Trainer trainer(options, out);
+  if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), options.resume);
+  const ModelSettings settings(o.config, o.model);
+  models::TransformerConfig config = settings.over(default_copy_model());
+  if (trainer.resumed()) {
+    const models::TransformerConfig saved = models::TransformerConfig::from_json(trainer.resumed()->config_json, options.resume);
+    settings.check_kept(config.to_json(), saved.to_json(), options.resume);
+    config = saved;
+  } else {
+    config.validate(settings.origin());
+  }
   TFM_CHECK(config.src_vocab > 2 && config.src_vocab == config.tgt_vocab, "copy task: needs equal source and target vocabularies above 2");
   TFM_CHECK(o.seq_len <= config.max_len, "copy task: seq_len " << o.seq_len << " exceeds the model's max_len " << config.max_len);
-  Schedule schedule = o.trainer.schedule;
+  Schedule schedule = options.schedule;
   schedule.d_model = config.d_model;
   trainer.set_schedule(schedule);
-  CopyTask task(o, config);
+  CopyTraining task(o, options.seed, config);
   out << "copy task: vocabulary " << config.src_vocab << ", length " << o.seq_len << ", " << config.encoder_layers << "+"
       << config.decoder_layers << " layers, d_model " << config.d_model << ", "
-      << (o.trainer.max_steps > 0 ? std::to_string(o.trainer.max_steps) : "unlimited") << " steps of batch " << o.batch << std::endl;
-  task.result.exit_code = trainer.run(task);
+      << (options.max_steps > 0 ? std::to_string(options.max_steps) : "unlimited") << " steps of batch " << o.batch << std::endl;
+  task.result.run = trainer.run(task);
   return task.result;
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

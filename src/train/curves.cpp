@@ -6,7 +6,7 @@
 #include "tensor/error.h"
 #include "viz/plots.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
 void plot_training_curves(const std::string& metrics_path, const std::string& png_path) {
   std::ifstream f(metrics_path);
@@ -35,4 +35,4 @@ void plot_training_curves(const std::string& metrics_path, const std::string& pn
   viz::line_plots(panels, png_path);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

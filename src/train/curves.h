@@ -3,8 +3,8 @@
 // the validation score (BLEU, accuracy...) against step, side by side in one PNG.
 #include <string>
 
-namespace tfm::train {
+namespace tfm::training {
 
 void plot_training_curves(const std::string& metrics_path, const std::string& png_path);
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -8,35 +8,33 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/text_data.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-models::StackConfig LanguageModelOptions::default_model() {
+models::StackConfig default_language_model() {
   models::StackConfig c;
   c.family = "gpt";
   c.layers = 4, c.heads = 4, c.d_model = 128, c.d_ff = 512, c.max_len = 64, c.dropout = 0.0f;
   return c;
 }
 
-TrainerOptions LanguageModelOptions::default_trainer() {
-  TrainerOptions t;
-  t.out_dir = "runs/lm";
-  t.epochs = 1000000;  // random windows: the step count decides
-  t.max_steps = 2000;
-  t.schedule = {Schedule::Kind::Cosine, 1e-3f, 1e-4f, 100, 0, 0};  // decays over max_steps
-  t.adam = {1e-3f, 0.9f, 0.99f, 1e-8f, 0.1f, /*decoupled=*/true};
-  t.clip_norm = 1.0;
-  t.validate_every = 250;
-  return t;
-}
-
 namespace {
 
+// The model the task's settings choose: d_ff is 4 x d_model unless given, as in GPT-2.
+models::StackConfig chosen_model(const ModelSettings& settings) {
+  models::StackConfig c = settings.over(default_language_model());
+  if (!settings.gives("d_ff")) c.d_ff = 4 * c.d_model;
+  return c;
+}
+
 // A window is context + 1 tokens: the inputs and, shifted by one, the targets.
-class LanguageModelTask : public TextStreamTask {
+
+class LanguageModelTraining : public TextStreamTask {
  public:
-  LanguageModelTask(const LanguageModelOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out)
-      : TextStreamTask(o.data, "gpt", o.model, o.config_origin, resumed, o.trainer.resume,
+  LanguageModelTraining(const tfm::LanguageModelTask& o, const ModelSettings& settings, const std::optional<io::Checkpoint>& resumed,
+                        const std::string& resume_path, std::ostream& out)
+      : TextStreamTask(o.data, "gpt", chosen_model(settings), settings, resumed, resume_path,
                        [](const models::StackConfig& c) { return c.max_len + 1; }, o.batch, out),
         o_(o),
         model_(config_) {}
@@ -74,11 +72,11 @@ class LanguageModelTask : public TextStreamTask {
     return ops::cross_entropy(logits, Tensor::from_values(y), 0.0f, /*ignore_index=*/-1);
   }
 
-  const LanguageModelOptions& o_;
+  const tfm::LanguageModelTask& o_;
   models::GPT model_;
 };
 
-std::string LanguageModelTask::report() {
+std::string LanguageModelTraining::report() {
   if (o_.sample_tokens <= 0) return "";
   decode::SamplingOptions s;
   s.max_new_tokens = o_.sample_tokens;
@@ -88,10 +86,10 @@ std::string LanguageModelTask::report() {
 
 }  // namespace
 
-int run_language_model_training(const LanguageModelOptions& o, std::ostream& out) {
-  Trainer trainer(o.trainer, out);
-  LanguageModelTask task(o, trainer.resumed(), out);
+tfm::TrainingResult run_language_model_training(const TrainerOptions& options, const tfm::LanguageModelTask& o, std::ostream& out) {
+  Trainer trainer(options, out);
+  LanguageModelTraining task(o, ModelSettings(o.config, o.model), trainer.resumed(), options.resume, out);
   return trainer.run(task);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -6,28 +6,15 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/text_data.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-models::StackConfig MaskedLmOptions::default_model() {
+models::StackConfig default_masked_lm() {
   models::StackConfig c;
   c.family = "bert";
   c.layers = 4, c.heads = 4, c.d_model = 128, c.d_ff = 512, c.max_len = 64, c.dropout = 0.0f;
   return c;
-}
-
-TrainerOptions MaskedLmOptions::default_trainer() {
-  TrainerOptions t;
-  t.out_dir = "runs/bert";
-  t.epochs = 1000000;  // random windows: the step count decides
-  t.max_steps = 3000;
-  // A high peak rate: with [MASK] in place of a token, the model must learn to read its
-  // neighbours through the learned positions, and at 5e-4 it stays on the unigram plateau.
-  t.schedule = {Schedule::Kind::Cosine, 2e-3f, 1e-5f, 200, 0, 0};
-  t.adam = {2e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, /*decoupled=*/true};
-  t.clip_norm = 1.0;
-  t.validate_every = 500;
-  return t;
 }
 
 std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, Rng& rng) {
@@ -57,10 +44,11 @@ std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& token
 namespace {
 
 // A window is max_len - 1 tokens of the stream after [CLS].
-class MaskedLmTask : public TextStreamTask {
+class MaskedLmTraining : public TextStreamTask {
  public:
-  MaskedLmTask(const MaskedLmOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out)
-      : TextStreamTask(o.data, "bert", o.model, o.config_origin, resumed, o.trainer.resume,
+  MaskedLmTraining(const tfm::MaskedLmTask& o, const ModelSettings& settings, const std::optional<io::Checkpoint>& resumed,
+                   const std::string& resume_path, std::ostream& out)
+      : TextStreamTask(o.data, "bert", settings.over(default_masked_lm()), settings, resumed, resume_path,
                        [](const models::StackConfig& c) { return c.max_len - 1; }, o.batch, out),
         o_(o),
         model_(config_, data::Tokenizer::kPad) {}
@@ -84,11 +72,11 @@ class MaskedLmTask : public TextStreamTask {
   };
   Masked masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng);
 
-  const MaskedLmOptions& o_;
+  const tfm::MaskedLmTask& o_;
   models::BERT model_;
 };
 
-MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng) {
+MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng) {
   std::vector<int> ids;
   for (int64_t s : starts) {
     ids.push_back(data::Tokenizer::kBos);  // [CLS]
@@ -109,7 +97,7 @@ MaskedLmTask::Masked MaskedLmTask::masked_loss(const std::vector<int>& tokens, c
   return m;
 }
 
-Validation MaskedLmTask::validate() {
+Validation MaskedLmTraining::validate() {
   Rng rng(12345);  // the same masking at every validation
   double nll = 0;
   int64_t targets = 0, correct = 0;
@@ -131,11 +119,11 @@ Validation MaskedLmTask::validate() {
 
 }  // namespace
 
-int run_masked_lm_training(const MaskedLmOptions& o, std::ostream& out) {
+tfm::TrainingResult run_masked_lm_training(const TrainerOptions& options, const tfm::MaskedLmTask& o, std::ostream& out) {
   TFM_CHECK(o.mask_fraction > 0 && o.mask_fraction < 1, "the mask fraction must be in (0, 1)");
-  Trainer trainer(o.trainer, out);
-  MaskedLmTask task(o, trainer.resumed(), out);
+  Trainer trainer(options, out);
+  MaskedLmTraining task(o, ModelSettings(o.config, o.model), trainer.resumed(), options.resume, out);
   return trainer.run(task);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -8,7 +8,7 @@
 #include "ops/reduce.h"
 #include "tensor/error.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
 Adam::Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options) : options_(options) {
   int64_t total = 0;
@@ -88,4 +88,4 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   return total;
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

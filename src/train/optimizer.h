@@ -6,18 +6,12 @@
 #include <vector>
 
 #include "tensor/tensor.h"
+#include "tfm/training.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-struct AdamOptions {
-  float lr = 1e-3f;
-  float beta1 = 0.9f, beta2 = 0.98f, eps = 1e-9f;  // the paper's settings
-  float weight_decay = 0.0f;
-  // false: L2 added to the gradient of every parameter, as torch.optim.Adam.
-  // true (AdamW): p -= lr * weight_decay * p before the update, as torch.optim.AdamW,
-  // for weight matrices and embeddings only (dim >= 2), as nanoGPT groups them.
-  bool decoupled = false;
-};
+using tfm::AdamOptions;  // tfm/training.h
+
 
 // The moments of all parameters live in two flat buffers (one for each moment).
 class Adam {
@@ -51,4 +45,4 @@ float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup);
 // torch.nn.utils.clip_grad_norm_); returns the norm before clipping.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
-}  // namespace tfm::train
+}  // namespace tfm::training

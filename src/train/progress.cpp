@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace tfm::train {
+namespace tfm::training {
 
 std::string format_duration(double seconds) {
   const int64_t s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
@@ -70,4 +70,4 @@ void Counter::add(int64_t n) {
   std::fflush(out_);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace tfm::train {
+namespace tfm::training {
 
 class Progress {
  public:
@@ -54,4 +54,4 @@ std::string format_duration(double seconds);
 // "1 patch", "16 patches": `n` and the noun, in the plural unless n is 1.
 std::string count_of(int64_t n, const std::string& singular, const std::string& plural);
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -5,7 +5,7 @@
 #include "autograd/autograd.h"
 #include "ops/loss.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
 int64_t Seq2SeqBatch::target_tokens(int pad) const {
   int64_t n = 0;
@@ -50,4 +50,4 @@ double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqB
   return loss.item();
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

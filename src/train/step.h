@@ -6,7 +6,7 @@
 #include "models/encoder_decoder.h"
 #include "train/optimizer.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
 struct Seq2SeqBatch {
   models::Tokens src;      // [batch, src_len]
@@ -30,4 +30,4 @@ Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, fl
 // Forward, label-smoothed cross-entropy, backward, clipping, Adam. Returns the loss.
 double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options);
 
-}  // namespace tfm::train
+}  // namespace tfm::training

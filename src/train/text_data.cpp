@@ -4,10 +4,16 @@
 
 #include "tensor/error.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, const models::StackConfig& model,
-                               const std::string& config_origin, const std::optional<io::Checkpoint>& resumed,
+namespace {
+
+constexpr double kValidFraction = 0.1;  // of the text, held out when there is no validation file
+
+}  // namespace
+
+TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, const models::StackConfig& chosen,
+                               const ModelSettings& settings, const std::optional<io::Checkpoint>& resumed,
                                const std::string& resume_path, const std::function<int64_t(const models::StackConfig&)>& window,
                                int64_t batch, std::ostream& out)
     : kind_(kind), batch_(batch) {
@@ -17,17 +23,17 @@ TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, con
     io::check_model_kind(resumed->model_kind, {kind}, resume_path, "a " + kind + " one");
     auto it = resumed->metadata.find("tfm.tokenizer");
     TFM_CHECK(it != resumed->metadata.end(), resume_path << ": records no tokenizer");
-    tokenizer_ = data::Tokenizer::from_record(it->second, resume_path, s.spm);
+    tokenizer_ = data::Tokenizer::from_record(it->second, resume_path, s.vocab);
     config_ = models::StackConfig::from_json(resumed->config_json, resume_path, kind);
-  } else {  // the command's configuration (defaults, --config, flags), completed by the tokenizer
-    tokenizer_ = s.spm.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(s.spm);
-    TFM_CHECK(model.vocab == 0 || model.vocab == tokenizer_.size(),
-              config_origin << ": vocab " << model.vocab << " disagrees with the tokenizer's " << tokenizer_.size()
-                            << "; leave it out (the tokenizer decides it)");
-    config_ = model;
-    config_.family = kind;
+    settings.check_kept(chosen.to_json(), config_.to_json(), resume_path);
+  } else {  // the chosen configuration, completed by the tokenizer
+    tokenizer_ = s.vocab.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(s.vocab);
+    TFM_CHECK(chosen.vocab == 0 || chosen.vocab == tokenizer_.size(),
+              settings.origin() << ": vocab " << chosen.vocab << " disagrees with the tokenizer's " << tokenizer_.size()
+                                << "; leave it out (the tokenizer decides it)");
+    config_ = chosen;
     config_.vocab = tokenizer_.size();
-    config_.validate(config_origin);
+    config_.validate(settings.origin());
   }
   std::vector<int> ids = tokenizer_.encode(text);
   // A resumed run's text may hold characters its vocabulary never saw (the review's F13).
@@ -35,8 +41,7 @@ TextStreamTask::TextStreamTask(const TextSource& s, const std::string& kind, con
     out << "warning: " << unknown << " tokens of " << s.text << " are not in the vocabulary" << (resumed ? " of " + resume_path : "")
         << "; they are read as the unknown token" << std::endl;
   if (s.valid_text.empty()) {
-    TFM_CHECK(s.valid_fraction > 0 && s.valid_fraction < 1, "the validation fraction must be in (0, 1)");
-    const auto split = static_cast<std::ptrdiff_t>(static_cast<double>(ids.size()) * (1.0 - s.valid_fraction));
+    const auto split = static_cast<std::ptrdiff_t>(static_cast<double>(ids.size()) * (1.0 - kValidFraction));
     train_.assign(ids.begin(), ids.begin() + split);
     valid_.assign(ids.begin() + split, ids.end());
   } else {
@@ -76,4 +81,4 @@ void TextStreamTask::for_each_valid_batch(const std::function<void(const std::ve
   if (!starts.empty()) f(starts);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -13,24 +13,20 @@
 #include "data/tokenizer.h"
 #include "io/checkpoint.h"
 #include "models/stack_config.h"
+#include "tfm/training.h"
+#include "train/model_settings.h"
 #include "train/trainer.h"
 
-namespace tfm::train {
-
-struct TextSource {
-  std::string text;        // training text (plain or .gz)
-  std::string valid_text;  // optional
-  double valid_fraction = 0.1;
-  std::string spm;         // SentencePiece model; empty: characters
-};
+namespace tfm::training {
 
 class TextStreamTask : public TrainingTask {
  protected:
-  // Loads the text and resolves the configuration: the resumed checkpoint's, else `model`
-  // (the command's: defaults, --config, flags) with family `kind` and the tokenizer's
-  // vocabulary, validated with errors naming `config_origin`. `window` maps the
-  // configuration to the tokens one example takes from the stream.
-  TextStreamTask(const TextSource& source, const std::string& kind, const models::StackConfig& model, const std::string& config_origin,
+  // Loads the text (the last 10% held out unless there is a validation file) and resolves
+  // the configuration: the resumed checkpoint's (which must keep the settings given),
+  // else `chosen` (the family's defaults under `settings`) completed by the tokenizer's
+  // vocabulary. `window` maps the configuration to the tokens one example takes from
+  // the stream.
+  TextStreamTask(const tfm::TextData& data, const std::string& kind, const models::StackConfig& chosen, const ModelSettings& settings,
                  const std::optional<io::Checkpoint>& resumed, const std::string& resume_path,
                  const std::function<int64_t(const models::StackConfig&)>& window, int64_t batch, std::ostream& out);
 
@@ -52,4 +48,4 @@ class TextStreamTask : public TrainingTask {
   int64_t epoch_ = 0;
 };
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -15,21 +15,13 @@
 #include "train/curves.h"
 #include "train/progress.h"
 
-namespace tfm::train {
-
-TrainerOptions TrainerOptions::paper(const std::string& out_dir, int64_t warmup, double clip_norm, int64_t validate_every) {
-  TrainerOptions t;
-  t.out_dir = out_dir;
-  t.schedule = {Schedule::Kind::Noam, 1.0f, 0.0f, warmup, 0, 0};  // d_model is the model's
-  t.adam.decoupled = true;
-  t.clip_norm = clip_norm;
-  t.validate_every = validate_every;
-  return t;
-}
+namespace tfm::training {
 
 using nlohmann::json;
 
-float Schedule::at(int64_t step) const {
+float learning_rate(const Schedule& schedule, int64_t step) {
+  using Kind = Schedule::Kind;
+  const auto& [kind, lr, min_lr, warmup, decay_steps, d_model] = schedule;
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   switch (kind) {
     case Kind::Noam: {  // min_lr: a floor under the decay, not under the warm-up
@@ -79,8 +71,8 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
   TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1 && o_.log_every >= 1, "training needs accumulate, epochs and log_every of at least 1");
-  TFM_CHECK(o_.precision != ops::Precision::int8,
-            "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
+  precision_ = ops::parse_precision(o_.precision);
+  TFM_CHECK(precision_ != ops::Precision::int8, "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
   io::create_directories(o_.out_dir);
   lock_.emplace(o_.out_dir);
   if (o_.resume.empty()) {
@@ -183,6 +175,7 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   }
   const double score = v.score();
   score_name_ = v.score_name;
+  last_metrics_ = v.metrics;
   const bool better = !state_.has_best || (v.higher_is_better ? score > state_.best_score : score < state_.best_score);
   if (better) state_.best_score = score, state_.has_best = true, state_.bad_validations = 0;
   else ++state_.bad_validations;
@@ -263,9 +256,9 @@ class BucketReducer {
 
 }  // namespace
 
-int Trainer::run(TrainingTask& task) {
+tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
-  model.products().set_precision(o_.precision);
+  model.products().set_precision(precision_);
   const nn::FlatParameters& flat = model.flatten_parameters();
   optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
   if (resumed_info_) {
@@ -288,7 +281,7 @@ int Trainer::run(TrainingTask& task) {
   clear_previous_run();
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
 
-  auto stop_requested = [&] { return o_.stop && o_.stop->load(); };
+  auto stop_requested = [&] { return o_.stop.stop_requested(); };
   const auto start = std::chrono::steady_clock::now();
   const double elapsed_before = state_.elapsed_s;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -317,7 +310,7 @@ int Trainer::run(TrainingTask& task) {
       batches = task.begin_epoch(state_.epoch, o_.seed);
     }
     const int64_t end = std::min(state_.batch + o_.accumulate, batches);
-    optimizer_->set_lr(o_.schedule.at(state_.step + 1));
+    optimizer_->set_lr(learning_rate(o_.schedule, state_.step + 1));
     optimizer_->zero_grad();
     // The step's loss is the mean over every token (image...) of its batches: each
     // batch's summed loss goes backward, and the gradients are divided by the count.
@@ -383,9 +376,9 @@ int Trainer::run(TrainingTask& task) {
   }
   out_ << "best validation " << score_name_ << " " << state_.best_score << unit_of(score_name_) << "; checkpoints in " << o_.out_dir << " (" << format_duration(elapsed())
        << " of training)\n";
-  const std::string report = interrupted ? "" : task.report();
-  if (!report.empty()) out_ << report << "\n";
-  return interrupted ? 130 : 0;
+  tfm::TrainingResult result{interrupted, state_.step, last_metrics_, score_name_, state_.best_score, interrupted ? "" : task.report()};
+  if (!result.report.empty()) out_ << result.report << "\n";
+  return result;
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

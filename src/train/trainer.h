@@ -7,12 +7,12 @@
 // epoch, batch position, dropout RNG, optimizer moments), early stopping, time
 // limits and a clean stop when asked (TrainerOptions::stop: the command line sets it on
 // Ctrl-C/SIGTERM).
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,56 +22,33 @@
 #include "nn/module.h"
 #include "ops/linear_products.h"
 #include "tensor/rng.h"
+#include "tfm/training.h"
 #include "train/optimizer.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-// Learning rate as a function of the step (counted from 1).
-struct Schedule {
-  enum class Kind { Noam, Cosine, Constant };
-  Kind kind = Kind::Noam;
-  float lr = 1e-3f;        // Cosine/Constant: the peak rate; Noam: the factor
-  float min_lr = 1e-4f;    // Cosine: the floor reached at decay_steps; Noam: a floor under the decay
-  int64_t warmup = 1000;   // linear warm-up steps (Noam: its warm-up parameter)
-  int64_t decay_steps = 0; // Cosine: step at which min_lr is reached (0: the run's last step)
-  int64_t d_model = 512;   // Noam: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
-  float at(int64_t step) const;
-};
+using tfm::Schedule;  // tfm/training.h
+// The learning rate at `step` (counted from 1).
+float learning_rate(const Schedule& schedule, int64_t step);
 
-struct TrainerOptions {
-  std::string out_dir = "runs/model";
-  int64_t epochs = 1;       // passes over the task's batches
-  int64_t max_steps = 0;    // 0: no limit
-  double max_minutes = 0;   // stop (and save) after this much training time; 0: no limit
-  int64_t accumulate = 1;   // batches per optimiser step
-  Schedule schedule;
-  AdamOptions adam;
-  double clip_norm = 1.0;   // 0: off
-  int64_t validate_every = 500;  // steps; validation also runs at the end
-  int64_t save_every = 0;        // also keep step-N checkpoints; 0: never
-  int64_t patience = 0;          // stop after this many validations without a better score; 0: never
-  bool skip_nonfinite = false;   // skip steps whose loss or gradient is not finite (default: stop)
-  uint64_t seed = 1;
-  int64_t log_every = 50;
-  std::string resume;            // a last.safetensors to continue from
-  bool force = false;            // a fresh run may replace the run already in out_dir
-  // Set (by another thread, or the command line's signal handler) to stop after the
-  // current step and save last.safetensors, as a time limit does; null: never.
-  const std::atomic<bool>* stop = nullptr;
-  // The linear layers' products while training (int8 is refused: inference only).
-  ops::Precision precision = ops::Precision::f32;
+// The public options (tfm::TrainingOptions: the command line's flags) and what only the
+// library sets.
+struct TrainerOptions : tfm::TrainingOptions {
+  // Requested (by a library caller, or the command line on Ctrl-C/SIGTERM): stop after
+  // the current step and save last.safetensors, as a time limit does.
+  std::stop_token stop;
   // Called with each bucket of the model's flat gradient buffer ([floats], a view of
   // whole parameters, at most `bucket_floats` unless one parameter is larger) as soon as
   // its gradients for the step are complete, while the step's last backward pass goes
-  // on, and before clipping. A bucket holds the gradients of the step's summed loss: where several processes train one model, it sums the bucket
-  // across them (an all-reduce); the Trainer then divides by the step's token count
-  // (across processes, the global count: the MPI issue). Empty: one process.
+  // on, and before clipping. A bucket holds the gradients of the step's summed loss: where
+  // several processes train one model, it sums the bucket across them (an all-reduce);
+  // the Trainer then divides by the step's token count (across processes, the global
+  // count: the MPI issue). Empty: one process.
   std::function<void(Tensor& bucket)> reduce_gradients;
   int64_t bucket_floats = int64_t{1} << 22;  // 16 MiB
 
-  // An encoder-decoder's trainer (`tfm train`): the paper's schedule (factor 1, `warmup`
-  // steps) and AdamW, whose weight decay is 0 unless given, as in every trainer.
-  static TrainerOptions paper(const std::string& out_dir, int64_t warmup, double clip_norm, int64_t validate_every);
+  TrainerOptions() = default;
+  TrainerOptions(const tfm::TrainingOptions& options, std::stop_token stop = {}) : tfm::TrainingOptions(options), stop(std::move(stop)) {}
 };
 
 // Validation results: named metrics, and the one score that picks the best checkpoint.
@@ -123,8 +100,8 @@ class Trainer {
   const std::optional<io::Checkpoint>& resumed() const { return resumed_info_; }
   // For schedules that depend on the model (Noam's d_model), known once it is built.
   void set_schedule(const Schedule& s) { o_.schedule = s; }
-  // Trains; returns the process exit code (0 done, 130 interrupted).
-  int run(TrainingTask& task);
+  // Trains; result.stopped: interrupted by the stop token (the command's exit code 130).
+  tfm::TrainingResult run(TrainingTask& task);
   // Best validation score of the run so far (the first validation's if none yet).
   double best_score() const { return state_.best_score; }
 
@@ -147,6 +124,8 @@ class Trainer {
   void trim_metrics() const;
 
   TrainerOptions o_;
+  ops::Precision precision_ = ops::Precision::f32;
+  std::vector<std::pair<std::string, double>> last_metrics_;  // the last validation's
   std::ostream& out_;
   std::optional<io::DirectoryLock> lock_;
   std::vector<std::string> previous_run_;  // another run's files in out_dir, removed by clear_previous_run
@@ -156,4 +135,4 @@ class Trainer {
   State state_;
 };
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -1,17 +1,17 @@
 #include "train/translation.h"
 
 #include <cmath>
-#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "data/batching.h"
 #include "decode/translator.h"
 #include "eval/metrics.h"
 #include "tensor/error.h"
+#include "train/model_settings.h"
 #include "train/step.h"
 #include "train/trainer.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
 using nlohmann::json;
 
@@ -21,10 +21,12 @@ json vocab_record(const data::Vocab& src, const data::Vocab& tgt) {
   return {{"src", {{"path", src.path()}, {"crc32", src.checksum()}}}, {"tgt", {{"path", tgt.path()}, {"crc32", tgt.checksum()}}}};
 }
 
-class TranslationTask : public TrainingTask {
+class TranslationTraining : public TrainingTask {
  public:
-  TranslationTask(const TranslationOptions& o, std::ostream& out);
-  void build_model(const std::optional<io::Checkpoint>& resumed);
+  TranslationTraining(const tfm::TranslationTask& o, std::ostream& out);
+  // The resumed checkpoint's model (which must keep the settings given), else the one
+  // the task's settings choose over the preset, completed by the vocabularies.
+  void build_model(const std::optional<io::Checkpoint>& resumed, const std::string& resume_path);
   // The model of `config`, which must hold the longest training pairs; errors name `origin`.
   void make_model(const models::TransformerConfig& config, const std::string& origin);
 
@@ -46,7 +48,7 @@ class TranslationTask : public TrainingTask {
   Validation validate() override;
 
  private:
-  const TranslationOptions& o_;
+  const tfm::TranslationTask& o_;
   std::ostream& out_;
   data::Vocab src_vocab_, tgt_vocab_;
   data::EncodedCorpus train_, valid_;
@@ -56,7 +58,7 @@ class TranslationTask : public TrainingTask {
   std::unique_ptr<models::EncoderDecoder> model_;
 };
 
-TranslationTask::TranslationTask(const TranslationOptions& o, std::ostream& out) : o_(o), out_(out) {
+TranslationTraining::TranslationTraining(const tfm::TranslationTask& o, std::ostream& out) : o_(o), out_(out) {
   src_vocab_ = data::Vocab::load(o_.src_vocab);
   tgt_vocab_ = data::Vocab::load(o_.tgt_vocab);
   data::ParallelCorpus train = data::read_parallel(o_.train_src, o_.train_tgt);
@@ -75,52 +77,36 @@ TranslationTask::TranslationTask(const TranslationOptions& o, std::ostream& out)
   TFM_CHECK(!valid_.examples.empty(), o_.valid_src << ": no usable sentence pairs for validation");
 }
 
-std::string sizes(const models::TransformerConfig& c) {
-  return "d_model " + std::to_string(c.d_model) + ", heads " + std::to_string(c.heads) + ", d_ff " + std::to_string(c.d_ff) + ", " +
-         std::to_string(c.encoder_layers) + " + " + std::to_string(c.decoder_layers) + " layers";
+// A preset's sizes as settings: a preset given is a choice a resumed run must agree with.
+std::string preset_sizes(const std::string& name) {
+  const models::TransformerConfig p = models::preset(name);
+  return json{{"d_model", p.d_model}, {"heads", p.heads}, {"d_ff", p.d_ff}, {"encoder_layers", p.encoder_layers},
+              {"decoder_layers", p.decoder_layers}}
+      .dump();
 }
 
-std::string str(float x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
-
-// A resumed run keeps its checkpoint's architecture: a flag given that disagrees with it is an error.
-void check_flags_agree(const TranslationOptions& o, const models::TransformerConfig& saved) {
-  auto agree = [&](const std::string& flag, const std::string& given, const std::string& kept) {
-    TFM_CHECK(given == kept, flag << " gives " << given << ", but " << o.trainer.resume << " has " << kept
-                                  << " (a resumed run keeps its checkpoint's architecture)");
-  };
-  if (o.preset) agree("--preset " + *o.preset, sizes(models::preset(*o.preset)), sizes(saved));
-  if (o.dropout) agree("--dropout", "dropout " + str(*o.dropout), "dropout " + str(saved.dropout));
-  if (o.norm_first) agree("--post-norm", "post-norm", saved.norm_first ? "pre-norm" : "post-norm");
-}
-
-void TranslationTask::build_model(const std::optional<io::Checkpoint>& resumed) {
-  if (resumed) {
-    const models::TransformerConfig saved = models::TransformerConfig::from_json(resumed->config_json, o_.trainer.resume);
-    check_flags_agree(o_, saved);
-    return make_model(saved, o_.trainer.resume);
-  }
-  models::TransformerConfig base = models::preset(o_.preset.value_or("small"));
+void TranslationTraining::build_model(const std::optional<io::Checkpoint>& resumed, const std::string& resume_path) {
+  ModelSettings settings(o_.config, o_.model);
+  if (o_.preset) settings.put_first("preset " + *o_.preset, preset_sizes(*o_.preset));
+  models::TransformerConfig base = models::preset("small");
   base.src_vocab = src_vocab_.size();  // the vocabularies decide these
   base.tgt_vocab = tgt_vocab_.size();
   base.pad_id = data::Vocab::kPad;
   base.share_embeddings = src_vocab_.checksum() == tgt_vocab_.checksum();
-  models::TransformerConfig config =
-      o_.config_path.empty() ? base : models::TransformerConfig::from_file(o_.config_path, base, /*validate=*/false);
+  const models::TransformerConfig config = settings.over(base);
+  if (resumed) {
+    const models::TransformerConfig saved = models::TransformerConfig::from_json(resumed->config_json, resume_path);
+    settings.check_kept(config.to_json(), saved.to_json(), resume_path);
+    return make_model(saved, resume_path);
+  }
   TFM_CHECK(config.src_vocab == base.src_vocab && config.tgt_vocab == base.tgt_vocab && config.pad_id == base.pad_id,
-            o_.config_path << ": src_vocab, tgt_vocab and pad_id come from the vocabularies (" << base.src_vocab << ", "
-                           << base.tgt_vocab << " and " << base.pad_id << "); leave them out of the file");
-  if (o_.dropout) config.dropout = *o_.dropout;
-  if (o_.norm_first) config.norm_first = *o_.norm_first;
-  const std::string origin = o_.config_path.empty() ? "model configuration" : o_.config_path;
-  config.validate(origin);
-  make_model(config, origin);
+            settings.origin() << ": src_vocab, tgt_vocab and pad_id come from the vocabularies (" << base.src_vocab << ", "
+                              << base.tgt_vocab << " and " << base.pad_id << "); leave them out");
+  config.validate(settings.origin());
+  make_model(config, settings.origin());
 }
 
-void TranslationTask::make_model(const models::TransformerConfig& config, const std::string& origin) {
+void TranslationTraining::make_model(const models::TransformerConfig& config, const std::string& origin) {
   // A pair of n subwords takes n + 1 positions (the end symbol, or the start symbol on the target side).
   TFM_CHECK(o_.max_sentence_tokens < config.max_len,
             origin << ": max_len " << config.max_len << " is too short for training pairs of up to " << o_.max_sentence_tokens
@@ -128,7 +114,7 @@ void TranslationTask::make_model(const models::TransformerConfig& config, const 
   model_ = std::make_unique<models::EncoderDecoder>(config);
 }
 
-void TranslationTask::check_resumable(const io::Checkpoint& saved, const std::string& origin) const {
+void TranslationTraining::check_resumable(const io::Checkpoint& saved, const std::string& origin) const {
   json vocab = json::parse(saved.metadata.count("tfm.vocab") ? saved.metadata.at("tfm.vocab") : "{}", nullptr, false);
   const auto crc_of = [&](const char* side) {
     const json::json_pointer at(std::string("/") + side + "/crc32");
@@ -138,7 +124,7 @@ void TranslationTask::check_resumable(const io::Checkpoint& saved, const std::st
             origin << ": was trained with other vocabularies than " << o_.src_vocab << " and " << o_.tgt_vocab);
 }
 
-Validation TranslationTask::validate() {
+Validation TranslationTraining::validate() {
   double nll = 0;
   int64_t tokens = 0;
   for (const auto& indices : data::make_batches(valid_.examples, o_.max_tokens, 0)) {
@@ -161,21 +147,15 @@ Validation TranslationTask::validate() {
 
 }  // namespace
 
-TrainerOptions TranslationOptions::default_trainer() {
-  TrainerOptions t = TrainerOptions::paper("runs/translation", /*warmup=*/1000, /*clip_norm=*/1.0, /*validate_every=*/500);
-  t.epochs = 30;
-  return t;
-}
-
-int run_translation_training(const TranslationOptions& o, std::ostream& out) {
-  Trainer trainer(o.trainer, out);
-  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, o.trainer.resume, "a translation one");
-  TranslationTask task(o, out);
-  task.build_model(trainer.resumed());
-  Schedule schedule = o.trainer.schedule;
+tfm::TrainingResult run_translation_training(const TrainerOptions& options, const tfm::TranslationTask& o, std::ostream& out) {
+  Trainer trainer(options, out);
+  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, options.resume, "a translation one");
+  TranslationTraining task(o, out);
+  task.build_model(trainer.resumed(), options.resume);
+  Schedule schedule = options.schedule;
   schedule.d_model = task.d_model();
   trainer.set_schedule(schedule);
   return trainer.run(task);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -8,28 +8,18 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/model_settings.h"
 #include "train/progress.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-models::StackConfig VitOptions::default_model() {
+models::StackConfig default_vit() {
   models::StackConfig c;
   c.family = "vit";
   c.image_size = 28, c.channels = 1, c.patch = 7, c.classes = 10;
   c.d_model = 128, c.heads = 4, c.d_ff = 256, c.layers = 6, c.dropout = 0.0f;
   c.max_len = c.patches() + 1;
   return c;
-}
-
-TrainerOptions VitOptions::default_trainer() {
-  TrainerOptions t;
-  t.out_dir = "runs/vit";
-  t.epochs = 16;
-  t.schedule = {Schedule::Kind::Cosine, 1e-3f, 1e-5f, 300, 0, 0};
-  t.adam = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.05f, /*decoupled=*/true};
-  t.clip_norm = 1.0;
-  t.validate_every = 430;  // about once an epoch at batch 128
-  return t;
 }
 
 Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indices, const std::vector<bool>& flip) {
@@ -71,15 +61,19 @@ Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_
 
 namespace {
 
-class VitTask : public TrainingTask {
+class VitTraining : public TrainingTask {
  public:
-  VitTask(const VitOptions& o, const std::optional<io::Checkpoint>& resumed, std::ostream& out) : o_(o) {
-    models::StackConfig config = o.model;
+  VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, std::ostream& out)
+      : o_(o) {
+    const ModelSettings settings(o.config, o.model);
+    models::StackConfig config = settings.over(default_vit());
     if (resumed) {
-      io::check_model_kind(resumed->model_kind, {"vit"}, o.trainer.resume, "a vit one");
-      config = models::StackConfig::from_json(resumed->config_json, o.trainer.resume, "vit");
+      io::check_model_kind(resumed->model_kind, {"vit"}, resume_path, "a vit one");
+      const models::StackConfig saved = models::StackConfig::from_json(resumed->config_json, resume_path, "vit");
+      settings.check_kept(config.to_json(), saved.to_json(), resume_path);
+      config = saved;
     } else {
-      config.validate(o.config_origin);
+      config.validate(settings.origin());
       config.max_len = config.patches() + 1;
     }
     train_set_ = data::read_image_split(o.data_dir, /*train=*/true, config.classes);
@@ -126,7 +120,7 @@ class VitTask : public TrainingTask {
   }
 
  private:
-  const VitOptions& o_;
+  const tfm::VitTask& o_;
   data::ImageSet train_set_;
   int64_t train_count_ = 0;
   std::vector<int64_t> order_;
@@ -137,11 +131,11 @@ class VitTask : public TrainingTask {
 
 }  // namespace
 
-int run_vit_training(const VitOptions& o, std::ostream& out) {
+tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& o, std::ostream& out) {
   TFM_CHECK(o.batch >= 1, "batch must be at least 1");
-  Trainer trainer(o.trainer, out);
-  VitTask task(o, trainer.resumed(), out);
+  Trainer trainer(options, out);
+  VitTraining task(o, trainer.resumed(), options.resume, out);
   return trainer.run(task);
 }
 
-}  // namespace tfm::train
+}  // namespace tfm::training

@@ -1,5 +1,5 @@
 #pragma once
-// Training and evaluating a Vision Transformer on an MNIST-style image set
+// Training (tfm::VitTask) and evaluating a Vision Transformer on an MNIST-style image set
 // (Fashion-MNIST from the Debian package dataset-fashion-mnist by default).
 // Pixels are scaled to [-1, 1]; the last `valid_images` training images are held
 // out for validation (accuracy picks the best checkpoint); training images are
@@ -12,28 +12,17 @@
 #include "data/idx.h"
 #include "models/stack_config.h"
 #include "models/vit.h"
+#include "tfm/training.h"
 #include "train/trainer.h"
 
-namespace tfm::train {
+namespace tfm::training {
 
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+using tfm::kFashionMnistDir;
 
-struct VitOptions {
-  std::string data_dir = kFashionMnistDir;
-  models::StackConfig model = default_model();
-  std::string config_origin = "model configuration";  // what errors in `model` name (e.g. its --config file)
-  int64_t batch = 128;
-  int64_t valid_images = 5000;
-  bool flip = true;
-  TrainerOptions trainer = default_trainer();
+// Patch 7 (16 patches + [CLS]), 6 layers, 128 dims, 4 heads, feed-forward 256.
+models::StackConfig default_vit();
 
-  // Patch 7 (16 patches + [CLS]), 6 layers, 128 dims, 4 heads, feed-forward 256.
-  static models::StackConfig default_model();
-  // AdamW 1e-3, weight decay 0.05, 300 warm-up steps, cosine decay over 16 epochs.
-  static TrainerOptions default_trainer();
-};
-
-int run_vit_training(const VitOptions& options, std::ostream& out);
+tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& task, std::ostream& out);
 
 // Images [indices] as a batch [n, 1, rows, cols] scaled to [-1, 1], each mirrored
 // left-right where flip[i] is set (flip may be empty).
@@ -49,4 +38,4 @@ struct Evaluation {
 // Accuracy, mean cross-entropy and confusion matrix of `model` on images [first, first + count) of `set`.
 Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_t first, int64_t count);
 
-}  // namespace tfm::train
+}  // namespace tfm::training
