@@ -42,8 +42,12 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("channels", c.channels);
   f.read("patch", c.patch);
   f.read("classes", c.classes);
-  if (!validate) return c;
-  c.validate(origin);
+  return validate ? c.validated(origin) : c;
+}
+
+StackConfig StackConfig::validated(const std::string& origin) const {
+  validate(origin);
+  StackConfig c = *this;
   if (c.family == "vit") c.max_len = c.patches() + 1;
   return c;
 }

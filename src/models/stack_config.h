@@ -14,7 +14,7 @@ namespace tfm::models {
 struct StackConfig {
   std::string family;             // "gpt", "bert" or "vit"
   int64_t vocab = 0;              // gpt, bert: token vocabulary (specials included)
-  int64_t max_len = 64;           // gpt: context window; bert: longest input. vit: derived (patches + 1) once validated
+  int64_t max_len = 64;           // gpt: context window; bert: longest input. vit: derived (patches + 1) by validated()
   int64_t d_model = 128, heads = 4, d_ff = 512, layers = 4;
   float dropout = 0.0f;
   nn::Activation activation = nn::Activation::GELU;
@@ -34,6 +34,9 @@ struct StackConfig {
   static StackConfig from_file(const std::string& path, const std::string& family, const StackConfig& base, bool validate = true);
   // Every field within its bounds (models/json_fields.h), the weights within kMaxWeightFloats.
   void validate(const std::string& origin) const;
+  // validate(origin), then the fields that follow from the others (vit: max_len, the
+  // patches and [CLS]).
+  StackConfig validated(const std::string& origin) const;
   // About how many floats the weights and position tables take (tied weights counted apart).
   int64_t weight_floats() const;
 };

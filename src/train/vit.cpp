@@ -18,8 +18,7 @@ models::StackConfig default_vit() {
   c.family = "vit";
   c.image_size = 28, c.channels = 1, c.patch = 7, c.classes = 10;
   c.d_model = 128, c.heads = 4, c.d_ff = 256, c.layers = 6, c.dropout = 0.0f;
-  c.max_len = c.patches() + 1;
-  return c;
+  return c.validated("the ViT defaults");
 }
 
 Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indices, const std::vector<bool>& flip) {
@@ -73,8 +72,7 @@ class VitTraining : public TrainingTask {
       settings.check_kept(config.to_json(), saved.to_json(), resume_path);
       config = saved;
     } else {
-      config.validate(settings.origin());
-      config.max_len = config.patches() + 1;
+      config = config.validated(settings.origin());
     }
     train_set_ = data::read_image_split(o.data_dir, /*train=*/true, config.classes);
     TFM_CHECK(train_set_.rows == config.image_size && train_set_.cols == config.image_size && config.channels == 1,
