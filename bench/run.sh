@@ -6,14 +6,25 @@
 # sgemm peak. Prints the table and rewrites the results in docs/PERFORMANCE.md.
 # With --load instead: the tinyshakespeare recipe, `small` training and greedy
 # translation in both engines, alone and beside as many busy single-thread processes
-# as there are cores (bench/load.py, about 40 minutes on 2 cores).
-#   bench/run.sh [--load] [RUN_DIR] [THREADS]
+# as there are cores (bench/load.py, about 40 minutes on 2 cores). With --against REV:
+# tfm's rows only, by the binaries of commit REV (built in build/against/) and of this
+# tree in turn, five times each, as medians and ratios (bench/against.py, about 25
+# minutes on 2 cores; it rewrites nothing).
+#   bench/run.sh [--load | --against REV] [RUN_DIR] [THREADS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 script=bench/compare.py
+extra=()
 if [[ ${1:-} == --load ]]; then script=bench/load.py; shift; fi
+if [[ ${1:-} == --against ]]; then
+  [[ -n ${2:-} ]] || { echo "bench/run.sh: --against needs a commit" >&2; exit 1; }
+  rev=$(git rev-parse --verify --quiet "$2^{commit}") || { echo "bench/run.sh: $2 is not a commit" >&2; exit 1; }
+  script=bench/against.py
+  extra=(--baseline build/against/build)
+  shift 2
+fi
 run=${1:-runs/multi30k}
 threads=${2:-$(nproc)}
 data=../shared/data/multi30k
@@ -27,5 +38,12 @@ lm=(--text "$text")
 scripts/install-deps.sh --with-torch >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target tfm tfm_bench >/dev/null
-/usr/bin/python3 "$script" --model "$run/best.safetensors" --vocab "$run/vocab.model" --data "$data" \
+if [[ -n ${rev:-} ]]; then  # the earlier commit's binaries, in a worktree of their own
+  git worktree prune
+  [[ -d build/against/src ]] || git worktree add --detach build/against/src "$rev" >/dev/null
+  git -C build/against/src checkout --quiet --detach "$rev"
+  cmake -S build/against/src -B build/against/build -DCMAKE_BUILD_TYPE=Release -DTFM_BUILD_TESTS=OFF >/dev/null
+  cmake --build build/against/build -j"$(nproc)" --target tfm tfm_bench >/dev/null
+fi
+/usr/bin/python3 "$script" "${extra[@]}" --model "$run/best.safetensors" --vocab "$run/vocab.model" --data "$data" \
   --threads "$threads" "${lm[@]}"

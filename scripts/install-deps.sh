@@ -7,7 +7,7 @@ set -euo pipefail
 # ocl-icd-opencl-dev: oneDNN's CMake config requires OpenCL (its GPU runtime), which
 # libdnnl-dev only recommends.
 packages=(g++ cmake make pkg-config libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
-          libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev)
+          libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev pybind11-dev python3-dev python3-numpy python3-pytest)
 if [[ "${1:-}" == "--with-torch" ]]; then
   # Without an optimised BLAS, Debian's torch runs on the reference BLAS (~20x slower GEMM).
   packages+=(python3-torch python3-numpy libopenblas0-openmp)

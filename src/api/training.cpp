@@ -36,6 +36,14 @@ TrainingOptions cosine(const char* out_dir, float lr, float min_lr, int64_t warm
   return t;
 }
 
+// Training on random windows of a text: the step count decides, not the epochs.
+TrainingOptions steps_of_windows(TrainingOptions t, int64_t max_steps, int64_t validate_every) {
+  t.epochs = 1000000;
+  t.max_steps = max_steps;
+  t.validate_every = validate_every;
+  return t;
+}
+
 std::ostream& log_or_stdout(std::ostream* log) { return log ? *log : std::cout; }
 
 }  // namespace
@@ -53,11 +61,7 @@ TrainingOptions CopyTask::training_defaults() {
 }
 
 TrainingOptions LanguageModelTask::training_defaults() {
-  TrainingOptions t = cosine("runs/lm", 1e-3f, 1e-4f, /*warmup=*/100, /*beta2=*/0.99f, /*weight_decay=*/0.1f);
-  t.epochs = 1000000;  // random windows: the step count decides
-  t.max_steps = 2000;
-  t.validate_every = 250;
-  return t;
+  return steps_of_windows(cosine("runs/lm", 1e-3f, 1e-4f, /*warmup=*/100, /*beta2=*/0.99f, /*weight_decay=*/0.1f), 2000, 250);
 }
 
 TrainingOptions VitTask::training_defaults() {
@@ -70,11 +74,7 @@ TrainingOptions VitTask::training_defaults() {
 TrainingOptions MaskedLmTask::training_defaults() {
   // A high peak rate: with [MASK] in place of a token, the model must learn to read its
   // neighbours through the learned positions, and at 5e-4 it stays on the unigram plateau.
-  TrainingOptions t = cosine("runs/bert", 2e-3f, 1e-5f, /*warmup=*/200, /*beta2=*/0.999f, /*weight_decay=*/0.01f);
-  t.epochs = 1000000;  // random windows: the step count decides
-  t.max_steps = 3000;
-  t.validate_every = 500;
-  return t;
+  return steps_of_windows(cosine("runs/bert", 2e-3f, 1e-5f, /*warmup=*/200, /*beta2=*/0.999f, /*weight_decay=*/0.01f), 3000, 500);
 }
 
 TrainingResult train(const TrainingOptions& options, const TranslationTask& task, std::stop_token stop, std::ostream* log) {

@@ -1,0 +1,313 @@
+// The Python module `tfm`: a thin layer over the public C++ API (include/tfm), as the
+// command line is. Every call that computes releases the GIL, so that Python threads
+// run tfm's work at once; tfm's errors arrive as RuntimeError with tfm's message.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <ostream>
+#include <stop_token>
+#include <streambuf>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tfm/checkpoint.h"
+#include "tfm/classifier.h"
+#include "tfm/encoder.h"
+#include "tfm/generator.h"
+#include "tfm/training.h"
+#include "tfm/translator.h"
+
+namespace py = pybind11;
+using namespace py::literals;
+
+namespace {
+
+using Release = py::call_guard<py::gil_scoped_release>;
+
+// tfm computes on the CPU only until the CUDA backend lands (the CUDA issue).
+void check_device(const std::string& device) {
+  if (device != "cpu") throw py::value_error("device '" + device + "' is not available: this build of tfm runs on the cpu");
+}
+
+// A row-major float buffer as a NumPy array of `shape` (copied: the array owns its data).
+py::array_t<float> to_numpy(const std::vector<float>& values, std::vector<py::ssize_t> shape) {
+  py::array_t<float> a(shape);
+  std::copy(values.begin(), values.end(), a.mutable_data());
+  return a;
+}
+
+// A struct made from keyword arguments, each setting the attribute of its name (a
+// misspelt name is a TypeError, not a setting silently ignored).
+template <class T>
+T from_kwargs(const py::kwargs& settings) {
+  py::object o = py::cast(T{});
+  for (const auto& [name, value] : settings) {
+    if (!py::hasattr(o, name)) throw py::type_error("unknown setting '" + py::str(name).cast<std::string>() + "'");
+    py::setattr(o, name, value);
+  }
+  return o.cast<T>();
+}
+
+template <class T>
+py::class_<T> settings_class(py::module_& m, const char* name, const char* doc) {
+  return py::class_<T>(m, name, doc).def(py::init(&from_kwargs<T>));
+}
+
+void bind_translator(py::module_& m) {
+  py::class_<tfm::Translation>(m, "Translation", "One sentence's translation: hypotheses best first, with their scores")
+      .def_readonly("hypotheses", &tfm::Translation::hypotheses)
+      .def_readonly("scores", &tfm::Translation::scores)
+      .def_readonly("token_ids", &tfm::Translation::token_ids)
+      .def_readonly("truncated", &tfm::Translation::truncated)
+      .def_property_readonly("attention", [](const tfm::Translation& t) {
+        // Each hypothesis's [target subwords + 1, source subwords + 1] encoder-decoder attention.
+        py::list out;
+        for (size_t h = 0; h < t.attention.size(); ++h) {
+          const auto rows = static_cast<py::ssize_t>(t.token_ids[h].size() + 1);
+          out.append(to_numpy(t.attention[h], {rows, static_cast<py::ssize_t>(t.attention[h].size()) / rows}));
+        }
+        return out;
+      });
+  py::class_<tfm::Translator>(m, "Translator", "A translation model from `tfm train`, with a pool of workers")
+      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision, int threads, int workers,
+                       const std::string& src_vocab, const std::string& tgt_vocab) {
+             check_device(device);
+             py::gil_scoped_release release;
+             return std::make_unique<tfm::Translator>(path, tfm::TranslatorOptions{src_vocab, tgt_vocab, precision, threads, workers});
+           }),
+           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "threads"_a = 0, "workers"_a = 0, "src_vocab"_a = "", "tgt_vocab"_a = "")
+      .def(
+          "translate",
+          [](tfm::Translator& t, const std::vector<std::string>& sources, int64_t beam, int64_t nbest, float length_penalty, float max_len_a,
+             int64_t max_len_b, bool return_scores, bool return_attention) {
+            std::vector<tfm::Translation> out = t.translate(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention});
+            if (!return_scores)
+              for (tfm::Translation& one : out) one.scores.clear();
+            return out;
+          },
+          "sources"_a, "beam"_a = 4, "nbest"_a = 1, "length_penalty"_a = 1.0f, "max_len_a"_a = 1.5f, "max_len_b"_a = 10,
+          "return_scores"_a = true, "return_attention"_a = false, Release())
+      .def_property_readonly("max_source_tokens", &tfm::Translator::max_source_tokens);
+}
+
+// Generator.stream's iterator: each next() waits (without the GIL) for the next piece.
+struct PieceIterator {
+  tfm::TextStream stream;
+  std::string next() {
+    std::optional<std::string> piece;
+    {
+      py::gil_scoped_release release;
+      piece = stream.next();
+    }
+    if (!piece) throw py::stop_iteration();
+    return *piece;
+  }
+};
+
+void bind_generator(py::module_& m) {
+  py::class_<PieceIterator>(m, "TextStream", "The pieces of one request's text as they are generated")
+      .def("__iter__", [](PieceIterator& it) -> PieceIterator& { return it; })
+      .def("__next__", &PieceIterator::next);
+  auto options = [](int64_t max_tokens, float temperature, int64_t top_k, float top_p, uint64_t seed) {
+    return tfm::GenerationOptions{max_tokens, temperature, top_k, top_p, seed};
+  };
+  py::class_<tfm::Generator>(m, "Generator", "A language model from `tfm lm train`; requests share its batch (continuous batching)")
+      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision, const std::string& vocab) {
+             check_device(device);
+             py::gil_scoped_release release;
+             return std::make_unique<tfm::Generator>(path, tfm::ModelOptions{vocab, precision});
+           }),
+           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
+      .def(
+          "generate",
+          [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
+                    uint64_t seed) { return g.generate(prompt, options(max_tokens, temperature, top_k, top_p, seed)); },
+          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1, Release())
+      .def(
+          "stream",
+          [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
+                    uint64_t seed) { return PieceIterator{g.stream(prompt, options(max_tokens, temperature, top_k, top_p, seed))}; },
+          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1);
+}
+
+void bind_encoder_and_classifier(py::module_& m) {
+  py::class_<tfm::Encoder>(m, "Encoder", "Sentence vectors from a `tfm bert train` encoder")
+      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision, const std::string& vocab) {
+             check_device(device);
+             py::gil_scoped_release release;
+             return std::make_unique<tfm::Encoder>(path, tfm::ModelOptions{vocab, precision});
+           }),
+           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
+      .def(
+          "embed",
+          [](const tfm::Encoder& e, const std::vector<std::string>& sentences, const std::string& pool) {
+            tfm::Embeddings v;
+            {
+              py::gil_scoped_release release;
+              v = e.embed(sentences, pool);
+            }
+            return to_numpy(v.values, {static_cast<py::ssize_t>(v.count), static_cast<py::ssize_t>(v.dim)});  // [sentences, dim]
+          },
+          "sentences"_a, "pool"_a = "mean")
+      .def_property_readonly("dim", &tfm::Encoder::dim);
+  py::class_<tfm::Classifier>(m, "Classifier", "Image classes from a `tfm vit train` Vision Transformer")
+      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision) {
+             check_device(device);
+             py::gil_scoped_release release;
+             return std::make_unique<tfm::Classifier>(path, tfm::ModelOptions{"", precision});
+           }),
+           "path"_a, "device"_a = "cpu", "precision"_a = "f32")
+      .def(
+          "classify",
+          [](const tfm::Classifier& c, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> images) {
+            // [n, size, size] or [n, channels, size, size] pixels 0-255 -> labels [n], probabilities [n, classes]
+            const int64_t per_image = c.channels() * c.image_size() * c.image_size();
+            if (images.ndim() < 3 || images.size() % per_image != 0)
+              throw py::value_error("images must be [n, " + std::to_string(c.image_size()) + ", " + std::to_string(c.image_size()) +
+                                    "] (or [n, channels, size, size]) arrays of uint8 pixels");
+            const std::vector<uint8_t> pixels(images.data(), images.data() + images.size());
+            tfm::Classification r;
+            {
+              py::gil_scoped_release release;
+              r = c.classify(pixels, images.shape(0));
+            }
+            py::array_t<int64_t> labels(static_cast<py::ssize_t>(r.count));
+            std::copy(r.labels.begin(), r.labels.end(), labels.mutable_data());
+            return py::make_tuple(labels, to_numpy(r.probabilities, {static_cast<py::ssize_t>(r.count), static_cast<py::ssize_t>(r.classes)}));
+          },
+          "images"_a)
+      .def_property_readonly("image_size", &tfm::Classifier::image_size)
+      .def_property_readonly("channels", &tfm::Classifier::channels)
+      .def_property_readonly("classes", &tfm::Classifier::classes);
+}
+
+void bind_checkpoints(py::module_& m) {
+  m.def(
+      "read_checkpoint",
+      [](const std::string& path) {
+        tfm::Checkpoint c;
+        {
+          py::gil_scoped_release release;
+          c = tfm::read_checkpoint(path);
+        }
+        py::dict tensors;
+        for (const auto& [name, a] : c.tensors) tensors[py::str(name)] = to_numpy(a.values, {a.shape.begin(), a.shape.end()});
+        return py::make_tuple(tensors, c.metadata);
+      },
+      "path"_a, "A checkpoint's tensors (name -> float32 NumPy array) and its metadata (str -> str)");
+  m.def(
+      "write_checkpoint",
+      [](const std::string& path, const std::map<std::string, py::array_t<float, py::array::c_style | py::array::forcecast>>& tensors,
+         const std::map<std::string, std::string>& metadata) {
+        tfm::Checkpoint c{{}, metadata};
+        for (const auto& [name, a] : tensors)
+          c.tensors[name] = {{a.shape(), a.shape() + a.ndim()}, {a.data(), a.data() + a.size()}};
+        py::gil_scoped_release release;
+        tfm::write_checkpoint(path, c);
+      },
+      "path"_a, "tensors"_a, "metadata"_a = std::map<std::string, std::string>{},
+      "Writes tensors (name -> array, stored as float32) and metadata atomically");
+}
+
+// What tfm::train reports, as Python values.
+py::dict result_dict(const tfm::TrainingResult& r) {
+  py::dict metrics;
+  for (const auto& [name, value] : r.metrics) metrics[py::str(name)] = value;
+  return py::dict("stopped"_a = r.stopped, "steps"_a = r.steps, "metrics"_a = metrics, "score_name"_a = r.score_name,
+                  "best_score"_a = r.best_score, "report"_a = r.report);
+}
+
+// A stop request a Python thread can make while train() runs in another.
+struct StopSource {
+  std::stop_source source;
+  void request() { source.request_stop(); }
+};
+
+// Discards what is written to it: train(..., quiet=True).
+struct NullBuffer : std::streambuf {
+  int overflow(int c) override { return c; }
+};
+
+template <class Task>
+void bind_train(py::module_& m) {
+  m.def(
+      "train",
+      [](const tfm::TrainingOptions& options, const Task& task, StopSource* stop, bool quiet) {
+        NullBuffer null;
+        std::ostream silent(&null);
+        tfm::TrainingResult r;
+        {
+          py::gil_scoped_release release;
+          r = tfm::train(options, task, stop ? stop->source.get_token() : std::stop_token{}, quiet ? &silent : nullptr);
+        }
+        return result_dict(r);
+      },
+      "options"_a, "task"_a, "stop"_a = nullptr, "quiet"_a = false);
+}
+
+void bind_training(py::module_& m) {
+  using O = tfm::TrainingOptions;
+  settings_class<tfm::Schedule>(m, "Schedule", "The learning rate's schedule")
+      .def_readwrite("lr", &tfm::Schedule::lr).def_readwrite("min_lr", &tfm::Schedule::min_lr)
+      .def_readwrite("warmup", &tfm::Schedule::warmup).def_readwrite("decay_steps", &tfm::Schedule::decay_steps);
+  settings_class<tfm::AdamOptions>(m, "AdamOptions", "Adam's settings")
+      .def_readwrite("beta1", &tfm::AdamOptions::beta1).def_readwrite("beta2", &tfm::AdamOptions::beta2)
+      .def_readwrite("eps", &tfm::AdamOptions::eps).def_readwrite("weight_decay", &tfm::AdamOptions::weight_decay);
+  settings_class<O>(m, "TrainingOptions", "The training loop's settings: the training commands' flags (start from a task's training_defaults())")
+      .def_readwrite("out_dir", &O::out_dir).def_readwrite("epochs", &O::epochs).def_readwrite("max_steps", &O::max_steps)
+      .def_readwrite("max_minutes", &O::max_minutes).def_readwrite("accumulate", &O::accumulate).def_readwrite("schedule", &O::schedule)
+      .def_readwrite("adam", &O::adam).def_readwrite("clip_norm", &O::clip_norm).def_readwrite("validate_every", &O::validate_every)
+      .def_readwrite("save_every", &O::save_every).def_readwrite("patience", &O::patience)
+      .def_readwrite("skip_nonfinite", &O::skip_nonfinite).def_readwrite("seed", &O::seed).def_readwrite("log_every", &O::log_every)
+      .def_readwrite("resume", &O::resume).def_readwrite("force", &O::force).def_readwrite("precision", &O::precision);
+  settings_class<tfm::TextData>(m, "TextData", "A text to train on: text, valid_text, vocab (SentencePiece; empty: characters)")
+      .def_readwrite("text", &tfm::TextData::text).def_readwrite("valid_text", &tfm::TextData::valid_text)
+      .def_readwrite("vocab", &tfm::TextData::vocab);
+  using T = tfm::TranslationTask;
+  settings_class<T>(m, "TranslationTask", "A translation model on a parallel corpus (tfm train)")
+      .def_readwrite("train_src", &T::train_src).def_readwrite("train_tgt", &T::train_tgt).def_readwrite("valid_src", &T::valid_src)
+      .def_readwrite("valid_tgt", &T::valid_tgt).def_readwrite("src_vocab", &T::src_vocab).def_readwrite("tgt_vocab", &T::tgt_vocab)
+      .def_readwrite("preset", &T::preset).def_readwrite("config", &T::config).def_readwrite("model", &T::model)
+      .def_readwrite("max_tokens", &T::max_tokens).def_readwrite("label_smoothing", &T::label_smoothing)
+      .def_readwrite("max_sentence_tokens", &T::max_sentence_tokens).def_readwrite("valid_sentences", &T::valid_sentences)
+      .def_static("training_defaults", &T::training_defaults);
+  using C = tfm::CopyTask;
+  settings_class<C>(m, "CopyTask", "The copy task (tfm train without data)")
+      .def_readwrite("config", &C::config).def_readwrite("model", &C::model).def_readwrite("batch", &C::batch)
+      .def_readwrite("seq_len", &C::seq_len).def_readwrite("samples", &C::samples).def_static("training_defaults", &C::training_defaults);
+  using L = tfm::LanguageModelTask;
+  settings_class<L>(m, "LanguageModelTask", "A decoder-only language model on a text (tfm lm train)")
+      .def_readwrite("data", &L::data).def_readwrite("config", &L::config).def_readwrite("model", &L::model)
+      .def_readwrite("batch", &L::batch).def_readwrite("sample_tokens", &L::sample_tokens).def_static("training_defaults", &L::training_defaults);
+  using V = tfm::VitTask;
+  settings_class<V>(m, "VitTask", "A Vision Transformer on an MNIST-style image set (tfm vit train)")
+      .def_readwrite("data_dir", &V::data_dir).def_readwrite("config", &V::config).def_readwrite("model", &V::model)
+      .def_readwrite("batch", &V::batch).def_readwrite("valid_images", &V::valid_images).def_readwrite("flip", &V::flip)
+      .def_static("training_defaults", &V::training_defaults);
+  using B = tfm::MaskedLmTask;
+  settings_class<B>(m, "MaskedLmTask", "A BERT-style encoder with the masked-LM objective (tfm bert train)")
+      .def_readwrite("data", &B::data).def_readwrite("config", &B::config).def_readwrite("model", &B::model)
+      .def_readwrite("batch", &B::batch).def_readwrite("mask_fraction", &B::mask_fraction).def_static("training_defaults", &B::training_defaults);
+  py::class_<StopSource>(m, "StopSource", "Pass to train(stop=...); request() from another thread ends the run after its step, saved")
+      .def(py::init<>())
+      .def("request", &StopSource::request);
+  bind_train<tfm::TranslationTask>(m);
+  bind_train<tfm::CopyTask>(m);
+  bind_train<tfm::LanguageModelTask>(m);
+  bind_train<tfm::VitTask>(m);
+  bind_train<tfm::MaskedLmTask>(m);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(tfm, m) {
+  m.doc() = "tfm: Transformers in C++ (translation, language models, BERT, ViT): inference, training and checkpoints";
+  bind_translator(m);
+  bind_generator(m);
+  bind_encoder_and_classifier(m);
+  bind_checkpoints(m);
+  bind_training(m);
+}

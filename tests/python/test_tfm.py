@@ -1,0 +1,159 @@
+"""The Python module against the command line and the C++ API it wraps (run by ctest:
+PYTHONPATH holds build/python, TFM_BINARY names build/tfm)."""
+import gzip
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import tfm
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "threads")
+MT, LM, BERT, VIT = (os.path.join(FIXTURES, f"{name}.safetensors") for name in ["mt", "lm", "bert", "vit"])
+SENTENCES = [line.strip() for line in open(os.path.join(FIXTURES, "mt.de"), encoding="utf-8")][:6]
+
+
+def cli(*args, stdin=""):
+    """What build/tfm prints for `args`."""
+    return subprocess.run([os.environ["TFM_BINARY"], *args], input=stdin, capture_output=True, text=True, check=True).stdout
+
+
+def test_translator_translates_as_the_command_line_does():
+    translator = tfm.Translator(MT)
+    got = [t.hypotheses[0] for t in translator.translate(SENTENCES, beam=4)]
+    assert got == cli("translate", "--model", MT, "--beam", "4", stdin="\n".join(SENTENCES) + "\n").splitlines()
+    two = translator.translate(SENTENCES[:1], beam=2, nbest=2)[0]
+    assert len(two.hypotheses) == 2 and two.scores[0] >= two.scores[1]
+    assert translator.translate(SENTENCES[:1], return_scores=False)[0].scores == []
+
+
+def test_attention_rows_are_distributions_over_the_source():
+    t = tfm.Translator(MT).translate(SENTENCES[:2], beam=1, return_attention=True)
+    for one in t:
+        a = one.attention[0]
+        assert a.shape[0] == len(one.token_ids[0]) + 1
+        np.testing.assert_allclose(a.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_threads_share_a_translator_and_get_what_one_caller_gets():
+    translator = tfm.Translator(MT, workers=2)
+    want = [t.hypotheses for t in translator.translate(SENTENCES, beam=2)]
+    got = [None] * 8
+
+    def work(i):
+        got[i] = [t.hypotheses for t in translator.translate(SENTENCES, beam=2)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [want] * 8
+
+
+def test_the_gil_is_released_while_tfm_computes():
+    translator = tfm.Translator(MT, workers=1)
+    done = threading.Event()
+    ticks = 0
+
+    def translate():
+        for _ in range(20):
+            translator.translate(SENTENCES, beam=4)
+        done.set()
+
+    worker = threading.Thread(target=translate)
+    worker.start()
+    while not done.is_set():  # runs only if the translating thread let go of the GIL
+        ticks += 1
+        done.wait(0.001)
+    worker.join()
+    assert ticks > 10
+
+
+def test_errors_are_exceptions_with_tfms_message():
+    with pytest.raises(RuntimeError, match="/nonexistent.safetensors"):
+        tfm.Translator("/nonexistent.safetensors")
+    with pytest.raises(ValueError, match="runs on the cpu"):
+        tfm.Translator(MT, device="cuda")
+    with pytest.raises(RuntimeError, match="nbest"):
+        tfm.Translator(MT).translate(["Hallo"], beam=2, nbest=3)
+    with pytest.raises(RuntimeError, match="not a language model"):
+        tfm.Generator(MT)
+
+
+def test_generator_continues_as_the_command_line_does_and_streams_the_same_text():
+    generator = tfm.Generator(LM)
+    text = generator.generate("ROMEO:", max_tokens=40, temperature=0)
+    assert "ROMEO:" + text + "\n" == cli("generate", "--model", LM, "--prompt", "ROMEO:", "--max-new-tokens", "40", "--temperature", "0")
+    pieces = list(generator.stream("ROMEO:", max_tokens=40, temperature=0))
+    assert len(pieces) > 1 and "".join(pieces) == text
+    sampled = [generator.generate("A", max_tokens=30, temperature=1.0, top_k=5, seed=s) for s in (1, 1, 2)]
+    assert sampled[0] == sampled[1] != sampled[2]
+
+
+def test_encoder_embeds_as_the_command_line_does():
+    vectors = tfm.Encoder(BERT).embed(SENTENCES[:3], pool="mean")
+    assert vectors.dtype == np.float32 and vectors.shape == (3, 32)
+    want = np.array([[float(x) for x in line.split()] for line in cli("embed", "--model", BERT, stdin="\n".join(SENTENCES[:3]) + "\n").splitlines()])
+    np.testing.assert_allclose(vectors, want, rtol=1e-5, atol=1e-6)
+
+
+def test_classifier_labels_images_from_numpy():
+    classifier = tfm.Classifier(VIT)
+    with gzip.open(os.path.join(FIXTURES, "fashion", "t10k-images-idx3-ubyte.gz")) as f:
+        images = np.frombuffer(f.read(), dtype=np.uint8, offset=16).reshape(-1, 28, 28)[:50]
+    labels, probabilities = classifier.classify(images)
+    assert labels.shape == (50,) and probabilities.shape == (50, classifier.classes)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+    assert (labels == probabilities.argmax(axis=1)).all()
+    with gzip.open(os.path.join(FIXTURES, "fashion", "t10k-labels-idx1-ubyte.gz")) as f:
+        truth = np.frombuffer(f.read(), dtype=np.uint8, offset=8)[:50]
+    assert (labels == truth).mean() > 0.5
+    with pytest.raises(ValueError, match="uint8 pixels"):
+        classifier.classify(np.zeros((2, 27, 27), dtype=np.uint8))
+
+
+def test_checkpoints_are_dicts_of_numpy_arrays(tmp_path):
+    tensors, metadata = tfm.read_checkpoint(MT)
+    assert all(a.dtype == np.float32 for a in tensors.values()) and "tfm.config" in metadata
+    copy = str(tmp_path / "copy.safetensors")
+    tfm.write_checkpoint(copy, tensors, metadata)
+    again, _ = tfm.read_checkpoint(copy)
+    assert again.keys() == tensors.keys() and all(np.array_equal(again[k], tensors[k]) for k in tensors)
+    os.symlink(os.path.join(FIXTURES, "vocab.model"), tmp_path / "vocab.model")
+    want = [t.hypotheses for t in tfm.Translator(MT).translate(SENTENCES[:2])]
+    assert [t.hypotheses for t in tfm.Translator(copy).translate(SENTENCES[:2])] == want
+
+
+def lm_run(tmp_path, steps):
+    task = tfm.LanguageModelTask(model='{"layers": 1, "d_model": 32, "heads": 2, "max_len": 16}', batch=4, sample_tokens=0)
+    task.data = tfm.TextData(text=os.path.join(FIXTURES, "lm.txt"))
+    options = tfm.LanguageModelTask.training_defaults()
+    options.out_dir, options.max_steps, options.validate_every = str(tmp_path / "run"), steps, 0
+    return options, task
+
+
+def test_training_from_python_with_the_command_lines_options(tmp_path):
+    options, task = lm_run(tmp_path, 20)
+    assert options.max_steps == 20 and options.schedule.warmup == 100  # tfm lm train's defaults
+    result = tfm.train(options, task, quiet=True)
+    assert not result["stopped"] and result["steps"] == 20 and result["score_name"] == "valid_loss"
+    assert result["metrics"]["valid_loss"] < 4.5
+    assert tfm.Generator(str(tmp_path / "run" / "best.safetensors")).generate("a", max_tokens=5, temperature=0)
+    with pytest.raises(TypeError, match="unknown setting 'stepz'"):
+        tfm.TrainingOptions(stepz=3)
+    options.force, task.model = True, '{"layers": 0}'
+    with pytest.raises(RuntimeError, match="layers"):
+        tfm.train(options, task, quiet=True)
+
+
+def test_a_stop_request_ends_training_after_its_step(tmp_path):
+    options, task = lm_run(tmp_path, 50)
+    stop = tfm.StopSource()
+    stop.request()
+    result = tfm.train(options, task, stop=stop, quiet=True)
+    assert result["stopped"] and result["steps"] == 1
+    options.resume = str(tmp_path / "run" / "last.safetensors")
+    assert tfm.train(options, task, quiet=True)["steps"] == 50
