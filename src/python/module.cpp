@@ -32,6 +32,16 @@ void check_device(const std::string& device) {
   if (device != "cpu") throw py::value_error("device '" + device + "' is not available: this build of tfm runs on the cpu");
 }
 
+// The constructor of a text model class (checkpoint, ModelOptions): it loads without the GIL.
+template <class Model>
+auto model_init() {
+  return py::init([](const std::string& path, const std::string& device, const std::string& precision, const std::string& vocab) {
+    check_device(device);
+    py::gil_scoped_release release;
+    return std::make_unique<Model>(path, tfm::ModelOptions{vocab, precision});
+  });
+}
+
 // A row-major float buffer as a NumPy array of `shape` (copied: the array owns its data).
 py::array_t<float> to_numpy(const std::vector<float>& values, std::vector<py::ssize_t> shape) {
   py::array_t<float> a(shape);
@@ -115,12 +125,7 @@ void bind_generator(py::module_& m) {
     return tfm::GenerationOptions{max_tokens, temperature, top_k, top_p, seed};
   };
   py::class_<tfm::Generator>(m, "Generator", "A language model from `tfm lm train`; requests share its batch (continuous batching)")
-      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision, const std::string& vocab) {
-             check_device(device);
-             py::gil_scoped_release release;
-             return std::make_unique<tfm::Generator>(path, tfm::ModelOptions{vocab, precision});
-           }),
-           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
+      .def(model_init<tfm::Generator>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
       .def(
           "generate",
           [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
@@ -135,12 +140,7 @@ void bind_generator(py::module_& m) {
 
 void bind_encoder_and_classifier(py::module_& m) {
   py::class_<tfm::Encoder>(m, "Encoder", "Sentence vectors from a `tfm bert train` encoder")
-      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision, const std::string& vocab) {
-             check_device(device);
-             py::gil_scoped_release release;
-             return std::make_unique<tfm::Encoder>(path, tfm::ModelOptions{vocab, precision});
-           }),
-           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
+      .def(model_init<tfm::Encoder>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
       .def(
           "embed",
           [](const tfm::Encoder& e, const std::vector<std::string>& sentences, const std::string& pool) {
