@@ -159,7 +159,8 @@ struct TrainingResult {
   std::string report;      // the family's closing words (a sample, decoded copies...), also printed
 };
 
-// Trains, printing progress and the summary to `log` (null: standard output). Requesting
+// Trains, printing progress lines and the summary to `log` (null: the summary to standard
+// output, progress to standard error, a bar on a terminal). Requesting
 // a stop on `stop` ends the run after its current step, saving last.safetensors. Errors
 // (bad data, settings, a used out_dir) are thrown as std::runtime_error with one line.
 TFM_API TrainingResult train(const TrainingOptions& options, const TranslationTask& task, std::stop_token stop = {}, std::ostream* log = nullptr);

@@ -1,7 +1,9 @@
 #include "tfm/encoder.h"
 
 #include "api/inference.h"
+#include "data/text.h"
 #include "decode/embedding.h"
+#include "tensor/error.h"
 
 namespace tfm {
 
@@ -23,6 +25,10 @@ Embeddings Encoder::embed(const std::vector<std::string>& sentences, const std::
   const decode::Pooling pooling = decode::parse_pooling(pool);
   Embeddings e{static_cast<int64_t>(sentences.size()), dim(), {}, 0};
   e.values.reserve(sentences.size() * static_cast<size_t>(e.dim));
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const char* problem = data::text_problem(sentences[i]);  // as the translator and the generator refuse such text
+    TFM_CHECK(!problem, "sentence " << i + 1 << ": " << problem);
+  }
   for (const std::string& s : sentences) {
     bool truncated = false;
     const std::vector<float> v = decode::sentence_vector(impl_->model, impl_->checkpoint.tokenizer->encode(s), pooling, &truncated);

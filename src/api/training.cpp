@@ -46,6 +46,13 @@ TrainingOptions steps_of_windows(TrainingOptions t, int64_t max_steps, int64_t v
 
 std::ostream& log_or_stdout(std::ostream* log) { return log ? *log : std::cout; }
 
+// The Trainer's options for a public call: progress lines go where the log goes, if given.
+training::TrainerOptions trainer_options(const TrainingOptions& options, std::stop_token stop, std::ostream* log) {
+  training::TrainerOptions t(options, std::move(stop));
+  t.progress_to_log = log != nullptr;
+  return t;
+}
+
 }  // namespace
 
 TrainingOptions TranslationTask::training_defaults() {
@@ -78,23 +85,23 @@ TrainingOptions MaskedLmTask::training_defaults() {
 }
 
 TrainingResult train(const TrainingOptions& options, const TranslationTask& task, std::stop_token stop, std::ostream* log) {
-  return training::run_translation_training({options, std::move(stop)}, task, log_or_stdout(log));
+  return training::run_translation_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
 }
 
 TrainingResult train(const TrainingOptions& options, const CopyTask& task, std::stop_token stop, std::ostream* log) {
-  return training::run_copy_task({options, std::move(stop)}, task, log_or_stdout(log)).run;
+  return training::run_copy_task(trainer_options(options, std::move(stop), log), task, log_or_stdout(log)).run;
 }
 
 TrainingResult train(const TrainingOptions& options, const LanguageModelTask& task, std::stop_token stop, std::ostream* log) {
-  return training::run_language_model_training({options, std::move(stop)}, task, log_or_stdout(log));
+  return training::run_language_model_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
 }
 
 TrainingResult train(const TrainingOptions& options, const VitTask& task, std::stop_token stop, std::ostream* log) {
-  return training::run_vit_training({options, std::move(stop)}, task, log_or_stdout(log));
+  return training::run_vit_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
 }
 
 TrainingResult train(const TrainingOptions& options, const MaskedLmTask& task, std::stop_token stop, std::ostream* log) {
-  return training::run_masked_lm_training({options, std::move(stop)}, task, log_or_stdout(log));
+  return training::run_masked_lm_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
 }
 
 }  // namespace tfm

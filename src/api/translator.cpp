@@ -65,7 +65,9 @@ struct Translator::Impl {
   Impl(const std::string& checkpoint, const TranslatorOptions& o)
       : tm(decode::TranslationModel::load(checkpoint, o.src_vocab, o.tgt_vocab)), options(o) {
     TFM_CHECK(o.max_batch >= 1, "max_batch must be at least 1, got " << o.max_batch);
-    TFM_CHECK(o.threads >= 0 && o.workers >= 0 && o.batch_wait_us >= 0, "threads, workers and batch_wait_us must not be negative");
+    TFM_CHECK(o.threads >= 0 && o.threads <= 1024 && o.workers >= 0 && o.workers <= 1024,
+              "threads and workers must be from 0 (automatic) to 1024, got " << o.threads << " and " << o.workers);
+    TFM_CHECK(o.batch_wait_us >= 0, "batch_wait_us must not be negative, got " << o.batch_wait_us);
     tm.model->products().set_precision(ops::parse_precision(o.precision));
     tm.model->products().freeze();
     threads = o.threads > 0 ? o.threads : omp_get_max_threads();

@@ -6,6 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <functional>
+#include <future>
+#include <optional>
 #include <ostream>
 #include <stop_token>
 #include <streambuf>
@@ -25,20 +29,46 @@ using namespace py::literals;
 
 namespace {
 
-using Release = py::call_guard<py::gil_scoped_release>;
-
 // tfm computes on the CPU only until the CUDA backend lands (the CUDA issue).
 void check_device(const std::string& device) {
   if (device != "cpu") throw py::value_error("device '" + device + "' is not available: this build of tfm runs on the cpu");
 }
 
+// A path argument: str, bytes or os.PathLike (pathlib.Path), without NUL bytes (which
+// would cut the path short where the system reads it).
+std::string path_of(const py::object& path) {
+  py::object fs = py::module_::import("os").attr("fsdecode")(py::module_::import("os").attr("fspath")(path));
+  const std::string p = fs.cast<std::string>();
+  if (p.find('\0') != std::string::npos) throw py::value_error("a path holds a NUL byte: " + py::repr(path).cast<std::string>());
+  return p;
+}
+
+// Waits for `future` without the GIL, looking every 50 ms for Ctrl-C (Python runs its
+// signal handlers in the main thread, with the GIL): a KeyboardInterrupt is raised at
+// once, after `on_interrupt` has run.
+template <class T>
+T wait_interruptibly(std::future<T>& future, const std::function<void()>& on_interrupt = {}) {
+  for (;;) {
+    {
+      py::gil_scoped_release release;
+      if (future.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) break;
+    }
+    if (PyErr_CheckSignals() != 0) {
+      if (on_interrupt) on_interrupt();
+      throw py::error_already_set();
+    }
+  }
+  return future.get();
+}
+
 // The constructor of a text model class (checkpoint, ModelOptions): it loads without the GIL.
 template <class Model>
 auto model_init() {
-  return py::init([](const std::string& path, const std::string& device, const std::string& precision, const std::string& vocab) {
+  return py::init([](const py::object& path, const std::string& device, const std::string& precision, const py::object& vocab) {
     check_device(device);
+    const std::string checkpoint = path_of(path), vocabulary = vocab.is_none() ? "" : path_of(vocab);
     py::gil_scoped_release release;
-    return std::make_unique<Model>(path, tfm::ModelOptions{vocab, precision});
+    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision});
   });
 }
 
@@ -82,36 +112,46 @@ void bind_translator(py::module_& m) {
         return out;
       });
   py::class_<tfm::Translator>(m, "Translator", "A translation model from `tfm train`, with a pool of workers")
-      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision, int threads, int workers,
-                       const std::string& src_vocab, const std::string& tgt_vocab) {
+      .def(py::init([](const py::object& path, const std::string& device, const std::string& precision, int threads, int workers,
+                       const py::object& src_vocab, const py::object& tgt_vocab) {
              check_device(device);
+             const std::string checkpoint = path_of(path);
+             tfm::TranslatorOptions o{src_vocab.is_none() ? "" : path_of(src_vocab), tgt_vocab.is_none() ? "" : path_of(tgt_vocab),
+                                      precision, threads, workers};
              py::gil_scoped_release release;
-             return std::make_unique<tfm::Translator>(path, tfm::TranslatorOptions{src_vocab, tgt_vocab, precision, threads, workers});
+             return std::make_unique<tfm::Translator>(checkpoint, o);
            }),
-           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "threads"_a = 0, "workers"_a = 0, "src_vocab"_a = "", "tgt_vocab"_a = "")
+           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "threads"_a = 0, "workers"_a = 0, "src_vocab"_a = py::none(),
+           "tgt_vocab"_a = py::none())
       .def(
           "translate",
           [](tfm::Translator& t, const std::vector<std::string>& sources, int64_t beam, int64_t nbest, float length_penalty, float max_len_a,
              int64_t max_len_b, bool return_scores, bool return_attention) {
-            std::vector<tfm::Translation> out = t.translate(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention});
+            auto pending = t.submit(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention});
+            std::vector<tfm::Translation> out = wait_interruptibly(pending);
             if (!return_scores)
               for (tfm::Translation& one : out) one.scores.clear();
             return out;
           },
           "sources"_a, "beam"_a = 4, "nbest"_a = 1, "length_penalty"_a = 1.0f, "max_len_a"_a = 1.5f, "max_len_b"_a = 10,
-          "return_scores"_a = true, "return_attention"_a = false, Release())
+          "return_scores"_a = true, "return_attention"_a = false)
       .def_property_readonly("max_source_tokens", &tfm::Translator::max_source_tokens);
 }
 
-// Generator.stream's iterator: each next() waits (without the GIL) for the next piece.
+// Generator.stream's iterator: each next() waits (without the GIL) for the next piece of
+// text (tokens that add none, such as an unknown token, give no piece).
 struct PieceIterator {
   tfm::TextStream stream;
-  std::string next() {
+  std::optional<std::string> next_piece() {
     std::optional<std::string> piece;
-    {
+    do {
       py::gil_scoped_release release;
       piece = stream.next();
-    }
+    } while (piece && piece->empty());
+    return piece;
+  }
+  std::string next() {
+    std::optional<std::string> piece = next_piece();
     if (!piece) throw py::stop_iteration();
     return *piece;
   }
@@ -125,22 +165,32 @@ void bind_generator(py::module_& m) {
     return tfm::GenerationOptions{max_tokens, temperature, top_k, top_p, seed};
   };
   py::class_<tfm::Generator>(m, "Generator", "A language model from `tfm lm train`; requests share its batch (continuous batching)")
-      .def(model_init<tfm::Generator>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
+      .def(model_init<tfm::Generator>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none())
       .def(
           "generate",
           [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
-                    uint64_t seed) { return g.generate(prompt, options(max_tokens, temperature, top_k, top_p, seed)); },
-          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1, Release())
+                    uint64_t seed) {
+            // Piece by piece, so that Ctrl-C ends it at once (dropping the stream cancels the request).
+            PieceIterator it{g.stream(prompt, options(max_tokens, temperature, top_k, top_p, seed))};
+            std::string text;
+            while (std::optional<std::string> piece = it.next_piece()) {
+              text += *piece;
+              if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+            }
+            return text;
+          },
+          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1)
       .def(
           "stream",
           [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
                     uint64_t seed) { return PieceIterator{g.stream(prompt, options(max_tokens, temperature, top_k, top_p, seed))}; },
-          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1);
+          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1,
+          py::keep_alive<0, 1>());  // the generator lives while a stream of it does
 }
 
 void bind_encoder_and_classifier(py::module_& m) {
   py::class_<tfm::Encoder>(m, "Encoder", "Sentence vectors from a `tfm bert train` encoder")
-      .def(model_init<tfm::Encoder>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = "")
+      .def(model_init<tfm::Encoder>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none())
       .def(
           "embed",
           [](const tfm::Encoder& e, const std::vector<std::string>& sentences, const std::string& pool) {
@@ -154,20 +204,28 @@ void bind_encoder_and_classifier(py::module_& m) {
           "sentences"_a, "pool"_a = "mean")
       .def_property_readonly("dim", &tfm::Encoder::dim);
   py::class_<tfm::Classifier>(m, "Classifier", "Image classes from a `tfm vit train` Vision Transformer")
-      .def(py::init([](const std::string& path, const std::string& device, const std::string& precision) {
+      .def(py::init([](const py::object& path, const std::string& device, const std::string& precision) {
              check_device(device);
+             const std::string checkpoint = path_of(path);
              py::gil_scoped_release release;
-             return std::make_unique<tfm::Classifier>(path, tfm::ModelOptions{"", precision});
+             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision});
            }),
            "path"_a, "device"_a = "cpu", "precision"_a = "f32")
       .def(
           "classify",
-          [](const tfm::Classifier& c, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> images) {
-            // [n, size, size] or [n, channels, size, size] pixels 0-255 -> labels [n], probabilities [n, classes]
-            const int64_t per_image = c.channels() * c.image_size() * c.image_size();
-            if (images.ndim() < 3 || images.size() % per_image != 0)
-              throw py::value_error("images must be [n, " + std::to_string(c.image_size()) + ", " + std::to_string(c.image_size()) +
-                                    "] (or [n, channels, size, size]) arrays of uint8 pixels");
+          [](const tfm::Classifier& c, const py::array& given) {
+            // [n, size, size] (one channel) or [n, channels, size, size] uint8 pixels -> labels [n], probabilities [n, classes]
+            const py::ssize_t size = c.image_size(), channels = c.channels();
+            const bool shaped = (given.ndim() == 3 && channels == 1 && given.shape(1) == size && given.shape(2) == size) ||
+                                (given.ndim() == 4 && given.shape(1) == channels && given.shape(2) == size && given.shape(3) == size);
+            const std::string want = "[n, " + std::to_string(size) + ", " + std::to_string(size) + "]" +
+                                     (channels == 1 ? " or [n, 1, " : " or [n, " + std::to_string(channels) + ", ") + std::to_string(size) +
+                                     ", " + std::to_string(size) + "]";
+            if (!shaped) throw py::value_error("images must be " + want + ", got shape " + py::str(given.attr("shape")).cast<std::string>());
+            if (!given.dtype().is(py::dtype::of<uint8_t>()))
+              throw py::value_error("images must be uint8 pixels (0-255), got " + py::str(given.dtype()).cast<std::string>() +
+                                    "; scale and convert them first (e.g. (x * 255).round().astype(numpy.uint8))");
+            const auto images = py::array_t<uint8_t, py::array::c_style>::ensure(given);
             const std::vector<uint8_t> pixels(images.data(), images.data() + images.size());
             tfm::Classification r;
             {
@@ -187,11 +245,12 @@ void bind_encoder_and_classifier(py::module_& m) {
 void bind_checkpoints(py::module_& m) {
   m.def(
       "read_checkpoint",
-      [](const std::string& path) {
+      [](const py::object& path) {
+        const std::string file = path_of(path);
         tfm::Checkpoint c;
         {
           py::gil_scoped_release release;
-          c = tfm::read_checkpoint(path);
+          c = tfm::read_checkpoint(file);
         }
         py::dict tensors;
         for (const auto& [name, a] : c.tensors) tensors[py::str(name)] = to_numpy(a.values, {a.shape.begin(), a.shape.end()});
@@ -200,13 +259,14 @@ void bind_checkpoints(py::module_& m) {
       "path"_a, "A checkpoint's tensors (name -> float32 NumPy array) and its metadata (str -> str)");
   m.def(
       "write_checkpoint",
-      [](const std::string& path, const std::map<std::string, py::array_t<float, py::array::c_style | py::array::forcecast>>& tensors,
+      [](const py::object& path, const std::map<std::string, py::array_t<float, py::array::c_style | py::array::forcecast>>& tensors,
          const std::map<std::string, std::string>& metadata) {
+        const std::string file = path_of(path);
         tfm::Checkpoint c{{}, metadata};
         for (const auto& [name, a] : tensors)
           c.tensors[name] = {{a.shape(), a.shape() + a.ndim()}, {a.data(), a.data() + a.size()}};
         py::gil_scoped_release release;
-        tfm::write_checkpoint(path, c);
+        tfm::write_checkpoint(file, c);
       },
       "path"_a, "tensors"_a, "metadata"_a = std::map<std::string, std::string>{},
       "Writes tensors (name -> array, stored as float32) and metadata atomically");
@@ -216,8 +276,10 @@ void bind_checkpoints(py::module_& m) {
 py::dict result_dict(const tfm::TrainingResult& r) {
   py::dict metrics;
   for (const auto& [name, value] : r.metrics) metrics[py::str(name)] = value;
-  return py::dict("stopped"_a = r.stopped, "steps"_a = r.steps, "metrics"_a = metrics, "score_name"_a = r.score_name,
-                  "best_score"_a = r.best_score, "report"_a = r.report);
+  const bool validated = !r.metrics.empty();  // none when the run stopped, or had nothing to train, before validating
+  return py::dict("stopped"_a = r.stopped, "steps"_a = r.steps, "metrics"_a = metrics,
+                  "score_name"_a = validated ? py::object(py::str(r.score_name)) : py::none(),
+                  "best_score"_a = validated ? py::object(py::float_(r.best_score)) : py::none(), "report"_a = r.report);
 }
 
 // A stop request a Python thread can make while train() runs in another.
@@ -235,25 +297,32 @@ template <class Task>
 void bind_train(py::module_& m) {
   m.def(
       "train",
-      [](const tfm::TrainingOptions& options, const Task& task, StopSource* stop, bool quiet) {
+      [](const tfm::TrainingOptions& options, const Task& task, StopSource* given_stop, bool quiet) {
+        // On its own thread, so that Ctrl-C here stops the run as on the command line: after
+        // its current step, saved; then the KeyboardInterrupt.
         NullBuffer null;
         std::ostream silent(&null);
-        tfm::TrainingResult r;
-        {
+        std::stop_source stop = given_stop ? given_stop->source : std::stop_source();
+        std::future<tfm::TrainingResult> run = std::async(std::launch::async, [&] {
+          return tfm::train(options, task, stop.get_token(), quiet ? &silent : nullptr);
+        });
+        return result_dict(wait_interruptibly(run, [&] {
+          stop.request_stop();
           py::gil_scoped_release release;
-          r = tfm::train(options, task, stop ? stop->source.get_token() : std::stop_token{}, quiet ? &silent : nullptr);
-        }
-        return result_dict(r);
+          run.wait();
+        }));
       },
       "options"_a, "task"_a, "stop"_a = nullptr, "quiet"_a = false);
 }
 
 void bind_training(py::module_& m) {
   using O = tfm::TrainingOptions;
-  settings_class<tfm::Schedule>(m, "Schedule", "The learning rate's schedule")
+  // Edited in place only (options.schedule.lr = ...): a fresh one would lose what the task
+  // chose and Python does not see (the schedule's kind, AdamW's decoupled decay).
+  py::class_<tfm::Schedule>(m, "Schedule", "The learning rate's schedule (edit it in place: options.schedule.lr = ...)")
       .def_readwrite("lr", &tfm::Schedule::lr).def_readwrite("min_lr", &tfm::Schedule::min_lr)
       .def_readwrite("warmup", &tfm::Schedule::warmup).def_readwrite("decay_steps", &tfm::Schedule::decay_steps);
-  settings_class<tfm::AdamOptions>(m, "AdamOptions", "Adam's settings")
+  py::class_<tfm::AdamOptions>(m, "AdamOptions", "Adam's settings (edit them in place: options.adam.beta2 = ...)")
       .def_readwrite("beta1", &tfm::AdamOptions::beta1).def_readwrite("beta2", &tfm::AdamOptions::beta2)
       .def_readwrite("eps", &tfm::AdamOptions::eps).def_readwrite("weight_decay", &tfm::AdamOptions::weight_decay);
   settings_class<O>(m, "TrainingOptions", "The training loop's settings: the training commands' flags (start from a task's training_defaults())")

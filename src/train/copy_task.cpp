@@ -122,7 +122,7 @@ void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
 }  // namespace
 
 CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask& o, std::ostream& out) {
-  TFM_CHECK(o.seq_len >= 2 && o.batch >= 1, "copy task: need seq_len >= 2 and batch >= 1");
+  TFM_CHECK(o.seq_len >= 2 && o.batch >= 1 && o.samples >= 0, "copy task: need seq_len >= 2, batch >= 1 and samples >= 0");
   Trainer trainer(options, out);
   if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), options.resume);
   const ModelSettings settings(o.config, o.model);

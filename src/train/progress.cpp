@@ -19,9 +19,21 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit, std::FILE* out)
-    : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), unit_(std::move(unit)), out_(out),
-      tty_(::isatty(::fileno(out)) != 0), start_(std::chrono::steady_clock::now()) {}
+Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit, std::ostream* lines)
+    : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), unit_(std::move(unit)), lines_(lines),
+      tty_(!lines && ::isatty(::fileno(stderr)) != 0), start_(std::chrono::steady_clock::now()) {}
+
+template <class... Args>
+void Progress::print(const char* format, Args... args) {
+  char line[512];
+  std::snprintf(line, sizeof line, format, args...);
+  if (lines_) {
+    *lines_ << line << std::flush;
+  } else {
+    std::fputs(line, stderr);
+    std::fflush(stderr);
+  }
+}
 
 void Progress::update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label) {
   const std::string lead = label.empty() ? "" : label + " ";
@@ -36,18 +48,16 @@ void Progress::update(int64_t step, double loss, double lr, int64_t tokens, cons
     const int filled = static_cast<int>(kWidth * static_cast<double>(step) / static_cast<double>(std::max<int64_t>(total_, 1)));
     std::string bar(static_cast<size_t>(filled), '#');
     bar.append(static_cast<size_t>(kWidth - filled), '.');
-    std::fprintf(out_, "\r%s[%s] %ld/%ld loss %.4f lr %.2e %.0f %s/s ETA %s   ", lead.c_str(), bar.c_str(), static_cast<long>(step),
-                 static_cast<long>(total_), loss, lr, tok_per_s, unit_.c_str(), format_duration(eta).c_str());
+    print("\r%s[%s] %ld/%ld loss %.4f lr %.2e %.0f %s/s ETA %s   ", lead.c_str(), bar.c_str(), static_cast<long>(step),
+          static_cast<long>(total_), loss, lr, tok_per_s, unit_.c_str(), format_duration(eta).c_str());
   } else if (step % log_every_ == 0 || step == total_) {
-    std::fprintf(out_, "%sstep %ld/%ld loss %.4f lr %.3e %s/s %.0f elapsed %s eta %s\n", lead.c_str(), static_cast<long>(step),
-                 static_cast<long>(total_), loss, lr, unit_.c_str(), tok_per_s, format_duration(elapsed).c_str(), format_duration(eta).c_str());
+    print("%sstep %ld/%ld loss %.4f lr %.3e %s/s %.0f elapsed %s eta %s\n", lead.c_str(), static_cast<long>(step),
+          static_cast<long>(total_), loss, lr, unit_.c_str(), tok_per_s, format_duration(elapsed).c_str(), format_duration(eta).c_str());
   }
-  std::fflush(out_);
 }
 
 void Progress::finish() {
-  if (tty_) std::fprintf(out_, "\n");
-  std::fflush(out_);
+  if (tty_) print("%s", "\n");
 }
 
 std::string count_of(int64_t n, const std::string& singular, const std::string& plural) {

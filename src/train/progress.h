@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <ostream>
 #include <string>
 
 namespace tfm::training {
@@ -11,7 +12,8 @@ namespace tfm::training {
 class Progress {
  public:
   // `unit` names what update() counts ("tok", "img"): the rate is shown per second.
-  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit = "tok", std::FILE* out = stderr);
+  // `lines`: where the log lines go; null: standard error (a bar on a terminal).
+  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit = "tok", std::ostream* lines = nullptr);
   // Call after each step with that step's loss, learning rate and items (tokens, images);
   // `label` (e.g. "epoch 3") leads the line.
   void update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label = "");
@@ -21,8 +23,11 @@ class Progress {
 
  private:
   int64_t total_, first_, log_every_;
+  template <class... Args>
+  void print(const char* format, Args... args);
+
   std::string unit_;
-  std::FILE* out_;
+  std::ostream* lines_;
   bool tty_;
   int64_t tokens_ = 0;
   double time_limit_ = 0;

@@ -69,8 +69,36 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 }  // namespace
 
+namespace {
+
+// The options' ranges, as the command line's flags check them (a library caller's values
+// get the same checks), named by the options' field names.
+void check_ranges(const TrainerOptions& o) {
+  auto at_least = [](const char* name, double value, double low) {
+    TFM_CHECK(value >= low, name << " must be at least " << low << " (got " << value << ")");
+  };
+  TFM_CHECK(!o.out_dir.empty(), "out_dir is empty: name the directory for the run's checkpoints");
+  at_least("epochs", static_cast<double>(o.epochs), 1);
+  at_least("max_steps", static_cast<double>(o.max_steps), 0);
+  at_least("accumulate", static_cast<double>(o.accumulate), 1);
+  at_least("validate_every", static_cast<double>(o.validate_every), 0);
+  at_least("save_every", static_cast<double>(o.save_every), 0);
+  at_least("patience", static_cast<double>(o.patience), 0);
+  at_least("log_every", static_cast<double>(o.log_every), 1);
+  TFM_CHECK(std::isfinite(o.max_minutes) && o.max_minutes >= 0, "max_minutes must be a number of at least 0 (got " << o.max_minutes << ")");
+  TFM_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, "clip_norm must be a number of at least 0 (got " << o.clip_norm << ")");
+  const AdamOptions& a = o.adam;
+  TFM_CHECK(a.beta1 >= 0 && a.beta1 < 1 && a.beta2 >= 0 && a.beta2 < 1,
+            "Adam's beta1 and beta2 must be at least 0 and below 1 (got " << a.beta1 << ", " << a.beta2 << ")");
+  TFM_CHECK(std::isfinite(a.eps) && a.eps > 0, "Adam's eps must be a number greater than 0 (got " << a.eps << ")");
+  TFM_CHECK(std::isfinite(a.weight_decay) && a.weight_decay >= 0, "weight_decay must be a number of at least 0 (got " << a.weight_decay << ")");
+  at_least("warmup", static_cast<double>(o.schedule.warmup), 0);
+}
+
+}  // namespace
+
 Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(options)), out_(out) {
-  TFM_CHECK(o_.accumulate >= 1 && o_.epochs >= 1 && o_.log_every >= 1, "training needs accumulate, epochs and log_every of at least 1");
+  check_ranges(o_);
   precision_ = ops::parse_precision(o_.precision);
   TFM_CHECK(precision_ != ops::Precision::int8, "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
   io::create_directories(o_.out_dir);
@@ -293,7 +321,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   if (total < o_.schedule.warmup)
     out_ << "warning: " << total << " steps are fewer than the " << o_.schedule.warmup
          << " warm-up steps (--warmup): the learning rate never reaches its peak" << std::endl;
-  Progress progress(total, state_.step, o_.log_every, task.unit());
+  Progress progress(total, state_.step, o_.log_every, task.unit(), o_.progress_to_log ? &out_ : nullptr);
   if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
   bool finished = state_.step >= total, interrupted = false;
   const int64_t first_step = state_.step;

@@ -46,6 +46,8 @@ struct TrainerOptions : tfm::TrainingOptions {
   // count: the MPI issue). Empty: one process.
   std::function<void(Tensor& bucket)> reduce_gradients;
   int64_t bucket_floats = int64_t{1} << 22;  // 16 MiB
+  // Progress lines into the run's log stream (a library caller's) instead of standard error.
+  bool progress_to_log = false;
 
   TrainerOptions() = default;
   TrainerOptions(const tfm::TrainingOptions& options, std::stop_token stop = {}) : tfm::TrainingOptions(options), stop(std::move(stop)) {}

@@ -148,6 +148,13 @@ Validation TranslationTraining::validate() {
 }  // namespace
 
 tfm::TrainingResult run_translation_training(const TrainerOptions& options, const tfm::TranslationTask& o, std::ostream& out) {
+  TFM_CHECK(!o.train_src.empty() && !o.train_tgt.empty() && !o.valid_src.empty() && !o.valid_tgt.empty() && !o.src_vocab.empty() &&
+                !o.tgt_vocab.empty(),
+            "translation training needs train_src, train_tgt, valid_src, valid_tgt, src_vocab and tgt_vocab "
+            "(--train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab, --tgt-vocab)");
+  TFM_CHECK(o.max_tokens >= 1 && o.max_sentence_tokens >= 1 && o.valid_sentences >= 0 && o.label_smoothing >= 0 && o.label_smoothing < 1,
+            "translation training needs max_tokens and max_sentence_tokens of at least 1, valid_sentences of at least 0 and "
+            "label_smoothing in [0, 1)");
   Trainer trainer(options, out);
   if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, options.resume, "a translation one");
   TranslationTraining task(o, out);

@@ -2,8 +2,11 @@
 PYTHONPATH holds build/python, TFM_BINARY names build/tfm)."""
 import gzip
 import os
+import pathlib
+import signal
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -81,6 +84,13 @@ def test_errors_are_exceptions_with_tfms_message():
         tfm.Translator(MT).translate(["Hallo"], beam=2, nbest=3)
     with pytest.raises(RuntimeError, match="not a language model"):
         tfm.Generator(MT)
+    with pytest.raises(RuntimeError, match="threads and workers must be from 0"):
+        tfm.Translator(MT, threads=100000)
+    with pytest.raises(ValueError, match="NUL byte"):
+        tfm.Translator(MT + "\0junk")
+    with pytest.raises(RuntimeError, match="sentence 2: invalid UTF-8"):
+        tfm.Encoder(BERT).embed(["fine", b"\xff"])
+    assert tfm.Translator(pathlib.Path(MT)).translate(SENTENCES[:1])  # os.PathLike paths
 
 
 def test_generator_continues_as_the_command_line_does_and_streams_the_same_text():
@@ -91,6 +101,14 @@ def test_generator_continues_as_the_command_line_does_and_streams_the_same_text(
     assert len(pieces) > 1 and "".join(pieces) == text
     sampled = [generator.generate("A", max_tokens=30, temperature=1.0, top_k=5, seed=s) for s in (1, 1, 2)]
     assert sampled[0] == sampled[1] != sampled[2]
+
+
+def test_a_stream_keeps_its_generator_and_dropping_it_cancels_its_request():
+    stream = tfm.Generator(LM).stream("ROMEO:", max_tokens=10**6)  # the generator itself is dropped at once
+    assert next(stream)
+    started = time.monotonic()
+    del stream  # cancels the million tokens, then the generator goes
+    assert time.monotonic() - started < 5
 
 
 def test_encoder_embeds_as_the_command_line_does():
@@ -111,8 +129,11 @@ def test_classifier_labels_images_from_numpy():
     with gzip.open(os.path.join(FIXTURES, "fashion", "t10k-labels-idx1-ubyte.gz")) as f:
         truth = np.frombuffer(f.read(), dtype=np.uint8, offset=8)[:50]
     assert (labels == truth).mean() > 0.5
-    with pytest.raises(ValueError, match="uint8 pixels"):
+    assert (classifier.classify(images[:, None])[0] == labels).all()  # [n, 1, 28, 28]
+    with pytest.raises(ValueError, match=r"images must be \[n, 28, 28\]"):
         classifier.classify(np.zeros((2, 27, 27), dtype=np.uint8))
+    with pytest.raises(ValueError, match="images must be uint8 pixels"):
+        classifier.classify(images.astype(np.float32) / 255)
 
 
 def test_checkpoints_are_dicts_of_numpy_arrays(tmp_path):
@@ -144,8 +165,13 @@ def test_training_from_python_with_the_command_lines_options(tmp_path):
     assert tfm.Generator(str(tmp_path / "run" / "best.safetensors")).generate("a", max_tokens=5, temperature=0)
     with pytest.raises(TypeError, match="unknown setting 'stepz'"):
         tfm.TrainingOptions(stepz=3)
+    with pytest.raises(TypeError):
+        tfm.Schedule(lr=1e-3)  # edited in place only: options.schedule.lr = ...
     options.force, task.model = True, '{"layers": 0}'
     with pytest.raises(RuntimeError, match="layers"):
+        tfm.train(options, task, quiet=True)
+    options.max_steps = -5
+    with pytest.raises(RuntimeError, match=r"max_steps must be at least 0 \(got -5\)"):
         tfm.train(options, task, quiet=True)
 
 
@@ -155,5 +181,17 @@ def test_a_stop_request_ends_training_after_its_step(tmp_path):
     stop.request()
     result = tfm.train(options, task, stop=stop, quiet=True)
     assert result["stopped"] and result["steps"] == 1
+    assert result["metrics"] == {} and result["best_score"] is None
     options.resume = str(tmp_path / "run" / "last.safetensors")
     assert tfm.train(options, task, quiet=True)["steps"] == 50
+
+
+def test_ctrl_c_stops_training_after_its_step_saved(tmp_path):
+    options, task = lm_run(tmp_path, 10**6)
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        tfm.train(options, task, quiet=True)
+    assert time.monotonic() - started < 10
+    assert os.path.exists(tmp_path / "run" / "last.safetensors")
