@@ -293,6 +293,30 @@ struct NullBuffer : std::streambuf {
   int overflow(int c) override { return c; }
 };
 
+// Hands what tfm writes, line by line and from any thread, to Python's sys.stdout, so that
+// notebooks and redirect_stdout see a run's progress.
+struct PythonStdout : std::streambuf {
+  std::string line;
+  int overflow(int c) override {
+    if (c == EOF) return c;
+    line += static_cast<char>(c);
+    if (c == '\n') sync();
+    return c;
+  }
+  int sync() override {
+    if (line.empty()) return 0;
+    py::gil_scoped_acquire gil;
+    try {
+      py::object out = py::module_::import("sys").attr("stdout");
+      out.attr("write")(line);
+      out.attr("flush")();
+    } catch (const py::error_already_set&) {  // a closed or missing sys.stdout: the line is lost, the run goes on
+    }
+    line.clear();
+    return 0;
+  }
+};
+
 template <class Task>
 void bind_train(py::module_& m) {
   m.def(
@@ -301,10 +325,11 @@ void bind_train(py::module_& m) {
         // On its own thread, so that Ctrl-C here stops the run as on the command line: after
         // its current step, saved; then the KeyboardInterrupt.
         NullBuffer null;
-        std::ostream silent(&null);
+        PythonStdout python;
+        std::ostream log(quiet ? static_cast<std::streambuf*>(&null) : &python);
         std::stop_source stop = given_stop ? given_stop->source : std::stop_source();
         std::future<tfm::TrainingResult> run = std::async(std::launch::async, [&] {
-          return tfm::train(options, task, stop.get_token(), quiet ? &silent : nullptr);
+          return tfm::train(options, task, stop.get_token(), &log);
         });
         return result_dict(wait_interruptibly(run, [&] {
           stop.request_stop();

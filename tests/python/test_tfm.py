@@ -175,6 +175,17 @@ def test_training_from_python_with_the_command_lines_options(tmp_path):
         tfm.train(options, task, quiet=True)
 
 
+def test_training_logs_to_pythons_stdout_unless_quiet(tmp_path, capsys):
+    options, task = lm_run(tmp_path, 3)
+    options.log_every = 1
+    tfm.train(options, task)
+    out = capsys.readouterr().out
+    assert "step 3/3 loss" in out and "validation at step 3" in out, out
+    options.force = True
+    tfm.train(options, task, quiet=True)
+    assert capsys.readouterr() == ("", "")
+
+
 def test_a_stop_request_ends_training_after_its_step(tmp_path):
     options, task = lm_run(tmp_path, 50)
     stop = tfm.StopSource()
