@@ -126,6 +126,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"lm train --text TEXT --min-lr 0.01 --steps 1 --out OUT", 1, "--min-lr 0.01 must be from 0 to --lr 0.001"},
         BadRun{"train --steps 2 --warmup 5 --log-every 1 --samples 0 --out OUT", 0, "warning: 2 steps are fewer than the 5 warm-up steps (--warmup)"},
         BadRun{"train --seq-len 65 --out OUT", 1, "copy task: seq_len 65 exceeds the model's max_len 64"},
+        BadRun{"train --train-src TEXT --out OUT", 1, "translation training needs train_src, train_tgt, valid_src, valid_tgt, src_vocab and tgt_vocab (--train-src, --train-tgt"},
         BadRun{"train --preset base --out OUT", 2, "--preset applies only to translation training (with --train-src and --train-tgt)"},
         BadRun{"train --max-tokens 100 --out OUT", 2, "--max-tokens applies only to translation training"},
         BadRun{"train --train-src TEXT --train-tgt TEXT --seq-len 4 --out OUT", 2, "--seq-len applies only to the copy task"},

@@ -8,7 +8,6 @@
 #include "cli/stop_on_signal.h"
 #include "cli/trainer_flags.h"
 #include "cli/validators.h"
-#include "tensor/error.h"
 #include "tfm/training.h"
 
 namespace tfm::cli {
@@ -81,9 +80,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
     if (!o->mt.train_src.empty() || !o->mt.train_tgt.empty()) {
       refuse_flags(*cmd, {"--batch", "--seq-len", "--samples"}, "applies only to the copy task (tfm train without --train-src)");
-      tfm::TranslationTask& mt = o->mt;
-      TFM_CHECK(!mt.train_tgt.empty() && !mt.valid_src.empty() && !mt.valid_tgt.empty() && !mt.src_vocab.empty() && !mt.tgt_vocab.empty(),
-                "translation training needs --train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab and --tgt-vocab");
+      tfm::TranslationTask& mt = o->mt;  // the library refuses missing files, naming fields and flags
       if (cmd->count("--preset")) mt.preset = o->preset;
       mt.model = settings;
       exit_code = tfm::train(training, mt, stop.token()).stopped ? 130 : 0;
