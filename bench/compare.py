@@ -247,9 +247,9 @@ def report(a, sgemm, training, translation, lm, reduced):
     return "\n".join(lines)
 
 
-def update_doc(table, begin="<!-- results: bench/run.sh writes this section -->", end="<!-- end of results -->"):
-    """Replaces what lies between the markers `begin` and `end` of docs/PERFORMANCE.md."""
-    path = os.path.join(ROOT, "docs", "PERFORMANCE.md")
+def update_doc(table, begin="<!-- results: bench/run.sh writes this section -->", end="<!-- end of results -->", path=None):
+    """Replaces what lies between the markers `begin` and `end` of `path` (docs/PERFORMANCE.md)."""
+    path = path or os.path.join(ROOT, "docs", "PERFORMANCE.md")
     doc = open(path).read()
     if begin not in doc or end not in doc:
         raise SystemExit(f"{path} has lost its markers {begin} ... {end}; the table is printed above")

@@ -9,8 +9,11 @@
 # as there are cores (bench/load.py, about 40 minutes on 2 cores). With --against REV:
 # tfm's rows only, by the binaries of commit REV (built in build/against/) and of this
 # tree in turn, five times each, as medians and ratios (bench/against.py, about 25
-# minutes on 2 cores; it rewrites nothing).
-#   bench/run.sh [--load | --against REV] [RUN_DIR] [THREADS]
+# minutes on 2 cores; it rewrites nothing). With --serve: `tfm serve` under load on
+# loopback at 1, 8 and 64 clients against offline `tfm translate`, its memory over
+# 100,000 requests, Python's tfm.Translator from 8 threads, and a slow client beside
+# others (bench/serve.py; rewrites docs/SERVING.md's results).
+#   bench/run.sh [--load | --against REV | --serve] [RUN_DIR] [THREADS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
@@ -18,6 +21,8 @@ cd "$(dirname "$0")/.."
 script=bench/compare.py
 extra=()
 if [[ ${1:-} == --load ]]; then script=bench/load.py; shift; fi
+serve=0
+if [[ ${1:-} == --serve ]]; then serve=1; shift; fi
 if [[ ${1:-} == --against ]]; then
   [[ -n ${2:-} ]] || { echo "bench/run.sh: --against needs a commit" >&2; exit 1; }
   rev=$(git rev-parse --verify --quiet "$2^{commit}") || { echo "bench/run.sh: $2 is not a commit" >&2; exit 1; }
@@ -44,6 +49,12 @@ if [[ -n ${rev:-} ]]; then  # the earlier commit's binaries, in a worktree of th
   git -C build/against/src checkout --quiet --detach "$rev"
   cmake -S build/against/src -B build/against/build -DCMAKE_BUILD_TYPE=Release -DTFM_BUILD_TESTS=OFF >/dev/null
   cmake --build build/against/build -j"$(nproc)" --target tfm tfm_bench >/dev/null
+fi
+if ((serve)); then
+  cmake --build build -j"$(nproc)" --target tfm tfm_python >/dev/null
+  slow=()  # the slow-client run needs a language model: the README's, where it was trained
+  [[ -f runs/shakespeare/best.safetensors ]] && slow=(--lm runs/shakespeare/best.safetensors)
+  exec /usr/bin/python3 bench/serve.py --model "$run/best.safetensors" --data "$data" --threads "$threads" "${slow[@]}"
 fi
 /usr/bin/python3 "$script" "${extra[@]}" --model "$run/best.safetensors" --vocab "$run/vocab.model" --data "$data" \
   --threads "$threads" "${lm[@]}"

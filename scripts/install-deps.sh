@@ -5,9 +5,11 @@
 #                                         tests/reference/make_fixtures.py
 set -euo pipefail
 # ocl-icd-opencl-dev: oneDNN's CMake config requires OpenCL (its GPU runtime), which
-# libdnnl-dev only recommends.
+# libdnnl-dev only recommends. libcpp-httplib-dev and libjpeg-dev: `tfm serve`; chromium,
+# chromium-driver and python3-selenium: the test of its web page in a real browser.
 packages=(g++ cmake make pkg-config libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
-          libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev pybind11-dev python3-dev python3-numpy python3-pytest)
+          libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev pybind11-dev python3-dev python3-numpy python3-pytest
+          libcpp-httplib-dev libjpeg-dev chromium chromium-driver python3-selenium)
 if [[ "${1:-}" == "--with-torch" ]]; then
   # Without an optimised BLAS, Debian's torch runs on the reference BLAS (~20x slower GEMM).
   packages+=(python3-torch python3-numpy libopenblas0-openmp)

@@ -37,10 +37,16 @@ if [[ $needed != *libdnnl* || $needed == *sentencepiece_train* || $needed == *je
 fi
 # It exports the public API's functions and no other function of tfm's.
 internal=$(nm -DC --defined-only "$library" | grep -E ' [TW] tfm::' |
-           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::(read|write)_checkpoint\(' |
+           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::((read|write)_checkpoint|checkpoint_family)\(' |
            grep -vE ' T tfm::(train\(|(Translation|Copy|LanguageModel|Vit|MaskedLm)Task::training_defaults\(\))' || true)
 if [[ -n $internal ]]; then
   echo "libtfm.so exports internal functions:"$'\n'"$internal"
   exit 1
+fi
+# The Python module, installed beside the library, imports from there and translates alike.
+if [[ -n $(find "$build/python" -name 'tfm.*.so' 2>/dev/null) ]]; then
+  site=$(dirname "$(find "$prefix/usr" -path '*dist-packages/tfm.*.so' | head -n 1)")
+  py=$(PYTHONPATH=$site /usr/bin/python3 -c "import sys, tfm; print(tfm.__file__); print('\n'.join(t.hypotheses[0] for t in tfm.Translator('$model').translate(sys.argv[1:])))" "${sentences[@]}")
+  [[ $py == "$prefix/usr/"*$'\n'"$want" ]] || { echo "the installed Python module gave:"$'\n'"$py"; exit 1; }
 fi
 echo "the installed library built the examples: one translates as tfm translate does, the other trained a model and generated with it"

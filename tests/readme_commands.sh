@@ -21,7 +21,7 @@ ln -s "$shared" "$work/shared"
 cd "$work/checkout"
 
 # Sizes only: steps, model sizes, vocabulary size, sentences and images read, tokens
-# generated.
+# generated; and a server's port, 0 (any free one), so that a busy 8080 cannot fail it.
 tiny_model="--layers 1 --d-model 32 --heads 2 --d-ff 64"
 substitute() {
   sed -E \
@@ -32,7 +32,24 @@ substitute() {
     -e 's/(zcat [^ ]*test_2016_flickr\.[a-z]+\.gz) /\1 | head -5 /' \
     -e 's/^build\/tfm train$/build\/tfm train --steps 20/' \
     -e "s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2 $tiny_model/" \
-    -e "s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/"
+    -e "s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/" \
+    -e 's/(build\/tfm serve .*)--port [0-9]+/\1--port 0/'
+}
+
+# A server runs until it is stopped: it must load its models and listen within a
+# minute, then SIGTERM must stop it with status 0 (its requests: tests/serve/).
+serve_once() {
+  local log
+  log="$(mktemp)"
+  bash -c "exec $1" 2>"$log" </dev/null &
+  local pid=$! waited=0
+  until grep -q "listening on" "$log" || ((waited++ >= 600)) || ! kill -0 $pid 2>/dev/null; do sleep 0.1; done
+  kill -TERM $pid 2>/dev/null
+  local status=0
+  wait $pid || status=$?
+  cat "$log"
+  rm -f "$log"
+  return $status
 }
 
 # The README's shell blocks, continuation lines joined, comments dropped.
@@ -58,7 +75,11 @@ for c in "${ordered[@]}"; do
   if [[ "$c" == D=* ]]; then eval "export $c"; continue; fi
   start=$SECONDS
   status=0
-  out="$(bash -c "$c" 2>&1 </dev/null)" || status=$?  # as a user's shell runs it: no pipefail
+  if [[ "$c" == "build/tfm serve "* ]]; then
+    out="$(serve_once "$c" 2>&1)" || status=$?
+  else
+    out="$(bash -c "$c" 2>&1 </dev/null)" || status=$?  # as a user's shell runs it: no pipefail
+  fi
   if succeeded "$status" "$c"; then
     ran=$((ran + 1))
     echo "ok    $((SECONDS - start)) s  $c"

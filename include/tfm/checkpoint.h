@@ -32,4 +32,9 @@ TFM_API Checkpoint read_checkpoint(const std::string& path);
 // failure), with a checksum of the data; shapes must fit their values.
 TFM_API void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 
+// Which class runs a checkpoint tfm wrote: "translation" (tfm::Translator; `tfm train`),
+// "gpt" (tfm::Generator; `tfm lm train`), "bert" (tfm::Encoder; `tfm bert train`) or
+// "vit" (tfm::Classifier; `tfm vit train`). Throws std::runtime_error for any other file.
+TFM_API std::string checkpoint_family(const std::string& path);
+
 }  // namespace tfm

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/attention.h"
 #include "tfm/model_options.h"
 
 #include "tfm/export.h"
@@ -33,7 +34,11 @@ class TFM_API Classifier {
 
   // `count` images of channels() x image_size() x image_size() pixels (0-255), one after another.
   Classification classify(const std::vector<uint8_t>& pixels, int64_t count) const;
+  // Every layer's and head's attention for one image (channels() x image_size() x
+  // image_size() pixels): queries and keys are [CLS], then the patches row by row.
+  AttentionWeights attention(const std::vector<uint8_t>& pixels) const;
   int64_t image_size() const;
+  int64_t patch_size() const;
   int64_t channels() const;
   int64_t classes() const;
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/attention.h"
 #include "tfm/model_options.h"
 
 #include "tfm/export.h"
@@ -34,6 +35,9 @@ class TFM_API Encoder {
 
   // One vector per sentence: "mean" of its token vectors, or the "cls" vector.
   Embeddings embed(const std::vector<std::string>& sentences, const std::string& pool = "mean") const;
+  // Every layer's and head's attention over the sentence's tokens ([CLS] first, then
+  // at most max_tokens()), on the calling thread.
+  TextAttention attention(const std::string& sentence) const;
   int64_t dim() const;
   int64_t max_tokens() const;  // a sentence's tokens past this many are cut off
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "tfm/attention.h"
 #include "tfm/decoding.h"
 #include "tfm/model_options.h"
 
@@ -41,6 +42,12 @@ class TFM_API TextStream {
   std::shared_ptr<State> state_;
 };
 
+// What a generator is doing: requests in its running batch, tokens generated since loading.
+struct GeneratorStats {
+  int64_t running = 0;
+  int64_t tokens = 0;
+};
+
 class TFM_API Generator {
  public:
   // Loads the checkpoint; throws std::runtime_error with one line saying what is wrong.
@@ -61,6 +68,15 @@ class TFM_API Generator {
                                   std::function<void(const std::string&)> on_text = {}) const;
   // The text piece by piece, for the caller to take at its own pace.
   TextStream stream(const std::string& prompt, const GenerationOptions& options = {}) const;
+
+  // How many tokens `text` is, as a prompt (an empty one: 1, the line break it stands for).
+  int64_t count_tokens(const std::string& text) const;
+  // The model's positions: a prompt and its new tokens beyond this slide the window.
+  int64_t max_tokens() const;
+  GeneratorStats stats() const;
+  // Every layer's and head's (causal) attention over `text`'s tokens, its first
+  // max_tokens() of them, on the calling thread.
+  TextAttention attention(const std::string& text) const;
 
  private:
   struct Impl;

@@ -13,9 +13,11 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
+#include "tfm/attention.h"
 #include "tfm/decoding.h"
 
 #include "tfm/export.h"
@@ -28,7 +30,11 @@ struct TranslatorOptions {
   int threads = 0;                   // threads in all (0: the process's OpenMP setting)
   int workers = 0;                   // batches searched at once, sharing the threads (0: one per thread)
   int64_t max_batch = 32;            // sentences per batch
+  int64_t max_batch_tokens = 0;      // source subwords per batch, padding included: sentences x the longest (0: no bound)
   int64_t batch_wait_us = 2000;      // how long a batch that is not full waits for other requests
+  // When given, hears each batch as its search ends (its sentences and padded source
+  // subwords), from the worker that searched it; it must not throw.
+  std::function<void(int64_t sentences, int64_t tokens)> on_batch;
 };
 
 struct Translation {
@@ -59,11 +65,20 @@ class TFM_API Translator {
   // The same without waiting (invalid options or text throw here, at once). `on_progress`,
   // when given, hears how many sentences each finished batch translated, one call at a
   // time, from a worker; if it throws, the exception reaches the caller through the future.
+  // Once `cancel` is requested, the request's sentences still waiting for a worker are
+  // dropped and the future throws "the request was cancelled" (a batch being searched
+  // finishes first).
   std::future<std::vector<Translation>> submit(std::vector<std::string> sources, const TranslationOptions& options = {},
-                                               std::function<void(int64_t)> on_progress = {});
+                                               std::function<void(int64_t)> on_progress = {}, std::stop_token cancel = {});
+
+  // Every layer's and head's attention for `source` translated as `target` (empty: as
+  // translate() translates it with `options`), on the calling thread.
+  TranslationAttention attention(const std::string& source, const std::string& target = "", const TranslationOptions& options = {});
 
   // A source's subwords past this many are not read (Translation::truncated says so).
   int64_t max_source_tokens() const;
+  // How many subwords `sentence` is, without the </s> the model adds.
+  int64_t source_tokens(const std::string& sentence) const;
 
  private:
   struct Impl;

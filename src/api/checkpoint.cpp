@@ -1,5 +1,6 @@
 #include "tfm/checkpoint.h"
 
+#include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "tensor/error.h"
 
@@ -23,6 +24,12 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
     tensors.emplace_back(name, Tensor::from_vector(array.shape, array.values));
   }
   io::write_safetensors(path, tensors, checkpoint.metadata);
+}
+
+std::string checkpoint_family(const std::string& path) {
+  const io::Checkpoint info = io::checkpoint_info(io::read_safetensors(path), path);
+  io::check_model_kind(info.model_kind, {"encoder_decoder", "gpt", "bert", "vit"}, path, "a translation, gpt, bert or vit one");
+  return io::kind_name(info.model_kind);
 }
 
 }  // namespace tfm

@@ -21,6 +21,7 @@ Classifier::Classifier(const std::string& checkpoint, const ModelOptions& option
 Classifier::~Classifier() = default;
 
 int64_t Classifier::image_size() const { return impl_->model.config().image_size; }
+int64_t Classifier::patch_size() const { return impl_->model.config().patch; }
 int64_t Classifier::channels() const { return impl_->model.config().channels; }
 int64_t Classifier::classes() const { return impl_->model.config().classes; }
 
@@ -38,6 +39,15 @@ Classification Classifier::classify(const std::vector<uint8_t>& pixels, int64_t 
     out.labels.push_back(std::max_element(row, row + K) - row);
   }
   return out;
+}
+
+AttentionWeights Classifier::attention(const std::vector<uint8_t>& pixels) const {
+  const int64_t C = channels(), S = image_size();
+  TFM_CHECK(static_cast<int64_t>(pixels.size()) == C * S * S, pixels.size() << " pixels given for one image of " << C << "x" << S << "x" << S);
+  nn::AttentionMaps maps;
+  autograd::NoGradGuard no_grad;
+  impl_->model.forward(ops::from_pixels(Tensor::from_values({1, C, S, S}, pixels)), &maps);
+  return api::weights_of(maps.self);
 }
 
 }  // namespace tfm

@@ -1,6 +1,9 @@
 #include "tfm/encoder.h"
 
+#include <algorithm>
+
 #include "api/inference.h"
+#include "autograd/autograd.h"
 #include "data/text.h"
 #include "decode/embedding.h"
 #include "tensor/error.h"
@@ -20,6 +23,22 @@ Encoder::~Encoder() = default;
 int64_t Encoder::dim() const { return impl_->model.config().d_model; }
 
 int64_t Encoder::max_tokens() const { return impl_->model.config().max_len - 1; }
+
+TextAttention Encoder::attention(const std::string& sentence) const {
+  const char* problem = data::text_problem(sentence);
+  TFM_CHECK(!problem, "the sentence: " << problem);
+  std::vector<int> ids = impl_->checkpoint.tokenizer->encode(sentence);
+  ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(max_tokens())));
+  ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS], as embed() reads a sentence
+  nn::AttentionMaps maps;
+  {
+    autograd::NoGradGuard no_grad;
+    impl_->model.encode({ids, 1, static_cast<int64_t>(ids.size())}, &maps);
+  }
+  TextAttention out{{}, api::weights_of(maps.self)};
+  for (int id : ids) out.tokens.push_back(impl_->checkpoint.tokenizer->piece(id));
+  return out;
+}
 
 Embeddings Encoder::embed(const std::vector<std::string>& sentences, const std::string& pool) const {
   const decode::Pooling pooling = decode::parse_pooling(pool);

@@ -1,5 +1,7 @@
 #include "tfm/generator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "api/inference.h"
+#include "autograd/autograd.h"
 #include "data/text.h"
 #include "decode/sampling.h"
 #include "tensor/error.h"
@@ -73,6 +76,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   std::vector<decode::SamplingOptions> joining_options;
   bool stopping = false;
   decode::GenerationBatch batch{model};  // the worker's only
+  std::atomic<int64_t> running{0}, tokens{0};  // for stats()
   std::thread worker;
 
   Impl(const std::string& path, const ModelOptions& o)
@@ -100,9 +104,11 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
       }
       for (size_t i = 0; i < fresh.size(); ++i) {
         std::shared_ptr<Request> r = fresh[i];
-        batch.join(r->ids, options[i], [r](int id) { r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
+        batch.join(r->ids, options[i], [this, r](int id) { ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
       }
+      running = batch.size();
       batch.step();
+      running = batch.size();
     }
   }
 
@@ -112,10 +118,9 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     TFM_CHECK(!problem, "the prompt: " << problem);
     TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && std::isfinite(o.temperature) && o.top_p >= 0 && o.top_p <= 1,
               "generation options out of range (max_new_tokens, top_k and temperature at least 0, temperature finite; top_p in [0, 1])");
+    auto r = std::make_shared<Request>(Request{*checkpoint.tokenizer, {}, "", "", std::move(on_text), std::move(on_finish), {}});
+    r->ids = prompt_ids(prompt);
     const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
-    auto r = std::make_shared<Request>(Request{tokenizer, {}, "", "", std::move(on_text), std::move(on_finish), {}});
-    r->ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
-    TFM_CHECK(!r->ids.empty(), "the prompt encodes to no tokens");
     r->start = r->shown = tokenizer.decode(r->ids);
     const decode::SamplingOptions sampling{o};
     std::future<std::string> result = r->promise.get_future();
@@ -125,6 +130,13 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     }
     wake.notify_one();
     return result;
+  }
+
+  std::vector<int> prompt_ids(const std::string& prompt) const {
+    const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
+    std::vector<int> ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
+    TFM_CHECK(!ids.empty(), "the prompt encodes to no tokens");
+    return ids;
   }
 };
 
@@ -171,5 +183,30 @@ TextStream Generator::stream(const std::string& prompt, const GenerationOptions&
   state->result = std::move(result);
   return TextStream(state);
 }
+
+int64_t Generator::count_tokens(const std::string& text) const {
+  const char* problem = data::text_problem(text);
+  TFM_CHECK(!problem, "the text: " << problem);
+  return static_cast<int64_t>(impl_->prompt_ids(text).size());
+}
+
+int64_t Generator::max_tokens() const { return impl_->model.config().max_len; }
+
+TextAttention Generator::attention(const std::string& text) const {
+  const char* problem = data::text_problem(text);
+  TFM_CHECK(!problem, "the text: " << problem);
+  std::vector<int> ids = impl_->prompt_ids(text);
+  ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(max_tokens())));
+  nn::AttentionMaps maps;
+  {
+    autograd::NoGradGuard no_grad;
+    impl_->model.forward({ids, 1, static_cast<int64_t>(ids.size())}, nullptr, &maps);
+  }
+  TextAttention out{{}, api::weights_of(maps.self)};
+  for (int id : ids) out.tokens.push_back(impl_->checkpoint.tokenizer->piece(id));
+  return out;
+}
+
+GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load()}; }
 
 }  // namespace tfm

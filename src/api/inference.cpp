@@ -5,6 +5,17 @@
 
 namespace tfm::api {
 
+AttentionWeights weights_of(const std::vector<Tensor>& maps) {
+  AttentionWeights w;
+  w.layers = static_cast<int64_t>(maps.size());
+  for (const Tensor& m : maps) {  // [1, heads, queries, keys]
+    w.heads = m.size(1), w.queries = m.size(2), w.keys = m.size(3);
+    const std::vector<float> v = m.to_vector();
+    w.values.insert(w.values.end(), v.begin(), v.end());
+  }
+  return w;
+}
+
 void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const std::string& precision) {
   const ops::Precision p = ops::parse_precision(precision);  // a bad name fails before the weights load
   io::load_parameters(model.named_parameters(), file, path);

@@ -5,10 +5,14 @@
 #include <utility>
 
 #include "decode/family_checkpoint.h"
+#include "tfm/attention.h"
 #include "io/safetensors.h"
 #include "nn/module.h"
 
 namespace tfm::api {
+
+// Every layer's attention probabilities ([1, heads, queries, keys] each) as one array.
+AttentionWeights weights_of(const std::vector<Tensor>& maps);
 
 void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const std::string& precision);
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/inference.h"
 #include "data/text.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
@@ -29,6 +30,7 @@ struct Request {
   std::vector<Translation> results;
   std::promise<std::vector<Translation>> promise;
   std::function<void(int64_t)> on_progress;
+  std::stop_token cancel;
   std::mutex progress_mutex;  // one on_progress call at a time
   size_t remaining = 0;       // sentences not yet translated
   bool failed = false;
@@ -38,8 +40,12 @@ struct Request {
 struct Piece {
   std::shared_ptr<Request> request;
   std::vector<size_t> items;  // indices into request->sources
+  int64_t longest = 0;        // the longest item's subwords, with </s>
   Clock::time_point arrived;
 };
+
+// A batch's size in padded source subwords.
+int64_t padded_tokens(size_t sentences, int64_t longest) { return static_cast<int64_t>(sentences) * longest; }
 
 decode::SearchOptions search_options(const TranslationOptions& o, const data::Vocab& tgt_vocab) {
   TFM_CHECK(o.beam >= 1, "beam must be at least 1, got " << o.beam);
@@ -67,7 +73,8 @@ struct Translator::Impl {
     TFM_CHECK(o.max_batch >= 1, "max_batch must be at least 1, got " << o.max_batch);
     TFM_CHECK(o.threads >= 0 && o.threads <= 1024 && o.workers >= 0 && o.workers <= 1024,
               "threads and workers must be from 0 (automatic) to 1024, got " << o.threads << " and " << o.workers);
-    TFM_CHECK(o.batch_wait_us >= 0, "batch_wait_us must not be negative, got " << o.batch_wait_us);
+    TFM_CHECK(o.batch_wait_us >= 0 && o.max_batch_tokens >= 0,
+              "batch_wait_us and max_batch_tokens must not be negative, got " << o.batch_wait_us << " and " << o.max_batch_tokens);
     tm.model->products().set_precision(ops::parse_precision(o.precision));
     tm.model->products().freeze();
     threads = o.threads > 0 ? o.threads : omp_get_max_threads();
@@ -85,10 +92,11 @@ struct Translator::Impl {
   }
 
   std::future<std::vector<Translation>> submit(const std::vector<std::string>& texts, const TranslationOptions& o,
-                                               std::function<void(int64_t)> on_progress) {
+                                               std::function<void(int64_t)> on_progress, std::stop_token cancel) {
     auto request = std::make_shared<Request>();
     request->search = search_options(o, tm.tgt_vocab);
     request->on_progress = std::move(on_progress);
+    request->cancel = std::move(cancel);
     for (const std::string& text : texts) {
       const char* problem = data::text_problem(text);
       TFM_CHECK(!problem, "source " << request->sources.size() + 1 << ": " << problem);
@@ -96,10 +104,9 @@ struct Translator::Impl {
     }
     // An empty source is not searched: its translation is one empty hypothesis.
     request->results.resize(texts.size());
-    const size_t positions = static_cast<size_t>(tm.model->config().max_len) - 1;  // and </s>
     for (size_t i = 0; i < texts.size(); ++i) {
       Translation& t = request->results[i];
-      t.truncated = request->sources[i].size() > positions;
+      t.truncated = static_cast<int64_t>(request->sources[i].size()) > max_source_tokens();
       if (request->sources[i].empty()) t.hypotheses = {""}, t.scores = {0.0}, t.token_ids = {{}};
     }
     std::future<std::vector<Translation>> result = request->promise.get_future();
@@ -109,17 +116,35 @@ struct Translator::Impl {
       request->promise.set_value(std::move(request->results));
       return result;
     }
+    std::vector<Piece> pieces = cut(request, order);
     {
       const std::lock_guard<std::mutex> lock(mutex);
-      const size_t batch = static_cast<size_t>(options.max_batch);
-      for (size_t start = 0; start < order.size(); start += batch)
-        queue.push_back({request, {order.begin() + static_cast<std::ptrdiff_t>(start),
-                                   order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + batch))},
-                         Clock::now()});
+      for (Piece& p : pieces) queue.push_back(std::move(p));
     }
     wake.notify_all();
     return result;
   }
+
+  // The request's sentences in length order, cut into batches (each at least one sentence).
+  std::vector<Piece> cut(const std::shared_ptr<Request>& request, const std::vector<size_t>& order) const {
+    std::vector<Piece> pieces;
+    const Clock::time_point now = Clock::now();
+    for (size_t i : order) {
+      const int64_t length = std::min<int64_t>(static_cast<int64_t>(request->sources[i].size()), max_source_tokens()) + 1;
+      if (pieces.empty() || !fits(pieces.back().items.size() + 1, std::max(pieces.back().longest, length)))
+        pieces.push_back({request, {}, 0, now});
+      pieces.back().items.push_back(i);
+      pieces.back().longest = std::max(pieces.back().longest, length);
+    }
+    return pieces;
+  }
+
+  bool fits(size_t sentences, int64_t longest) const {
+    return sentences <= static_cast<size_t>(options.max_batch) &&
+           (options.max_batch_tokens == 0 || padded_tokens(sentences, longest) <= options.max_batch_tokens);
+  }
+
+  int64_t max_source_tokens() const { return tm.model->config().max_len - 1; }
 
   // A worker: takes the next batch, searches it, hands out the results; until stopped
   // with nothing left to do. Its batches run on its share of the threads, or, with the
@@ -130,9 +155,13 @@ struct Translator::Impl {
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
       wake.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty()) return;
+      drop_cancelled();
+      if (queue.empty()) {
+        if (stopping) return;
+        continue;
+      }
       const Clock::time_point deadline = queue.front().arrived + std::chrono::microseconds(options.batch_wait_us);
-      if (!stopping && joinable_sentences() < static_cast<size_t>(options.max_batch) && Clock::now() < deadline) {
+      if (!stopping && !batch_full() && Clock::now() < deadline) {
         wake.wait_until(lock, deadline);  // for other requests to join the batch
         continue;
       }
@@ -146,12 +175,13 @@ struct Translator::Impl {
     }
   }
 
-  // How many queued sentences the front piece's batch could take.
-  size_t joinable_sentences() const {
+  // Whether the queued sentences that could join the front piece's batch would fill it.
+  bool batch_full() const {
     size_t n = 0;
+    int64_t longest = 0;
     for (const Piece& p : queue)
-      if (p.request->search == queue.front().request->search) n += p.items.size();
-    return n;
+      if (p.request->search == queue.front().request->search) n += p.items.size(), longest = std::max(longest, p.longest);
+    return !fits(n, longest);
   }
 
   // The front piece, and the queued pieces of the same search options that fit beside it.
@@ -159,9 +189,11 @@ struct Translator::Impl {
     std::vector<Piece> batch{std::move(queue.front())};
     queue.pop_front();
     size_t size = batch[0].items.size();
+    int64_t longest = batch[0].longest;
     for (auto it = queue.begin(); it != queue.end();) {
-      if (it->request->search == batch[0].request->search && size + it->items.size() <= static_cast<size_t>(options.max_batch)) {
+      if (it->request->search == batch[0].request->search && fits(size + it->items.size(), std::max(longest, it->longest))) {
         size += it->items.size();
+        longest = std::max(longest, it->longest);
         batch.push_back(std::move(*it));
         it = queue.erase(it);
       } else {
@@ -169,6 +201,16 @@ struct Translator::Impl {
       }
     }
     return batch;
+  }
+
+  // Cancelled requests leave the queue, their futures told why (under the lock).
+  void drop_cancelled() {
+    for (const Piece& p : queue)
+      if (p.request->cancel.stop_requested() && !p.request->failed) {
+        p.request->failed = true;
+        p.request->promise.set_exception(std::make_exception_ptr(Error("the request was cancelled")));
+      }
+    std::erase_if(queue, [](const Piece& p) { return p.request->failed; });
   }
 
   // Searches the batch and hands each request its results; an error anywhere, a
@@ -188,8 +230,9 @@ struct Translator::Impl {
     for (const Piece& p : batch)
       for (size_t i : p.items) sources.push_back(&p.request->sources[i]);
     const decode::SearchOptions& o = batch[0].request->search;
-    const std::vector<std::vector<decode::Hypothesis>> hyps =
-        decode::beam_search(*tm.model, decode::pad_sources(sources, tm.model->config().pad_id, o.eos, tm.model->config().max_len), o);
+    const models::Tokens padded = decode::pad_sources(sources, tm.model->config().pad_id, o.eos, tm.model->config().max_len);
+    const std::vector<std::vector<decode::Hypothesis>> hyps = decode::beam_search(*tm.model, padded, o);
+    if (options.on_batch) options.on_batch(padded.rows(), padded.rows() * padded.cols());
     size_t k = 0;
     for (const Piece& p : batch) {
       for (size_t i : p.items) {
@@ -248,10 +291,41 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
 }
 
 std::future<std::vector<Translation>> Translator::submit(std::vector<std::string> sources, const TranslationOptions& options,
-                                                         std::function<void(int64_t)> on_progress) {
-  return impl_->submit(sources, options, std::move(on_progress));
+                                                         std::function<void(int64_t)> on_progress, std::stop_token cancel) {
+  return impl_->submit(sources, options, std::move(on_progress), std::move(cancel));
 }
 
-int64_t Translator::max_source_tokens() const { return impl_->tm.model->config().max_len - 1; }
+TranslationAttention Translator::attention(const std::string& source, const std::string& target, const TranslationOptions& options) {
+  const decode::TranslationModel& tm = impl_->tm;
+  for (const std::string* text : {&source, &target}) {
+    const char* problem = data::text_problem(*text);
+    TFM_CHECK(!problem, (text == &source ? "the source: " : "the target: ") << problem);
+  }
+  std::vector<int> src = tm.src_vocab.encode(source), tgt;
+  TFM_CHECK(!src.empty(), "the source is empty: there is nothing to attend to");
+  TranslationAttention out;
+  if (target.empty()) {  // the translation's own subwords, not its text encoded again
+    Translation t = translate({source}, options)[0];
+    out.translation = t.hypotheses[0], tgt = t.token_ids[0];
+  } else {
+    out.translation = target, tgt = tm.tgt_vocab.encode(target);
+  }
+  const decode::AttentionOfTranslation a = decode::attention_of(*tm.model, src, tgt, data::Vocab::kBos, data::Vocab::kEos);
+  src.resize(std::min<size_t>(src.size(), static_cast<size_t>(max_source_tokens())));  // as attention_of read it
+  src.push_back(data::Vocab::kEos);
+  tgt.insert(tgt.begin(), data::Vocab::kBos);
+  for (int id : src) out.source_tokens.push_back(tm.src_vocab.piece(id));
+  for (int id : tgt) out.target_tokens.push_back(tm.tgt_vocab.piece(id));
+  out.encoder = api::weights_of(a.encoder.self), out.decoder = api::weights_of(a.decoder.self), out.cross = api::weights_of(a.decoder.cross);
+  return out;
+}
+
+int64_t Translator::max_source_tokens() const { return impl_->max_source_tokens(); }
+
+int64_t Translator::source_tokens(const std::string& sentence) const {
+  const char* problem = data::text_problem(sentence);
+  TFM_CHECK(!problem, "the sentence: " << problem);
+  return static_cast<int64_t>(impl_->tm.src_vocab.encode(sentence).size());
+}
 
 }  // namespace tfm

@@ -8,11 +8,10 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "data/text.h"
-#include "decode/translation_model.h"
-#include "decode/translator.h"
 #include "io/checkpoint.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "tfm/translator.h"
 #include "train/vit.h"
 #include "viz/plots.h"
 
@@ -56,12 +55,6 @@ void run_vit(const Options& o, const CLI::App& cmd) {
   std::cout << "label " << label << ", predicted " << guess << "\nwrote " << o.out << "\n";
 }
 
-std::vector<std::string> pieces(const data::Vocab& v, const std::vector<int>& ids) {
-  std::vector<std::string> out;
-  for (int id : ids) out.push_back(v.piece(id));
-  return out;
-}
-
 void run(const Options& o, const CLI::App& cmd) {
   const std::string kind = io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind;
   io::check_model_kind(kind, {"encoder_decoder", "vit"}, o.model, "a translation or vit one (attention draws those)");
@@ -72,40 +65,24 @@ void run(const Options& o, const CLI::App& cmd) {
     const char* problem = data::text_problem(*text);
     TFM_CHECK(!problem, flag << ": " << problem);
   }
-  decode::TranslationModel tm = decode::TranslationModel::load(o.model);
-  models::EncoderDecoder& model = *tm.model;
-  use_for_inference(model, cmd);
-  const models::TransformerConfig& cfg = model.config();
-  std::vector<int> src_ids = tm.src_vocab.encode(o.src);
-  TFM_CHECK(!src_ids.empty(), "--src is empty");
-  std::vector<int> tgt_ids;
-  if (o.tgt.empty()) {  // show the model's own translation
-    decode::SearchOptions greedy;
-    greedy.beam = 1;
-    tgt_ids = decode::translate(model, {src_ids}, greedy, 1)[0][0].tokens;
-    std::cout << "translation: " << tm.tgt_vocab.decode(tgt_ids) << "\n";
-  } else {
-    tgt_ids = tm.tgt_vocab.encode(o.tgt);
-  }
-  const decode::AttentionOfTranslation attention = decode::attention_of(model, src_ids, tgt_ids, data::Vocab::kBos, data::Vocab::kEos);
-  const nn::AttentionMaps &encoder_maps = attention.encoder, &decoder_maps = attention.decoder;
-  src_ids.resize(std::min<size_t>(src_ids.size(), static_cast<size_t>(cfg.max_len - 1)));  // as attention_of read it
-  src_ids.push_back(data::Vocab::kEos);
-  tgt_ids.insert(tgt_ids.begin(), data::Vocab::kBos);
+  tfm::TranslatorOptions translator_options;
+  translator_options.precision = to_string(precision_flag(cmd));
+  tfm::Translator translator(o.model, translator_options);
+  tfm::TranslationOptions greedy;
+  greedy.beam = 1;
+  const tfm::TranslationAttention a = translator.attention(o.src, o.tgt, greedy);  // the model's own translation without --tgt
+  if (o.tgt.empty()) std::cout << "translation: " << a.translation << "\n";
   const bool encoder = o.kind == "encoder";
-  const int64_t layers = encoder ? cfg.encoder_layers : cfg.decoder_layers;
-  const int64_t layer = o.layer < 0 ? layers - 1 : o.layer;
-  TFM_CHECK(layer < layers, "--layer " << o.layer << " outside 0.." << layers - 1);
-  TFM_CHECK(o.head >= -1 && o.head < cfg.heads, "--head " << o.head << " outside 0.." << cfg.heads - 1 << " (or -1 for all)");
-  const std::vector<Tensor>& maps = encoder ? encoder_maps.self : o.kind == "decoder" ? decoder_maps.self : decoder_maps.cross;
-  Tensor w = maps[static_cast<size_t>(layer)];  // [1, heads, tq, tk]
-  w = ops::reshape(w, {w.size(1), w.size(2), w.size(3)});
-  if (o.head >= 0) w = ops::contiguous(ops::slice(w, 0, o.head, o.head + 1));
-  std::vector<std::string> src_pieces = pieces(tm.src_vocab, src_ids), tgt_pieces = pieces(tm.tgt_vocab, tgt_ids);
-  const std::vector<std::string>& queries = encoder ? src_pieces : tgt_pieces;
-  const std::vector<std::string>& keys = o.kind == "decoder" ? tgt_pieces : src_pieces;
+  const tfm::AttentionWeights& w = encoder ? a.encoder : o.kind == "decoder" ? a.decoder : a.cross;
+  const int64_t layer = o.layer < 0 ? w.layers - 1 : o.layer;
+  TFM_CHECK(layer < w.layers, "--layer " << o.layer << " outside 0.." << w.layers - 1);
+  TFM_CHECK(o.head >= -1 && o.head < w.heads, "--head " << o.head << " outside 0.." << w.heads - 1 << " (or -1 for all)");
+  const int64_t first = o.head < 0 ? 0 : o.head, heads = o.head < 0 ? w.heads : 1;
+  const Tensor maps = Tensor::from_vector({heads, w.queries, w.keys}, std::vector<float>(w.row(layer, first, 0), w.row(layer, first + heads, 0)));
+  const std::vector<std::string>& queries = encoder ? a.source_tokens : a.target_tokens;
+  const std::vector<std::string>& keys = o.kind == "decoder" ? a.target_tokens : a.source_tokens;
   const std::string what = encoder ? "encoder self-attention" : o.kind == "decoder" ? "decoder self-attention" : "encoder-decoder attention";
-  viz::attention_heatmap(w, queries, keys, what + ", layer " + std::to_string(layer) + (o.head >= 0 ? ", head " + std::to_string(o.head) : ""),
+  viz::attention_heatmap(maps, queries, keys, what + ", layer " + std::to_string(layer) + (o.head >= 0 ? ", head " + std::to_string(o.head) : ""),
                          o.out);
   std::cout << "wrote " << o.out << "\n";
 }

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_vit_command(app, exit_code);
   tfm::cli::add_bert_command(app, exit_code);
   tfm::cli::add_embed_command(app, exit_code);
+  tfm::cli::add_serve_command(app, exit_code);
   try {
     app.parse(argc, argv);
     tfm::io::check_stdout();  // output lost to a full disk must not end with status 0

@@ -118,6 +118,15 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
   return out;
 }
 
+std::string Tokenizer::piece(int id) const {
+  if (id == mask_id()) return "[MASK]";
+  if (is_special(id) || id < 0 || id >= size()) {
+    static const char* const kNames[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]"};
+    return id >= 0 && id < 4 ? kNames[id] : "[?]";
+  }
+  return spm_ ? spm_->piece(id) : chars_[static_cast<size_t>(id - kFirstChar)];
+}
+
 int Tokenizer::size() const { return spm_ ? spm_->size() + 1 : kFirstChar + static_cast<int>(chars_.size()); }
 
 int Tokenizer::mask_id() const { return spm_ ? spm_->size() : kMask; }

@@ -29,6 +29,8 @@ class Tokenizer {
   // SentencePiece: each line's pieces, lines separated by kEos.
   std::vector<int> encode(const std::string& text) const;
   std::string decode(const std::vector<int>& ids) const;  // specials other than the line break are dropped
+  // One token as a label: its character or SentencePiece piece; specials by name ([CLS], [SEP], ...).
+  std::string piece(int id) const;
   int size() const;           // ids 0 .. size()-1, [MASK] included
   int mask_id() const;        // [MASK], for the masked-language-model objective
   int line_break_id() const;  // '\n' (characters) or kEos (SentencePiece)

@@ -23,11 +23,11 @@ BERT::BERT(const StackConfig& c, int pad_id) : config_(c), pad_id_(pad_id) {
   register_parameter("mlm_bias", mlm_bias);
 }
 
-Tensor BERT::encode(const Tokens& ids) {
+Tensor BERT::encode(const Tokens& ids, nn::AttentionMaps* maps) {
   TFM_CHECK(ids.cols() <= config_.max_len, "input of " << ids.cols() << " tokens exceeds the model's maximum of " << config_.max_len);
   Tensor x = ops::add(tok_embed->forward(ids.ids), ops::embedding(pos_embed->weight, ops::arange(0, ids.cols())));
   x = dropout(embed_norm->forward(x), config_.dropout);              // [batch, len, d_model]
-  return encoder->forward(x, padding_mask(ids, pad_id_));            // [batch, len, d_model]
+  return encoder->forward(x, padding_mask(ids, pad_id_), nullptr, maps);  // [batch, len, d_model]
 }
 
 Tensor BERT::mlm_logits(const Tensor& hidden) const {

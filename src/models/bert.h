@@ -20,8 +20,9 @@ class BERT : public nn::Module {
  public:
   BERT(const StackConfig& config, int pad_id);
 
-  // ids: [batch, len] (padded with pad_id) -> hidden states [batch, len, d_model]
-  Tensor encode(const Tokens& ids);
+  // ids: [batch, len] (padded with pad_id) -> hidden states [batch, len, d_model];
+  // `maps`, where given, receives each layer's attention probabilities.
+  Tensor encode(const Tokens& ids, nn::AttentionMaps* maps = nullptr);
   // hidden rows [n, d_model] -> vocabulary logits [n, vocab]
   Tensor mlm_logits(const Tensor& hidden) const;
 

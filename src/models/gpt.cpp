@@ -21,7 +21,7 @@ GPT::GPT(const StackConfig& c) : config_(c) {
   blocks = register_module("blocks", std::make_shared<nn::Encoder>(c.layer_options(), c.layers));
 }
 
-Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
+Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::AttentionMaps* maps) {
   if (caches && !caches->empty() && (*caches)[0].ragged()) return forward_ragged(ids, *caches);
   const int64_t start = caches && !caches->empty() ? (*caches)[0].length : 0;
   TFM_CHECK(start + ids.cols() <= config_.max_len,
@@ -34,7 +34,7 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches) {
   }
   ops::AttentionMask causal;
   causal.causal = true;
-  x = blocks->forward(dropout(x, config_.dropout), causal, caches);  // [batch, len, d_model]
+  x = blocks->forward(dropout(x, config_.dropout), causal, caches, maps);  // [batch, len, d_model]
   return ops::linear(x, tok_embed->weight, Tensor(), products());                // [batch, len, vocab]
 }
 

@@ -21,7 +21,8 @@ class GPT : public nn::Module {
   // ids: [batch, len] -> logits [batch, len, vocab]. With caches (inference), ids
   // hold only the positions after the cached prefix, which must fit in max_len; with
   // ragged caches (nn::KVCache), one token per row, after each row's own prefix.
-  Tensor forward(const Tokens& ids, std::vector<nn::KVCache>* caches = nullptr);
+  // `maps`, where given, receives each layer's attention probabilities.
+  Tensor forward(const Tokens& ids, std::vector<nn::KVCache>* caches = nullptr, nn::AttentionMaps* maps = nullptr);
 
   // nanoGPT's initialisation: N(0, 0.02) weights, residual output projections
   // scaled by 1/sqrt(2 * layers), zero biases.

@@ -116,8 +116,9 @@ void bind_translator(py::module_& m) {
                        const py::object& src_vocab, const py::object& tgt_vocab) {
              check_device(device);
              const std::string checkpoint = path_of(path);
-             tfm::TranslatorOptions o{src_vocab.is_none() ? "" : path_of(src_vocab), tgt_vocab.is_none() ? "" : path_of(tgt_vocab),
-                                      precision, threads, workers};
+             tfm::TranslatorOptions o;
+             o.src_vocab = src_vocab.is_none() ? "" : path_of(src_vocab), o.tgt_vocab = tgt_vocab.is_none() ? "" : path_of(tgt_vocab);
+             o.precision = precision, o.threads = threads, o.workers = workers;
              py::gil_scoped_release release;
              return std::make_unique<tfm::Translator>(checkpoint, o);
            }),

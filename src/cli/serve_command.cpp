@@ -1,0 +1,72 @@
+// `tfm serve`: the HTTP server (src/serve) over one or more checkpoints, until Ctrl-C or SIGTERM.
+#include <omp.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/stop_on_signal.h"
+#include "cli/validators.h"
+#include "ops/linear_products.h"
+#include "serve/server.h"
+#include "tensor/error.h"
+
+namespace tfm::cli {
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<serve::ServerOptions>();
+  auto models = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve checkpoints over HTTP: translate, generate, OpenAI completions, embed, classify (docs/SERVING.md)");
+  cmd->add_option("--model", *models, "Checkpoint to serve, as PATH or NAME=PATH; repeat for several (a request names its \"model\")")
+      ->required();
+  cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface; use --api-key then)")->capture_default_str();
+  cmd->add_option("--port", o->port, "Port to listen on (0: any free port, printed on start)")->capture_default_str()->check(in_range(0, 65535));
+  cmd->add_option("--api-key", o->api_key, "Key every request must send (Authorization: Bearer KEY); default: $TFM_API_KEY");
+  CLI::Option_group* batching = cmd->add_option_group("Batching");
+  batching->add_option("--batch", o->batch, "Sentences per translation batch")->capture_default_str()->check(in_range<int64_t>(1, 4096));
+  batching->add_option("--max-tokens", o->max_tokens, "Source subwords per translation batch, padding included")
+      ->capture_default_str()->check(in_range<int64_t>(1, 1 << 24));
+  batching->add_option("--batch-wait-ms", o->batch_wait_ms, "How long a translation batch that is not full waits for other requests")
+      ->capture_default_str()->check(in_range<int64_t>(0, 10000));
+  batching->add_option("--workers", o->workers, "Translation batches searched at once (0: one per thread)")
+      ->capture_default_str()->check(in_range(0, 1024));
+  CLI::Option_group* limits = cmd->add_option_group("Limits");
+  limits->add_option("--max-items", o->max_items, "Sentences, prompts or images per request (400 beyond)")
+      ->capture_default_str()->check(in_range<int64_t>(1, 1 << 20));
+  limits->add_option("--max-sentence-tokens", o->max_sentence_tokens, "Subwords of a sentence or prompt (400 beyond)")
+      ->capture_default_str()->check(in_range<int64_t>(1, 1 << 20));
+  limits->add_option("--max-new-tokens", o->max_new_tokens, "Tokens a generation request may ask for (400 beyond)")
+      ->capture_default_str()->check(in_range<int64_t>(0, 1 << 20));
+  limits->add_option("--max-queue", o->max_queue, "Requests admitted at once (503 with Retry-After beyond)")
+      ->capture_default_str()->check(in_range<int64_t>(1, 1 << 20));
+  limits->add_option("--max-body", o->max_body, "Bytes of a request body (413 beyond)")->capture_default_str()->check(in_range<int64_t>(1, 1 << 30));
+  limits->add_option("--max-connections", o->max_connections, "Connections served at once (more wait for a free one)")
+      ->capture_default_str()->check(in_range(1, 65536));
+  limits->add_option("--timeout", o->timeout, "Seconds a request may take (504 beyond)")->capture_default_str()->check(in_range(0.001, 86400.0));
+  limits->add_option("--drain-timeout", o->drain_timeout, "Seconds to finish admitted requests after SIGTERM (503 beyond)")
+      ->capture_default_str()->check(in_range(0.0, 86400.0));
+  cmd->callback([o, models, cmd, &exit_code] {
+    for (const std::string& m : *models) {
+      const size_t eq = m.find('=');
+      // NAME=PATH, unless the '=' belongs to a path (one that has a '/' before it).
+      const bool named = eq != std::string::npos && m.find('/') > eq && eq > 0;
+      o->models.push_back(named ? serve::ModelSpec{m.substr(0, eq), m.substr(eq + 1)} : serve::ModelSpec{"", m});
+    }
+    if (o->api_key.empty())
+      if (const char* key = std::getenv("TFM_API_KEY")) o->api_key = key;
+    o->precision = to_string(precision_flag(*cmd));
+    o->threads = omp_get_max_threads();
+    StopOnSignal stop;  // the first SIGINT or SIGTERM drains; a second ends the process at once
+    try {
+      serve::serve(*o, stop.token(), std::cerr);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::runtime_error& e) {  // the library's and the server's own: one line, as tfm's errors are
+      throw Error(e.what());
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace tfm::cli

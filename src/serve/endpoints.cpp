@@ -1,0 +1,358 @@
+#include "serve/endpoints.h"
+
+#include <algorithm>
+#include <atomic>
+#include <ctime>
+#include <limits>
+#include <mutex>
+#include <optional>
+
+#include "serve/images.h"
+#include "serve/request.h"
+
+namespace tfm::serve {
+
+namespace {
+
+constexpr int64_t kMaxSeed = int64_t{1} << 53;  // exact in a JSON number
+
+// Runs `f`, whose std::runtime_error is the client's input refused by the library
+// (invalid UTF-8, a NUL byte): a 400 with the library's message.
+template <class F>
+auto client_input(F&& f) {
+  try {
+    return f();
+  } catch (const HttpError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw HttpError(400, e.what());
+  }
+}
+
+// 400 where a text is more subwords than --max-sentence-tokens.
+template <class Count>
+void check_lengths(const std::vector<std::string>& texts, const char* what, int64_t limit, Count count) {
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const int64_t n = client_input([&] { return count(texts[i]); });
+    if (n > limit)
+      throw HttpError(400, std::string(what) + " " + std::to_string(i + 1) + " is " + std::to_string(n) + " subwords; at most " +
+                               std::to_string(limit) + " per request (--max-sentence-tokens)");
+  }
+}
+
+std::string json_text(const nlohmann::json& value) { return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+const char* error_type(int status) {
+  if (status == 401) return "authentication_error";
+  if (status == 404) return "not_found_error";
+  if (status < 500) return "invalid_request_error";
+  return status == 503 ? "overloaded_error" : "server_error";
+}
+
+nlohmann::json error_json(int status, const std::string& message) {
+  return {{"error", {{"message", message}, {"type", error_type(status)}, {"code", status}}}};
+}
+
+// --- generation, shared by /v1/generate and /v1/completions ---
+
+GenerationOptions generation_options(const RequestBody& b, const Context& c, const char* length_field, int64_t default_length,
+                                     double default_temperature) {
+  GenerationOptions o;
+  o.max_new_tokens = b.integer(length_field, std::min(default_length, c.options.max_new_tokens), 0, c.options.max_new_tokens);
+  o.temperature = static_cast<float>(b.number("temperature", default_temperature, 0, 100));
+  o.top_k = b.integer("top_k", 0, 0, std::numeric_limits<int32_t>::max());
+  o.top_p = static_cast<float>(b.number("top_p", 1, 0, 1));
+  o.seed = static_cast<uint64_t>(b.integer("seed", 1, 0, kMaxSeed));
+  return o;
+}
+
+// A request's text, piece by piece, until it is complete, the request's deadline or the
+// drain's passes (HttpError 504 / 503), or the stream is dropped (its request cancelled).
+class Pieces {
+ public:
+  Pieces(const Context& c, const Call& call, ServedModel& m, const std::string& prompt, const GenerationOptions& o)
+      : life_(c.life), deadline_(call.deadline), stream_(client_input([&] { return m.generator->stream(prompt, o); })) {}
+
+  std::optional<std::string> next() {
+    life_.check(deadline_);  // past it, the caller drops this, which cancels the request
+    return stream_.next();
+  }
+
+ private:
+  const Lifecycle& life_;
+  Clock::time_point deadline_;
+  TextStream stream_;
+};
+
+std::string whole_text(Pieces& pieces) {
+  std::string text;
+  while (std::optional<std::string> piece = pieces.next()) text += *piece;
+  return text;
+}
+
+// Server-sent events: each piece as one `data:` event made by `event_of`, then `last`
+// events; an error after the headers went out as an `event: error`.
+void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::shared_ptr<Pieces> pieces,
+                   std::function<nlohmann::json(const std::string&)> event_of, std::vector<std::string> last) {
+  call.streaming = true;
+  call.res.set_header("Cache-Control", "no-cache");
+  call.res.set_chunked_content_provider(
+      "text/event-stream",
+      [pieces, event_of, last](size_t, httplib::DataSink& sink) {
+        auto send = [&](const std::string& event) { return sink.write(event.data(), event.size()); };
+        try {
+          while (std::optional<std::string> piece = pieces->next())
+            if (!send("data: " + json_text(event_of(*piece)) + "\n\n")) return false;  // the client left: the stream is dropped
+          for (const std::string& event : last)
+            if (!send(event)) return false;
+        } catch (const HttpError& e) {
+          send("event: error\ndata: " + json_text(error_json(e.status, e.what())) + "\n\n");
+        } catch (const std::exception& e) {
+          send("event: error\ndata: " + json_text(error_json(500, e.what())) + "\n\n");
+        }
+        sink.done();
+        return true;
+      },
+      [&metrics = c.metrics, endpoint = call.endpoint, started = call.started, ticket, pieces](bool) mutable {
+        metrics.request(endpoint, 200, std::chrono::duration<double>(Clock::now() - started).count());
+        ticket.reset(), pieces.reset();  // the queue's place, and the generation if the client left early
+      });
+}
+
+std::atomic<int64_t> g_completion_ids{0};
+
+// [layers][heads][queries][keys]
+nlohmann::json weights_json(const AttentionWeights& w) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (int64_t l = 0; l < w.layers; ++l) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (int64_t h = 0; h < w.heads; ++h) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (int64_t q = 0; q < w.queries; ++q) rows.push_back(std::vector<float>(w.row(l, h, q), w.row(l, h, q) + w.keys));
+      heads.push_back(std::move(rows));
+    }
+    layers.push_back(std::move(heads));
+  }
+  return layers;
+}
+
+// The images of a classify or attention request, decoded for model `m`: `raw`, the
+// request's body itself (Content-Type image/...), else base64 strings from its JSON.
+std::vector<uint8_t> image_pixels(const std::vector<std::string>& images, bool raw, const ServedModel& m) {
+  std::vector<uint8_t> pixels;
+  for (size_t i = 0; i < images.size(); ++i) {
+    try {
+      const std::vector<uint8_t> one =
+          decode_image(raw ? images[i] : decode_base64(images[i]), m.classifier->channels(), m.classifier->image_size());
+      pixels.insert(pixels.end(), one.begin(), one.end());
+    } catch (const HttpError& e) {
+      throw HttpError(400, images.size() > 1 ? "image " + std::to_string(i + 1) + ": " + e.what() : std::string(e.what()));
+    }
+  }
+  return pixels;
+}
+
+// One request at a time on an encoder or classifier (ServedModel::one_at_a_time).
+std::unique_lock<std::timed_mutex> take_turn(ServedModel& m, Clock::time_point deadline) {
+  std::unique_lock<std::timed_mutex> turn(m.one_at_a_time, std::defer_lock);
+  if (!turn.try_lock_until(deadline)) throw HttpError(504, "the request took longer than the server's --timeout");
+  return turn;
+}
+
+}  // namespace
+
+void reply(httplib::Response& res, const nlohmann::json& value, int status) {
+  res.status = status;
+  res.set_content(json_text(value), "application/json");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& message, int retry_after) {
+  if (retry_after > 0) res.set_header("Retry-After", std::to_string(retry_after));
+  if (status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  reply(res, error_json(status, message), status);
+}
+
+void translate(Context& c, Call& call) {
+  const RequestBody b(call.req.body,
+                      {"model", "sentences", "beam", "nbest", "length_penalty", "max_len_a", "max_len_b", "scores", "attention"});
+  ServedModel& m = c.models.pick(b.text("model", ""), "translation", call.endpoint);
+  const std::vector<std::string> sentences = b.texts("sentences", c.options.max_items);
+  TranslationOptions o;
+  o.beam = b.integer("beam", 4, 1, 64);
+  o.nbest = b.integer("nbest", 1, 1, o.beam);
+  o.length_penalty = static_cast<float>(b.number("length_penalty", 1, 0, 10));
+  o.max_len_a = static_cast<float>(b.number("max_len_a", 1.5, 0, 10));
+  o.max_len_b = b.integer("max_len_b", 10, 0, 1000);
+  o.return_attention = b.flag("attention", false);
+  const bool scores = b.flag("scores", true);
+  check_lengths(sentences, "sentence", c.options.max_sentence_tokens, [&](const std::string& s) { return m.translator->source_tokens(s); });
+
+  const std::shared_ptr<void> ticket = c.life.admit();
+  std::stop_source cancel;
+  std::future<std::vector<Translation>> pending = client_input([&] { return m.translator->submit(sentences, o, {}, cancel.get_token()); });
+  const std::vector<Translation> translations = c.life.wait(pending, call.deadline, cancel);
+
+  nlohmann::json out = nlohmann::json::array();
+  int64_t tokens = 0;
+  for (const Translation& t : translations) {
+    nlohmann::json hypotheses = nlohmann::json::array();
+    for (size_t h = 0; h < t.hypotheses.size(); ++h) {
+      nlohmann::json one = {{"text", t.hypotheses[h]}};
+      if (scores) one["score"] = t.scores[h];
+      if (o.return_attention && h < t.attention.size()) {  // [target subwords + 1, source subwords + 1]
+        const size_t rows = t.token_ids[h].size() + 1, cols = t.attention[h].size() / rows;
+        nlohmann::json matrix = nlohmann::json::array();
+        for (size_t r = 0; r < rows; ++r)
+          matrix.push_back(std::vector<float>(t.attention[h].begin() + static_cast<std::ptrdiff_t>(r * cols),
+                                              t.attention[h].begin() + static_cast<std::ptrdiff_t>((r + 1) * cols)));
+        one["attention"] = matrix;
+      }
+      hypotheses.push_back(one);
+      tokens += static_cast<int64_t>(t.token_ids[h].size());
+    }
+    out.push_back({{"text", t.hypotheses[0]}, {"hypotheses", hypotheses}, {"truncated", t.truncated}});
+  }
+  m.translated_tokens += tokens;
+  reply(call.res, {{"model", m.name}, {"translations", out}});
+}
+
+void generate(Context& c, Call& call) {
+  const RequestBody b(call.req.body, {"model", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stream"});
+  ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
+  const std::string prompt = b.text("prompt", "");
+  const GenerationOptions o = generation_options(b, c, "max_new_tokens", 100, 0.8);
+  check_lengths({prompt}, "prompt", c.options.max_sentence_tokens, [&](const std::string& s) { return m.generator->count_tokens(s); });
+  std::shared_ptr<void> ticket = c.life.admit();
+  auto pieces = std::make_shared<Pieces>(c, call, m, prompt, o);
+  if (b.flag("stream", false))
+    return stream_events(c, call, std::move(ticket), pieces, [](const std::string& piece) { return nlohmann::json{{"text", piece}}; },
+                         {"data: [DONE]\n\n"});
+  reply(call.res, {{"model", m.name}, {"text", whole_text(*pieces)}, {"new_tokens", o.max_new_tokens}});
+}
+
+void completions(Context& c, Call& call) {
+  const RequestBody b(call.req.body, {}, /*lenient=*/true);
+  b.only("n", 1, "one completion per prompt");
+  b.only("best_of", 1, "one completion per prompt");
+  b.only("echo", false, "the prompt is not repeated");
+  b.only("suffix", nullptr, "no insertion");
+  b.only("logprobs", nullptr, "no log-probabilities");
+  b.only("stop", nullptr, "no stop sequences: generation runs for max_tokens");
+  ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
+  const std::vector<std::string> prompts = b.texts("prompt", c.options.max_items, /*single_ok=*/true);
+  const GenerationOptions o = generation_options(b, c, "max_tokens", 16, 1.0);  // OpenAI's defaults
+  int64_t prompt_tokens = 0;
+  check_lengths(prompts, "prompt", c.options.max_sentence_tokens, [&](const std::string& s) {
+    const int64_t n = m.generator->count_tokens(s);
+    prompt_tokens += n;
+    return n;
+  });
+  const bool stream = b.flag("stream", false);
+  if (stream && prompts.size() > 1) throw HttpError(400, "'stream' takes one prompt");
+  std::shared_ptr<void> ticket = c.life.admit();
+  const nlohmann::json head = {{"id", "cmpl-" + std::to_string(++g_completion_ids)},
+                               {"object", "text_completion"},
+                               {"created", static_cast<int64_t>(std::time(nullptr))},
+                               {"model", m.name}};
+  auto choice = [](const std::string& text, size_t index, const nlohmann::json& finish) {
+    return nlohmann::json{{"text", text}, {"index", index}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  };
+  if (stream) {
+    nlohmann::json end = head;
+    end["choices"] = {choice("", 0, "length")};
+    return stream_events(
+        c, call, std::move(ticket), std::make_shared<Pieces>(c, call, m, prompts[0], o),
+        [head, choice](const std::string& piece) {
+          nlohmann::json event = head;
+          event["choices"] = {choice(piece, 0, nullptr)};
+          return event;
+        },
+        {"data: " + json_text(end) + "\n\n", "data: [DONE]\n\n"});
+  }
+  std::vector<std::unique_ptr<Pieces>> all;  // every prompt joins the running batch before any is waited for
+  for (const std::string& p : prompts) all.push_back(std::make_unique<Pieces>(c, call, m, p, o));
+  nlohmann::json out = head;
+  out["choices"] = nlohmann::json::array();
+  for (size_t i = 0; i < all.size(); ++i) out["choices"].push_back(choice(whole_text(*all[i]), i, "length"));
+  const int64_t completion_tokens = o.max_new_tokens * static_cast<int64_t>(prompts.size());  // always max_tokens each
+  out["usage"] = {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
+  reply(call.res, out);
+}
+
+void embed(Context& c, Call& call) {
+  const RequestBody b(call.req.body, {"model", "sentences", "pool"});
+  ServedModel& m = c.models.pick(b.text("model", ""), "bert", call.endpoint);
+  const std::vector<std::string> sentences = b.texts("sentences", c.options.max_items);
+  const std::string pool = b.text("pool", "mean");
+  if (pool != "mean" && pool != "cls") throw HttpError(400, "'pool' must be \"mean\" or \"cls\", got \"" + pool + "\"");
+  const std::shared_ptr<void> ticket = c.life.admit();
+  const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
+  const Embeddings e = client_input([&] { return m.encoder->embed(sentences, pool); });
+  nlohmann::json vectors = nlohmann::json::array();
+  for (int64_t i = 0; i < e.count; ++i)
+    vectors.push_back(std::vector<float>(e.values.begin() + i * e.dim, e.values.begin() + (i + 1) * e.dim));
+  reply(call.res, {{"model", m.name}, {"dim", e.dim}, {"embeddings", vectors}, {"truncated", e.truncated}});
+}
+
+void classify(Context& c, Call& call) {
+  const std::string type = call.req.get_header_value("Content-Type");
+  const bool raw = type.rfind("image/", 0) == 0;
+  std::optional<RequestBody> b;
+  if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images"});
+  ServedModel& m = c.models.pick(raw ? call.req.get_param_value("model") : b->text("model", ""), "vit", call.endpoint);
+  const std::vector<std::string> images = raw ? std::vector<std::string>{call.req.body} : b->texts("images", c.options.max_items);
+  const std::vector<uint8_t> pixels = image_pixels(images, raw, m);
+  const std::shared_ptr<void> ticket = c.life.admit();
+  const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
+  const Classification k = m.classifier->classify(pixels, static_cast<int64_t>(images.size()));
+  nlohmann::json results = nlohmann::json::array();
+  for (int64_t i = 0; i < k.count; ++i)
+    results.push_back({{"label", k.labels[i]},
+                       {"probabilities", std::vector<float>(k.probabilities.begin() + i * k.classes, k.probabilities.begin() + (i + 1) * k.classes)}});
+  reply(call.res, {{"model", m.name}, {"classes", k.classes}, {"results", results}});
+}
+
+void attention(Context& c, Call& call) {
+  const bool raw = call.req.get_header_value("Content-Type").rfind("image/", 0) == 0;
+  std::optional<RequestBody> b;
+  if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "text", "target", "max_new_tokens", "image"});
+  ServedModel& m = c.models.pick_any(raw ? call.req.get_param_value("model") : b->text("model", ""));
+  nlohmann::json out = {{"model", m.name}, {"family", m.family}};
+  if (m.family == "vit") {
+    const std::vector<std::string> image = raw ? std::vector<std::string>{call.req.body} : b->texts("image", 1, /*single_ok=*/true);
+    const std::vector<uint8_t> pixels = image_pixels(image, raw, m);
+    const std::shared_ptr<void> ticket = c.life.admit();
+    const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
+    const Classification k = m.classifier->classify(pixels, 1);
+    out["label"] = k.labels[0], out["probabilities"] = k.probabilities;
+    out["grid"] = m.classifier->image_size() / m.classifier->patch_size();
+    out["encoder"] = weights_json(m.classifier->attention(pixels));
+    return reply(call.res, out);
+  }
+  const std::string text = b->text("text", "");
+  check_lengths({text}, "text", c.options.max_sentence_tokens, [&](const std::string& s) {
+    return m.translator ? m.translator->source_tokens(s) : m.generator ? m.generator->count_tokens(s) : int64_t{0};
+  });
+  const std::shared_ptr<void> ticket = c.life.admit();
+  if (m.family == "translation") {
+    const TranslationAttention a = client_input([&] { return m.translator->attention(text, b->text("target", "")); });
+    out["translation"] = a.translation, out["source_tokens"] = a.source_tokens, out["target_tokens"] = a.target_tokens;
+    out["encoder"] = weights_json(a.encoder), out["decoder"] = weights_json(a.decoder), out["cross"] = weights_json(a.cross);
+  } else if (m.family == "gpt") {  // the prompt and its greedy continuation
+    GenerationOptions o;
+    o.max_new_tokens = b->integer("max_new_tokens", 20, 0, std::min<int64_t>(c.options.max_new_tokens, 1000));
+    o.temperature = 0;
+    Pieces pieces(c, call, m, text, o);
+    out["text"] = whole_text(pieces);
+    out["prompt_tokens"] = m.generator->count_tokens(text);
+    const TextAttention a = m.generator->attention(text + out["text"].get<std::string>());
+    out["tokens"] = a.tokens, out["decoder"] = weights_json(a.self);
+  } else {
+    const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
+    const TextAttention a = client_input([&] { return m.encoder->attention(text); });
+    out["tokens"] = a.tokens, out["encoder"] = weights_json(a.self);
+  }
+  reply(call.res, out);
+}
+
+}  // namespace tfm::serve

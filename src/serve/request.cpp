@@ -1,0 +1,88 @@
+#include "serve/request.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace tfm::serve {
+
+namespace {
+
+std::string listing(std::initializer_list<std::string_view> names) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+}  // namespace
+
+RequestBody::RequestBody(const std::string& body, std::initializer_list<std::string_view> known, bool lenient) {
+  json_ = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json_.is_discarded()) throw HttpError(400, "the body is not valid JSON");
+  if (!json_.is_object()) throw HttpError(400, "the body must be a JSON object");
+  if (lenient) return;
+  for (const auto& [name, value] : json_.items()) {
+    bool found = false;
+    for (std::string_view k : known) found = found || k == name;
+    if (!found) throw HttpError(400, "unknown field '" + name + "' (this endpoint reads: " + listing(known) + ")");
+  }
+}
+
+const nlohmann::json* RequestBody::field(const char* name) const { return has(name) ? &json_[name] : nullptr; }
+
+std::string RequestBody::text(const char* name, const std::string& fallback) const {
+  const nlohmann::json* f = field(name);
+  if (!f) return fallback;
+  if (!f->is_string()) throw HttpError(400, std::string("'") + name + "' must be a string");
+  return f->get<std::string>();
+}
+
+int64_t RequestBody::integer(const char* name, int64_t fallback, int64_t low, int64_t high) const {
+  const nlohmann::json* f = field(name);
+  if (!f) return fallback;
+  const bool whole = f->is_number_integer() || (f->is_number_float() && std::trunc(f->get<double>()) == f->get<double>());
+  if (!whole || f->get<double>() < static_cast<double>(low) || f->get<double>() > static_cast<double>(high))
+    throw HttpError(400, std::string("'") + name + "' must be a whole number from " + std::to_string(low) + " to " +
+                             std::to_string(high) + ", got " + f->dump());
+  return f->get<int64_t>();
+}
+
+double RequestBody::number(const char* name, double fallback, double low, double high) const {
+  const nlohmann::json* f = field(name);
+  if (!f) return fallback;
+  if (!f->is_number() || !(f->get<double>() >= low && f->get<double>() <= high)) {
+    std::ostringstream range;
+    range << "'" << name << "' must be a number from " << low << " to " << high << ", got " << f->dump();
+    throw HttpError(400, range.str());
+  }
+  return f->get<double>();
+}
+
+bool RequestBody::flag(const char* name, bool fallback) const {
+  const nlohmann::json* f = field(name);
+  if (!f) return fallback;
+  if (!f->is_boolean()) throw HttpError(400, std::string("'") + name + "' must be true or false");
+  return f->get<bool>();
+}
+
+std::vector<std::string> RequestBody::texts(const char* name, int64_t max_items, bool single_ok) const {
+  const nlohmann::json* f = field(name);
+  if (!f) throw HttpError(400, std::string("'") + name + "' is missing");
+  if (single_ok && f->is_string()) return {f->get<std::string>()};
+  if (!f->is_array() || f->empty()) throw HttpError(400, std::string("'") + name + "' must be a non-empty list of strings");
+  if (static_cast<int64_t>(f->size()) > max_items)
+    throw HttpError(400, std::string("'") + name + "' has " + std::to_string(f->size()) + " entries; at most " +
+                             std::to_string(max_items) + " per request (--max-items)");
+  std::vector<std::string> out;
+  for (const nlohmann::json& e : *f) {
+    if (!e.is_string()) throw HttpError(400, std::string("'") + name + "' must hold strings only");
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+void RequestBody::only(const char* name, const nlohmann::json& allowed, const char* why) const {
+  const nlohmann::json* f = field(name);
+  if (f && *f != allowed) throw HttpError(400, std::string("'") + name + "' is not supported: " + why);
+}
+
+}  // namespace tfm::serve

@@ -1,0 +1,47 @@
+#pragma once
+// A request's JSON body read field by field: each field checked for its type and range,
+// unknown fields refused (a misspelt "beams" must not silently mean the default), and
+// every problem an HttpError that becomes the response's status and message.
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tfm::serve {
+
+// A failure that is the client's (4xx) or the server's state (503, 504), not a bug.
+struct HttpError : std::runtime_error {
+  int status;
+  int retry_after = 0;  // seconds, for a 503 with Retry-After
+  HttpError(int status, const std::string& message, int retry_after = 0)
+      : std::runtime_error(message), status(status), retry_after(retry_after) {}
+};
+
+class RequestBody {
+ public:
+  // Parses `body` (400 if it is not a JSON object). `known` lists every field the
+  // endpoint reads; `lenient`: other fields are ignored rather than refused (the
+  // OpenAI-compatible endpoint, whose clients send fields of their own).
+  RequestBody(const std::string& body, std::initializer_list<std::string_view> known, bool lenient = false);
+
+  bool has(const char* name) const { return json_.contains(name) && !json_[name].is_null(); }
+  std::string text(const char* name, const std::string& fallback) const;
+  int64_t integer(const char* name, int64_t fallback, int64_t low, int64_t high) const;
+  double number(const char* name, double fallback, double low, double high) const;
+  bool flag(const char* name, bool fallback) const;
+  // A list of strings of 1 to `max_items` entries; a single string is a list of one where `single_ok`.
+  std::vector<std::string> texts(const char* name, int64_t max_items, bool single_ok = false) const;
+  // A field that must be absent or hold `allowed` (an OpenAI option tfm does not offer).
+  void only(const char* name, const nlohmann::json& allowed, const char* why) const;
+
+ private:
+  nlohmann::json json_;
+  const nlohmann::json* field(const char* name) const;
+};
+
+}  // namespace tfm::serve

@@ -1,0 +1,195 @@
+#include "serve/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "serve/endpoints.h"
+#include "serve/web_page.h"
+
+namespace tfm::serve {
+
+namespace {
+
+// httplib serves each connection on a thread of its task queue for as long as the
+// connection lives, so a fixed pool of a few threads is exhausted by as many slow
+// clients. This one grows a thread whenever every thread is busy, up to
+// --max-connections; idle threads wait for the next connection.
+class ConnectionPool : public httplib::TaskQueue {
+ public:
+  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {}
+  ~ConnectionPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> job) override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+    if (busy_ + jobs_.size() > threads_.size() && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
+    ready_.notify_one();
+  }
+
+  // Finishes every connection queued, then joins the threads.
+  void shutdown() override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++busy_;
+      lock.unlock();
+      job();
+      lock.lock();
+      --busy_;
+    }
+  }
+
+  const size_t max_threads_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t busy_ = 0;
+  bool stopping_ = false;
+};
+
+bool authorized(const httplib::Request& req, const std::string& key) {
+  const std::string bearer = req.get_header_value("Authorization"), given = req.get_header_value("X-API-Key");
+  auto same = [&](const std::string& a) {  // in time independent of where they differ
+    if (a.size() != key.size()) return false;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ key[i]);
+    return diff == 0;
+  };
+  return same(given) || (bearer.rfind("Bearer ", 0) == 0 && same(bearer.substr(7)));
+}
+
+class Server {
+ public:
+  Server(const ServerOptions& o, std::ostream& log)
+      : options_(o), models_(o, metrics_, log), life_(o.max_queue), context_{o, models_, metrics_, life_} {
+    metrics_.add_gauge({"tfm_queue_depth", "Requests admitted and not yet answered (waiting or computing).", "",
+                        [this] { return static_cast<double>(life_.depth()); }});
+    metrics_.add_gauge({"tfm_queue_limit", "Requests admitted at once (--max-queue).", "", [this] { return static_cast<double>(options_.max_queue); }});
+    routes();
+    http_.new_task_queue = [this] { return new ConnectionPool(static_cast<size_t>(options_.max_connections)); };
+    http_.set_payload_max_length(static_cast<size_t>(o.max_body));
+    http_.set_read_timeout(10), http_.set_write_timeout(10), http_.set_keep_alive_timeout(5);
+    http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 413) return reply_error(res, 413, "the body is larger than the server's --max-body");
+      if (res.status == 404) return reply_error(res, 404, "no such endpoint: " + req.method + " " + req.path + " (see docs/SERVING.md)");
+      reply_error(res, res.status, req.method + " " + req.path + " failed with HTTP status " + std::to_string(res.status));
+    });
+  }
+
+  void run(std::stop_token stop, std::ostream& log) {
+    const int port = options_.port == 0 ? http_.bind_to_any_port(options_.host)
+                                        : (http_.bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port < 0)
+      throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " +
+                               (errno ? std::strerror(errno) : "the address is not available") + " (choose another --port or --host)");
+    std::atomic<bool> ended{false};
+    std::thread listener([&] { http_.listen_after_bind(), ended = true; });
+    while (!http_.is_running() && !ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // stop() before listening would be lost
+    log << "tfm serve: listening on http://" << options_.host << ":" << port << " (" << models_.summary()
+        << "); Ctrl-C or SIGTERM stops it\n";
+    if (options_.api_key.empty() && options_.host != "127.0.0.1" && options_.host != "localhost" && options_.host != "::1")
+      log << "tfm serve: warning: listening beyond this machine without --api-key: anyone who can reach it may use it\n";
+    log << std::flush;
+    {
+      std::mutex mutex;
+      std::unique_lock<std::mutex> lock(mutex);
+      std::condition_variable_any stopped;
+      while (!stopped.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; })) {
+        if (stop.stop_requested()) break;
+        metrics_.tick();
+      }
+    }
+    log << "tfm serve: stopping: finishing " << life_.depth() << " admitted requests within " << options_.drain_timeout << " s\n" << std::flush;
+    life_.drain(options_.drain_timeout);
+    http_.stop();  // no new connections; those queued or open are answered 503 (routes below)
+    listener.join();
+    log << "tfm serve: stopped\n" << std::flush;
+  }
+
+ private:
+  // Every route: the API key, the drain, the error replies and the metrics in one place.
+  template <class Handler>
+  void route(const char* method, const char* path, Handler handler, bool needs_key = true) {
+    auto wrapped = [this, path, handler, needs_key](const httplib::Request& req, httplib::Response& res) {
+      Call call{req, res, path, Clock::now(), {}, false};
+      call.deadline = call.started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout));
+      try {
+        if (needs_key && !options_.api_key.empty() && !authorized(req, options_.api_key))
+          throw HttpError(401, "this server needs an API key: send it as 'Authorization: Bearer KEY' or 'X-API-Key: KEY'");
+        handler(call);
+      } catch (const HttpError& e) {
+        reply_error(res, e.status, e.what(), e.retry_after);
+      } catch (const std::bad_alloc&) {
+        reply_error(res, 503, "out of memory", 1);
+      } catch (const std::exception& e) {
+        reply_error(res, 500, e.what());
+      }
+      if (!call.streaming) metrics_.request(path, res.status, std::chrono::duration<double>(Clock::now() - call.started).count());
+    };
+    std::string(method) == "GET" ? http_.Get(path, wrapped) : http_.Post(path, wrapped);
+  }
+
+  void routes() {
+    auto compute = [this](void (*endpoint)(Context&, Call&)) {
+      return [this, endpoint](Call& call) {
+        life_.refuse_if_draining();
+        endpoint(context_, call);
+      };
+    };
+    route("POST", "/v1/translate", compute(translate));
+    route("POST", "/v1/generate", compute(generate));
+    route("POST", "/v1/completions", compute(completions));
+    route("POST", "/v1/embed", compute(embed));
+    route("POST", "/v1/classify", compute(classify));
+    route("POST", "/v1/attention", compute(attention));
+    route("GET", "/v1/models", [this](Call& call) { reply(call.res, models_.list()); });
+    route("GET", "/health", [this](Call& call) {
+      if (life_.draining()) return reply(call.res, {{"status", "draining"}}, 503);
+      reply(call.res, {{"status", "ok"}, {"models", models_.list()["data"].size()}, {"queue", life_.depth()}});
+    });
+    route("GET", "/metrics", [this](Call& call) { call.res.set_content(metrics_.text(), "text/plain; version=0.0.4"); });
+    route(  // the page asks for the key itself: a browser's first visit cannot send one
+        "GET", "/",
+        [](Call& call) {
+          call.res.set_header("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob:");
+          call.res.set_content(kWebPage, "text/html; charset=utf-8");
+        },
+        /*needs_key=*/false);
+  }
+
+  const ServerOptions& options_;
+  Metrics metrics_;
+  ModelSet models_;
+  Lifecycle life_;
+  Context context_;
+  httplib::Server http_;
+};
+
+}  // namespace
+
+void serve(const ServerOptions& options, std::stop_token stop, std::ostream& log) { Server(options, log).run(stop, log); }
+
+}  // namespace tfm::serve

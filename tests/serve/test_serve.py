@@ -1,0 +1,312 @@
+"""`tfm serve` over HTTP, against the command line (run by ctest: TFM_BINARY names build/tfm).
+Each server listens on a free port of 127.0.0.1 (--port 0) and is stopped by SIGTERM."""
+import base64
+import gzip
+import http.client
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import threading
+import time
+import zlib
+
+import pytest
+
+TFM = os.environ["TFM_BINARY"]
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "threads")
+MT, LM, BERT, VIT = (os.path.join(FIXTURES, f"{name}.safetensors") for name in ["mt", "lm", "bert", "vit"])
+SENTENCES = [line.strip() for line in open(os.path.join(FIXTURES, "mt.de"), encoding="utf-8")][:6]
+JPEG = os.path.join(os.path.dirname(__file__), "..", "fixtures", "serve", "fashion0.jpg")
+
+
+class Server:
+    """A `tfm serve` process; its stderr lines are kept in `lines`."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([TFM, "serve", "--port", "0", *args], stderr=subprocess.PIPE, text=True)
+        self.lines, self.port = [], None
+        listening = threading.Event()
+
+        def read():
+            for line in self.proc.stderr:
+                self.lines.append(line)
+                if m := re.search(r"listening on http://[^:]+:(\d+)", line):
+                    self.port = int(m.group(1))
+                    listening.set()
+            listening.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        listening.wait(60)
+        assert self.port, "".join(self.lines)
+
+    def request(self, method, path, body=None, headers=None):
+        """(status, headers, parsed JSON or text) of one request on a fresh connection."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        if isinstance(body, (dict, list)):
+            body, headers = json.dumps(body), {"Content-Type": "application/json", **(headers or {})}
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read().decode()
+        c.close()
+        kind = r.getheader("Content-Type", "")
+        return r.status, r, json.loads(data) if kind.startswith("application/json") else data
+
+    def post(self, path, body, headers=None):
+        return self.request("POST", path, body, headers)
+
+    def stop(self, timeout=30):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--model", MT, "--model", f"lm={LM}", "--model", BERT, "--model", VIT, "--batch-wait-ms", "50", "--max-items", "8",
+               "--max-sentence-tokens", "100", "--max-new-tokens", "300", "--max-body", "100000")
+    yield s
+    assert s.stop() == 0
+
+
+def cli(*args, stdin=""):
+    return subprocess.run([TFM, *args], input=stdin, capture_output=True, text=True, check=True).stdout
+
+
+def fashion_images(count):
+    with gzip.open(os.path.join(FIXTURES, "fashion", "t10k-images-idx3-ubyte.gz")) as f:
+        data = f.read()
+    return [data[16 + i * 784: 16 + (i + 1) * 784] for i in range(count)]
+
+
+def png(pixels, width, height):
+    """A grey 8-bit PNG of `pixels` (row-major bytes)."""
+    def chunk(kind, payload):
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+    rows = b"".join(b"\0" + pixels[r * width:(r + 1) * width] for r in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def test_models_and_health(server):
+    status, _, models = server.request("GET", "/v1/models")
+    assert status == 200 and models["object"] == "list"
+    assert {(m["id"], m["family"]) for m in models["data"]} == {("mt", "translation"), ("lm", "gpt"), ("bert", "bert"), ("vit", "vit")}
+    assert server.request("GET", "/health")[2]["status"] == "ok"
+
+
+def test_translate_equals_the_command_line(server):
+    status, _, out = server.post("/v1/translate", {"sentences": SENTENCES, "beam": 4})
+    assert status == 200 and out["model"] == "mt"
+    want = cli("translate", "--model", MT, "--beam", "4", stdin="\n".join(SENTENCES) + "\n").splitlines()
+    assert [t["text"] for t in out["translations"]] == want
+    two = server.post("/v1/translate", {"sentences": SENTENCES[:1], "beam": 3, "nbest": 2, "attention": True})[2]["translations"][0]
+    assert len(two["hypotheses"]) == 2 and two["hypotheses"][0]["score"] >= two["hypotheses"][1]["score"]
+    for row in two["hypotheses"][0]["attention"]:
+        assert abs(sum(row) - 1) < 1e-5
+    assert "score" not in server.post("/v1/translate", {"sentences": ["Ein Hund."], "scores": False})[2]["translations"][0]["hypotheses"][0]
+
+
+def test_requests_arriving_together_are_translated_in_one_batch(server):
+    def batches():
+        metrics = server.request("GET", "/metrics")[2]
+        return int(re.search(r'tfm_batch_sentences_count\{model="mt"\} (\d+)', metrics).group(1))
+
+    before, results = batches(), [None] * 8
+
+    def one(i):
+        results[i] = server.post("/v1/translate", {"sentences": [SENTENCES[i % 6]], "beam": 2})[2]
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r["translations"][0]["text"] for r in results)
+    assert batches() - before < 8  # 8 requests within the 50 ms wait: fewer batches than requests
+
+
+def test_generate_equals_the_command_line_and_streams_the_same_text(server):
+    body = {"prompt": "ROMEO:", "max_new_tokens": 40, "temperature": 0}
+    status, _, out = server.post("/v1/generate", body)
+    assert status == 200
+    assert "ROMEO:" + out["text"] + "\n" == cli("generate", "--model", LM, "--prompt", "ROMEO:", "--max-new-tokens", "40", "--temperature", "0")
+    status, response, events = server.post("/v1/generate", {**body, "stream": True})
+    assert status == 200 and response.getheader("Content-Type").startswith("text/event-stream")
+    data = [line[6:] for line in events.split("\n") if line.startswith("data: ")]
+    assert data[-1] == "[DONE]" and len(data) > 2
+    assert "".join(json.loads(d)["text"] for d in data[:-1]) == out["text"]
+
+
+def test_openai_completions(server):
+    status, _, out = server.post("/v1/completions", {"model": "lm", "prompt": ["ROMEO:", "JULIET:"], "max_tokens": 20, "temperature": 0,
+                                                     "user": "someone"})
+    assert status == 200 and out["object"] == "text_completion" and out["id"].startswith("cmpl-")
+    assert [c["index"] for c in out["choices"]] == [0, 1] and all(c["finish_reason"] == "length" for c in out["choices"])
+    assert out["choices"][0]["text"] == server.post("/v1/generate", {"prompt": "ROMEO:", "max_new_tokens": 20, "temperature": 0})[2]["text"]
+    assert out["usage"]["completion_tokens"] == 40 and out["usage"]["total_tokens"] == out["usage"]["prompt_tokens"] + 40
+    events = server.post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 20, "temperature": 0, "stream": True})[2]
+    chunks = [json.loads(line[6:]) for line in events.split("\n") if line.startswith("data: {")]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == out["choices"][0]["text"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length" and events.rstrip().endswith("data: [DONE]")
+    status, _, error = server.post("/v1/completions", {"prompt": "A", "n": 2})
+    assert status == 400 and "'n' is not supported" in error["error"]["message"]
+
+
+def test_embed_equals_the_command_line(server):
+    out = server.post("/v1/embed", {"sentences": SENTENCES[:3]})[2]
+    want = [[float(x) for x in line.split()] for line in cli("embed", "--model", BERT, stdin="\n".join(SENTENCES[:3]) + "\n").splitlines()]
+    assert out["dim"] == 32 and len(out["embeddings"]) == 3
+    for got, expected in zip(out["embeddings"], want):
+        assert max(abs(a - b) for a, b in zip(got, expected)) < 1e-5
+
+
+def test_classify_png_jpeg_and_base64(server):
+    images = fashion_images(3)
+    status, _, raw = server.post("/v1/classify", png(images[0], 28, 28), {"Content-Type": "image/png"})
+    assert status == 200 and raw["classes"] == 10
+    probabilities = raw["results"][0]["probabilities"]
+    assert abs(sum(probabilities) - 1) < 1e-5 and raw["results"][0]["label"] == probabilities.index(max(probabilities))
+    batch = server.post("/v1/classify", {"images": [base64.b64encode(png(i, 28, 28)).decode() for i in images]})[2]
+    assert len(batch["results"]) == 3 and batch["results"][0]["label"] == raw["results"][0]["label"]
+    assert max(abs(a - b) for a, b in zip(batch["results"][0]["probabilities"], probabilities)) < 1e-6  # a batch of 3 rounds alike
+    with open(JPEG, "rb") as f:  # fashion image 0 at JPEG quality 100
+        jpeg = server.post("/v1/classify?model=vit", f.read(), {"Content-Type": "image/jpeg"})[2]["results"][0]
+    assert jpeg["label"] == raw["results"][0]["label"]
+    assert max(abs(a - b) for a, b in zip(jpeg["probabilities"], probabilities)) < 0.05
+    status, _, error = server.post("/v1/classify", png(images[0][:28 * 14], 28, 14), {"Content-Type": "image/png"})
+    assert status == 400 and "28x28" in error["error"]["message"]
+    status, _, error = server.post("/v1/classify", b"GIF89a....", {"Content-Type": "image/gif"})
+    assert status == 400 and "neither PNG nor JPEG" in error["error"]["message"]
+
+
+@pytest.mark.parametrize("path, body, status, message", [
+    ("/v1/translate", "{not json", 400, "not valid JSON"),
+    ("/v1/translate", [1, 2], 400, "JSON object"),
+    ("/v1/translate", {"sentences": ["Ein Hund."], "beams": 2}, 400, "unknown field 'beams'"),
+    ("/v1/translate", {"sentences": []}, 400, "non-empty list"),
+    ("/v1/translate", {"sentences": ["a"] * 9}, 400, "at most 8 per request (--max-items)"),
+    ("/v1/translate", {"sentences": [" ".join(["Hund"] * 150)]}, 400, "(--max-sentence-tokens)"),
+    ("/v1/translate", {"sentences": ["Ein Hund."], "beam": 0}, 400, "'beam' must be a whole number from 1 to 64"),
+    ("/v1/translate", {"sentences": ["Ein Hund."], "nbest": 5}, 400, "'nbest'"),
+    ("/v1/translate", {"sentences": ["a\u0000b"]}, 400, "NUL"),
+    ("/v1/translate", {"sentences": ["Ein Hund."], "model": "nope"}, 404, "no model named 'nope'"),
+    ("/v1/translate", {"sentences": ["Ein Hund."], "model": "lm"}, 400, "is a gpt model"),
+    ("/v1/generate", {"prompt": "A", "max_new_tokens": 301}, 400, "from 0 to 300"),
+    ("/v1/generate", {"prompt": "A", "temperature": "hot"}, 400, "'temperature' must be a number"),
+    ("/v1/embed", {"sentences": ["a"], "pool": "max"}, 400, "'pool'"),
+    ("/v1/translate", {"sentences": ["x" * 200000]}, 413, "--max-body"),
+    ("/v1/nothing", {}, 404, "no such endpoint"),
+])
+def test_bad_requests_get_a_status_and_a_message(server, path, body, status, message):
+    got, _, out = server.post(path, body)
+    assert got == status and message in out["error"]["message"], out
+
+
+def test_metrics_in_prometheus_text_format(server):
+    server.post("/v1/translate", {"sentences": ["Ein Hund."]})
+    server.post("/v1/generate", {"prompt": "A", "max_new_tokens": 5})
+    text = server.request("GET", "/metrics")[2]
+    for family in ["tfm_requests_total", "tfm_request_duration_seconds", "tfm_batch_sentences", "tfm_queue_depth",
+                   "tfm_generated_tokens_total", "tfm_generated_tokens_per_second", "tfm_generation_running"]:
+        assert f"# TYPE {family} " in text
+    assert re.search(r'tfm_requests_total\{endpoint="/v1/translate",code="200"\} [1-9]', text)
+    assert len(re.findall(r"# TYPE tfm_generated_tokens_total ", text)) == 1  # one header for both models
+
+
+def test_api_key():
+    s = Server("--model", MT, "--api-key", "sesame")
+    try:
+        status, response, out = s.post("/v1/translate", {"sentences": ["Ein Hund."]})
+        assert status == 401 and "API key" in out["error"]["message"] and response.getheader("WWW-Authenticate") == "Bearer"
+        assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesam"})[0] == 401
+        assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesame"})[0] == 200
+        assert s.request("GET", "/metrics", headers={"X-API-Key": "sesame"})[0] == 200
+        assert s.request("GET", "/health")[0] == 401
+    finally:
+        assert s.stop() == 0
+
+
+def start_stream(server, tokens):
+    """A generation stream of `tokens` tokens, its first event read; (connection, response)."""
+    c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    c.request("POST", "/v1/generate", json.dumps({"prompt": "A", "max_new_tokens": tokens, "stream": True}),
+              {"Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200 and r.readline().startswith(b"data: ")
+    return c, r
+
+
+def test_a_full_queue_answers_503_with_retry_after_and_a_slow_request_504():
+    s = Server("--model", LM, "--max-queue", "1", "--max-new-tokens", "100000", "--timeout", "2")
+    try:
+        c, r = start_stream(s, 100000)  # holds the only place in the queue
+        status, response, out = s.post("/v1/generate", {"prompt": "B", "max_new_tokens": 1})
+        assert status == 503 and response.getheader("Retry-After") == "1" and "--max-queue" in out["error"]["message"]
+        rest = r.read().decode()  # the stream ends at the 2 s timeout with an error event
+        assert "event: error" in rest and "--timeout" in rest
+        c.close()
+        status, _, out = s.post("/v1/generate", {"prompt": "B", "max_new_tokens": 100000})
+        assert status == 504 and "--timeout" in out["error"]["message"]
+    finally:
+        assert s.stop() == 0
+
+
+def test_a_client_that_does_not_read_its_stream_blocks_no_one():
+    s = Server("--model", LM, "--model", MT, "--max-new-tokens", "5000")
+    try:
+        c, _ = start_stream(s, 5000)  # never read further
+        started = time.monotonic()
+        for _ in range(5):
+            assert s.post("/v1/generate", {"prompt": "B", "max_new_tokens": 10})[0] == 200
+            assert s.post("/v1/translate", {"sentences": ["Ein Hund."]})[0] == 200
+        assert time.monotonic() - started < 30
+        c.close()
+    finally:
+        assert s.stop() == 0
+
+
+def test_sigterm_finishes_admitted_requests_then_exits_0():
+    s = Server("--model", LM, "--max-new-tokens", "100000", "--drain-timeout", "30")
+    result = {}
+
+    def slow():
+        result["out"] = s.post("/v1/generate", {"prompt": "A", "max_new_tokens": 20000})  # a few seconds
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.5)  # admitted and generating
+    s.proc.send_signal(signal.SIGTERM)
+    t.join()
+    assert result["out"][0] == 200 and len(result["out"][2]["text"]) > 0
+    assert s.proc.wait(30) == 0
+    assert any("stopping: finishing 1 admitted" in line for line in s.lines)
+
+
+def test_what_the_drain_timeout_leaves_gets_503_and_the_server_still_exits_0():
+    s = Server("--model", LM, "--max-new-tokens", "1000000", "--drain-timeout", "1")
+    result = {}
+
+    def endless():
+        result["out"] = s.post("/v1/generate", {"prompt": "A", "max_new_tokens": 1000000})
+
+    t = threading.Thread(target=endless)
+    t.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    s.proc.send_signal(signal.SIGTERM)
+    t.join()
+    assert result["out"][0] == 503 and "--drain-timeout" in result["out"][2]["error"]["message"]
+    assert s.proc.wait(30) == 0 and time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "missing.safetensors"], "missing.safetensors"),
+    (["--model", f"a={MT}", "--model", f"a={LM}"], "two models are named 'a'"),
+    (["--model", MT, "--max-queue", "0"], "--max-queue must be from 1"),
+])
+def test_bad_command_lines_get_one_line(args, message):
+    r = subprocess.run([TFM, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60)
+    errors = [line for line in r.stderr.splitlines() if line.startswith("tfm: error:")]
+    assert r.returncode != 0 and len(errors) == 1 and message in errors[0], r.stderr
