@@ -259,12 +259,12 @@ void completions(Context& c, Call& call) {
   };
   if (stream) {
     nlohmann::json end = head;
-    end["choices"] = {choice("", 0, "length")};
+    end["choices"] = nlohmann::json::array({choice("", 0, "length")});
     return stream_events(
         c, call, std::move(ticket), std::make_shared<Pieces>(c, call, m, prompts[0], o),
         [head, choice](const std::string& piece) {
           nlohmann::json event = head;
-          event["choices"] = {choice(piece, 0, nullptr)};
+          event["choices"] = nlohmann::json::array({choice(piece, 0, nullptr)});
           return event;
         },
         {"data: " + json_text(end) + "\n\n", "data: [DONE]\n\n"});

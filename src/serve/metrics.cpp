@@ -89,11 +89,8 @@ std::string Metrics::text() const {
   };
   histograms("tfm_request_duration_seconds", "Time from a request's arrival to its answer (a stream: to its end).", "endpoint", latency_);
   histograms("tfm_batch_sentences", "Sentences per translation batch (requests batched together).", "model", batch_sentences_);
-  auto totals = [&](const char* name, const char* help, const std::map<std::string, double>& by_model) {
-    header(out, name, "counter", help);
-    for (const auto& [model, v] : by_model) out << name << "{model=\"" << model << "\"} " << v << "\n";
-  };
-  totals("tfm_batch_tokens_total", "Padded source subwords of the translation batches searched.", batch_tokens_);
+  header(out, "tfm_batch_tokens_total", "counter", "Padded source subwords of the translation batches searched.");
+  for (const auto& [model, v] : batch_tokens_) out << "tfm_batch_tokens_total{model=\"" << model << "\"} " << v << "\n";
   // One header per name, its entries together (they were added model by model).
   auto family = [&](const std::vector<Gauge>& entries, const char* type, const std::function<void(size_t)>& line) {
     std::vector<size_t> order(entries.size());
