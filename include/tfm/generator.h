@@ -74,8 +74,8 @@ class TFM_API Generator {
   // The model's positions: a prompt and its new tokens beyond this slide the window.
   int64_t max_tokens() const;
   GeneratorStats stats() const;
-  // Every layer's and head's (causal) attention over `text`'s tokens, its first
-  // max_tokens() of them, on the calling thread.
+  // Every layer's and head's (causal) attention over `text`'s tokens, its last
+  // max_tokens() of them (a continuation's window), on the calling thread.
   TextAttention attention(const std::string& text) const;
 
  private:

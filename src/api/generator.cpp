@@ -196,7 +196,7 @@ TextAttention Generator::attention(const std::string& text) const {
   const char* problem = data::text_problem(text);
   TFM_CHECK(!problem, "the text: " << problem);
   std::vector<int> ids = impl_->prompt_ids(text);
-  ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(max_tokens())));
+  if (static_cast<int64_t>(ids.size()) > max_tokens()) ids.erase(ids.begin(), ids.end() - max_tokens());
   nn::AttentionMaps maps;
   {
     autograd::NoGradGuard no_grad;

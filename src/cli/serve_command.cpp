@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -49,12 +50,16 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->callback([o, models, cmd, &exit_code] {
     for (const std::string& m : *models) {
       const size_t eq = m.find('=');
-      // NAME=PATH, unless the '=' belongs to a path (one that has a '/' before it).
-      const bool named = eq != std::string::npos && m.find('/') > eq && eq > 0;
+      // NAME=PATH, unless the whole is a file or the '=' belongs to a folder's name (a '/' before it).
+      const bool named = eq != std::string::npos && eq > 0 && m.find('/') > eq && !std::filesystem::is_regular_file(m);
       o->models.push_back(named ? serve::ModelSpec{m.substr(0, eq), m.substr(eq + 1)} : serve::ModelSpec{"", m});
     }
-    if (o->api_key.empty())
-      if (const char* key = std::getenv("TFM_API_KEY")) o->api_key = key;
+    TFM_CHECK(!cmd->count("--api-key") || !o->api_key.empty(), "--api-key is empty: give a key, or leave the flag out");
+    if (!cmd->count("--api-key"))
+      if (const char* key = std::getenv("TFM_API_KEY")) {
+        o->api_key = key;
+        TFM_CHECK(!o->api_key.empty(), "TFM_API_KEY is set but empty: give a key, or unset it");
+      }
     o->precision = to_string(precision_flag(*cmd));
     o->threads = omp_get_max_threads();
     StopOnSignal stop;  // the first SIGINT or SIGTERM drains; a second ends the process at once

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <ctime>
 #include <limits>
 #include <mutex>
@@ -29,15 +30,33 @@ auto client_input(F&& f) {
   }
 }
 
-// 400 where a text is more subwords than --max-sentence-tokens.
+// 400 where a text is longer than --max-sentence-tokens tokens could be: a token is at
+// most 64 bytes (SentencePiece's longest piece, 16 characters), so a longer text is
+// refused before it is tokenized (a 3 MB sentence took 100 MB to count).
+void check_sizes(const std::vector<std::string>& texts, const char* what, int64_t limit) {
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (static_cast<int64_t>(texts[i].size()) > limit * 64)
+      throw HttpError(400, std::string(what) + " " + std::to_string(i + 1) + " is " + std::to_string(texts[i].size()) +
+                               " bytes: more than " + std::to_string(limit) + " tokens (--max-sentence-tokens)");
+}
+
+// 400 where a text is more tokens than --max-sentence-tokens.
 template <class Count>
 void check_lengths(const std::vector<std::string>& texts, const char* what, int64_t limit, Count count) {
+  check_sizes(texts, what, limit);
   for (size_t i = 0; i < texts.size(); ++i) {
     const int64_t n = client_input([&] { return count(texts[i]); });
     if (n > limit)
-      throw HttpError(400, std::string(what) + " " + std::to_string(i + 1) + " is " + std::to_string(n) + " subwords; at most " +
-                               std::to_string(limit) + " per request (--max-sentence-tokens)");
+      throw HttpError(400, std::string(what) + " " + std::to_string(i + 1) + " is " + std::to_string(n) + " tokens; at most " +
+                               std::to_string(limit) + " each (--max-sentence-tokens)");
   }
+}
+
+// An image in the body itself: its type says so, or its first bytes do.
+bool image_body(const httplib::Request& req) {
+  std::string type = req.get_header_value("Content-Type");
+  for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return type.rfind("image/", 0) == 0 || req.body.rfind("\x89PNG", 0) == 0 || req.body.rfind("\xff\xd8\xff", 0) == 0;
 }
 
 std::string json_text(const nlohmann::json& value) { return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
@@ -232,12 +251,12 @@ void generate(Context& c, Call& call) {
 
 void completions(Context& c, Call& call) {
   const RequestBody b(call.req.body, {}, /*lenient=*/true);
-  b.only("n", 1, "one completion per prompt");
-  b.only("best_of", 1, "one completion per prompt");
-  b.only("echo", false, "the prompt is not repeated");
-  b.only("suffix", nullptr, "no insertion");
-  b.only("logprobs", nullptr, "no log-probabilities");
-  b.only("stop", nullptr, "no stop sequences: generation runs for max_tokens");
+  b.only("n", {1}, "one completion per prompt");
+  b.only("best_of", {1}, "one completion per prompt");
+  b.only("echo", {false}, "the prompt is not repeated");
+  b.only("suffix", {""}, "no insertion");
+  b.only("logprobs", {0}, "no log-probabilities");
+  b.only("stop", {nlohmann::json::array(), ""}, "no stop sequences: generation runs for max_tokens");
   ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
   const std::vector<std::string> prompts = b.texts("prompt", c.options.max_items, /*single_ok=*/true);
   const GenerationOptions o = generation_options(b, c, "max_tokens", 16, 1.0);  // OpenAI's defaults
@@ -283,6 +302,7 @@ void embed(Context& c, Call& call) {
   const RequestBody b(call.req.body, {"model", "sentences", "pool"});
   ServedModel& m = c.models.pick(b.text("model", ""), "bert", call.endpoint);
   const std::vector<std::string> sentences = b.texts("sentences", c.options.max_items);
+  check_sizes(sentences, "sentence", c.options.max_sentence_tokens);  // longer ones are cut to the model's length anyway
   const std::string pool = b.text("pool", "mean");
   if (pool != "mean" && pool != "cls") throw HttpError(400, "'pool' must be \"mean\" or \"cls\", got \"" + pool + "\"");
   const std::shared_ptr<void> ticket = c.life.admit();
@@ -295,8 +315,7 @@ void embed(Context& c, Call& call) {
 }
 
 void classify(Context& c, Call& call) {
-  const std::string type = call.req.get_header_value("Content-Type");
-  const bool raw = type.rfind("image/", 0) == 0;
+  const bool raw = image_body(call.req);
   std::optional<RequestBody> b;
   if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images"});
   ServedModel& m = c.models.pick(raw ? call.req.get_param_value("model") : b->text("model", ""), "vit", call.endpoint);
@@ -313,7 +332,7 @@ void classify(Context& c, Call& call) {
 }
 
 void attention(Context& c, Call& call) {
-  const bool raw = call.req.get_header_value("Content-Type").rfind("image/", 0) == 0;
+  const bool raw = image_body(call.req);
   std::optional<RequestBody> b;
   if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "text", "target", "max_new_tokens", "image"});
   ServedModel& m = c.models.pick_any(raw ? call.req.get_param_value("model") : b->text("model", ""));
@@ -344,8 +363,10 @@ void attention(Context& c, Call& call) {
     o.temperature = 0;
     Pieces pieces(c, call, m, text, o);
     out["text"] = whole_text(pieces);
-    out["prompt_tokens"] = m.generator->count_tokens(text);
-    const TextAttention a = m.generator->attention(text + out["text"].get<std::string>());
+    const std::string whole = text + out["text"].get<std::string>();
+    const TextAttention a = m.generator->attention(whole);  // its last positions: the continuation, then the prompt's end
+    const int64_t dropped = m.generator->count_tokens(whole) - static_cast<int64_t>(a.tokens.size());
+    out["prompt_tokens"] = std::max<int64_t>(0, (text.empty() ? 0 : m.generator->count_tokens(text)) - dropped);
     out["tokens"] = a.tokens, out["decoder"] = weights_json(a.self);
   } else {
     const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);

@@ -55,6 +55,7 @@ Decoded decode_jpeg(std::string_view bytes, int64_t channels) {
   JpegError error{};
   info.err = jpeg_std_error(&error.manager);
   error.manager.error_exit = on_jpeg_error;
+  error.manager.emit_message = [](j_common_ptr, int) {};  // warnings (a truncated file) are not the server's log's
   Decoded d;
   if (setjmp(error.back)) {  // no C++ object with a destructor is made between here and the jumps
     jpeg_destroy_decompress(&info);

@@ -1,5 +1,6 @@
 #include "serve/models.h"
 
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
@@ -17,11 +18,11 @@ std::string default_name(const std::string& path) {
   return stem;
 }
 
-const char* endpoint_of(const std::string& family) {
-  if (family == "translation") return "/v1/translate";
-  if (family == "gpt") return "/v1/generate, /v1/completions";
-  if (family == "bert") return "/v1/embed";
-  return "/v1/classify";
+std::vector<std::string> endpoints_of(const std::string& family) {
+  if (family == "translation") return {"/v1/translate", "/v1/attention"};
+  if (family == "gpt") return {"/v1/generate", "/v1/completions", "/v1/attention"};
+  if (family == "bert") return {"/v1/embed", "/v1/attention"};
+  return {"/v1/classify", "/v1/attention"};
 }
 
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
@@ -60,6 +61,7 @@ ModelSet::ModelSet(const ServerOptions& o, Metrics& metrics, std::ostream& log) 
         throw std::runtime_error("two models are named '" + m->name + "' (" + other->path + ", " + m->path +
                                  "): name them with --model NAME=PATH");
     m->family = checkpoint_family(spec.path);
+    m->loaded = static_cast<int64_t>(std::time(nullptr));
     log << "tfm serve: loading " << m->name << " (" << m->family << ") from " << m->path << "\n" << std::flush;
     load(*m, o, metrics);
     models_.push_back(std::move(m));
@@ -94,7 +96,8 @@ ServedModel& ModelSet::pick_any(const std::string& name) {
 nlohmann::json ModelSet::list() const {
   nlohmann::json data = nlohmann::json::array();
   for (const auto& m : models_)
-    data.push_back({{"id", m->name}, {"object", "model"}, {"owned_by", "tfm"}, {"family", m->family}, {"endpoints", endpoint_of(m->family)}});
+    data.push_back({{"id", m->name}, {"object", "model"}, {"created", m->loaded}, {"owned_by", "tfm"}, {"family", m->family},
+                    {"endpoints", endpoints_of(m->family)}});
   return {{"object", "list"}, {"data", data}};
 }
 

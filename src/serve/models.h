@@ -21,6 +21,7 @@ namespace tfm::serve {
 
 struct ServedModel {
   std::string name, family, path;  // family: translation, gpt, bert or vit (tfm::checkpoint_family)
+  int64_t loaded = 0;               // when, in seconds since 1970 (OpenAI's "created")
   std::unique_ptr<Translator> translator;
   std::unique_ptr<Generator> generator;
   std::unique_ptr<Encoder> encoder;

@@ -1,5 +1,6 @@
 #include "serve/request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -80,9 +81,10 @@ std::vector<std::string> RequestBody::texts(const char* name, int64_t max_items,
   return out;
 }
 
-void RequestBody::only(const char* name, const nlohmann::json& allowed, const char* why) const {
+void RequestBody::only(const char* name, std::initializer_list<nlohmann::json> allowed, const char* why) const {
   const nlohmann::json* f = field(name);
-  if (f && *f != allowed) throw HttpError(400, std::string("'") + name + "' is not supported: " + why);
+  if (f && std::find(allowed.begin(), allowed.end(), *f) == allowed.end())
+    throw HttpError(400, std::string("'") + name + "' is not supported: " + why);
 }
 
 }  // namespace tfm::serve

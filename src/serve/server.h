@@ -18,7 +18,7 @@ struct ServerOptions {
   std::vector<ModelSpec> models;
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0: any free port (the line printed on start says which)
-  std::string api_key;             // when set, every request but the web page's files needs it
+  std::string api_key;             // when set, every request but GET /, /health and /favicon.ico needs it
   std::string precision = "f32";   // the models' products
   int threads = 0;                 // 0: the process's OpenMP setting
   int workers = 0;                 // translation batches searched at once (0: one per thread)

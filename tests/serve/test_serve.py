@@ -187,7 +187,7 @@ def test_classify_png_jpeg_and_base64(server):
     ("/v1/translate", {"sentences": ["Ein Hund."], "beams": 2}, 400, "unknown field 'beams'"),
     ("/v1/translate", {"sentences": []}, 400, "non-empty list"),
     ("/v1/translate", {"sentences": ["a"] * 9}, 400, "at most 8 per request (--max-items)"),
-    ("/v1/translate", {"sentences": [" ".join(["Hund"] * 150)]}, 400, "(--max-sentence-tokens)"),
+    ("/v1/translate", {"sentences": [" ".join(["Hund"] * 150)]}, 400, "each (--max-sentence-tokens)"),
     ("/v1/translate", {"sentences": ["Ein Hund."], "beam": 0}, 400, "'beam' must be a whole number from 1 to 64"),
     ("/v1/translate", {"sentences": ["Ein Hund."], "nbest": 5}, 400, "'nbest'"),
     ("/v1/translate", {"sentences": ["a\u0000b"]}, 400, "NUL"),
@@ -197,11 +197,44 @@ def test_classify_png_jpeg_and_base64(server):
     ("/v1/generate", {"prompt": "A", "temperature": "hot"}, 400, "'temperature' must be a number"),
     ("/v1/embed", {"sentences": ["a"], "pool": "max"}, 400, "'pool'"),
     ("/v1/translate", {"sentences": ["x" * 200000]}, 413, "--max-body"),
+    ("/v1/translate", {"sentences": ["Hund " * 2000]}, 400, "bytes: more than 100 tokens"),
+    ("/v1/embed", {"sentences": ["Hund " * 2000]}, 400, "bytes: more than 100 tokens"),
     ("/v1/nothing", {}, 404, "no such endpoint"),
 ])
 def test_bad_requests_get_a_status_and_a_message(server, path, body, status, message):
     got, _, out = server.post(path, body)
     assert got == status and message in out["error"]["message"], out
+
+
+def raw_request(server, data):
+    """The server's answer to the bytes `data` on a fresh connection: up to the end of its JSON error."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    s.sendall(data)
+    answer = b""
+    try:
+        while not answer.endswith(b"}}") and (chunk := s.recv(65536)):
+            answer += chunk
+    except socket.timeout:
+        pass
+    s.close()
+    return answer.decode(errors="replace")
+
+
+def test_http_edges(server):
+    started = time.monotonic()
+    chunked = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+    assert chunked.startswith("HTTP/1.1 411") and "Content-Length" in chunked
+    declared = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n")
+    assert declared.startswith("HTTP/1.1 413") and time.monotonic() - started < 4  # refused before any body arrives
+    status, response, out = server.request("GET", "/v1/translate")
+    assert status == 405 and response.getheader("Allow") == "POST" and "takes POST" in out["error"]["message"]
+    assert "not valid HTTP" in raw_request(server, b"GARBAGE\r\n\r\n")
+    # curl -d's form type, above httplib's own 8 KB limit for forms, is read as JSON
+    body = json.dumps({"sentences": ["Ein Hund."] * 8, "beam": 1}) + " " * 9000
+    assert server.post("/v1/translate", body, {"Content-Type": "application/x-www-form-urlencoded"})[0] == 200
+    metrics = server.request("GET", "/metrics")[2]
+    assert 'code="-1"' not in metrics
 
 
 def test_metrics_in_prometheus_text_format(server):
@@ -223,7 +256,9 @@ def test_api_key():
         assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesam"})[0] == 401
         assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesame"})[0] == 200
         assert s.request("GET", "/metrics", headers={"X-API-Key": "sesame"})[0] == 200
-        assert s.request("GET", "/health")[0] == 401
+        assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "bearer sesame"})[0] == 200
+        assert s.request("GET", "/metrics")[0] == 401
+        assert s.request("GET", "/health")[0] == 200  # a probe needs no key, and learns only that it is up
     finally:
         assert s.stop() == 0
 
@@ -236,6 +271,15 @@ def start_stream(server, tokens):
     r = c.getresponse()
     assert r.status == 200 and r.readline().startswith(b"data: ")
     return c, r
+
+
+def test_a_port_in_use_is_refused():
+    s = Server("--model", MT)
+    try:
+        r = subprocess.run([TFM, "serve", "--model", MT, "--port", str(s.port)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "cannot listen on 127.0.0.1:" in r.stderr and "in use" in r.stderr, r.stderr
+    finally:
+        assert s.stop() == 0
 
 
 def test_a_full_queue_answers_503_with_retry_after_and_a_slow_request_504():
@@ -305,6 +349,7 @@ def test_what_the_drain_timeout_leaves_gets_503_and_the_server_still_exits_0():
     (["--model", "missing.safetensors"], "missing.safetensors"),
     (["--model", f"a={MT}", "--model", f"a={LM}"], "two models are named 'a'"),
     (["--model", MT, "--max-queue", "0"], "--max-queue must be from 1"),
+    (["--model", MT, "--api-key", ""], "--api-key is empty"),
 ])
 def test_bad_command_lines_get_one_line(args, message):
     r = subprocess.run([TFM, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60)
