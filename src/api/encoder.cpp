@@ -35,9 +35,7 @@ TextAttention Encoder::attention(const std::string& sentence) const {
     autograd::NoGradGuard no_grad;
     impl_->model.encode({ids, 1, static_cast<int64_t>(ids.size())}, &maps);
   }
-  TextAttention out{{}, api::weights_of(maps.self)};
-  for (int id : ids) out.tokens.push_back(impl_->checkpoint.tokenizer->piece(id));
-  return out;
+  return api::text_attention(ids, maps, *impl_->checkpoint.tokenizer);
 }
 
 Embeddings Encoder::embed(const std::vector<std::string>& sentences, const std::string& pool) const {

@@ -106,7 +106,6 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
         std::shared_ptr<Request> r = fresh[i];
         batch.join(r->ids, options[i], [this, r](int id) { ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
       }
-      running = batch.size();
       batch.step();
       running = batch.size();
     }
@@ -202,9 +201,7 @@ TextAttention Generator::attention(const std::string& text) const {
     autograd::NoGradGuard no_grad;
     impl_->model.forward({ids, 1, static_cast<int64_t>(ids.size())}, nullptr, &maps);
   }
-  TextAttention out{{}, api::weights_of(maps.self)};
-  for (int id : ids) out.tokens.push_back(impl_->checkpoint.tokenizer->piece(id));
-  return out;
+  return api::text_attention(ids, maps, *impl_->checkpoint.tokenizer);
 }
 
 GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load()}; }

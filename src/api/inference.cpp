@@ -16,6 +16,12 @@ AttentionWeights weights_of(const std::vector<Tensor>& maps) {
   return w;
 }
 
+TextAttention text_attention(const std::vector<int>& ids, const nn::AttentionMaps& maps, const data::Tokenizer& tokenizer) {
+  TextAttention out{{}, weights_of(maps.self)};
+  for (int id : ids) out.tokens.push_back(tokenizer.piece(id));
+  return out;
+}
+
 void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const std::string& precision) {
   const ops::Precision p = ops::parse_precision(precision);  // a bad name fails before the weights load
   io::load_parameters(model.named_parameters(), file, path);

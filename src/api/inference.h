@@ -7,12 +7,17 @@
 #include "decode/family_checkpoint.h"
 #include "tfm/attention.h"
 #include "io/safetensors.h"
+#include "nn/attention.h"
 #include "nn/module.h"
 
 namespace tfm::api {
 
 // Every layer's attention probabilities ([1, heads, queries, keys] each) as one array.
 AttentionWeights weights_of(const std::vector<Tensor>& maps);
+
+// A text model's self-attention over `ids` (its maps from one forward pass), with each
+// token's piece.
+TextAttention text_attention(const std::vector<int>& ids, const nn::AttentionMaps& maps, const data::Tokenizer& tokenizer);
 
 void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const std::string& precision);
 
