@@ -256,16 +256,18 @@ std::vector<OpCase> cases() {
   c.push_back({"gelu", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::gelu(x[0]); }, elementwise(gelu)});
   constexpr float kP = 0.3f;
   constexpr uint64_t kKey = 99;
-  auto dropped = [](bool relu) {
-    return [relu](const std::vector<Values>& v) {
+  auto dropped = [](bool relu, size_t per_row) {  // element i: sample i / per_row, place i % per_row
+    return [relu, per_row](const std::vector<Values>& v) {
       Values r(v[0].size());
-      for (size_t i = 0; i < r.size(); ++i)
-        r[i] = hash_uniform(kKey, i) < kP ? 0.0 : (relu ? std::max(v[0][i], 0.0) : v[0][i]) / (1.0 - static_cast<double>(kP));
+      for (size_t i = 0; i < r.size(); ++i) {
+        const bool drop = hash_uniform(kKey, dropout_index(static_cast<int64_t>(i / per_row), static_cast<int64_t>(i % per_row))) < kP;
+        r[i] = drop ? 0.0 : (relu ? std::max(v[0][i], 0.0) : v[0][i]) / (1.0 - static_cast<double>(kP));
+      }
       return r;
     };
   };
-  c.push_back({"dropout", {f32({5000}, 8)}, [](const auto& x, DType) { return ops::dropout(x[0], kP, kKey); }, dropped(false)});
-  c.push_back({"relu_dropout", {away}, [](const auto& x, DType) { return ops::relu_dropout(x[0], kP, kKey); }, dropped(true)});
+  c.push_back({"dropout", {f32({50, 100}, 8)}, [](const auto& x, DType) { return ops::dropout(x[0], kP, kKey); }, dropped(false, 100)});
+  c.push_back({"relu_dropout", {away}, [](const auto& x, DType) { return ops::relu_dropout(x[0], kP, kKey); }, dropped(true, 1)});
   auto softmax_oracle = [](bool log) {
     return [log](const std::vector<Values>& v) {
       Values r;

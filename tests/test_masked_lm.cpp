@@ -22,8 +22,7 @@ TEST(MaskTokens, ChoosesFifteenPercentAndSplitsThemEightyTenTen) {
   }
   models::Tokens batch(ids, 64, 128);
   const std::vector<int> original = ids;
-  Rng rng(7);
-  std::vector<int> targets = training::mask_tokens(batch, tok, 0.15, rng);
+  std::vector<int> targets = training::mask_tokens(batch, tok, 0.15, 7);
   int64_t chosen = 0, masked = 0, kept = 0, cls_chosen = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] < 0) {

@@ -285,7 +285,7 @@ TEST(Attention, IndexedKeysEqualGatheredOnes) {
 // (ops::PackedSequences). Each real row's result and gradients must be what the padded
 // batch gives it: self-attention (both sides packed, causal or not) and encoder-decoder
 // attention (keys packed), on the dot-product and the GEMM paths, under dropout too
-// (with the longest sentence unpadded, its masks are indexed as in the padded batch).
+// (a sample's masks do not depend on the batch's layout: tensor/rng.h's DropoutKey).
 TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
   const int64_t batch = 3, width = 16, heads = 2, queries = 5;
   for (const int64_t longest : {11, 60})
@@ -343,6 +343,34 @@ TEST(Attention, PackedSequencesGiveTheirRowsOfThePaddedBatch) {
         EXPECT_TENSOR_NEAR("encoder-decoder query gradient, " + where, q2.grad(), q.grad(), 1e-6);
         EXPECT_TENSOR_NEAR("encoder-decoder key/value gradient, " + where, kv_packed.grad(), pack(kv.grad()), 1e-6);
       }
+}
+
+// A sample's dropout masks depend on its place in the batch alone (tensor/rng.h's
+// DropoutKey): a process computing rows [1, 3) of a batch split across processes draws
+// what one process draws for them, and a sentence padded to another length or packed
+// without padding keeps its masks.
+TEST(Dropout, ASampleMasksDependOnItsPlaceInTheBatchAlone) {
+  const float p = 0.4f;
+  const uint64_t key = 17;
+  const Tensor x = testing::random_tensor({4, 6, 8}, 3);  // [batch, len, features]
+  const Tensor whole = ops::dropout(x, p, key), share = ops::dropout(ops::slice(x, 0, 1, 3).clone(), p, DropoutKey(key, 1));
+  EXPECT_TENSOR_NEAR("rows 1 and 2 alone", share, ops::slice(whole, 0, 1, 3).clone(), 0.0);
+  const Tensor longer = ops::concat({x, Tensor::zeros({4, 3, 8})}, 1);  // padded to 9
+  EXPECT_TENSOR_NEAR("padded further", ops::slice(ops::dropout(longer, p, key), 1, 0, 6).clone(), whole, 0.0);
+  auto packing = std::make_shared<ops::PackedSequences>();
+  packing->start = {0, 6, 10}, packing->length = {6, 4, 2};  // rows 0-2, of 6, 4 and 2 tokens
+  const Tensor packed = ops::concat({ops::slice(x, 0, 0, 1), ops::slice(ops::slice(x, 0, 1, 2), 1, 0, 4), ops::slice(ops::slice(x, 0, 2, 3), 1, 0, 2)}, 1);
+  const Tensor dropped = ops::dropout(packed, p, key, packing);  // [1, 12, 8]
+  EXPECT_TENSOR_NEAR("packed row 1", ops::slice(dropped, 1, 6, 10).clone(), ops::slice(ops::slice(whole, 0, 1, 2), 1, 0, 4).clone(), 0.0);
+  EXPECT_TENSOR_NEAR("packed row 2, relu", ops::slice(ops::relu_dropout(packed, p, key, packing), 1, 10, 12).clone(),
+                     ops::slice(ops::slice(ops::relu_dropout(x, p, key), 0, 2, 3), 1, 0, 2).clone(), 0.0);
+  // Attention's probabilities: rows 1 and 2 of four, queries and keys padded further.
+  const Tensor qkv = testing::random_tensor({4, 5, 3 * 8}, 4);
+  auto attend = [&](const Tensor& t, DropoutKey k) {
+    return ops::attention(ops::slice(t, 2, 0, 8), ops::slice(t, 2, 8, 16), ops::slice(t, 2, 16, 24), 2, ops::AttentionMask{}, p, k);
+  };
+  EXPECT_TENSOR_NEAR("attention rows 1 and 2 alone", attend(ops::slice(qkv, 0, 1, 3).clone(), DropoutKey(key, 1)),
+                     ops::slice(attend(qkv, key), 0, 1, 3).clone(), 1e-6);
 }
 
 // Beam search finds its candidates with it: every entry above the bar, in order, from

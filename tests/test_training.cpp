@@ -137,6 +137,20 @@ TEST(FlatParameters, ParametersAndGradientsAreViewsOfTwoBuffersInReverseOrder) {
   EXPECT_GT(buckets.size(), 4u);
 }
 
+// A job of one process that records the sums it is asked for.
+class RecordingJob : public dist::Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void start_sum(float* data, int64_t n) override { buckets.emplace_back(data, data + n); }
+  void wait() override {}
+  void sum(std::vector<double>&) override {}
+  std::vector<std::string> all_gather(const std::string& mine) override { return {mine}; }
+  void reduce_scatter_sum(float*, const std::vector<int64_t>&) override {}
+  void all_gather_parts(float*, const std::vector<int64_t>&) override {}
+  std::vector<std::vector<float>> buckets;  // each sum's data as it was handed over
+};
+
 // The Trainer hands every bucket of the flat gradient buffer to the reduction, in
 // order, before clipping; a reduction that changes nothing changes no loss.
 TEST(FlatParameters, TheTrainerReducesEveryBucketOfEveryStep) {
@@ -148,10 +162,11 @@ TEST(FlatParameters, TheTrainerReducesEveryBucketOfEveryStep) {
   o.max_steps = 4, o.out_dir = dir.path("plain");
   std::ostringstream log;
   const std::vector<double> plain = training::run_copy_task(o, task, log).losses;
-  std::vector<int64_t> sizes;
-  o.out_dir = dir.path("reduced"), o.bucket_floats = 5000;
-  o.reduce_gradients = [&](Tensor& bucket) { sizes.push_back(bucket.numel()); };
+  RecordingJob job;
+  o.out_dir = dir.path("reduced"), o.bucket_floats = 5000, o.comm = &job;
   const std::vector<double> reduced = training::run_copy_task(o, task, log).losses;
+  std::vector<int64_t> sizes;
+  for (const auto& bucket : job.buckets) sizes.push_back(static_cast<int64_t>(bucket.size()));
   ASSERT_EQ(reduced.size(), plain.size());
   for (size_t i = 0; i < plain.size(); ++i)  // summed, then divided: rounding apart
     EXPECT_NEAR(reduced[i], plain[i], 1e-5 * plain[i]) << "step " << i + 1;
@@ -192,13 +207,14 @@ TEST(Trainer, AccumulatedBatchesAreAveragedOverTheirTokens) {
   testing::TempDir dir;
   training::TrainerOptions o;
   o.out_dir = dir.path("run"), o.accumulate = 2, o.max_steps = 1, o.log_every = 1, o.clip_norm = 0;
-  std::vector<float> reduced;
-  o.reduce_gradients = [&](Tensor& bucket) { reduced = bucket.to_vector(); };
+  RecordingJob job;
+  o.comm = &job;
   std::ostringstream log;
   training::Trainer trainer(o, log);
   TokenCountTask task;
   ASSERT_FALSE(trainer.run(task).stopped) << log.str();
-  EXPECT_EQ(reduced, std::vector<float>{6.0f}) << "d/dw of the summed loss 3w + w + w + w";
+  ASSERT_EQ(job.buckets.size(), 1u);
+  EXPECT_EQ(job.buckets[0], std::vector<float>{6.0f}) << "d/dw of the summed loss 3w + w + w + w";
   const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
   EXPECT_NE(metrics.find("\"train_loss\":1.5"), std::string::npos) << metrics;
 }

@@ -1,8 +1,11 @@
 // tfm::train (include/tfm/training.h): the public options handed to the Trainer, and
-// each task's defaults for them.
+// each task's defaults for them. In a process that has joined a launcher's job (`mpirun
+// -np N tfm ...`), the job's processes train the model together and rank 0 alone writes.
 #include "tfm/training.h"
 
 #include <iostream>
+
+#include "dist/launched_job.h"
 
 #include "train/copy_task.h"
 #include "train/language_model.h"
@@ -44,12 +47,20 @@ TrainingOptions steps_of_windows(TrainingOptions t, int64_t max_steps, int64_t v
   return t;
 }
 
-std::ostream& log_or_stdout(std::ostream* log) { return log ? *log : std::cout; }
+// Where the run's lines go: the log if given, else standard output; nowhere on the
+// processes of a job other than rank 0.
+std::ostream& log_or_stdout(std::ostream* log) {
+  static std::ostream nowhere(nullptr);  // a stream without a buffer drops what it is given
+  const dist::Communicator* job = dist::launched_job();
+  if (job && job->rank() != 0) return nowhere;
+  return log ? *log : std::cout;
+}
 
 // The Trainer's options for a public call: progress lines go where the log goes, if given.
 training::TrainerOptions trainer_options(const TrainingOptions& options, std::stop_token stop, std::ostream* log) {
   training::TrainerOptions t(options, std::move(stop));
   t.progress_to_log = log != nullptr;
+  t.comm = dist::launched_job();
   return t;
 }
 

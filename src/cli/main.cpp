@@ -1,12 +1,15 @@
 // tfm: the command-line front end. Each subcommand (cli/*_command.cpp) parses its
 // flags and calls the library; any tfm::Error becomes one "tfm: error: ..." line
 // and exit status 1, a usage error (an unknown flag, a value out of range) exit status 2.
+// Started by mpirun (or srun), it first joins the launcher's job: its training commands
+// then train one model with all the job's processes (dist/launched_job.h).
 #include <omp.h>
 
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "dist/launched_job.h"
 #include "io/output_file.h"
 #include "threads/openmp_wait.h"
 #include "ops/dispatch.h"
@@ -24,10 +27,37 @@ std::string version() {
          "\nOpenMP: " + tfm::openmp_wait_setting();
 }
 
+// "tfm: error: ", naming the process in a job of several.
+std::string error_lead() {
+  const tfm::dist::Communicator* job = tfm::dist::launched_job();
+  if (!job || job->size() == 1) return "tfm: error: ";
+  return "tfm: error: rank " + std::to_string(job->rank()) + " of " + std::to_string(job->size()) + ": ";
+}
+
+int run(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  tfm::choose_openmp_wait(argv);
+  tfm::choose_openmp_wait(argv);  // may execute the program again: before anything else
+  try {
+    tfm::dist::join_launched_job();
+  } catch (const tfm::Error& e) {
+    std::cerr << "tfm: error: " << e.what() << "\n";
+    return 1;
+  }
+  const int exit_code = run(argc, argv);
+  // A process of a job that failed stops at once: the launcher then stops the others,
+  // which may be waiting for it (leaving the job would wait for them).
+  const tfm::dist::Communicator* job = tfm::dist::launched_job();
+  if (exit_code != 0 && exit_code != 130 && job && job->size() > 1) tfm::dist::end_after_failure(exit_code);
+  tfm::dist::leave_launched_job();
+  return exit_code;
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   tfm::io::handle_output_signals();
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
   int exit_code = 0;
@@ -65,17 +95,19 @@ int main(int argc, char** argv) {
     // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".
     std::string message = e.what();
     if (const size_t at = message.find(": must be "); at != std::string::npos) message.erase(at, 1);
-    std::cerr << "tfm: error: " << message << " (see --help)\n";
+    std::cerr << error_lead() << message << " (see --help)\n";
     return 2;
   } catch (const tfm::Error& e) {
-    std::cerr << "tfm: error: " << e.what() << "\n";
+    std::cerr << error_lead() << e.what() << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << "tfm: error: out of memory\n";
+    std::cerr << error_lead() << "out of memory\n";
     return 1;
   } catch (const std::exception& e) {  // a bug: every expected failure is a tfm::Error
-    std::cerr << "tfm: error: internal error: " << e.what() << "\n";
+    std::cerr << error_lead() << "internal error: " << e.what() << "\n";
     return 1;
   }
   return exit_code;
 }
+
+}  // namespace

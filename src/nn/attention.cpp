@@ -160,7 +160,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     q = project(query, 0, 1), k = project(key, 1, 1), v = project(value, 2, 1);
   }
   const float p = training() ? dropout_ : 0.0f;
-  const uint64_t key_seed = p > 0.0f ? dropout_rng().next_u64() : 0;
+  const DropoutKey key_seed = p > 0.0f ? dropout_key() : DropoutKey();
   if (cache && cache->ragged()) {  // each row's own positions, up to its own length
     ops::AttentionMask ragged = mask;
     auto [rows, padding] = ragged_rows_and_padding(*cache, q.device());

@@ -105,9 +105,19 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-Tensor Module::dropout(const Tensor& x, float p) const {
+Tensor Module::dropout(const Tensor& x, float p, const ops::PackedRows& packed) const {
   if (!training_ || p == 0.0f) return x;
-  return ops::dropout(x, p, dropout_rng().next_u64());
+  const int64_t samples = packed ? packed->batch() : x.size(0);
+  TFM_CHECK(shared_->rows == 0 || samples == shared_->rows,
+            path_ << ": dropout over " << samples << " rows where the batch has " << shared_->rows << " samples (set_batch_rows)");
+  return ops::dropout(x, p, dropout_key(), packed);
 }
+
+void Module::set_batch_rows(int64_t first, int64_t rows) {
+  TFM_CHECK(first >= 0 && rows >= 0, "set_batch_rows: rows [" << first << ", " << first + rows << ") is not a range of a batch");
+  shared_->first_row = first, shared_->rows = rows;
+}
+
+DropoutKey Module::dropout_key() const { return {dropout_rng().next_u64(), shared_->first_row}; }
 
 }  // namespace tfm::nn

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/elementwise.h"
 #include "ops/linear_products.h"
 #include "tensor/rng.h"
 #include "tensor/tensor.h"
@@ -59,6 +60,11 @@ class Module {
   // compute their products (precision; frozen weights' converted copies for inference).
   Rng& dropout_rng() const { return shared_->dropout_rng; }
   ops::LinearProducts& products() const { return shared_->products; }
+  // The forward passes that follow compute rows [first, first + rows) of a batch split
+  // across processes (data-parallel training): dropout draws the whole batch's masks for
+  // those rows (tensor/rng.h's DropoutKey), so that N processes compute what one process
+  // would. (0, 0), the default: the whole batch.
+  void set_batch_rows(int64_t first, int64_t rows);
 
  protected:
   // Registers a Tensor member as a parameter. The module refers to the member, so
@@ -74,8 +80,11 @@ class Module {
     static_cast<Module*>(child.get())->share(shared_);
     return child;
   }
-  // Inverted dropout with this module's training flag and the model's generator.
-  Tensor dropout(const Tensor& x, float p) const;
+  // Inverted dropout with this module's training flag and the model's generator, over
+  // x's rows (its samples), or the sequences packed in x [1, tokens, features].
+  Tensor dropout(const Tensor& x, float p, const ops::PackedRows& packed = {}) const;
+  // The next dropout stream, whose samples start at set_batch_rows()'s first row.
+  DropoutKey dropout_key() const;
 
  private:
   static std::string join(const std::string& prefix, const std::string& name);
@@ -84,6 +93,7 @@ class Module {
     Rng dropout_rng;
     ops::LinearProducts products;
     std::unique_ptr<FlatParameters> flat;
+    int64_t first_row = 0, rows = 0;  // set_batch_rows
   };
   void share(const std::shared_ptr<Shared>& shared);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;

@@ -20,11 +20,11 @@ PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activa
   linear2 = register_module("linear2", std::make_shared<Linear>(o.d_ff, o.d_model));
 }
 
-Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
+Tensor PositionwiseFeedForward::forward(const Tensor& x, const ops::PackedRows& packed) const {
   if (activation_ == Activation::ReLU && training() && dropout_ > 0.0f)  // keeps one [batch, len, d_ff] for backward, not two
-    return linear2->forward(ops::relu_dropout(linear1->forward(x), dropout_, dropout_rng().next_u64()));
+    return linear2->forward(ops::relu_dropout(linear1->forward(x), dropout_, dropout_key(), packed));
   Tensor h = activation_ == Activation::ReLU ? linear1->forward_relu(x) : ops::gelu(linear1->forward(x));  // [batch, len, d_ff]
-  return linear2->forward(dropout(h, dropout_));  // [batch, len, d_model]
+  return linear2->forward(dropout(h, dropout_, packed));  // [batch, len, d_model]
 }
 
 EncoderLayer::EncoderLayer(const LayerOptions& o) : o_(o) {
@@ -46,13 +46,14 @@ Tensor* next_map(AttentionMaps* maps, std::vector<Tensor> AttentionMaps::*which)
 Tensor EncoderLayer::forward(const Tensor& x_in, const ops::AttentionMask& src_mask, KVCache* cache, AttentionMaps* maps) {
   Tensor* weights = next_map(maps, &AttentionMaps::self);
   Tensor x = x_in;
+  const ops::PackedRows& packed = src_mask.packed_queries;  // x's samples, where they are packed
   if (o_.norm_first) {
     Tensor h = norm1->forward(x);
-    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask, cache, weights), o_.dropout));
-    x = ops::add(x, dropout(feed_forward->forward(norm2->forward(x)), o_.dropout));
+    x = ops::add(x, dropout(self_attn->forward(h, h, h, src_mask, cache, weights), o_.dropout, packed));
+    x = ops::add(x, dropout(feed_forward->forward(norm2->forward(x), packed), o_.dropout, packed));
   } else {
-    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask, cache, weights), o_.dropout)));
-    x = norm2->forward(ops::add(x, dropout(feed_forward->forward(x), o_.dropout)));
+    x = norm1->forward(ops::add(x, dropout(self_attn->forward(x, x, x, src_mask, cache, weights), o_.dropout, packed)));
+    x = norm2->forward(ops::add(x, dropout(feed_forward->forward(x, packed), o_.dropout, packed)));
   }
   return trace(path(), x);
 }

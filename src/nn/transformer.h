@@ -30,7 +30,8 @@ struct LayerOptions {
 class PositionwiseFeedForward : public Module {
  public:
   explicit PositionwiseFeedForward(const LayerOptions& o);
-  Tensor forward(const Tensor& x) const;  // [batch, len, d_model]
+  // x: [batch, len, d_model], or the sequences `packed` in [1, tokens, d_model].
+  Tensor forward(const Tensor& x, const ops::PackedRows& packed = {}) const;
   std::shared_ptr<Linear> linear1, linear2;
 
  private:

@@ -24,13 +24,19 @@ void check_operand(const Tensor& t, const char* name, const PackedSequences* pac
                                                                        << shape_str(t.shape()));
 }
 
+// [batch, heads, tq, tk]: with packed sequences, the batch and lengths are the packing's.
+Shape weights_shape(const Tensor& q, const Tensor& k, int64_t heads, const AttentionMask& mask) {
+  const PackedSequences *packed_q = mask.packed_queries.get(), *packed_k = mask.packed_keys.get();
+  return {packed_q ? packed_q->batch() : q.size(0), heads, packed_q ? packed_q->longest() : q.size(1), packed_k ? packed_k->longest() : k.size(1)};
+}
+
 void check_call(const AttentionCall& c) {
   const AttentionMask& mask = *c.mask;
   const PackedSequences *packed_q = mask.packed_queries.get(), *packed_k = mask.packed_keys.get();
   check_operand(c.q, "q", packed_q), check_operand(c.k, "k", packed_k), check_operand(c.v, "v", packed_k);
   const Tensor &q = c.q, &k = c.k, &v = c.v;
-  const int64_t B = packed_q ? packed_q->batch() : q.size(0), D = q.size(2);
-  const int64_t tq = packed_q ? packed_q->longest() : q.size(1), tk = packed_k ? packed_k->longest() : k.size(1);
+  const Shape shape = weights_shape(q, k, c.heads, mask);
+  const int64_t B = shape[0], tq = shape[2], tk = shape[3], D = q.size(2);
   TFM_CHECK(c.heads > 0 && D % c.heads == 0, "attention: model width " << D << " not divisible by " << c.heads << " heads");
   TFM_CHECK((c.key_rows.defined() || (packed_k ? packed_k->batch() : k.size(0)) == B) && v.size(0) == k.size(0) && v.size(1) == k.size(1) &&
                 k.size(2) == D && v.size(2) == D,
@@ -48,20 +54,22 @@ void check_call(const AttentionCall& c) {
                                                 << shape_str(c.key_rows.shape()));
   TFM_CHECK(!mask.causal || tk >= tq, "attention: causal mask needs at least as many keys as queries");
   TFM_CHECK(c.dropout_p >= 0.0f && c.dropout_p < 1.0f, "attention: dropout " << c.dropout_p << " outside [0, 1)");
+  TFM_CHECK(c.dropout_p == 0.0f || (tq <= kAttentionDropoutLength && tk <= kAttentionDropoutLength),
+            "attention: dropout over sequences longer than " << kAttentionDropoutLength << " (" << tq << " queries, " << tk << " keys)");
 }
 
 }  // namespace
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask, float dropout_p,
-                 uint64_t dropout_key, Tensor* weights, const Tensor& key_rows) {
+                 DropoutKey dropout_key, Tensor* weights, const Tensor& key_rows) {
   auto fn = kernel("attention", &Kernels::attention, {q, k, v, mask.key_padding, key_rows});
   const AttentionCall call{q, k, v, heads, &mask, dropout_p, dropout_key, key_rows.defined() ? dense(key_rows) : key_rows};
   check_call(call);
   const PackedSequences* packed_q = mask.packed_queries.get();
-  const int64_t B = packed_q ? packed_q->batch() : q.size(0), D = q.size(2);
-  const int64_t tq = packed_q ? packed_q->longest() : q.size(1), tk = mask.packed_keys ? mask.packed_keys->longest() : k.size(1);
+  const Shape shape = weights_shape(q, k, heads, mask);  // [B, heads, tq, tk]
+  const int64_t B = shape[0], tq = shape[2], D = q.size(2);
   // A packed sequence's rows past its length are never written: they stay 0.
-  Tensor probs = packed_q ? Tensor::zeros({B, heads, tq, tk}) : Tensor::empty({B, heads, tq, tk}, DType::f32, q.device());
+  Tensor probs = packed_q ? Tensor::zeros(shape) : Tensor::empty(shape, DType::f32, q.device());
   Tensor out = Tensor::empty(packed_q ? Shape{1, q.size(1), D} : Shape{B, tq, D}, DType::f32, q.device());
   fn(call, out, probs);
   if (weights) *weights = probs.detach();

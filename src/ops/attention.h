@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "ops/attention_mask.h"
+#include "tensor/rng.h"
 #include "tensor/tensor.h"
 
 namespace tfm::ops {
@@ -22,6 +23,6 @@ namespace tfm::ops {
 // may then have any number of rows. A cache keeps its vectors where they were written
 // and beam search reorders its hypotheses by rewriting this index alone.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask,
-                 float dropout_p = 0.0f, uint64_t dropout_key = 0, Tensor* weights = nullptr, const Tensor& key_rows = Tensor());
+                 float dropout_p = 0.0f, DropoutKey dropout_key = {}, Tensor* weights = nullptr, const Tensor& key_rows = Tensor());
 
 }  // namespace tfm::ops

@@ -39,11 +39,14 @@ Tensor unary(const char* name, Unary op, const Tensor& x, float s = 1.0f) {
   return out;
 }
 
-Tensor dropout_op(const char* name, const Tensor& x, float p, uint64_t key, bool relu) {
+Tensor dropout_op(const char* name, const Tensor& x, float p, DropoutKey key, const PackedRows& packed, bool relu) {
   auto fn = kernel(name, &Kernels::dropout, {x});
   expect_dtype(name, "its input", x, DType::f32);
+  TFM_CHECK(!packed || (x.dim() == 3 && x.size(0) == 1 && packed->batch() > 0 &&
+                        packed->start.back() + packed->length.back() == x.size(1)),
+            name << ": packed sequences must be [1, tokens, features], got " << shape_str(x.shape()));
   Tensor out = Tensor::empty(x.shape(), DType::f32, x.device());
-  fn(dense(x), p, key, relu, out);
+  fn(dense(x), p, key, packed.get(), relu, out);
   return out;
 }
 
@@ -102,18 +105,20 @@ Tensor gelu(const Tensor& x) {
   });
 }
 
-Tensor dropout(const Tensor& x, float p, uint64_t key) {
+Tensor dropout(const Tensor& x, float p, DropoutKey key, const PackedRows& packed) {
   check_probability(p);
   if (p == 0.0f) return x;
   // The mask is recomputed from (key, index) in backward instead of being stored.
-  Tensor out = dropout_op("dropout", x, p, key, false);
-  return autograd::record(out, "dropout", {x}, [key, p](const Tensor& g) { return std::vector<Tensor>{dropout_op("dropout", g, p, key, false)}; });
+  Tensor out = dropout_op("dropout", x, p, key, packed, false);
+  return autograd::record(out, "dropout", {x}, [key, p, packed](const Tensor& g) {
+    return std::vector<Tensor>{dropout_op("dropout", g, p, key, packed, false)};
+  });
 }
 
-Tensor relu_dropout(const Tensor& x, float p, uint64_t key) {
+Tensor relu_dropout(const Tensor& x, float p, DropoutKey key, const PackedRows& packed) {
   check_probability(p);
   if (p == 0.0f) return relu(x);
-  Tensor out = dropout_op("relu_dropout", x, p, key, true);
+  Tensor out = dropout_op("relu_dropout", x, p, key, packed, true);
   const float keep_scale = 1.0f / (1.0f - p);
   Tensor od = out.detach();
   return autograd::record(out, "relu_dropout", {x}, [od, keep_scale](const Tensor& g) {

@@ -2,6 +2,8 @@
 // Element-wise ops with NumPy-style broadcasting, activations and dropout.
 #include <cstdint>
 
+#include "ops/attention_mask.h"
+#include "tensor/rng.h"
 #include "tensor/tensor.h"
 
 namespace tfm::ops {
@@ -15,13 +17,16 @@ Tensor relu_backward(const Tensor& grad, const Tensor& output);
 Tensor gelu(const Tensor& x);  // exact (erf) form, as torch.nn.functional.gelu
 
 // Inverted dropout: zeroes each element with probability p and scales survivors
-// by 1/(1-p). `key` names the random stream (see rng.h); identity when p == 0.
-Tensor dropout(const Tensor& x, float p, uint64_t key);
+// by 1/(1-p); identity when p == 0. `key` names the random stream and the first sample
+// (tensor/rng.h); the samples are x's rows (x.size(0)), or with `packed` the sequences
+// packed one after another in x [1, tokens, features].
+using PackedRows = std::shared_ptr<const PackedSequences>;
+Tensor dropout(const Tensor& x, float p, DropoutKey key, const PackedRows& packed = {});
 
 // dropout(relu(x), p, key), identical results, in one pass that keeps only its
 // output for backward (out > 0 exactly where x > 0 and the element was kept), where
 // the two ops would keep both relu's output and dropout's.
-Tensor relu_dropout(const Tensor& x, float p, uint64_t key);
+Tensor relu_dropout(const Tensor& x, float p, DropoutKey key, const PackedRows& packed = {});
 
 // Sums `g` over broadcast dimensions so that it has `shape` (the backward of broadcasting).
 Tensor sum_to(const Tensor& g, const Shape& shape);

@@ -16,6 +16,7 @@
 
 #include "ops/attention_mask.h"
 #include "ops/linear_products.h"
+#include "tensor/rng.h"
 #include "tensor/tensor.h"
 
 namespace tfm::ops {
@@ -55,7 +56,7 @@ struct AttentionCall {
   int64_t heads;
   const AttentionMask* mask;
   float dropout_p;
-  uint64_t dropout_key;
+  DropoutKey dropout_key;
   Tensor key_rows;  // decoding's indexed keys (i32 [batch, tk]), or undefined
 };
 
@@ -83,9 +84,10 @@ struct Kernels {
   // Element-wise (ops/elementwise.h).
   void (*binary)(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out);
   void (*unary)(Unary op, const Tensor& x, float s, Tensor& out);
-  // Inverted dropout of x (relu(x) first where `relu`); element i of the stream is
-  // dropped when hash_uniform(key, i) < p (tensor/rng.h), on every device alike.
-  void (*dropout)(const Tensor& x, float p, uint64_t key, bool relu, Tensor& out);
+  // Inverted dropout of x (relu(x) first where `relu`), whose samples are its rows
+  // (x.size(0)) or, with `packed`, the sequences packed in x [1, tokens, features]: the
+  // mask tensor/rng.h's DropoutKey describes, on every device alike.
+  void (*dropout)(const Tensor& x, float p, DropoutKey key, const PackedSequences* packed, bool relu, Tensor& out);
   void (*sum_to)(const Tensor& g, Tensor& out);  // g summed over its broadcast dims into out
   void (*scale_in_place)(Tensor& x, float s);
 

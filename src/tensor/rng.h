@@ -18,6 +18,31 @@ inline float hash_uniform(uint64_t key, uint64_t index) {
   return static_cast<float>(splitmix64(key ^ (index * 0xD1B54A32D192ED03ull)) >> 40) * (1.0f / 16777216.0f);
 }
 
+// The random stream of a dropout mask. An element is dropped when
+// hash_uniform(key, dropout_index(row, place)) < p, where `row` is its sample in the
+// batch, counted from `first_row`, and `place` its place in the sample (its flat offset
+// in the sample's rows: position x features; attention_dropout_place for attention's
+// probabilities). So a sample's mask depends on where it is in the batch, not on how
+// the batch is laid out (padded to any length, or packed without padding), nor on the
+// process computing it: one that computes rows [r, r + n) of a batch split across
+// processes draws the whole batch's masks for them (first_row = r,
+// nn::Module::set_batch_rows), as one process would.
+struct DropoutKey {
+  uint64_t key = 0;
+  int64_t first_row = 0;
+  DropoutKey(uint64_t key = 0, int64_t first_row = 0) : key(key), first_row(first_row) {}  // NOLINT: a bare key is the common case
+};
+
+// A sample's places are 2^40 apart: up to 10^12 elements a sample, 2^24 samples a batch.
+inline uint64_t dropout_index(int64_t row, int64_t place) { return (static_cast<uint64_t>(row) << 40) + static_cast<uint64_t>(place); }
+
+// The place of probability (head h, query i, key j) in its sample: lengths up to
+// kAttentionDropoutLength, whatever the batch's padded length.
+constexpr int64_t kAttentionDropoutLength = int64_t{1} << 14;
+inline int64_t attention_dropout_place(int64_t h, int64_t i, int64_t j) {
+  return (h * kAttentionDropoutLength + i) * kAttentionDropoutLength + j;
+}
+
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0) : state_(seed) {}

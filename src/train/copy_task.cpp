@@ -65,7 +65,10 @@ class CopyTraining : public TrainingTask {
   }
   BatchLoss batch_loss(int64_t index) override {
     Rng rng = substream(batch_seed_, static_cast<uint64_t>(first_batch_ + index));
-    Seq2SeqBatch b = make_copy_batch(rng, o_.batch, o_.seq_len, model_.config().src_vocab);
+    const Seq2SeqBatch batch = make_copy_batch(rng, o_.batch, o_.seq_len, model_.config().src_vocab);
+    const dist::Range mine = take_share(o_.batch);
+    if (mine.size() == 0) return {};
+    const Seq2SeqBatch b = rows_of(batch, mine);
     Tensor loss = seq2seq_loss(model_, b, 0.0f);
     result.losses.push_back(loss.item());
     return {loss, b.target_tokens(model_.config().pad_id)};
@@ -84,26 +87,33 @@ class CopyTraining : public TrainingTask {
   std::string samples_;
 };
 
+// Each process decodes its share of the samples; their lines are then gathered.
 Validation CopyTraining::validate() {
   result.copied = result.decoded = 0;
   if (o_.samples <= 0) return {{{"copied", 0.0}}, "copied"};
   Rng sample_rng(seed_ + 1000);
-  Seq2SeqBatch sample = make_copy_batch(sample_rng, o_.samples, o_.seq_len, model_.config().src_vocab);
+  const Seq2SeqBatch samples = make_copy_batch(sample_rng, o_.samples, o_.seq_len, model_.config().src_vocab);
+  const Seq2SeqBatch sample = rows_of(samples, share(o_.samples));
   decode::SearchOptions greedy;  // beam 1, no end symbol: every output has the source's length
-  greedy.beam = 1, greedy.bos = sample.src.at(0, 0), greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o_.seq_len - 1;
-  std::vector<std::vector<decode::Hypothesis>> hyps = decode::beam_search(model_, sample.src, greedy);
+  greedy.beam = 1, greedy.bos = samples.src.at(0, 0), greedy.eos = -1, greedy.max_len_a = 0.0f, greedy.max_len_b = o_.seq_len - 1;
+  std::vector<std::vector<decode::Hypothesis>> hyps;
+  if (sample.src.rows() > 0) hyps = decode::beam_search(model_, sample.src, greedy);
   std::vector<int> ids;
   for (const auto& h : hyps) {
     ids.push_back(greedy.bos);
     ids.insert(ids.end(), h[0].tokens.begin(), h[0].tokens.end());
   }
-  const models::Tokens decoded(ids, o_.samples, o_.seq_len);
-  std::ostringstream text;
-  for (int64_t r = 0; r < o_.samples; ++r) {
+  const models::Tokens decoded(ids, sample.src.rows(), o_.seq_len);
+  std::vector<std::string> lines;
+  for (int64_t r = 0; r < sample.src.rows(); ++r) {
     const bool same = join_tokens(sample.src, r) == join_tokens(decoded, r);
-    result.copied += same;
-    text << "source: " << join_tokens(sample.src, r) << "\noutput: " << join_tokens(decoded, r) << (same ? "  (copied)" : "  (differs)")
-         << "\n";
+    lines.push_back("source: " + join_tokens(sample.src, r) + "\noutput: " + join_tokens(decoded, r) + (same ? "  (copied)" : "  (differs)"));
+  }
+  if (comm_) lines = dist::gather_strings(*comm_, lines);
+  std::ostringstream text;
+  for (const std::string& line : lines) {
+    result.copied += line.ends_with("(copied)");
+    text << line << "\n";
   }
   result.decoded = o_.samples;
   text << result.copied << "/" << result.decoded << " sequences copied exactly";

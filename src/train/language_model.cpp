@@ -44,16 +44,19 @@ class LanguageModelTraining : public TextStreamTask {
   io::Checkpoint describe() const override { return describe_config(model_.config().to_json()); }
   BatchLoss batch_loss(int64_t index) override {
     Rng rng;
-    return {window_loss(train_, window_starts(index, rng)), batch_ * (window_ - 1)};
+    const std::vector<int64_t> starts = window_starts(index, rng);
+    const dist::Range mine = take_share(batch_);
+    if (mine.size() == 0) return {};
+    return {window_loss(train_, {starts.begin() + mine.begin, starts.begin() + mine.end}), mine.size() * (window_ - 1)};
   }
   Validation validate() override {
-    double nll = 0;
-    int64_t windows = 0;
-    for_each_valid_batch([&](const std::vector<int64_t>& starts) {
+    double nll = 0, windows = 0;
+    for_each_valid_batch([&](const std::vector<int64_t>& starts, int64_t) {
       nll += window_loss(valid_, starts).item() * static_cast<double>(starts.size());
-      windows += static_cast<int64_t>(starts.size());
+      windows += static_cast<double>(starts.size());
     });
-    const double loss = nll / static_cast<double>(windows);
+    const std::vector<double> sums = dist::sum_over(comm_, {nll, windows});
+    const double loss = sums[0] / sums[1];
     return {{{"valid_loss", loss}, {"valid_ppl", std::exp(loss)}}, "valid_loss", /*higher_is_better=*/false};
   }
   std::string report() override;

@@ -17,26 +17,30 @@ models::StackConfig default_masked_lm() {
   return c;
 }
 
-std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, Rng& rng) {
-  int32_t* ids = batch.data();
-  const size_t n = static_cast<size_t>(batch.rows() * batch.cols());
-  std::vector<int> targets(n, -1);
+std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, uint64_t key, int64_t first_row) {
+  const int64_t cols = batch.cols();
+  std::vector<int> targets(static_cast<size_t>(batch.rows() * cols), -1);
   std::vector<int> regular;  // ids a random replacement may take
   for (int id = 0; id < tokenizer.size(); ++id)
     if (!tokenizer.is_special(id)) regular.push_back(id);
-  bool any = false;
-  for (size_t i = 0; i < n; ++i) {
-    if (tokenizer.is_special(ids[i]) && ids[i] != data::Tokenizer::kUnk) continue;  // [CLS], padding
-    if (rng.uniform() >= fraction) continue;
-    targets[i] = ids[i];
-    any = true;
-    const double r = rng.uniform();
-    if (r < 0.8) ids[i] = tokenizer.mask_id();
-    else if (r < 0.9) ids[i] = regular[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(regular.size())))];
-  }
-  if (!any && batch.cols() > 1) {  // a loss needs at least one target
-    targets[1] = ids[1];
-    ids[1] = tokenizer.mask_id();
+  for (int64_t r = 0; r < batch.rows(); ++r) {
+    Rng rng = substream(key, static_cast<uint64_t>(first_row + r));
+    int32_t* ids = batch.data() + r * cols;
+    int* target = targets.data() + r * cols;
+    bool any = false;
+    for (int64_t i = 0; i < cols; ++i) {
+      if (tokenizer.is_special(ids[i]) && ids[i] != data::Tokenizer::kUnk) continue;  // [CLS], padding
+      if (rng.uniform() >= fraction) continue;
+      target[i] = ids[i];
+      any = true;
+      const double u = rng.uniform();
+      if (u < 0.8) ids[i] = tokenizer.mask_id();
+      else if (u < 0.9) ids[i] = regular[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(regular.size())))];
+    }
+    if (!any && cols > 1) {  // every row has a target: a process's share of a batch has a loss
+      target[1] = ids[1];
+      ids[1] = tokenizer.mask_id();
+    }
   }
   return targets;
 }
@@ -59,8 +63,11 @@ class MaskedLmTraining : public TextStreamTask {
   BatchLoss batch_loss(int64_t index) override {
     Rng rng;
     const std::vector<int64_t> starts = window_starts(index, rng);
-    const Masked m = masked_loss(train_, starts, rng);
-    return {m.loss, batch_ * (window_ + 1), m.targets};
+    const uint64_t mask_key = rng.next_u64();
+    const dist::Range mine = take_share(batch_);
+    if (mine.size() == 0) return {};
+    const Masked m = masked_loss(train_, {starts.begin() + mine.begin, starts.begin() + mine.end}, mask_key, mine.begin);
+    return {m.loss, mine.size() * (window_ + 1), m.targets};
   }
   Validation validate() override;
 
@@ -70,20 +77,22 @@ class MaskedLmTraining : public TextStreamTask {
     std::vector<int> labels;  // the original tokens at the chosen positions
     int64_t targets = 0;
   };
-  Masked masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng);
+  // The windows at `starts`, rows [first_row, ...) of a batch masked with `mask_key`.
+  Masked masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, uint64_t mask_key, int64_t first_row);
 
   const tfm::MaskedLmTask& o_;
   models::BERT model_;
 };
 
-MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, Rng& rng) {
+MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& tokens, const std::vector<int64_t>& starts, uint64_t mask_key,
+                                                       int64_t first_row) {
   std::vector<int> ids;
   for (int64_t s : starts) {
     ids.push_back(data::Tokenizer::kBos);  // [CLS]
     ids.insert(ids.end(), tokens.begin() + s, tokens.begin() + s + window_);
   }
   models::Tokens x(ids, static_cast<int64_t>(starts.size()), window_ + 1);
-  const std::vector<int> targets = mask_tokens(x, tokenizer_, o_.mask_fraction, rng);
+  const std::vector<int> targets = mask_tokens(x, tokenizer_, o_.mask_fraction, mask_key, first_row);
   Masked m;
   std::vector<int> rows;  // flat positions of the targets
   for (size_t i = 0; i < targets.size(); ++i)
@@ -98,11 +107,10 @@ MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& t
 }
 
 Validation MaskedLmTraining::validate() {
-  Rng rng(12345);  // the same masking at every validation
-  double nll = 0;
-  int64_t targets = 0, correct = 0;
-  for_each_valid_batch([&](const std::vector<int64_t>& starts) {
-    Masked m = masked_loss(valid_, starts, rng);
+  double nll = 0, targets = 0, correct = 0;
+  for_each_valid_batch([&](const std::vector<int64_t>& starts, int64_t batch) {
+    const uint64_t mask_key = substream(12345, static_cast<uint64_t>(batch)).next_u64();  // the same masking at every validation
+    Masked m = masked_loss(valid_, starts, mask_key, 0);
     nll += m.loss.item() * static_cast<double>(m.targets);
     const Tensor logits = ops::contiguous(m.logits);
     const int64_t V = logits.size(1);
@@ -110,11 +118,10 @@ Validation MaskedLmTraining::validate() {
       const float* row = logits.data() + i * V;
       correct += std::max_element(row, row + V) - row == m.labels[static_cast<size_t>(i)];
     }
-    targets += m.targets;
+    targets += static_cast<double>(m.targets);
   });
-  const double loss = nll / static_cast<double>(targets);
-  return {{{"valid_loss", loss}, {"masked_accuracy", 100.0 * static_cast<double>(correct) / static_cast<double>(targets)}},
-          "masked_accuracy"};
+  const std::vector<double> sums = dist::sum_over(comm_, {nll, targets, correct});
+  return {{{"valid_loss", sums[0] / sums[1]}, {"masked_accuracy", 100.0 * sums[2] / sums[1]}}, "masked_accuracy"};
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ tfm::TrainingResult run_masked_lm_training(const TrainerOptions& options, const 
 
 // BERT's corruption of a batch of [CLS]-led windows, in place. Returns the targets:
 // the original token at chosen positions, -1 elsewhere. At least one position of
-// the batch is chosen.
-std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, Rng& rng);
+// each row is chosen. The batch is rows [first_row, ...) of a larger one (a process's
+// share): row r's choices come from the stream (key, first_row + r), whoever draws them.
+std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, uint64_t key, int64_t first_row = 0);
 
 }  // namespace tfm::training

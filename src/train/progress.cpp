@@ -19,12 +19,13 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit, std::ostream* lines)
+Progress::Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit, std::ostream* lines, bool silent)
     : total_(total_steps), first_(first_step), log_every_(std::max<int64_t>(1, log_every)), unit_(std::move(unit)), lines_(lines),
-      tty_(!lines && ::isatty(::fileno(stderr)) != 0), start_(std::chrono::steady_clock::now()) {}
+      tty_(!lines && ::isatty(::fileno(stderr)) != 0), silent_(silent), start_(std::chrono::steady_clock::now()) {}
 
 template <class... Args>
 void Progress::print(const char* format, Args... args) {
+  if (silent_) return;
   char line[512];
   std::snprintf(line, sizeof line, format, args...);
   if (lines_) {

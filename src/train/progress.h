@@ -13,7 +13,9 @@ class Progress {
  public:
   // `unit` names what update() counts ("tok", "img"): the rate is shown per second.
   // `lines`: where the log lines go; null: standard error (a bar on a terminal).
-  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit = "tok", std::ostream* lines = nullptr);
+  // `silent`: nothing at all (the processes of a data-parallel job other than rank 0).
+  Progress(int64_t total_steps, int64_t first_step, int64_t log_every, std::string unit = "tok", std::ostream* lines = nullptr,
+           bool silent = false);
   // Call after each step with that step's loss, learning rate and items (tokens, images);
   // `label` (e.g. "epoch 3") leads the line.
   void update(int64_t step, double loss, double lr, int64_t tokens, const std::string& label = "");
@@ -28,7 +30,7 @@ class Progress {
 
   std::string unit_;
   std::ostream* lines_;
-  bool tty_;
+  bool tty_, silent_;
   int64_t tokens_ = 0;
   double time_limit_ = 0;
   std::chrono::steady_clock::time_point start_;

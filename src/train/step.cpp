@@ -36,6 +36,19 @@ Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vect
   return b;
 }
 
+namespace {
+
+models::Tokens rows_of(const models::Tokens& t, dist::Range r) {
+  const int32_t* first = t.data() + r.begin * t.cols();
+  return {std::vector<int>(first, first + r.size() * t.cols()), r.size(), t.cols()};
+}
+
+}  // namespace
+
+Seq2SeqBatch rows_of(const Seq2SeqBatch& batch, dist::Range r) {
+  return {rows_of(batch.src, r), rows_of(batch.tgt_in, r), rows_of(batch.tgt_out, r)};
+}
+
 Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing) {
   Tensor hidden = model.forward(batch.src, batch.tgt_in);  // [batch, tgt_len, d_model]
   return model.generator->loss(hidden, batch.tgt_out.ids, label_smoothing, model.config().pad_id);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "data/batching.h"
+#include "dist/communicator.h"
 #include "models/encoder_decoder.h"
 #include "train/optimizer.h"
 
@@ -23,6 +24,9 @@ struct StepOptions {
   float label_smoothing = 0.1f;
   double clip_norm = 0.0;  // 0: no clipping
 };
+
+// Rows [r.begin, r.end) of a batch (a process's share of it), padded as the batch is.
+Seq2SeqBatch rows_of(const Seq2SeqBatch& batch, dist::Range r);
 
 // Teacher-forced forward pass and label-smoothed cross-entropy (padding ignored).
 Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing);

@@ -72,13 +72,15 @@ std::vector<int64_t> TextStreamTask::window_starts(int64_t index, Rng& rng) cons
   return starts;
 }
 
-void TextStreamTask::for_each_valid_batch(const std::function<void(const std::vector<int64_t>&)>& f) const {
-  std::vector<int64_t> starts;
-  for (int64_t s = 0; s + window_ <= static_cast<int64_t>(valid_.size()); s += window_) {
-    starts.push_back(s);
-    if (starts.size() == 32) f(starts), starts.clear();
+void TextStreamTask::for_each_valid_batch(const std::function<void(const std::vector<int64_t>&, int64_t)>& f) const {
+  constexpr int64_t kBatch = 32;
+  const int64_t windows = static_cast<int64_t>(valid_.size()) / window_;
+  const dist::Range mine = share((windows + kBatch - 1) / kBatch);
+  for (int64_t b = mine.begin; b < mine.end; ++b) {
+    std::vector<int64_t> starts;
+    for (int64_t w = b * kBatch; w < std::min(windows, (b + 1) * kBatch); ++w) starts.push_back(w * window_);
+    f(starts, b);
   }
-  if (!starts.empty()) f(starts);
 }
 
 }  // namespace tfm::training

@@ -36,8 +36,9 @@ class TextStreamTask : public TrainingTask {
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override;
   // Start offsets of batch `index`'s windows, drawn from (seed, epoch, index).
   std::vector<int64_t> window_starts(int64_t index, Rng& rng) const;
-  // Calls f with the start offsets of consecutive whole windows of the held-out text, 32 at a time.
-  void for_each_valid_batch(const std::function<void(const std::vector<int64_t>&)>& f) const;
+  // Calls f with the start offsets of consecutive whole windows of the held-out text, 32
+  // at a time, and the batch's number: this process's share of those batches.
+  void for_each_valid_batch(const std::function<void(const std::vector<int64_t>&, int64_t)>& f) const;
 
   std::string kind_;
   models::StackConfig config_;

@@ -101,12 +101,12 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   check_ranges(o_);
   precision_ = ops::parse_precision(o_.precision);
   TFM_CHECK(precision_ != ops::Precision::int8, "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
-  io::create_directories(o_.out_dir);
-  lock_.emplace(o_.out_dir);
-  if (o_.resume.empty()) {
-    claim_out_dir();
-    return;
+  if (root()) {  // the other processes write nothing
+    io::create_directories(o_.out_dir);
+    lock_.emplace(o_.out_dir);
+    if (o_.resume.empty()) claim_out_dir();
   }
+  if (o_.resume.empty()) return;
   resumed_file_ = io::read_safetensors(o_.resume);
   resumed_info_ = io::checkpoint_info(resumed_file_, o_.resume);
   TFM_CHECK(!resumed_info_->train_state.empty(), o_.resume << ": holds weights only, no training state to resume from");
@@ -177,7 +177,27 @@ void Trainer::trim_metrics() const {
   if (dropped) io::write_file_atomic(path, kept);
 }
 
+// FNV-1a over the bytes of every weight.
+uint64_t weights_checksum(const nn::FlatParameters& flat) {
+  const Tensor values = flat.values;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t i = 0; i < values.numel() * static_cast<int64_t>(sizeof(float)); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+void Trainer::check_replicas(const nn::Module& model) const {
+  if (!o_.comm || o_.comm->size() == 1) return;
+  const uint64_t mine = weights_checksum(*model.flat_parameters());
+  const std::vector<std::string> all = o_.comm->all_gather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
+  for (size_t r = 1; r < all.size(); ++r)
+    TFM_CHECK(all[r] == all[0], "after step " << state_.step << ", the weights of rank " << r << " differ from rank 0's: the processes' "
+                                              "sums disagreed, and the run cannot go on (please report it)");
+}
+
 void Trainer::save(TrainingTask& task, const std::string& name) {
+  check_replicas(task.model());
+  if (!root()) return;
   state_.dropout_rng = task.model().dropout_rng().state();
   const State& s = state_;
   json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
@@ -189,6 +209,7 @@ void Trainer::save(TrainingTask& task, const std::string& name) {
 }
 
 void Trainer::log_metrics(const std::string& json_line) const {
+  if (!root()) return;
   std::ofstream f(std::filesystem::path(o_.out_dir) / "metrics.jsonl", std::ios::app);
   f << json_line << "\n";
 }
@@ -216,7 +237,7 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   out_ << (better ? " (best)" : "") << std::endl;
   log_metrics(record.dump());
   const std::filesystem::path dir(o_.out_dir);
-  plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
+  if (root()) plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
   state_.elapsed_s = elapsed_s;
   save(task, "last.safetensors");
   if (better) save(task, "best.safetensors");
@@ -229,15 +250,14 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
 
 namespace {
 
-// Hands one step's buckets of the flat gradient buffer to TrainerOptions::reduce_gradients,
-// each as soon as the gradients of all its parameters are complete (during the step's
+// Starts the sum across processes of each of one step's buckets of the flat gradient
+// buffer as soon as the gradients of all its parameters are complete (during the step's
 // last backward pass, which reaches the output layers' parameters, first in the buffer,
-// first), and the rest once the pass is over.
+// first), in buffer order on every process, and the rest once the pass is over.
 class BucketReducer {
  public:
   BucketReducer(const nn::FlatParameters& flat, const TrainerOptions& o)
-      : flat_(flat), reduce_(o.reduce_gradients), buckets_(flat.buckets(o.bucket_floats)), waiting_(buckets_.size(), 0),
-        reduced_(buckets_.size(), false) {
+      : flat_(flat), comm_(o.comm), buckets_(flat.buckets(o.bucket_floats)), waiting_(buckets_.size(), 0) {
     size_t b = 0;
     for (const nn::FlatParameters::Entry& e : flat.entries) {
       while (e.offset >= buckets_[b].second) ++b;
@@ -245,41 +265,47 @@ class BucketReducer {
       ++waiting_[b];
     }
   }
-  // For the step's last backward pass (null without a reduction).
+  // For the step's last backward pass (null alone).
   autograd::LeafDone leaf_done() {
-    if (!reduce_) return nullptr;
+    if (!comm_) return nullptr;
     return [this](TensorImpl* leaf) {
       auto it = bucket_of_.find(leaf);
-      if (it != bucket_of_.end() && --waiting_[it->second] == 0) reduce(it->second);
+      if (it != bucket_of_.end() && --waiting_[it->second] == 0) start_ready();
     };
   }
-  // The buckets not reduced yet (parameters the pass never reached), in order.
+  // Starts the buckets not started yet (whose parameters the pass never reached, or
+  // all of them where this process had no share of the step's batches), and waits for
+  // every sum to complete.
   void finish() {
-    if (!reduce_) return;
-    for (size_t b = 0; b < buckets_.size(); ++b)
-      if (!reduced_[b]) reduce(b);
+    if (!comm_) return;
+    std::fill(waiting_.begin(), waiting_.end(), 0);
+    start_ready();
+    comm_->wait();
   }
 
  private:
-  void reduce(size_t b) {
-    const auto [begin, end] = buckets_[b];
-    for (const nn::FlatParameters::Entry& e : flat_.entries) {
-      TensorImpl* p = e.param.impl();
-      if (e.offset < begin || e.offset >= end || p->grad) continue;
-      Tensor(p->grad_slot).fill(0.0f);  // no gradient this step: zeros, so every process sums the same ranges
-      p->grad = p->grad_slot;
+  // Starts the complete buckets that follow the last one started (the same order on
+  // every process, whatever order the pass completed them in).
+  void start_ready() {
+    for (; started_ < buckets_.size() && waiting_[started_] == 0; ++started_) {
+      const auto [begin, end] = buckets_[started_];
+      for (const nn::FlatParameters::Entry& e : flat_.entries) {
+        TensorImpl* p = e.param.impl();
+        if (e.offset < begin || e.offset >= end || p->grad) continue;
+        Tensor(p->grad_slot).fill(0.0f);  // no gradient this step: zeros, so every process sums the same ranges
+        p->grad = p->grad_slot;
+      }
+      Tensor grads = flat_.grads;  // a handle: the sum is made in the buffer
+      comm_->start_sum(grads.data() + begin, end - begin);
     }
-    Tensor bucket = make_view(flat_.grads, {end - begin}, {1}, begin);
-    reduce_(bucket);
-    reduced_[b] = true;
   }
 
   const nn::FlatParameters& flat_;
-  const std::function<void(Tensor&)>& reduce_;
+  dist::Communicator* comm_;
   std::vector<std::pair<int64_t, int64_t>> buckets_;
   std::unordered_map<const TensorImpl*, size_t> bucket_of_;
   std::vector<int64_t> waiting_;  // parameters of each bucket whose gradient is not complete yet
-  std::vector<bool> reduced_;
+  size_t started_ = 0;           // buckets [0, started_) are being summed
 };
 
 }  // namespace
@@ -288,6 +314,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(precision_);
   const nn::FlatParameters& flat = model.flatten_parameters();
+  task.join(o_.comm);
   optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
   if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
@@ -295,7 +322,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     optimizer_->load_state(resumed_info_->optimizer, state_.step);
     model.dropout_rng().set_state(state_.dropout_rng);
     resumed_file_ = {};  // the weights are in the model now
-    trim_metrics();
+    if (root()) trim_metrics();
     out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
   } else {
     Rng init(o_.seed);
@@ -308,6 +335,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
             "--min-lr " << lr.min_lr << " must be from 0 to --lr " << lr.lr);
   clear_previous_run();
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
+  if (o_.comm && o_.comm->size() > 1)
+    out_ << "data parallel: " << o_.comm->size() << " processes, each computing its share of every batch" << std::endl;
 
   auto stop_requested = [&] { return o_.stop.stop_requested(); };
   const auto start = std::chrono::steady_clock::now();
@@ -321,7 +350,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   if (total < o_.schedule.warmup)
     out_ << "warning: " << total << " steps are fewer than the " << o_.schedule.warmup
          << " warm-up steps (--warmup): the learning rate never reaches its peak" << std::endl;
-  Progress progress(total, state_.step, o_.log_every, task.unit(), o_.progress_to_log ? &out_ : nullptr);
+  Progress progress(total, state_.step, o_.log_every, task.unit(), o_.progress_to_log ? &out_ : nullptr, /*silent=*/!root());
   if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
   bool finished = state_.step >= total, interrupted = false;
   const int64_t first_step = state_.step;
@@ -340,27 +369,36 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     const int64_t end = std::min(state_.batch + o_.accumulate, batches);
     optimizer_->set_lr(learning_rate(o_.schedule, state_.step + 1));
     optimizer_->zero_grad();
-    // The step's loss is the mean over every token (image...) of its batches: each
-    // batch's summed loss goes backward, and the gradients are divided by the count.
-    // (One batch of one process goes backward as it is: the same mean, without the two
-    // roundings.)
-    const bool one_batch = end - state_.batch == 1 && !o_.reduce_gradients;
+    // The step's loss is the mean over every token (image...) of its batches, on every
+    // process: each batch's summed loss goes backward, the gradients are summed across
+    // the processes and divided by the count. (One batch of one process goes backward as
+    // it is: the same mean, without the two roundings.)
+    const bool one_batch = end - state_.batch == 1 && !o_.comm;
     double loss_sum = 0;
-    int64_t items = 0, count = 0;
+    int64_t local_items = 0, local_count = 0;
     BucketReducer reducer(flat, o_);
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
       const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;
+      local_items += b.items, local_count += n;
+      if (!b.loss.defined()) continue;  // this process's share of the batch is empty
       autograd::backward(one_batch ? b.loss : ops::scale(b.loss, static_cast<float>(n)), i + 1 == end ? reducer.leaf_done() : nullptr);
       loss_sum += b.loss.item() * static_cast<double>(n);
-      items += b.items, count += n;
     }
     reducer.finish();
+    // The step's totals over the processes, and whether any of them is asked to stop or
+    // out of time: every process then takes the same decisions.
+    const bool time_up = o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60;
+    const std::vector<double> totals = dist::sum_over(o_.comm, {loss_sum, static_cast<double>(local_count), static_cast<double>(local_items),
+                                                                stop_requested() ? 1.0 : 0.0, time_up ? 1.0 : 0.0});
+    const double count = totals[1];
+    const int64_t items = static_cast<int64_t>(totals[2]);
+    const bool stop_now = totals[3] > 0, out_of_time = totals[4] > 0;
     if (!one_batch && count > 0) {
       Tensor grads = flat.grads;  // a handle: the buffer itself is scaled
-      ops::scale_(grads, static_cast<float>(1.0 / static_cast<double>(count)));
+      ops::scale_(grads, static_cast<float>(1.0 / count));
     }
-    const double loss = count > 0 ? loss_sum / static_cast<double>(count) : 0.0;
+    const double loss = count > 0 ? totals[0] / count : 0.0;
     const double grad_norm = clip_grad_norm(model.parameters(), o_.clip_norm > 0 ? o_.clip_norm : INFINITY);
     state_.batch = end;
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
@@ -372,7 +410,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
       TFM_CHECK(++skipped_in_a_row < kMaxSkippedInARow, kMaxSkippedInARow << " steps in a row had a non-finite " << what
                 << "; stopped at step " << state_.step << " (the weights may have become non-finite: lower --lr, or resume "
                 << "from an earlier checkpoint)");
-      if (stop_requested()) interrupted = true;
+      if (stop_now) interrupted = true;
       continue;
     }
     skipped_in_a_row = 0;
@@ -388,8 +426,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
       validated_at = state_.step;
       finished = validate(task, elapsed());
     }
-    if (last_step || (o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60)) finished = true;
-    if (stop_requested()) interrupted = true;
+    if (last_step || out_of_time) finished = true;
+    if (stop_now) interrupted = true;
   }
   progress.finish();
   if (interrupted) {

@@ -6,7 +6,9 @@
 // and curves.png, checkpoints (last, best, every N steps), exact resume (step,
 // epoch, batch position, dropout RNG, optimizer moments), early stopping, time
 // limits and a clean stop when asked (TrainerOptions::stop: the command line sets it on
-// Ctrl-C/SIGTERM).
+// Ctrl-C/SIGTERM). With TrainerOptions::comm, several processes train the model
+// together (data parallelism): each computes its share of every batch, the gradients
+// are summed across them, and rank 0 alone writes (progress, metrics, checkpoints).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "io/checkpoint.h"
 #include "io/output_file.h"
 #include "nn/module.h"
@@ -37,14 +40,12 @@ struct TrainerOptions : tfm::TrainingOptions {
   // Requested (by a library caller, or the command line on Ctrl-C/SIGTERM): stop after
   // the current step and save last.safetensors, as a time limit does.
   std::stop_token stop;
-  // Called with each bucket of the model's flat gradient buffer ([floats], a view of
-  // whole parameters, at most `bucket_floats` unless one parameter is larger) as soon as
-  // its gradients for the step are complete, while the step's last backward pass goes
-  // on, and before clipping. A bucket holds the gradients of the step's summed loss: where
-  // several processes train one model, it sums the bucket across them (an all-reduce);
-  // the Trainer then divides by the step's token count (across processes, the global
-  // count: the MPI issue). Empty: one process.
-  std::function<void(Tensor& bucket)> reduce_gradients;
+  // The processes training this model together (null: this one alone). Each bucket of
+  // the model's flat gradient buffer (consecutive whole parameters, at most
+  // `bucket_floats` unless one parameter is larger) is summed across them as soon as its
+  // gradients for the step are complete, while the step's last backward pass goes on,
+  // in buffer order; the Trainer then divides by the step's token count across them all.
+  dist::Communicator* comm = nullptr;
   int64_t bucket_floats = int64_t{1} << 22;  // 16 MiB
   // Progress lines into the run's log stream (a library caller's) instead of standard error.
   bool progress_to_log = false;
@@ -85,10 +86,29 @@ class TrainingTask {
   virtual BatchLoss batch_loss(int64_t index) = 0;
   // Runs without gradients; the Trainer switches the model to eval() and back.
   virtual Validation validate() = 0;
+  // The processes training together (null: this one alone), set by the Trainer before
+  // the first begin_epoch. Then batch_loss computes this process's share of the batch's
+  // samples (share()), padded as the whole batch is, after model().set_batch_rows(), and
+  // returns the share's loss (undefined where the share is empty) and counts; validate
+  // splits its work among the processes and combines their results, so that every
+  // process returns the same validation.
+  void join(dist::Communicator* comm) { comm_ = comm; }
   // What `items` counts, for the progress line ("tok", "img").
   virtual std::string unit() const { return "tok"; }
   // A line printed after the summary at the end of the run (samples, accuracy...); may be empty.
   virtual std::string report() { return ""; }
+
+ protected:
+  // This process's share of n samples (all of them when alone).
+  dist::Range share(int64_t n) const { return comm_ ? comm_->share(n) : dist::Range{0, n}; }
+  // This process's share of a training batch of n samples, which the model is told of
+  // (its dropout masks are then the whole batch's).
+  dist::Range take_share(int64_t n) {
+    const dist::Range mine = share(n);
+    model().set_batch_rows(mine.begin, mine.size());
+    return mine;
+  }
+  dist::Communicator* comm_ = nullptr;
 };
 
 class Trainer {
@@ -115,6 +135,10 @@ class Trainer {
     bool has_best = false;
     int64_t bad_validations = 0;
   };
+  // Rank 0 (or the only process) writes the run's files and progress.
+  bool root() const { return !o_.comm || o_.comm->rank() == 0; }
+  // Every process's weights are the same (their sums agree); checked before each save.
+  void check_replicas(const nn::Module& model) const;
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted

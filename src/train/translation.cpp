@@ -42,7 +42,10 @@ class TranslationTraining : public TrainingTask {
     return static_cast<int64_t>(batches_.size());
   }
   BatchLoss batch_loss(int64_t index) override {
-    Seq2SeqBatch b = collate(train_.examples, batches_[static_cast<size_t>(index)]);
+    const Seq2SeqBatch batch = collate(train_.examples, batches_[static_cast<size_t>(index)]);
+    const dist::Range mine = take_share(batch.src.rows());
+    if (mine.size() == 0) return {};
+    const Seq2SeqBatch b = rows_of(batch, mine);
     return {seq2seq_loss(*model_, b, o_.label_smoothing), b.target_tokens(model_->config().pad_id)};
   }
   Validation validate() override;
@@ -124,22 +127,29 @@ void TranslationTraining::check_resumable(const io::Checkpoint& saved, const std
             origin << ": was trained with other vocabularies than " << o_.src_vocab << " and " << o_.tgt_vocab);
 }
 
+// Each process scores its share of the validation batches and translates its share of
+// the sentences; the sums and the translations are then combined.
 Validation TranslationTraining::validate() {
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const auto& indices : data::make_batches(valid_.examples, o_.max_tokens, 0)) {
-    Seq2SeqBatch b = collate(valid_.examples, indices);
+  double nll = 0, tokens = 0;
+  const std::vector<std::vector<int64_t>> batches = data::make_batches(valid_.examples, o_.max_tokens, 0);
+  const dist::Range my_batches = share(static_cast<int64_t>(batches.size()));
+  for (int64_t i = my_batches.begin; i < my_batches.end; ++i) {
+    const Seq2SeqBatch b = collate(valid_.examples, batches[static_cast<size_t>(i)]);
     const int64_t n = b.target_tokens(model_->config().pad_id);
     nll += seq2seq_loss(*model_, b, 0.0f).item() * static_cast<double>(n);
-    tokens += n;
+    tokens += static_cast<double>(n);
   }
-  const double loss = tokens ? nll / static_cast<double>(tokens) : 0.0;
+  const std::vector<double> sums = dist::sum_over(comm_, {nll, tokens});
+  const double loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   decode::SearchOptions greedy;
   greedy.beam = 1;
   // A diverged model (kept by --skip-nonfinite) has no scores to search by: it scores 0 rather than stopping the run.
-  std::vector<std::string> hyps(valid_sources_.size());
+  const dist::Range mine = share(static_cast<int64_t>(valid_sources_.size()));
+  std::vector<std::string> hyps(static_cast<size_t>(mine.size()));
+  const std::vector<std::vector<int>> sources(valid_sources_.begin() + mine.begin, valid_sources_.begin() + mine.end);
   if (std::isfinite(loss))
-    for (size_t i = 0; const auto& h : decode::translate(*model_, valid_sources_, greedy, 64)) hyps[i++] = tgt_vocab_.decode(h[0].tokens);
+    for (size_t i = 0; const auto& h : decode::translate(*model_, sources, greedy, 64)) hyps[i++] = tgt_vocab_.decode(h[0].tokens);
+  if (comm_) hyps = dist::gather_strings(*comm_, hyps);
   return {{{"valid_loss", loss}, {"valid_ppl", std::exp(loss)}, {"bleu", eval::corpus_bleu(hyps, valid_refs_).score},
            {"chrf", eval::corpus_chrf(hyps, valid_refs_)}},
           "bleu"};

@@ -103,18 +103,25 @@ class VitTraining : public TrainingTask {
 
   BatchLoss batch_loss(int64_t index) override {
     const int64_t start = index * o_.batch, end = std::min(start + o_.batch, train_count_);
-    std::vector<int64_t> idx(order_.begin() + start, order_.begin() + end);
-    std::vector<bool> flip(idx.size());
+    std::vector<bool> flips(static_cast<size_t>(end - start));  // drawn for the whole batch, whichever share this process takes
     Rng rng = substream(seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index) + 1);
-    for (size_t i = 0; i < flip.size(); ++i) flip[i] = o_.flip && rng.uniform() < 0.5;
+    for (size_t i = 0; i < flips.size(); ++i) flips[i] = o_.flip && rng.uniform() < 0.5;
+    const dist::Range mine = take_share(end - start);
+    if (mine.size() == 0) return {};
+    const std::vector<int64_t> idx(order_.begin() + start + mine.begin, order_.begin() + start + mine.end);
+    const std::vector<bool> flip(flips.begin() + mine.begin, flips.begin() + mine.end);
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(train_set_.labels[static_cast<size_t>(i)]);
-    return {ops::cross_entropy(model_->forward(image_batch(train_set_, idx, flip)), Tensor::from_values(labels), 0.0f, -1), end - start};
+    return {ops::cross_entropy(model_->forward(image_batch(train_set_, idx, flip)), Tensor::from_values(labels), 0.0f, -1), mine.size()};
   }
 
+  // Each process evaluates its share of the held-out images.
   Validation validate() override {
-    Evaluation e = evaluate_images(*model_, train_set_, train_count_, o_.valid_images);
-    return {{{"valid_loss", e.loss}, {"accuracy", 100.0 * e.accuracy()}}, "accuracy"};
+    const dist::Range mine = share(o_.valid_images);
+    const Evaluation e = evaluate_images(*model_, train_set_, train_count_ + mine.begin, mine.size());
+    const std::vector<double> sums =
+        dist::sum_over(comm_, {e.loss * static_cast<double>(e.images), static_cast<double>(e.correct), static_cast<double>(e.images)});
+    return {{{"valid_loss", sums[0] / sums[2]}, {"accuracy", 100.0 * sums[1] / sums[2]}}, "accuracy"};
   }
 
  private:

@@ -55,7 +55,8 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   const Geometry geo = geometry(c, oq, ok);
   const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk;
   const float scale = geo.scale, dropout_p = c.dropout_p;
-  const uint64_t dropout_key = c.dropout_key;
+  const uint64_t dropout_key = c.dropout_key.key;
+  const int64_t first_row = c.dropout_key.first_row;
   const int32_t* key_rows = c.key_rows.defined() ? c.key_rows.data_as<int32_t>() : nullptr;  // [B, tk]
   const bool* padding = mask.key_padding.defined() ? mask.key_padding.data_as<bool>() : nullptr;  // [B, tk]
   const float neg_inf = -std::numeric_limits<float>::infinity();
@@ -68,13 +69,13 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   // Masks a row of scores of query row b, position i, and normalises it in place;
   // returns the probabilities to weight the values with: the row itself, or under
   // dropout a masked copy in `dropped` (P stays intact: users inspect it, backward needs it).
-  auto probabilities = [&](float* row, int64_t b, int64_t i, int64_t offset, float* dropped) -> const float* {
+  auto probabilities = [&](float* row, int64_t b, int64_t h, int64_t i, float* dropped) -> const float* {
     const int64_t visible = visible_keys(b, i);
     for (int64_t j = 0; j < tk; ++j)
       if (j >= visible || (padding && padding[b * tk + j])) row[j] = neg_inf;
     softmax_row(row, row, tk);
     if (dropout_p == 0.0f) return row;
-    dropout_row(row, dropped, tk, dropout_p, dropout_key, offset);
+    dropout_row(row, dropped, tk, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
     return dropped;
   };
 
@@ -106,7 +107,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
       int64_t j = 0;
       for (; j + 8 <= visible; j += 8) vec::scaled_dot8(qi, key.data() + j, h * dk, dk, scale, p + j);
       for (; j < visible; ++j) p[j] = scale * vec::dot(qi, key[j] + h * dk, dk);
-      const float* pd = probabilities(p, b, i, ((b * heads + h) * tq + i) * tk, scratch.data());
+      const float* pd = probabilities(p, b, h, i, scratch.data());
       vec::weighted_row_sum(pd, value.data(), h * dk, visible, dk, oo.row(b, i) + h * dk);
     };
     if (tq == 1) {  // a decoding step: each row's keys and values read once, whole, for all heads
@@ -130,7 +131,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
           float* p = probs.data() + (b * heads + h) * tq * tk;
           gemm(false, true, tq_b, tk_b, dk, scale, oq.row(b, 0) + h * dk, oq.row_stride, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, p, tk);
           for (int64_t i = 0; i < tq_b; ++i)
-            probabilities(p + i * tk, b, i, (b * heads + h) * tq * tk + i * tk, dropout_p > 0.0f ? scratch.data() + i * tk : nullptr);
+            probabilities(p + i * tk, b, h, i, dropout_p > 0.0f ? scratch.data() + i * tk : nullptr);
           gemm(false, false, tq_b, dk, tk_b, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f,
                oo.row(b, 0) + h * dk, D);
         }
@@ -146,7 +147,8 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   const Geometry geo = geometry(c, oq, ok);
   const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk;
   const float scale = geo.scale, dropout_p = c.dropout_p;
-  const uint64_t dropout_key = c.dropout_key;
+  const uint64_t dropout_key = c.dropout_key.key;
+  const int64_t first_row = c.dropout_key.first_row;
 #pragma omp parallel
   {
     std::vector<float> dp(tq * tk), scratch(dropout_p > 0.0f ? tq * tk : 0);
@@ -158,7 +160,8 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
         const float* go = og.row(b, 0) + h * dk;
         const float* pd = p;
         if (dropout_p > 0.0f) {
-          dropout_row(p, scratch.data(), tq * tk, dropout_p, dropout_key, bh * tq * tk);
+          for (int64_t i = 0; i < tq; ++i)
+            dropout_row(p + i * tk, scratch.data() + i * tk, tk, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
           pd = scratch.data();
         }
         // dV = P_dropped^T dO ; dP_dropped = dO V^T
@@ -167,7 +170,7 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
         for (int64_t i = 0; i < tq_b; ++i) {
           float* dr = dp.data() + i * tk;
           const float* pr = p + i * tk;
-          if (dropout_p > 0.0f) dropout_row(dr, dr, tk_b, dropout_p, dropout_key, bh * tq * tk + i * tk);
+          if (dropout_p > 0.0f) dropout_row(dr, dr, tk_b, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
           float dot = 0.0f;
           for (int64_t j = 0; j < tk_b; ++j) dot += dr[j] * pr[j];
           for (int64_t j = 0; j < tk_b; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // dS, scale folded in

@@ -63,7 +63,7 @@ constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143
 // splitmix64 needs): the same hash, the same float arithmetic, the same results as
 // the scalar loop. Returns how many elements it did (a multiple of 8).
 __attribute__((target("avx512f,avx512dq"))) int64_t dropout_row_avx512(const float* src, float* dst, int64_t n, float p, uint64_t key,
-                                                                        int64_t first, float keep_scale) {
+                                                                        uint64_t first, float keep_scale) {
   const __m512i k = _mm512_set1_epi64(static_cast<long long>(key)), spread = _mm512_set1_epi64(0xD1B54A32D192ED03ll),
                 golden = _mm512_set1_epi64(0x9E3779B97F4A7C15ll), m1 = _mm512_set1_epi64(0xBF58476D1CE4E5B9ll),
                 m2 = _mm512_set1_epi64(0x94D049BB133111EBll), lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
@@ -72,7 +72,7 @@ __attribute__((target("avx512f,avx512dq"))) int64_t dropout_row_avx512(const flo
   // "undefined" source may be used uninitialised.)
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m512i index = _mm512_add_epi64(_mm512_set1_epi64(first + i), lanes);
+    const __m512i index = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(first + static_cast<uint64_t>(i))), lanes);
     __m512i x = _mm512_add_epi64(_mm512_xor_si512(k, _mm512_mullo_epi64(index, spread)), golden);  // splitmix64(key ^ index * C)
     x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_maskz_srli_epi64(0xff, x, 30)), m1);
     x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_maskz_srli_epi64(0xff, x, 27)), m2);
@@ -109,20 +109,32 @@ void unary(Unary op, const Tensor& x, float s, Tensor& out) {
   }
 }
 
-void dropout_row(const float* src, float* dst, int64_t n, float p, uint64_t key, int64_t first) {
+void dropout_row(const float* src, float* dst, int64_t n, float p, uint64_t key, uint64_t first) {
   const float keep_scale = 1.0f / (1.0f - p);
   const int64_t done = cpu_isa().avx512 ? dropout_row_avx512(src, dst, n, p, key, first, keep_scale) : 0;
   for (int64_t i = done; i < n; ++i) dst[i] = hash_uniform(key, first + i) < p ? 0.0f : src[i] * keep_scale;
 }
 
-void dropout(const Tensor& x, float p, uint64_t key, bool relu, Tensor& out) {
+void dropout(const Tensor& x, float p, DropoutKey key, const PackedSequences* packed, bool relu, Tensor& out) {
   const int64_t n = out.numel(), block = 4096;
+  if (n == 0) return;
+  // Sample r is elements [row_begin(r), row_begin(r + 1)): a row of x, or a packed sequence's tokens.
+  const int64_t rows = packed ? packed->batch() : (x.dim() > 0 ? x.size(0) : 1);
+  const int64_t per_row = n / rows, per_token = packed ? n / x.size(1) : 0;
+  auto row_begin = [&](int64_t r) { return packed ? (r < rows ? packed->start[r] : x.size(1)) * per_token : r * per_row; };
+  auto row_of = [&](int64_t e) {
+    if (!packed) return e / per_row;
+    return static_cast<int64_t>(std::upper_bound(packed->start.begin(), packed->start.end(), e / per_token) - packed->start.begin()) - 1;
+  };
   parallel_for((n + block - 1) / block, n > kParallelThreshold, [&](int64_t b) {
-    const int64_t start = b * block, len = std::min(block, n - start);
-    float* o = out.data() + start;
-    dropout_row(x.data() + start, o, len, p, key, start);
+    const int64_t start = b * block, end = std::min(start + block, n);
+    for (int64_t at = start; at < end;) {  // the block's part of each sample it meets
+      const int64_t r = row_of(at), first = row_begin(r), until = std::min(end, row_begin(r + 1));
+      dropout_row(x.data() + at, out.data() + at, until - at, p, key.key, dropout_index(key.first_row + r, at - first));
+      at = until;
+    }
     if (relu)  // relu(x) * scale == relu(x * scale), scale > 0
-      for (int64_t i = 0; i < len; ++i) o[i] = o[i] > 0.0f ? o[i] : 0.0f;
+      for (float* o = out.data() + start; o < out.data() + end; ++o) *o = *o > 0.0f ? *o : 0.0f;
   });
 }
 

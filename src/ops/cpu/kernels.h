@@ -9,7 +9,7 @@ const Kernels& kernels();
 
 void binary(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out);
 void unary(Unary op, const Tensor& x, float s, Tensor& out);
-void dropout(const Tensor& x, float p, uint64_t key, bool relu, Tensor& out);
+void dropout(const Tensor& x, float p, DropoutKey key, const PackedSequences* packed, bool relu, Tensor& out);
 void sum_to(const Tensor& g, Tensor& out);
 void scale_in_place(Tensor& x, float s);
 
