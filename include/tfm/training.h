@@ -66,6 +66,10 @@ struct TrainingOptions {
   std::string resume;             // a last.safetensors to continue from
   bool force = false;             // a fresh run may replace the run already in out_dir
   std::string precision = "f32";  // the linear layers' products: f32 or bf16 (int8 is for inference only)
+  // With several processes (mpirun): each keeps and updates only its share of Adam's
+  // moments (ZeRO stage 1), gradients reduce-scattered and weights all-gathered, so that
+  // the optimiser's memory per process falls by their number.
+  bool shard_optimizer = false;
 };
 
 // A translation model on a parallel corpus (`tfm train --train-src ...`).

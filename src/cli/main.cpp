@@ -64,7 +64,7 @@ int run(int argc, char** argv) {
   tfm::cli::help_without_subcommand(app, exit_code);
   app.set_version_flag("--version", version, "Print the version, git commit and CPU instructions in use, then exit");
   int threads = 0;
-  app.add_option("--threads", threads, "Worker threads, 1 to 1024 (default: all cores, or OMP_NUM_THREADS)")
+  app.add_option("--threads", threads, "Worker threads, 1 to 1024 (default: the cores this process may run on, or OMP_NUM_THREADS; under mpirun, those it binds the process to)")
       ->check(tfm::cli::in_range(1, 1024))  // before the action below, which then parses a valid number
       ->each([](const std::string& v) { omp_set_num_threads(std::stoi(v)); });
   std::string precision = "f32";

@@ -38,6 +38,9 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
   add(g, "--resume", [](O& o) -> auto& { return o.resume; }, "Continue the run saved in this checkpoint (its last.safetensors)")
       ->check(CLI::ExistingFile);
   add(g, "--force", [](O& o) -> auto& { return o.force; }, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
+  add(g, "--shard-optimizer", [](O& o) -> auto& { return o.shard_optimizer; },
+      "With several processes (mpirun -np N): each keeps and updates only its share of Adam's moments (ZeRO stage 1), "
+      "cutting the optimiser's memory per process by N");
 }
 
 void TrainerFlags::given_onto(tfm::TrainingOptions& target) const {

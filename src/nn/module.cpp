@@ -54,6 +54,18 @@ std::vector<std::pair<int64_t, int64_t>> FlatParameters::buckets(int64_t max_flo
   return out;
 }
 
+std::vector<int64_t> FlatParameters::cuts(int parts) const {
+  const int64_t total = values.numel();
+  std::vector<int64_t> out{0};
+  size_t e = 0;
+  for (int p = 1; p < parts; ++p) {  // the first parameter starting at or past p / parts of the buffer
+    while (e < entries.size() && entries[e].offset < total * p / parts) ++e;
+    out.push_back(std::max(out.back(), e < entries.size() ? entries[e].offset : total));
+  }
+  out.push_back(total);
+  return out;
+}
+
 const FlatParameters& Module::flatten_parameters() {
   TFM_CHECK(path_.empty(), "flatten_parameters: '" << path_ << "' is part of a model; flatten the whole model");
   if (shared_->flat) return *shared_->flat;

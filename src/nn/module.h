@@ -30,6 +30,9 @@ struct FlatParameters {
   // Consecutive whole parameters (with the padding after each but the last) in ranges
   // [begin, end) of at most `max_floats` each (a larger parameter alone), in order.
   std::vector<std::pair<int64_t, int64_t>> buckets(int64_t max_floats) const;
+  // The buffer cut into `parts` consecutive ranges of whole parameters of about equal
+  // size (the sharded optimiser's shares): part p is [cuts[p], cuts[p + 1]).
+  std::vector<int64_t> cuts(int parts) const;
 };
 
 class Module {

@@ -73,11 +73,11 @@ float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup) {
                             std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5)));
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-  double total = 0.0;
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, dist::Communicator* across) {
+  double squares = 0.0;
   for (const Tensor& p : params)
-    if (p.grad().defined()) total += ops::sum_of_squares(p.grad());
-  total = std::sqrt(total);
+    if (p.grad().defined()) squares += ops::sum_of_squares(p.grad());
+  const double total = std::sqrt(dist::sum_over(across, {squares})[0]);
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1.0) {
     for (const Tensor& p : params) {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "tensor/tensor.h"
 #include "tfm/training.h"
 
@@ -42,7 +43,8 @@ class Adam {
 float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup);
 
 // Scales all gradients so their global L2 norm is at most max_norm (as
-// torch.nn.utils.clip_grad_norm_); returns the norm before clipping.
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+// torch.nn.utils.clip_grad_norm_); returns the norm before clipping. With `across`, params
+// are this process's share of the model's and the norm is the whole model's.
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, dist::Communicator* across = nullptr);
 
 }  // namespace tfm::training

@@ -195,15 +195,18 @@ void Trainer::check_replicas(const nn::Module& model) const {
                                               "sums disagreed, and the run cannot go on (please report it)");
 }
 
+// Collective: every process calls it (the others' shares of the optimiser are gathered);
+// rank 0 writes.
 void Trainer::save(TrainingTask& task, const std::string& name) {
   check_replicas(task.model());
+  std::vector<std::pair<std::string, Tensor>> optimizer = optimizer_state(task.model());
   if (!root()) return;
   state_.dropout_rng = task.model().dropout_rng().state();
   const State& s = state_;
   json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
                 {"has_best", s.has_best}, {"elapsed_s", s.elapsed_s}, {"bad_validations", s.bad_validations}};
   io::Checkpoint c = task.describe();
-  c.optimizer = optimizer_->state();
+  c.optimizer = std::move(optimizer);
   c.train_state = state.dump();
   io::save_checkpoint((std::filesystem::path(o_.out_dir) / name).string(), task.model().named_parameters(), c);
 }
@@ -250,14 +253,26 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
 
 namespace {
 
+// Gives the parameters in [begin, end) of the flat buffers that have no gradient this
+// step a gradient of zeros, so that every process sums the same ranges.
+void complete_gradients(const nn::FlatParameters& flat, int64_t begin, int64_t end) {
+  for (const nn::FlatParameters::Entry& e : flat.entries) {
+    TensorImpl* p = e.param.impl();
+    if (e.offset < begin || e.offset >= end || p->grad) continue;
+    Tensor(p->grad_slot).fill(0.0f);
+    p->grad = p->grad_slot;
+  }
+}
+
 // Starts the sum across processes of each of one step's buckets of the flat gradient
 // buffer as soon as the gradients of all its parameters are complete (during the step's
 // last backward pass, which reaches the output layers' parameters, first in the buffer,
 // first), in buffer order on every process, and the rest once the pass is over.
 class BucketReducer {
  public:
-  BucketReducer(const nn::FlatParameters& flat, const TrainerOptions& o)
-      : flat_(flat), comm_(o.comm), buckets_(flat.buckets(o.bucket_floats)), waiting_(buckets_.size(), 0) {
+  // Null comm: no sums.
+  BucketReducer(const nn::FlatParameters& flat, dist::Communicator* comm, int64_t bucket_floats)
+      : flat_(flat), comm_(comm), buckets_(flat.buckets(bucket_floats)), waiting_(buckets_.size(), 0) {
     size_t b = 0;
     for (const nn::FlatParameters::Entry& e : flat.entries) {
       while (e.offset >= buckets_[b].second) ++b;
@@ -289,12 +304,7 @@ class BucketReducer {
   void start_ready() {
     for (; started_ < buckets_.size() && waiting_[started_] == 0; ++started_) {
       const auto [begin, end] = buckets_[started_];
-      for (const nn::FlatParameters::Entry& e : flat_.entries) {
-        TensorImpl* p = e.param.impl();
-        if (e.offset < begin || e.offset >= end || p->grad) continue;
-        Tensor(p->grad_slot).fill(0.0f);  // no gradient this step: zeros, so every process sums the same ranges
-        p->grad = p->grad_slot;
-      }
+      complete_gradients(flat_, begin, end);
       Tensor grads = flat_.grads;  // a handle: the sum is made in the buffer
       comm_->start_sum(grads.data() + begin, end - begin);
     }
@@ -310,12 +320,67 @@ class BucketReducer {
 
 }  // namespace
 
+std::vector<std::pair<std::string, Tensor>> Trainer::optimizer_state(const nn::Module& model) const {
+  if (!shard_) return optimizer_->state();
+  // Each process's moments in the flat buffers' layout, then every share gathered.
+  const nn::FlatParameters& flat = *model.flat_parameters();
+  const int64_t total = flat.values.numel();
+  Tensor exp_avg = Tensor::zeros({total}), exp_avg_sq = Tensor::zeros({total});
+  std::unordered_map<std::string, Tensor> mine;
+  for (const auto& [name, t] : optimizer_->state()) mine.emplace(name, t);
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (const nn::FlatParameters::Entry& e : flat.entries)
+    for (auto [prefix, buffer] : {std::pair{"exp_avg.", &exp_avg}, std::pair{"exp_avg_sq.", &exp_avg_sq}}) {
+      Tensor view = make_view(*buffer, e.param.shape(), contiguous_strides(e.param.shape()), e.offset);
+      if (auto it = mine.find(prefix + e.name); it != mine.end()) view.copy_from(it->second);
+      all.emplace_back(prefix + e.name, view);
+    }
+  o_.comm->all_gather_parts(exp_avg.data(), shard_->counts);
+  o_.comm->all_gather_parts(exp_avg_sq.data(), shard_->counts);
+  return all;
+}
+
+double Trainer::finish_gradients(nn::Module& model, double count, bool divide) {
+  const nn::FlatParameters& flat = *model.flat_parameters();
+  Tensor grads = flat.grads;  // a handle: the buffer itself is changed
+  const double max_norm = o_.clip_norm > 0 ? o_.clip_norm : INFINITY;
+  if (!shard_) {
+    if (divide) ops::scale_(grads, static_cast<float>(1.0 / count));
+    return clip_grad_norm(model.parameters(), max_norm);
+  }
+  complete_gradients(flat, 0, grads.numel());
+  o_.comm->reduce_scatter_sum(grads.data(), shard_->counts);  // this process's share summed
+  Tensor mine = make_view(grads, {shard_->end - shard_->begin}, {1}, shard_->begin);
+  if (divide) ops::scale_(mine, static_cast<float>(1.0 / count));
+  return clip_grad_norm(shard_->params, max_norm, o_.comm);
+}
+
+void Trainer::update_weights(const nn::FlatParameters& flat) {
+  optimizer_->step();
+  if (!shard_) return;
+  Tensor values = flat.values;
+  o_.comm->all_gather_parts(values.data(), shard_->counts);
+}
+
 tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(precision_);
   const nn::FlatParameters& flat = model.flatten_parameters();
   task.join(o_.comm);
-  optimizer_ = std::make_unique<Adam>(model.named_parameters(), o_.adam);
+  std::vector<std::pair<std::string, Tensor>> optimized = model.named_parameters();
+  if (o_.shard_optimizer && o_.comm && o_.comm->size() > 1) {
+    const std::vector<int64_t> cuts = flat.cuts(o_.comm->size());
+    Shard s;
+    for (size_t r = 0; r + 1 < cuts.size(); ++r) s.counts.push_back(cuts[r + 1] - cuts[r]);
+    s.begin = cuts[static_cast<size_t>(o_.comm->rank())], s.end = cuts[static_cast<size_t>(o_.comm->rank()) + 1];
+    optimized.clear();
+    for (const nn::FlatParameters::Entry& e : flat.entries)
+      if (e.offset >= s.begin && e.offset < s.end) optimized.emplace_back(e.name, e.param), s.params.push_back(e.param);
+    shard_ = std::move(s);
+  } else if (o_.shard_optimizer) {
+    out_ << "note: --shard-optimizer shares the optimiser among the processes of an mpirun job; alone, it changes nothing" << std::endl;
+  }
+  optimizer_ = std::make_unique<Adam>(optimized, o_.adam);
   if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
@@ -336,7 +401,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   clear_previous_run();
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
   if (o_.comm && o_.comm->size() > 1)
-    out_ << "data parallel: " << o_.comm->size() << " processes, each computing its share of every batch" << std::endl;
+    out_ << "data parallel: " << o_.comm->size() << " processes, each computing its share of every batch"
+         << (shard_ ? " and updating its share of the weights (sharded optimiser state)" : "") << std::endl;
 
   auto stop_requested = [&] { return o_.stop.stop_requested(); };
   const auto start = std::chrono::steady_clock::now();
@@ -368,7 +434,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     }
     const int64_t end = std::min(state_.batch + o_.accumulate, batches);
     optimizer_->set_lr(learning_rate(o_.schedule, state_.step + 1));
-    optimizer_->zero_grad();
+    for (Tensor& p : model.parameters()) p.zero_grad();  // a sharded optimiser holds only some of them
     // The step's loss is the mean over every token (image...) of its batches, on every
     // process: each batch's summed loss goes backward, the gradients are summed across
     // the processes and divided by the count. (One batch of one process goes backward as
@@ -376,7 +442,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     const bool one_batch = end - state_.batch == 1 && !o_.comm;
     double loss_sum = 0;
     int64_t local_items = 0, local_count = 0;
-    BucketReducer reducer(flat, o_);
+    BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, o_.bucket_floats);  // a sharded optimiser's sum comes after
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
       const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;
@@ -394,12 +460,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     const double count = totals[1];
     const int64_t items = static_cast<int64_t>(totals[2]);
     const bool stop_now = totals[3] > 0, out_of_time = totals[4] > 0;
-    if (!one_batch && count > 0) {
-      Tensor grads = flat.grads;  // a handle: the buffer itself is scaled
-      ops::scale_(grads, static_cast<float>(1.0 / count));
-    }
     const double loss = count > 0 ? totals[0] / count : 0.0;
-    const double grad_norm = clip_grad_norm(model.parameters(), o_.clip_norm > 0 ? o_.clip_norm : INFINITY);
+    const double grad_norm = finish_gradients(model, count, !one_batch && count > 0);
     state_.batch = end;
     if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
       const std::string what = std::isfinite(loss) ? "gradient" : "loss";
@@ -414,7 +476,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
       continue;
     }
     skipped_in_a_row = 0;
-    optimizer_->step();
+    update_weights(flat);
     ++state_.step;
     progress.update(state_.step, loss, optimizer_->lr(), items, "epoch " + std::to_string(state_.epoch));
     const bool last_step = state_.step >= total;
@@ -440,8 +502,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   } else if (validated_at != state_.step) {
     validate(task, elapsed());
   }
-  out_ << "best validation " << score_name_ << " " << state_.best_score << unit_of(score_name_) << "; checkpoints in " << o_.out_dir << " (" << format_duration(elapsed())
-       << " of training)\n";
+  if (state_.has_best) out_ << "best validation " << score_name_ << " " << state_.best_score << unit_of(score_name_) << "; ";
+  out_ << "checkpoints in " << o_.out_dir << " (" << format_duration(elapsed()) << " of training)\n";
   tfm::TrainingResult result{interrupted, state_.step, last_metrics_, score_name_, state_.best_score, interrupted ? "" : task.report()};
   if (!result.report.empty()) out_ << result.report << "\n";
   return result;

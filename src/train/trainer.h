@@ -139,6 +139,15 @@ class Trainer {
   bool root() const { return !o_.comm || o_.comm->rank() == 0; }
   // Every process's weights are the same (their sums agree); checked before each save.
   void check_replicas(const nn::Module& model) const;
+  // The optimiser's moments of every parameter, gathered from the processes' shares.
+  std::vector<std::pair<std::string, Tensor>> optimizer_state(const nn::Module& model) const;
+  // Divides the step's summed gradients by its count (where `divide`) and clips them;
+  // returns their norm before clipping. Where the optimiser is sharded, this process's
+  // share alone, summed across the processes first; the norm is the whole model's.
+  double finish_gradients(nn::Module& model, double count, bool divide);
+  // Adam's update of this process's parameters (all of them, unless the optimiser is
+  // sharded: then every process's updated share is gathered).
+  void update_weights(const nn::FlatParameters& flat);
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
@@ -158,6 +167,14 @@ class Trainer {
   io::SafeTensors resumed_file_;
   std::optional<io::Checkpoint> resumed_info_;
   std::unique_ptr<Adam> optimizer_;
+  // ZeRO stage 1 (shard_optimizer with several processes): process r's optimiser updates
+  // the parameters in [cuts[r], cuts[r + 1]) of the flat buffers alone.
+  struct Shard {
+    std::vector<int64_t> counts;  // floats of each process's share
+    int64_t begin = 0, end = 0;   // this process's
+    std::vector<Tensor> params;   // the parameters in it
+  };
+  std::optional<Shard> shard_;
   State state_;
 };
 
