@@ -163,7 +163,7 @@ TEST(FlatParameters, TheTrainerReducesEveryBucketOfEveryStep) {
   std::ostringstream log;
   const std::vector<double> plain = training::run_copy_task(o, task, log).losses;
   RecordingJob job;
-  o.out_dir = dir.path("reduced"), o.bucket_floats = 5000, o.comm = &job;
+  o.out_dir = dir.path("reduced"), o.bucket_mb = 5000 * 4.0 / (1 << 20), o.comm = &job;
   const std::vector<double> reduced = training::run_copy_task(o, task, log).losses;
   std::vector<int64_t> sizes;
   for (const auto& bucket : job.buckets) sizes.push_back(static_cast<int64_t>(bucket.size()));

@@ -70,6 +70,10 @@ struct TrainingOptions {
   // moments (ZeRO stage 1), gradients reduce-scattered and weights all-gathered, so that
   // the optimiser's memory per process falls by their number.
   bool shard_optimizer = false;
+  // With several processes: the gradient buckets' size in MiB (PyTorch DDP's
+  // bucket_cap_mb). Each is summed across the processes as soon as the backward pass has
+  // completed it, while the pass goes on; 0: one bucket, summed after the pass.
+  double bucket_mb = 16;
 };
 
 // A translation model on a parallel corpus (`tfm train --train-src ...`).

@@ -41,6 +41,10 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
   add(g, "--shard-optimizer", [](O& o) -> auto& { return o.shard_optimizer; },
       "With several processes (mpirun -np N): each keeps and updates only its share of Adam's moments (ZeRO stage 1), "
       "cutting the optimiser's memory per process by N");
+  add(g, "--bucket-mb", [](O& o) -> auto& { return o.bucket_mb; },
+      "With several processes: gradient buckets of this many MiB are summed across them while the backward pass goes on "
+      "(0: one bucket, after the pass)")
+      ->check(finite_nonneg<double>());
 }
 
 void TrainerFlags::given_onto(tfm::TrainingOptions& target) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +88,7 @@ void check_ranges(const TrainerOptions& o) {
   at_least("log_every", static_cast<double>(o.log_every), 1);
   TFM_CHECK(std::isfinite(o.max_minutes) && o.max_minutes >= 0, "max_minutes must be a number of at least 0 (got " << o.max_minutes << ")");
   TFM_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0, "clip_norm must be a number of at least 0 (got " << o.clip_norm << ")");
+  TFM_CHECK(std::isfinite(o.bucket_mb) && o.bucket_mb >= 0, "bucket_mb must be a number of at least 0 (got " << o.bucket_mb << ")");
   const AdamOptions& a = o.adam;
   TFM_CHECK(a.beta1 >= 0 && a.beta1 < 1 && a.beta2 >= 0 && a.beta2 < 1,
             "Adam's beta1 and beta2 must be at least 0 and below 1 (got " << a.beta1 << ", " << a.beta2 << ")");
@@ -409,6 +411,9 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   const double elapsed_before = state_.elapsed_s;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
 
+  // 0 MiB: one bucket, complete (and summed) once the backward pass is over.
+  const double mb_floats = std::min(o_.bucket_mb * (1 << 20) / 4, 1e18);
+  const int64_t bucket_floats = o_.bucket_mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(mb_floats)) : INT64_MAX;
   int64_t batches = task.begin_epoch(state_.epoch, o_.seed);
   const int64_t steps_per_epoch = (batches + o_.accumulate - 1) / o_.accumulate;
   const int64_t total = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch * o_.epochs;
@@ -442,7 +447,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     const bool one_batch = end - state_.batch == 1 && !o_.comm;
     double loss_sum = 0;
     int64_t local_items = 0, local_count = 0;
-    BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, o_.bucket_floats);  // a sharded optimiser's sum comes after
+    BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, bucket_floats);  // a sharded optimiser's sum comes after
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
       const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;

@@ -41,12 +41,11 @@ struct TrainerOptions : tfm::TrainingOptions {
   // the current step and save last.safetensors, as a time limit does.
   std::stop_token stop;
   // The processes training this model together (null: this one alone). Each bucket of
-  // the model's flat gradient buffer (consecutive whole parameters, at most
-  // `bucket_floats` unless one parameter is larger) is summed across them as soon as its
-  // gradients for the step are complete, while the step's last backward pass goes on,
-  // in buffer order; the Trainer then divides by the step's token count across them all.
+  // the model's flat gradient buffer (consecutive whole parameters, at most bucket_mb
+  // unless one parameter is larger) is summed across them as soon as its gradients for
+  // the step are complete, while the step's last backward pass goes on, in buffer order;
+  // the Trainer then divides by the step's token count across them all.
   dist::Communicator* comm = nullptr;
-  int64_t bucket_floats = int64_t{1} << 22;  // 16 MiB
   // Progress lines into the run's log stream (a library caller's) instead of standard error.
   bool progress_to_log = false;
 
