@@ -12,8 +12,12 @@
 # minutes on 2 cores; it rewrites nothing). With --serve: `tfm serve` under load on
 # loopback at 1, 8 and 64 clients against offline `tfm translate`, its memory over
 # 100,000 requests, Python's tfm.Translator from 8 threads, and a slow client beside
-# others (bench/serve.py; rewrites docs/SERVING.md's results).
-#   bench/run.sh [--load | --against REV | --serve] [RUN_DIR] [THREADS]
+# others (bench/serve.py; rewrites docs/SERVING.md's results). With --scaling:
+# data-parallel training, 1 process x THREADS threads against THREADS processes x 1
+# thread under mpirun, tfm's all-reduce bandwidth over loopback and between network
+# namespace hosts (as root), and projections to clusters (bench/scaling.py, about 10
+# minutes on 2 cores; rewrites docs/SCALING.md's results).
+#   bench/run.sh [--load | --against REV | --serve | --scaling] [RUN_DIR] [THREADS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
@@ -23,6 +27,8 @@ extra=()
 if [[ ${1:-} == --load ]]; then script=bench/load.py; shift; fi
 serve=0
 if [[ ${1:-} == --serve ]]; then serve=1; shift; fi
+scaling=0
+if [[ ${1:-} == --scaling ]]; then scaling=1; shift; fi
 if [[ ${1:-} == --against ]]; then
   [[ -n ${2:-} ]] || { echo "bench/run.sh: --against needs a commit" >&2; exit 1; }
   rev=$(git rev-parse --verify --quiet "$2^{commit}") || { echo "bench/run.sh: $2 is not a commit" >&2; exit 1; }
@@ -49,6 +55,10 @@ if [[ -n ${rev:-} ]]; then  # the earlier commit's binaries, in a worktree of th
   git -C build/against/src checkout --quiet --detach "$rev"
   cmake -S build/against/src -B build/against/build -DCMAKE_BUILD_TYPE=Release -DTFM_BUILD_TESTS=OFF >/dev/null
   cmake --build build/against/build -j"$(nproc)" --target tfm tfm_bench >/dev/null
+fi
+if ((scaling)); then
+  cmake --build build -j"$(nproc)" --target tfm tfm_allreduce >/dev/null
+  exec /usr/bin/python3 bench/scaling.py --vocab "$run/vocab.model" --data "$data" --processes "$threads"
 fi
 if ((serve)); then
   cmake --build build -j"$(nproc)" --target tfm tfm_python >/dev/null
