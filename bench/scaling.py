@@ -67,7 +67,7 @@ def bandwidth(mpirun, sizes):
 
 
 def bench_bandwidth(a, work):
-    sizes = [16, 64, 256]
+    sizes = [1 / 256, 16, 64, 256]  # 4 KiB: the time of a message, not of its bytes
     loopback = bandwidth([*LOOPBACK, "-np", str(a.processes)], sizes)
     try:
         with namespace_hosts(a.processes, work) as hosts:
@@ -76,14 +76,20 @@ def bench_bandwidth(a, work):
         print(f"  {e}: no veth figures", flush=True)
         veth = None
     for i, size in enumerate(sizes):
-        print(f"  all-reduce of {size} MiB: loopback {loopback[i]['bus_gbit_s']:.1f} Gbit/s"
-              + (f", veth {veth[i]['bus_gbit_s']:.1f} Gbit/s" if veth else ""), flush=True)
+        print(f"  all-reduce of {size:g} MiB: loopback {loopback[i]['seconds'] * 1e6:.0f} us, {loopback[i]['bus_gbit_s']:.1f} Gbit/s"
+              + (f"; veth {veth[i]['seconds'] * 1e6:.0f} us, {veth[i]['bus_gbit_s']:.1f} Gbit/s" if veth else ""), flush=True)
     return sizes, loopback, veth
 
 
-def ring_seconds(processes, nbytes, gbit_s):
-    """A ring all-reduce's time: each process sends and receives 2 (N - 1) / N of the buffer."""
-    return 2 * (processes - 1) / processes * nbytes * 8 / (gbit_s * 1e9)
+# The time a message takes between hosts, whatever its size (TCP over Ethernet; loopback's
+# is printed beside it for scale).
+HOP_SECONDS = 25e-6
+
+
+def ring_seconds(processes, nbytes, gbit_s, buckets=1):
+    """A ring all-reduce of `buckets` buffers of nbytes in all: 2 (N - 1) messages each,
+    and each process sends and receives 2 (N - 1) / N of the bytes."""
+    return buckets * 2 * (processes - 1) * HOP_SECONDS + 2 * (processes - 1) / processes * nbytes * 8 / (gbit_s * 1e9)
 
 
 def report(a, training, bandwidths):
@@ -99,33 +105,41 @@ def report(a, training, bandwidths):
         lines.append(f"| {r['preset']} | {r['parameters'] / 1e6:.1f} M | {r['one']:.3f} s | {r['overlap']:.3f} s | "
                      f"**{r['one'] / r['overlap']:.0%}** | {r['serial']:.3f} s | {r['one'] / r['serial']:.0%} | "
                      f"{r['sharded']:.3f} s | {r['one'] / r['sharded']:.0%} |")
-    lines += ["", f"All-reduce bus bandwidth of tfm's communicator ({n} processes, 16 MiB buckets as in training): "
-              "2 (N − 1) / N × bytes / seconds.", "", "| buffer | loopback TCP | veth link between namespace hosts |", "|---|---|---|"]
+    lines += ["", f"All-reduce of tfm's communicator ({n} processes, in 16 MiB buckets as in training): the time of one, and "
+              "the bus bandwidth, 2 (N − 1) / N × bytes / seconds.", "",
+              "| buffer | loopback TCP | veth link between namespace hosts |", "|---|---|---|"]
     for i, size in enumerate(sizes):
-        lines.append(f"| {size} MiB | {loopback[i]['bus_gbit_s']:.1f} Gbit/s | "
-                     + (f"{veth[i]['bus_gbit_s']:.1f} Gbit/s |" if veth else "not measured (no namespaces here) |"))
+        cell = lambda r: f"{r['seconds'] * 1e6:.0f} µs" if size < 1 else f"{r['bus_gbit_s']:.1f} Gbit/s"  # noqa: E731
+        lines.append(f"| {'4 KiB' if size < 1 else f'{size:g} MiB'} | {cell(loopback[i])} | "
+                     + (f"{cell(veth[i])} |" if veth else "not measured (no namespaces here) |"))
     base = next(r for r in training if r["preset"] == "base")
     nbytes = base["parameters"] * 4
     measured = loopback[-1]["bus_gbit_s"]
-    comm = ring_seconds(n, nbytes, measured)
-    lines += ["", f"The gradient sums of `base` ({nbytes / 2**20:.0f} MiB a step) take {comm:.3f} s at the {measured:.1f} Gbit/s "
-              f"measured over loopback; summed after the pass they add {base['serial'] - base['overlap']:+.3f} s a step "
-              f"to the overlapped run.", ""]
+    comm = 2 * (n - 1) / n * nbytes * 8 / (measured * 1e9)
+    lines += ["", f"The gradient sums of `base` ({nbytes / 2**20:.0f} MiB a step) take about {comm:.2f} s at the {measured:.1f} Gbit/s "
+              f"measured over loopback, {comm / base['one']:.0%} of a step; summed after the pass rather than during it, they "
+              f"changed the step by {base['serial'] - base['overlap']:+.3f} s (`small`: {training[0]['serial'] - training[0]['overlap']:+.3f} s). "
+              "Here overlap cannot show: over loopback a sum is CPU work (copies through the kernel), done on the same two cores "
+              "that compute, so it takes their time whether it runs during the pass or after it.", ""]
     # Projection: each process computes a batch of the same size as here on n threads'
     # worth of cores (the step time of 1 process x n threads); the sums overlap the
     # backward pass, about 2/3 of a step, except the last bucket's.
     compute = base["one"]
     backward = compute * 2 / 3
-    last_bucket = 16 * 2**20
+    bucket = 16 * 2**20
+    buckets = -(-nbytes // bucket)
     lines += [f"Projected weak scaling of `base` (a batch of 2,500 tokens per process, computed in {compute:.2f} s as by 1 "
-              f"process × {n} threads here): a ring all-reduce sends 2 (N − 1) / N × {nbytes / 2**20:.0f} MiB per process "
-              "per step; overlap hides it behind the backward pass (about two thirds of a step) except the last 16 MiB "
-              "bucket's share, which starts when the pass ends.", "",
+              f"process × {n} threads here, so with {n} cores per process): a ring all-reduce of each of the {buckets} buckets "
+              f"sends 2 (N − 1) messages, assumed {HOP_SECONDS * 1e6:.0f} µs each (TCP over Ethernet; "
+              f"{loopback[0]['seconds'] / (2 * (n - 1)) * 1e6:.0f} µs over loopback here), and 2 (N − 1) / N × "
+              f"{nbytes / 2**20:.0f} MiB per process per step; overlap hides it behind the backward pass (about two thirds "
+              "of a step), except the last bucket's sum, which starts when the pass ends. Efficiency: the step's compute "
+              "over the whole step.", "",
               "| processes | network | all-reduce | exposed | step | efficiency |", "|---|---|---|---|---|---|"]
     for procs in (8, 64, 512):
         for gbit in (10, 25, 100):
-            total = ring_seconds(procs, nbytes, gbit)
-            exposed = max(total - backward, 0) + ring_seconds(procs, min(last_bucket, nbytes), gbit)
+            total = ring_seconds(procs, nbytes, gbit, buckets)
+            exposed = max(total - backward, 0) + ring_seconds(procs, min(bucket, nbytes), gbit)
             lines.append(f"| {procs} | {gbit} Gb/s | {total:.3f} s | {exposed:.3f} s | {compute + exposed:.2f} s | "
                          f"{compute / (compute + exposed):.0%} |")
     return "\n".join(lines)

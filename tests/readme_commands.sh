@@ -33,8 +33,12 @@ substitute() {
     -e 's/^build\/tfm train$/build\/tfm train --steps 20/' \
     -e "s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2 $tiny_model/" \
     -e "s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/" \
-    -e 's/(build\/tfm serve .*)--port [0-9]+/\1--port 0/'
+    -e 's/(build\/tfm serve .*)--port [0-9]+/\1--port 0/' \
+    -e "s/^mpirun (-np [0-9]+ build\/tfm .*(lm|bert) train .*)$/mpirun $mpirun_root\\1 --steps 2 --validate-every 2 $tiny_model/"
 }
+# mpirun refuses to run as root unless told (CI's containers run as root).
+mpirun_root=""
+[[ $(id -u) -eq 0 ]] && mpirun_root="--allow-run-as-root "
 
 # A server runs until it is stopped: it must load its models and listen within a
 # minute, then SIGTERM must stop it with status 0 (its requests: tests/serve/).

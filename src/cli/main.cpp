@@ -87,6 +87,20 @@ int run(int argc, char** argv) {
   tfm::cli::add_bert_command(app, exit_code);
   tfm::cli::add_embed_command(app, exit_code);
   tfm::cli::add_serve_command(app, exit_code);
+  // In a job of several processes, only training uses them; any other command would run
+  // once per process, each writing the same output.
+  app.parse_complete_callback([&app] {
+    const tfm::dist::Communicator* job = tfm::dist::launched_job();
+    if (!job || job->size() == 1) return;
+    const CLI::App* leaf = &app;
+    std::string command;
+    while (!leaf->get_subcommands().empty()) {
+      leaf = leaf->get_subcommands().front();
+      command += (command.empty() ? "" : " ") + leaf->get_name();
+    }
+    TFM_CHECK(leaf->get_name() == "train", "tfm " << command << " runs in one process: under mpirun -np " << job->size()
+                                               << ", only the training commands (train, lm train, vit train, bert train) use several");
+  });
   try {
     app.parse(argc, argv);
     tfm::io::check_stdout();  // output lost to a full disk must not end with status 0

@@ -270,11 +270,15 @@ void complete_gradients(const nn::FlatParameters& flat, int64_t begin, int64_t e
 // buffer as soon as the gradients of all its parameters are complete (during the step's
 // last backward pass, which reaches the output layers' parameters, first in the buffer,
 // first), in buffer order on every process, and the rest once the pass is over.
+int64_t bucket_floats(double mb) {
+  return mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::min(mb * (1 << 20) / 4, 1e18))) : INT64_MAX;
+}
+
 class BucketReducer {
  public:
-  // Null comm: no sums.
-  BucketReducer(const nn::FlatParameters& flat, dist::Communicator* comm, int64_t bucket_floats)
-      : flat_(flat), comm_(comm), buckets_(flat.buckets(bucket_floats)), waiting_(buckets_.size(), 0) {
+  // Null comm: no sums. 0 MiB: one bucket, complete once the backward pass is over.
+  BucketReducer(const nn::FlatParameters& flat, dist::Communicator* comm, double bucket_mb)
+      : flat_(flat), comm_(comm), buckets_(flat.buckets(bucket_floats(bucket_mb))), waiting_(buckets_.size(), 0) {
     size_t b = 0;
     for (const nn::FlatParameters::Entry& e : flat.entries) {
       while (e.offset >= buckets_[b].second) ++b;
@@ -321,6 +325,24 @@ class BucketReducer {
 };
 
 }  // namespace
+
+std::vector<std::pair<std::string, Tensor>> Trainer::optimized_parameters(const nn::Module& model) {
+  if (!o_.shard_optimizer || !o_.comm || o_.comm->size() == 1) {
+    if (o_.shard_optimizer)
+      out_ << "note: --shard-optimizer shares the optimiser among the processes of an mpirun job; alone, it changes nothing" << std::endl;
+    return model.named_parameters();
+  }
+  const nn::FlatParameters& flat = *model.flat_parameters();
+  const std::vector<int64_t> cuts = flat.cuts(o_.comm->size());
+  Shard s;
+  for (size_t r = 0; r + 1 < cuts.size(); ++r) s.counts.push_back(cuts[r + 1] - cuts[r]);
+  s.begin = cuts[static_cast<size_t>(o_.comm->rank())], s.end = cuts[static_cast<size_t>(o_.comm->rank()) + 1];
+  std::vector<std::pair<std::string, Tensor>> mine;
+  for (const nn::FlatParameters::Entry& e : flat.entries)
+    if (e.offset >= s.begin && e.offset < s.end) mine.emplace_back(e.name, e.param), s.params.push_back(e.param);
+  shard_ = std::move(s);
+  return mine;
+}
 
 std::vector<std::pair<std::string, Tensor>> Trainer::optimizer_state(const nn::Module& model) const {
   if (!shard_) return optimizer_->state();
@@ -369,20 +391,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   model.products().set_precision(precision_);
   const nn::FlatParameters& flat = model.flatten_parameters();
   task.join(o_.comm);
-  std::vector<std::pair<std::string, Tensor>> optimized = model.named_parameters();
-  if (o_.shard_optimizer && o_.comm && o_.comm->size() > 1) {
-    const std::vector<int64_t> cuts = flat.cuts(o_.comm->size());
-    Shard s;
-    for (size_t r = 0; r + 1 < cuts.size(); ++r) s.counts.push_back(cuts[r + 1] - cuts[r]);
-    s.begin = cuts[static_cast<size_t>(o_.comm->rank())], s.end = cuts[static_cast<size_t>(o_.comm->rank()) + 1];
-    optimized.clear();
-    for (const nn::FlatParameters::Entry& e : flat.entries)
-      if (e.offset >= s.begin && e.offset < s.end) optimized.emplace_back(e.name, e.param), s.params.push_back(e.param);
-    shard_ = std::move(s);
-  } else if (o_.shard_optimizer) {
-    out_ << "note: --shard-optimizer shares the optimiser among the processes of an mpirun job; alone, it changes nothing" << std::endl;
-  }
-  optimizer_ = std::make_unique<Adam>(optimized, o_.adam);
+  optimizer_ = std::make_unique<Adam>(optimized_parameters(model), o_.adam);
   if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
@@ -411,9 +420,6 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   const double elapsed_before = state_.elapsed_s;
   auto elapsed = [&] { return elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
 
-  // 0 MiB: one bucket, complete (and summed) once the backward pass is over.
-  const double mb_floats = std::min(o_.bucket_mb * (1 << 20) / 4, 1e18);
-  const int64_t bucket_floats = o_.bucket_mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(mb_floats)) : INT64_MAX;
   int64_t batches = task.begin_epoch(state_.epoch, o_.seed);
   const int64_t steps_per_epoch = (batches + o_.accumulate - 1) / o_.accumulate;
   const int64_t total = o_.max_steps > 0 ? o_.max_steps : steps_per_epoch * o_.epochs;
@@ -447,7 +453,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     const bool one_batch = end - state_.batch == 1 && !o_.comm;
     double loss_sum = 0;
     int64_t local_items = 0, local_count = 0;
-    BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, bucket_floats);  // a sharded optimiser's sum comes after
+    BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, o_.bucket_mb);  // a sharded optimiser's sum comes after
     for (int64_t i = state_.batch; i < end; ++i) {
       TrainingTask::BatchLoss b = task.batch_loss(i);
       const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;

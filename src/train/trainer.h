@@ -10,7 +10,6 @@
 // together (data parallelism): each computes its share of every batch, the gradients
 // are summed across them, and rank 0 alone writes (progress, metrics, checkpoints).
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -138,6 +137,9 @@ class Trainer {
   bool root() const { return !o_.comm || o_.comm->rank() == 0; }
   // Every process's weights are the same (their sums agree); checked before each save.
   void check_replicas(const nn::Module& model) const;
+  // The parameters this process's optimiser updates: all of them, or with a sharded
+  // optimiser (shard_optimizer, several processes) its share, which it sets shard_ to.
+  std::vector<std::pair<std::string, Tensor>> optimized_parameters(const nn::Module& model);
   // The optimiser's moments of every parameter, gathered from the processes' shares.
   std::vector<std::pair<std::string, Tensor>> optimizer_state(const nn::Module& model) const;
   // Divides the step's summed gradients by its count (where `divide`) and clips them;

@@ -51,7 +51,8 @@ def namespace_hosts(count, work):
                          'exec ip netns exec "$ns" unshare --uts sh -c "hostname $ns; $*"\n')
         agent.chmod(0o755)
         (work / "hostfile").write_text("".join(f"{address} slots=1\n" for address in hosts))
-        yield Hosts(hosts, ["mpirun", "--allow-run-as-root", "--hostfile", str(work / "hostfile"), "-np", str(count),
+        # Each host thinks itself alone: bound, both processes would share the first core.
+        yield Hosts(hosts, ["mpirun", "--allow-run-as-root", "--hostfile", str(work / "hostfile"), "-np", str(count), "--bind-to", "none",
                             "--mca", "plm_rsh_agent", str(agent), "--mca", "plm_rsh_no_tree_spawn", "1", "--mca", "btl", "tcp,self",
                             "--mca", "btl_tcp_if_include", f"{NET}.0/24", "--mca", "oob_tcp_if_include", f"{NET}.0/24"])
     finally:

@@ -225,3 +225,11 @@ def test_a_sharded_optimizer_computes_what_one_process_computes(work):
     sharded = tfm(more + ["--shard-optimizer", "--resume", "zero-1/last.safetensors", "--out", "zero-1"], processes=3, cwd=work)
     assert sharded.returncode == 0, sharded.stdout + sharded.stderr
     assert_close(losses(work / "zero-3"), losses(work / "zero-1"), "the continued runs' losses")
+
+
+def test_commands_other_than_training_refuse_several_processes(work):
+    run = tfm(["info", f"{FIXTURES}/lm.safetensors"], processes=2, cwd=work)
+    assert run.returncode != 0
+    assert "tfm: error: rank 0 of 2: tfm info runs in one process: under mpirun -np 2, only the training commands" in run.stderr
+    alone = tfm(["info", f"{FIXTURES}/lm.safetensors"], processes=1, cwd=work)  # a job of one is one process
+    assert alone.returncode == 0, alone.stdout + alone.stderr
