@@ -5,6 +5,7 @@
 // then train one model with all the job's processes (dist/launched_job.h).
 #include <omp.h>
 
+#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -27,11 +28,18 @@ std::string version() {
          "\nOpenMP: " + tfm::openmp_wait_setting();
 }
 
-// "tfm: error: ", naming the process in a job of several.
-std::string error_lead() {
+// "tfm: error: <what>" on standard error, naming the process in a job of several, in one
+// write: the lines of processes failing together (mpirun forwards them all) do not mix.
+void report_error(const std::string& what) {
   const tfm::dist::Communicator* job = tfm::dist::launched_job();
-  if (!job || job->size() == 1) return "tfm: error: ";
-  return "tfm: error: rank " + std::to_string(job->rank()) + " of " + std::to_string(job->size()) + ": ";
+  const std::string rank = job && job->size() > 1 ? "rank " + std::to_string(job->rank()) + " of " + std::to_string(job->size()) + ": " : "";
+  std::fputs(("tfm: error: " + rank + what + "\n").c_str(), stderr);
+}
+
+// Help and the version are printed once, by rank 0 of a job.
+bool prints_once() {
+  const tfm::dist::Communicator* job = tfm::dist::launched_job();
+  return !job || job->rank() == 0;
 }
 
 int run(int argc, char** argv);
@@ -43,7 +51,7 @@ int main(int argc, char** argv) {
   try {
     tfm::dist::join_launched_job();
   } catch (const tfm::Error& e) {
-    std::cerr << "tfm: error: " << e.what() << "\n";
+    report_error(e.what());
     return 1;
   }
   const int exit_code = run(argc, argv);
@@ -105,20 +113,20 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
     tfm::io::check_stdout();  // output lost to a full disk must not end with status 0
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) return prints_once() ? app.exit(e) : 0;  // --help, --version
     // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".
     std::string message = e.what();
     if (const size_t at = message.find(": must be "); at != std::string::npos) message.erase(at, 1);
-    std::cerr << error_lead() << message << " (see --help)\n";
+    report_error(message + " (see --help)");
     return 2;
   } catch (const tfm::Error& e) {
-    std::cerr << error_lead() << e.what() << "\n";
+    report_error(e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    std::cerr << error_lead() << "out of memory\n";
+    report_error("out of memory");
     return 1;
   } catch (const std::exception& e) {  // a bug: every expected failure is a tfm::Error
-    std::cerr << error_lead() << "internal error: " << e.what() << "\n";
+    report_error(std::string("internal error: ") + e.what());
     return 1;
   }
   return exit_code;

@@ -33,6 +33,11 @@ bool wait_chosen() { return std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WA
 
 void choose_openmp_wait(char** argv) {
   if (wait_chosen() || setenv("GOMP_SPINCOUNT", kSpinCount, 0) != 0) return;
+  // The program's own path, so that ps and top show its name, not "exe"; /proc/self/exe
+  // itself where the path is gone (a binary replaced while it runs).
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n > 0) path[n] = '\0', execv(path, argv);
   execv("/proc/self/exe", argv);  // returns only on failure (no /proc): go on as we are
   unsetenv("GOMP_SPINCOUNT");     // not in effect in this process, so not reported
 }

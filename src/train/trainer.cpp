@@ -179,6 +179,8 @@ void Trainer::trim_metrics() const {
   if (dropped) io::write_file_atomic(path, kept);
 }
 
+namespace {
+
 // FNV-1a over the bytes of every weight.
 uint64_t weights_checksum(const nn::FlatParameters& flat) {
   const Tensor values = flat.values;
@@ -187,6 +189,8 @@ uint64_t weights_checksum(const nn::FlatParameters& flat) {
   for (int64_t i = 0; i < values.numel() * static_cast<int64_t>(sizeof(float)); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
   return h;
 }
+
+}  // namespace
 
 void Trainer::check_replicas(const nn::Module& model) const {
   if (!o_.comm || o_.comm->size() == 1) return;
@@ -203,7 +207,6 @@ void Trainer::save(TrainingTask& task, const std::string& name) {
   check_replicas(task.model());
   std::vector<std::pair<std::string, Tensor>> optimizer = optimizer_state(task.model());
   if (!root()) return;
-  state_.dropout_rng = task.model().dropout_rng().state();
   const State& s = state_;
   json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
                 {"has_best", s.has_best}, {"elapsed_s", s.elapsed_s}, {"bad_validations", s.bad_validations}};
@@ -266,14 +269,15 @@ void complete_gradients(const nn::FlatParameters& flat, int64_t begin, int64_t e
   }
 }
 
-// Starts the sum across processes of each of one step's buckets of the flat gradient
-// buffer as soon as the gradients of all its parameters are complete (during the step's
-// last backward pass, which reaches the output layers' parameters, first in the buffer,
-// first), in buffer order on every process, and the rest once the pass is over.
+// A bucket of `mb` MiB in floats; 0: every parameter in one bucket.
 int64_t bucket_floats(double mb) {
   return mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::min(mb * (1 << 20) / 4, 1e18))) : INT64_MAX;
 }
 
+// Starts the sum across processes of each of one step's buckets of the flat gradient
+// buffer as soon as the gradients of all its parameters are complete (during the step's
+// last backward pass, which reaches the output layers' parameters, first in the buffer,
+// first), in buffer order on every process, and the rest once the pass is over.
 class BucketReducer {
  public:
   // Null comm: no sums. 0 MiB: one bucket, complete once the backward pass is over.
@@ -396,14 +400,13 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
     optimizer_->load_state(resumed_info_->optimizer, state_.step);
-    model.dropout_rng().set_state(state_.dropout_rng);
     resumed_file_ = {};  // the weights are in the model now
     if (root()) trim_metrics();
     out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
   } else {
     Rng init(o_.seed);
     task.init_parameters(init);
-    model.dropout_rng().set_state(o_.seed * 7919 + 1);
+    state_.dropout_rng = o_.seed * 7919 + 1;
   }
   const Schedule& lr = o_.schedule;
   TFM_CHECK(std::isfinite(lr.lr) && lr.lr >= 0, "the learning rate must be a finite number of at least 0 (got " << lr.lr << ")");
@@ -455,6 +458,9 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     int64_t local_items = 0, local_count = 0;
     BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, o_.bucket_mb);  // a sharded optimiser's sum comes after
     for (int64_t i = state_.batch; i < end; ++i) {
+      // Each batch's dropout streams come from (run, epoch, batch): the same on every
+      // process, whether or not it has a share of the batch (and so draws at all).
+      model.dropout_rng().set_state(substream(state_.dropout_rng, static_cast<uint64_t>(state_.epoch), static_cast<uint64_t>(i)).state());
       TrainingTask::BatchLoss b = task.batch_loss(i);
       const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;
       local_items += b.items, local_count += n;

@@ -128,7 +128,7 @@ class Trainer {
  private:
   struct State {
     int64_t step = 0, epoch = 1, batch = 0;  // next batch of `epoch` to train on
-    uint64_t dropout_rng = 0;
+    uint64_t dropout_rng = 0;  // the root of every batch's dropout streams
     double best_score = 0, elapsed_s = 0;
     bool has_best = false;
     int64_t bad_validations = 0;
