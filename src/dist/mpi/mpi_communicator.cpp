@@ -3,8 +3,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstring>
+#include <thread>
 
 #include "tensor/error.h"
 
@@ -12,10 +15,16 @@ namespace tfm::dist {
 
 namespace {
 
-// One line for a failed MPI call: where a peer has died (SIGKILL, a lost host), the
-// launcher stops this process soon after, and names the lost one.
+// One line for a failed MPI call. Where a peer has died (SIGKILL, a lost host), the call
+// fails at once here, while the launcher, which sees the peer exit, stops the job and
+// names the lost process in a moment: this process waits for that rather than exit first
+// and be named itself as the job's failure. (Launchers that do not stop the job get the
+// line after the wait.)
+constexpr auto kLauncherGrace = std::chrono::seconds(10);
+
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
+  std::this_thread::sleep_for(kLauncherGrace);
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(rc, text, &length);
@@ -39,6 +48,9 @@ MpiCommunicator::MpiCommunicator() {
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   TFM_CHECK(provided >= MPI_THREAD_SERIALIZED, "this MPI library cannot be called from a worker thread (MPI_THREAD_SERIALIZED)");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // A write to a lost peer's socket then fails (EPIPE) instead of killing this process,
+  // which the launcher would report as the job's failure in place of the lost peer.
+  std::signal(SIGPIPE, SIG_IGN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   worker_ = std::thread([this] { work(); });
