@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "io/checkpoint.h"
 #include "models/tokens.h"
@@ -11,6 +12,13 @@
 namespace tfm::testing {
 
 std::string fixture_path(const std::string& name) { return std::string(TFM_FIXTURE_DIR) + "/" + name; }
+
+std::string hf_fixture_path(const std::string& name) {
+  const std::string path = std::string(TFM_HF_FIXTURE_DIR) + "/" + name;
+  if (!std::filesystem::exists(path))
+    throw Error(path + ": missing; the Hugging Face fixtures are ../shared/fixtures/hf beside the checkout (or cmake -DTFM_HF_FIXTURES=DIR)");
+  return path;
+}
 
 const Tensor& ModelFixture::get(const std::string& name) const {
   const Tensor* t = file.find(name);

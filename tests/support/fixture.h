@@ -11,6 +11,9 @@
 namespace tfm::testing {
 
 std::string fixture_path(const std::string& name);
+// A file or directory of the Hugging Face fixtures (../shared/fixtures/hf, its README
+// says what each holds); throws, naming the place looked at, where it is missing.
+std::string hf_fixture_path(const std::string& name);
 
 // A fixture file: model weights under their state_dict names plus
 // "input.*", "trace.*", "grad.*", "train.*" and "loss" entries.
