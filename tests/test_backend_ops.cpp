@@ -98,6 +98,8 @@ double dot(const Values& a, const Values& b) { return std::inner_product(a.begin
 // --- the oracle's building blocks, in double ---
 
 double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
 // Broadcasts b's values onto out's shape (NumPy rules), returning out-shaped values.
 Values broadcast(const Values& b, const Shape& bs, const Shape& out) {
@@ -254,6 +256,10 @@ std::vector<OpCase> cases() {
   for (double& x : away.values) x += x < 0 ? -0.1 : 0.1;
   c.push_back({"relu", {away}, [](const auto& x, DType) { return ops::relu(x[0]); }, elementwise([](double x) { return std::max(x, 0.0); })});
   c.push_back({"gelu", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::gelu(x[0]); }, elementwise(gelu)});
+  c.push_back({"gelu_tanh", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::gelu_tanh(x[0]); }, elementwise(gelu_tanh)});
+  c.push_back({"silu", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::silu(x[0]); }, elementwise(silu)});
+  c.push_back({"tanh", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::tanh(x[0]); },
+               elementwise([](double x) { return std::tanh(x); })});
   constexpr float kP = 0.3f;
   constexpr uint64_t kKey = 99;
   auto dropped = [](bool relu, size_t per_row) {  // element i: sample i / per_row, place i % per_row
@@ -482,13 +488,16 @@ std::vector<OpCase> cases() {
                  return r;
                },
                false});
-  c.push_back({"sinusoids", {f32({1}, 49)}, [](const auto& x, DType) { return ops::sinusoids(7, 6, x[0].device()); },
-               [](const auto&) {
+  for (bool split : {false, true})  // interleaved sin, cos, sin, ...; or split: the sines, then the cosines
+    c.push_back({"sinusoids", {f32({1}, 49)}, [split](const auto& x, DType) { return ops::sinusoids(7, 6, split, x[0].device()); },
+               [split](const auto&) {
                  Values r;
                  for (int pos = 0; pos < 7; ++pos)
                    for (int i = 0; i < 6; ++i) {
-                     const double angle = pos / std::pow(10000.0, (i - i % 2) / 6.0);
-                     r.push_back(i % 2 ? std::cos(angle) : std::sin(angle));
+                     const int pair = split ? i % 3 : i / 2;
+                     const bool cosine = split ? i >= 3 : i % 2 == 1;
+                     const double angle = pos / std::pow(10000.0, 2 * pair / 6.0);
+                     r.push_back(cosine ? std::cos(angle) : std::sin(angle));
                    }
                  return r;
                },

@@ -125,6 +125,9 @@ TEST(OpsGrad, Activations) {
   for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] += x.data()[i] >= 0 ? 0.1f : -0.1f;
   EXPECT_GRADCHECK([](const V& v) { return ops::relu(v[0]); }, (V{x}), kTol);
   EXPECT_GRADCHECK([](const V& v) { return ops::gelu(v[0]); }, (V{random_tensor({3, 5}, 2, -3, 3)}), kTol);
+  EXPECT_GRADCHECK([](const V& v) { return ops::gelu_tanh(v[0]); }, (V{random_tensor({3, 5}, 2, -3, 3)}), kTol);
+  EXPECT_GRADCHECK([](const V& v) { return ops::silu(v[0]); }, (V{random_tensor({3, 5}, 2, -3, 3)}), kTol);
+  EXPECT_GRADCHECK([](const V& v) { return ops::tanh(v[0]); }, (V{random_tensor({3, 5}, 2, -3, 3)}), kTol);
 }
 
 TEST(OpsGrad, Dropout) {

@@ -26,7 +26,10 @@ void load_parameters(const NamedTensors& parameters, const SafeTensors& file, co
     TFM_CHECK(src, origin << ": missing parameter '" << name << "'");
     TFM_CHECK(src->shape() == param.shape(), origin << ": parameter '" << name << "' has shape " << shape_str(src->shape())
                                                     << " in the file but " << shape_str(param.shape()) << " in the model");
-    param.copy_from(*src);
+    const DType t = src->dtype();
+    TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16,
+              origin << ": parameter '" << name << "' holds " << to_string(t) << " values; weights are f32, f16 or bf16");
+    param.copy_from(to_f32(*src));  // Hugging Face checkpoints may hold f16 or bf16
   }
   for (const auto& [name, t] : file.tensors)
     TFM_CHECK(expected.count(name) || name.rfind(kOptimizerPrefix, 0) == 0, origin << ": unexpected parameter '" << name << "'");

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "io/output_file.h"
@@ -22,6 +23,24 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+// The format's dtype names tfm reads (Hugging Face checkpoints come in F32, F16 and BF16;
+// reference files hold integer ids and u8 images too).
+constexpr std::pair<const char*, DType> kDTypeNames[] = {{"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16},
+                                                        {"I64", DType::i64}, {"I32", DType::i32}, {"I8", DType::i8},
+                                                        {"U8", DType::u8},   {"BOOL", DType::boolean}};
+
+std::optional<DType> dtype_named(const std::string& name) {
+  for (const auto& [n, t] : kDTypeNames)
+    if (name == n) return t;
+  return std::nullopt;
+}
+
+bool all_finite(const Tensor& t) {
+  if (t.dtype() != DType::f32 && t.dtype() != DType::f16 && t.dtype() != DType::bf16) return true;
+  const Tensor f = to_f32(t);
+  return std::all_of(f.data(), f.data() + f.numel(), [](float v) { return std::isfinite(v); });
+}
 
 uLong crc_update(uLong crc, const char* data, size_t n) {
   while (n > 0) {  // zlib takes uInt lengths
@@ -64,6 +83,7 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
   struct Entry {
     std::string name;
     Shape shape;
+    DType dtype;
     uint64_t begin, end;
   };
   std::vector<Entry> entries;
@@ -82,8 +102,9 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
               origin << ": tensor '" << name << "' lacks dtype, shape or data_offsets");
     TFM_CHECK(v["dtype"].is_string(), origin << ": tensor '" << name << "' has a non-string dtype");
     const std::string dtype = v["dtype"].get<std::string>();
-    TFM_CHECK(dtype == "F32", origin << ": tensor '" << name << "' has dtype " << v["dtype"].dump() << "; tfm reads \"F32\" tensors");
-    Entry e{name, {}, 0, 0};
+    const std::optional<DType> type = dtype_named(dtype);
+    TFM_CHECK(type, origin << ": tensor '" << name << "' has dtype " << v["dtype"].dump() << "; tfm reads F32, F16, BF16, I64, I32, I8, U8 and BOOL");
+    Entry e{name, {}, *type, 0, 0};
     TFM_CHECK(v["shape"].is_array(), origin << ": tensor '" << name << "' has a malformed shape");
     // `span` is the product of the nonzero dimensions: it bounds numel and every stride,
     // which a zero dimension would otherwise let overflow ([0, 2^40-1, 2^40-1] has numel 0).
@@ -100,7 +121,7 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
               origin << ": tensor '" << name << "' has malformed data_offsets");
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
-    TFM_CHECK(e.begin <= e.end && e.end - e.begin == numel * 4,
+    TFM_CHECK(e.begin <= e.end && e.end - e.begin == numel * size_of(e.dtype),
               origin << ": tensor '" << name << "' has " << (e.end - e.begin) << " bytes of data for shape " << shape_str(e.shape));
     TFM_CHECK(e.end <= data_size, origin << ": truncated: tensor '" << name << "' needs data up to byte " << e.end << " but only "
                                          << data_size << " bytes follow the header");
@@ -115,20 +136,47 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
   TFM_CHECK(expected == data_size, origin << ": " << (data_size - expected) << " trailing bytes after the last tensor");
   uLong crc = crc32(0L, Z_NULL, 0);
   for (const Entry& e : entries) {
-    Tensor t = Tensor::empty(e.shape);
-    read_at(data_start + e.begin, e.end - e.begin, reinterpret_cast<char*>(t.data()));
-    crc = crc_update(crc, reinterpret_cast<const char*>(t.data()), e.end - e.begin);
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    read_at(data_start + e.begin, e.end - e.begin, static_cast<char*>(t.raw_data()));
+    crc = crc_update(crc, static_cast<const char*>(t.raw_data()), e.end - e.begin);
     out.tensors.emplace_back(e.name, t);
   }
   if (auto it = out.metadata.find("tfm.crc32"); it != out.metadata.end())
     TFM_CHECK(std::to_string(static_cast<uint32_t>(crc)) == it->second, origin << ": checksum mismatch, the file is corrupted");
-  for (const auto& [name, t] : out.tensors)
-    for (int64_t i = 0; i < t.numel(); ++i)
-      TFM_CHECK(std::isfinite(t.data()[i]), origin << ": tensor '" << name << "' contains a non-finite value");
+  for (const auto& [name, t] : out.tensors) TFM_CHECK(all_finite(t), origin << ": tensor '" << name << "' contains a non-finite value");
   return out;
 }
 
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) bits = sign | 0x7f800000u | (mantissa << 13);                            // infinity, NaN
+  else if (exponent != 0) bits = sign | ((exponent + 112) << 23) | (mantissa << 13);              // normal: rebias 15 -> 127
+  else if (mantissa == 0) bits = sign;                                                             // zero
+  else return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mantissa), -24);           // subnormal: m * 2^-24
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 }  // namespace
+
+Tensor to_f32(const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  TFM_CHECK(t.dtype() == DType::f16 || t.dtype() == DType::bf16, "expected a floating-point tensor, got " << to_string(t.dtype()));
+  const Tensor c = t.clone();  // contiguous
+  Tensor out = Tensor::empty(t.shape());
+  const uint16_t* in = static_cast<const uint16_t*>(c.raw_data());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype() == DType::f16) {
+      out.data()[i] = f16_to_f32(in[i]);
+    } else {
+      const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;  // bf16 is f32's upper half
+      std::memcpy(out.data() + i, &bits, 4);
+    }
+  }
+  return out;
+}
 
 const Tensor* SafeTensors::find(const std::string& name) const {
   for (const auto& [n, t] : tensors)

@@ -1,6 +1,7 @@
 #pragma once
 // Reading and writing the safetensors format (an 8-byte little-endian header
-// length, a JSON header, then raw tensor bytes), float32 only. Every field of a
+// length, a JSON header, then raw tensor bytes). Files are read in F32, F16, BF16 and
+// the integer dtypes, each tensor in its own dtype; tfm writes F32. Every field of a
 // file we read is validated; writes go through io::OutputFile (temporary file + rename).
 #include <map>
 #include <string>
@@ -19,6 +20,9 @@ struct SafeTensors {
   NamedTensors tensors;  // in the order of their data in the file
   const Tensor* find(const std::string& name) const;
 };
+
+// An f16 or bf16 tensor widened exactly to f32 (an f32 one as it is).
+Tensor to_f32(const Tensor& t);
 
 // Throws tfm::Error naming the file and the first problem found.
 SafeTensors read_safetensors(const std::string& path);

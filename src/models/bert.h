@@ -5,7 +5,8 @@
 // transform and the output projection tied to the token embedding. Parameter names
 // match the PyTorch module in tests/reference/model.py:
 //   tok_embed.weight, pos_embed.weight, embed_norm, encoder.layers.N..., encoder.norm,
-//   mlm_dense.{weight,bias}, mlm_norm, mlm_bias
+//   mlm_dense.{weight,bias}, mlm_norm, mlm_bias; and where the configuration asks for them
+//   (Hugging Face's BERT), type_embed.weight, pooler.{weight,bias}, nsp_head.{weight,bias}
 #include <memory>
 #include <vector>
 
@@ -25,15 +26,19 @@ class BERT : public nn::Module {
   Tensor encode(const Tokens& ids, nn::AttentionMaps* maps = nullptr);
   // hidden rows [n, d_model] -> vocabulary logits [n, vocab]
   Tensor mlm_logits(const Tensor& hidden) const;
+  // With the pooler (config().pooler): hidden states [batch, len, d_model] -> tanh(dense(h[:, 0]))
+  // [batch, d_model], and that -> the next-sentence logits [batch, 2].
+  Tensor pooled(const Tensor& hidden) const;
+  Tensor nsp_logits(const Tensor& pooled) const;
 
   // N(0, 0.02) matrices and embeddings (BERT's initialiser), zero biases.
   void init_parameters(Rng& rng);
   const StackConfig& config() const { return config_; }
 
-  std::shared_ptr<nn::Embedding> tok_embed, pos_embed;
+  std::shared_ptr<nn::Embedding> tok_embed, pos_embed, type_embed;  // type_embed: null without token types
   std::shared_ptr<nn::LayerNorm> embed_norm, mlm_norm;
   std::shared_ptr<nn::Encoder> encoder;
-  std::shared_ptr<nn::Linear> mlm_dense;
+  std::shared_ptr<nn::Linear> mlm_dense, pooler, nsp_head;  // pooler, nsp_head: null without the pooler
   Tensor mlm_bias;  // [vocab]
 
  private:

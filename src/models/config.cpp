@@ -12,7 +12,7 @@ namespace tfm::models {
 using nlohmann::json;
 
 nn::LayerOptions TransformerConfig::layer_options() const {
-  return {d_model, heads, d_ff, dropout, activation, norm_first};
+  return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm};
 }
 
 std::string TransformerConfig::to_json() const {
@@ -23,13 +23,21 @@ std::string TransformerConfig::to_json() const {
             {"activation", nn::to_string(activation)}, {"norm_first", norm_first},
             {"share_embeddings", share_embeddings}, {"max_len", max_len},
             {"pad_id", pad_id}};
+  // Written only where they differ from tfm's own, so that older tfm reads what this one writes.
+  const TransformerConfig d;
+  if (positions != d.positions) j["positions"] = positions;
+  if (norm_eps != d.norm_eps) j["norm_eps"] = norm_eps;
+  if (final_norm != d.final_norm) j["final_norm"] = final_norm;
+  if (bos_id != d.bos_id || eos_id != d.eos_id) j.update({{"bos_id", bos_id}, {"eos_id", eos_id}});
+  if (hf_search) j.update({{"hf_search", hf_search}, {"forced_eos", forced_eos}, {"renormalize", renormalize}, {"max_length", max_length}});
   return j.dump();
 }
 
 TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& origin, const TransformerConfig& base,
                                              bool validate) {
   JsonFields f(text, origin, {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
-                              "activation", "norm_first", "share_embeddings", "max_len", "pad_id"});
+                              "activation", "norm_first", "share_embeddings", "max_len", "pad_id", "positions", "norm_eps", "final_norm",
+                              "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize", "max_length"});
   TransformerConfig c = base;
   f.read("src_vocab", c.src_vocab);
   f.read("tgt_vocab", c.tgt_vocab);
@@ -44,6 +52,15 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
   f.read("share_embeddings", c.share_embeddings);
   f.read("max_len", c.max_len);
   f.read("pad_id", c.pad_id);
+  f.read("positions", c.positions);
+  f.read("norm_eps", c.norm_eps);
+  f.read("final_norm", c.final_norm);
+  f.read("bos_id", c.bos_id);
+  f.read("eos_id", c.eos_id);
+  f.read("hf_search", c.hf_search);
+  f.read("forced_eos", c.forced_eos);
+  f.read("renormalize", c.renormalize);
+  f.read("max_length", c.max_length);
   if (validate) c.validate(origin);
   return c;
 }
@@ -72,6 +89,11 @@ void TransformerConfig::validate(const std::string& origin) const {
   check_range(origin, "decoder_layers", decoder_layers, 1, kMaxLayers);
   check_range(origin, "max_len", max_len, 1, kMaxPositions);
   check_range(origin, "pad_id", pad_id, 0, std::min(src_vocab, tgt_vocab) - 1);
+  check_range(origin, "bos_id", bos_id, 0, tgt_vocab - 1);
+  check_range(origin, "eos_id", eos_id, 0, tgt_vocab - 1);
+  check_range(origin, "max_length", max_length, 0, kMaxPositions);
+  TFM_CHECK(positions == "interleaved" || positions == "split", origin << ": positions '" << positions << "' is not interleaved or split");
+  TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
   TFM_CHECK(!share_embeddings || src_vocab == tgt_vocab, origin << ": share_embeddings needs src_vocab == tgt_vocab");
   check_weight_floats(origin, weight_floats(), "the vocabularies, d_model, d_ff, max_len and the layers");

@@ -19,6 +19,21 @@ struct TransformerConfig {
   bool share_embeddings = false;
   int64_t max_len = 5000;
   int pad_id = 0;
+  // Marian's variations (Hugging Face's MarianMT): the sinusoids' columns "interleaved"
+  // (the paper's) or "split" (sines, then cosines), LayerNorm epsilon, and whether each
+  // stack ends with a LayerNorm.
+  std::string positions = "interleaved";
+  float norm_eps = 1e-5f;
+  bool final_norm = true;
+  // Decoding: the start and end symbols, and the search's rules. tfm's own models start
+  // from bos 2 and end with eos 3; a Hugging Face model keeps its generation_config's:
+  // `hf_search` (BeamSearchScorer: an end symbol counts only among the beam's best K, the K best
+  // finished are kept, a sentence is done when no open beam can beat them), `forced_eos`
+  // (the last token at the length limit is the end symbol), `renormalize` (log-probabilities
+  // over the tokens allowed), `max_length` (start symbol included; 0: none).
+  int bos_id = 2, eos_id = 3;
+  bool hf_search = false, forced_eos = false, renormalize = false;
+  int64_t max_length = 0;
 
   nn::LayerOptions layer_options() const;
   std::string to_json() const;

@@ -30,8 +30,9 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
   c.validate("model configuration");
   src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(c.src_vocab, c.d_model));
   tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(c.tgt_vocab, c.d_model));
-  src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len));
-  tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len));
+  const bool split = c.positions == "split";
+  src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, split));
+  tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, split));
   transformer = register_module("transformer", std::make_shared<nn::Transformer>(c.layer_options(), c.encoder_layers, c.decoder_layers));
   generator = register_module("generator", std::make_shared<Generator>(c.d_model, c.tgt_vocab));
   if (c.share_embeddings) {
@@ -54,7 +55,11 @@ Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& sr
 }
 
 Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
-  const ops::AttentionMask tgt_mask = padding_mask(tgt, config_.pad_id, /*causal=*/true);
+  // The look-ahead mask hides a right-padded target's padding from every real position;
+  // the key-padding mask is kept where it can be told from the start symbol (Marian
+  // starts from the pad id, which must stay visible).
+  ops::AttentionMask tgt_mask = padding_mask(tgt, config_.pad_id, /*causal=*/true);
+  if (config_.bos_id == config_.pad_id) tgt_mask.key_padding = Tensor();
   const Unpadded unpadded = unpad(src, config_.pad_id);
   const auto& lengths = unpadded.sequences->length;
   if (std::find(lengths.begin(), lengths.end(), 0) != lengths.end()) {  // a source of padding alone attends to nothing

@@ -17,13 +17,20 @@ std::string StackConfig::to_json() const {
     j.update({{"vocab", vocab}, {"max_len", max_len}});
     if (family == "gpt") j["learned_positions"] = learned_positions;
   }
+  // Written only where they differ from tfm's own, so that older tfm reads what this one writes.
+  const StackConfig d;
+  if (norm_eps != d.norm_eps) j["norm_eps"] = norm_eps;
+  if (final_norm != d.final_norm) j["final_norm"] = final_norm;
+  if (type_vocab != d.type_vocab) j["type_vocab"] = type_vocab;
+  if (pooler != d.pooler) j["pooler"] = pooler;
   return j.dump();
 }
 
 StackConfig StackConfig::from_json(const std::string& text, const std::string& origin, const std::string& family, StackConfig base,
                                    bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
-                              "learned_positions", "image_size", "channels", "patch", "classes"});
+                              "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
+                              "pooler"});
   StackConfig c = std::move(base);
   c.family = family;
   f.read("family", c.family);
@@ -42,6 +49,10 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("channels", c.channels);
   f.read("patch", c.patch);
   f.read("classes", c.classes);
+  f.read("norm_eps", c.norm_eps);
+  f.read("final_norm", c.final_norm);
+  f.read("type_vocab", c.type_vocab);
+  f.read("pooler", c.pooler);
   return validate ? c.validated(origin) : c;
 }
 
@@ -65,6 +76,9 @@ void StackConfig::validate(const std::string& origin) const {
   check_widths(origin, d_model, heads, d_ff);
   check_range(origin, "layers", layers, 1, kMaxLayers);
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
+  TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
+  check_range(origin, "type_vocab", type_vocab, 0, family == "bert" ? 1024 : 0);
+  TFM_CHECK(!pooler || family == "bert", origin << ": pooler is a setting of bert, not " << family);
   if (family == "vit") {
     check_range(origin, "image_size", image_size, 1, kMaxImageSize);
     check_range(origin, "patch", patch, 1, image_size);
@@ -84,7 +98,7 @@ void StackConfig::validate(const std::string& origin) const {
 int64_t StackConfig::weight_floats() const {
   const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + 2 * d_model;
   if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
-  return stack + (vocab + max_len + d_model + 5) * d_model + vocab;
+  return stack + (vocab + max_len + type_vocab + 2 * d_model + 7) * d_model + vocab;
 }
 
 }  // namespace tfm::models

@@ -21,9 +21,13 @@ struct StackConfig {
   bool norm_first = true;         // pre-norm, as GPT-2 and ViT
   bool learned_positions = true;  // gpt: learned table (GPT-2) or the paper's sinusoids
   int64_t image_size = 28, channels = 1, patch = 4, classes = 10;  // vit
+  float norm_eps = 1e-5f;          // the stack's LayerNorms (Hugging Face's BERT and ViT: 1e-12)
+  bool final_norm = true;          // a LayerNorm after the last layer (BERT's post-norm stack has none)
+  int64_t type_vocab = 0;          // bert: token-type (segment) embeddings, 0: none; inputs are all type 0
+  bool pooler = false;             // bert: the pooler (dense + tanh on [CLS]) and next-sentence head
 
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
-  nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first}; }
+  nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm}; }
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) for
   // `family`, which a "family" field must name if the text has one. Validates unless the

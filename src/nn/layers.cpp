@@ -47,8 +47,8 @@ LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {
 
 Tensor LayerNorm::forward(const Tensor& x) const { return trace(path(), ops::layer_norm(x, weight, bias, eps)); }
 
-PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len)
-    : table_(ops::sinusoids(max_len, d_model)), dropout_(dropout) {}
+PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, bool split)
+    : table_(ops::sinusoids(max_len, d_model, split)), dropout_(dropout) {}
 
 Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   const int64_t len = x.size(1);

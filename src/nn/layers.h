@@ -38,10 +38,11 @@ class LayerNorm : public Module {
   float eps;
 };
 
-// Adds the sinusoidal position table, then applies dropout (no parameters).
+// Adds the sinusoidal position table, then applies dropout (no parameters). The table's
+// columns are interleaved sin/cos (the paper's) or `split`: sines, then cosines (Marian's).
 class PositionalEncoding : public Module {
  public:
-  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len);
+  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, bool split = false);
   Tensor forward(const Tensor& x, int64_t start = 0) const;  // x: [batch, len, d_model], positions start..start+len
   Tensor forward(const Tensor& x, const Tensor& positions) const;  // each row's own: positions i32 [batch, len]
   int64_t max_len() const { return table_.size(0); }

@@ -7,13 +7,34 @@
 
 namespace tfm::nn {
 
-Activation parse_activation(const std::string& name) {
-  if (name == "relu") return Activation::ReLU;
-  if (name == "gelu") return Activation::GELU;
-  throw Error("unknown activation '" + name + "' (expected relu or gelu)");
+namespace {
+
+constexpr std::pair<Activation, const char*> kActivationNames[] = {
+    {Activation::ReLU, "relu"}, {Activation::GELU, "gelu"}, {Activation::GELUTanh, "gelu_tanh"}, {Activation::SiLU, "silu"}};
+
+Tensor activate(Activation a, const Tensor& x) {
+  switch (a) {
+    case Activation::ReLU: return ops::relu(x);
+    case Activation::GELU: return ops::gelu(x);
+    case Activation::GELUTanh: return ops::gelu_tanh(x);
+    case Activation::SiLU: return ops::silu(x);
+  }
+  return x;
 }
 
-std::string to_string(Activation a) { return a == Activation::ReLU ? "relu" : "gelu"; }
+}  // namespace
+
+Activation parse_activation(const std::string& name) {
+  for (const auto& [a, n] : kActivationNames)
+    if (name == n) return a;
+  throw Error("unknown activation '" + name + "' (expected relu, gelu, gelu_tanh or silu)");
+}
+
+std::string to_string(Activation a) {
+  for (const auto& [b, n] : kActivationNames)
+    if (a == b) return n;
+  return "?";
+}
 
 PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activation_(o.activation), dropout_(o.dropout) {
   linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.d_ff));
@@ -23,15 +44,15 @@ PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activa
 Tensor PositionwiseFeedForward::forward(const Tensor& x, const ops::PackedRows& packed) const {
   if (activation_ == Activation::ReLU && training() && dropout_ > 0.0f)  // keeps one [batch, len, d_ff] for backward, not two
     return linear2->forward(ops::relu_dropout(linear1->forward(x), dropout_, dropout_key(), packed));
-  Tensor h = activation_ == Activation::ReLU ? linear1->forward_relu(x) : ops::gelu(linear1->forward(x));  // [batch, len, d_ff]
+  Tensor h = activation_ == Activation::ReLU ? linear1->forward_relu(x) : activate(activation_, linear1->forward(x));  // [batch, len, d_ff]
   return linear2->forward(dropout(h, dropout_, packed));  // [batch, len, d_model]
 }
 
 EncoderLayer::EncoderLayer(const LayerOptions& o) : o_(o) {
   self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
   feed_forward = register_module("", std::make_shared<PositionwiseFeedForward>(o));
-  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model));
-  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
 }
 
 namespace {
@@ -62,9 +83,9 @@ DecoderLayer::DecoderLayer(const LayerOptions& o) : o_(o) {
   self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
   multihead_attn = register_module("multihead_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
   feed_forward = register_module("", std::make_shared<PositionwiseFeedForward>(o));
-  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model));
-  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model));
-  norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
+  norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
 }
 
 void DecoderCache::select_rows(const Tensor& rows) {
@@ -93,20 +114,20 @@ Tensor DecoderLayer::forward(const Tensor& x_in, const Tensor& memory, const ops
 Encoder::Encoder(const LayerOptions& o, int64_t num_layers) {
   for (int64_t i = 0; i < num_layers; ++i)
     layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<EncoderLayer>(o)));
-  norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model));
+  if (o.final_norm) norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
 }
 
 Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& mask, std::vector<KVCache>* caches, AttentionMaps* maps) {
   if (caches && caches->empty()) caches->resize(layers.size());
   Tensor x = x_in;
   for (size_t i = 0; i < layers.size(); ++i) x = layers[i]->forward(x, mask, caches ? &(*caches)[i] : nullptr, maps);
-  return norm->forward(x);
+  return norm ? norm->forward(x) : x;
 }
 
 Decoder::Decoder(const LayerOptions& o, int64_t num_layers) {
   for (int64_t i = 0; i < num_layers; ++i)
     layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<DecoderLayer>(o)));
-  norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model));
+  if (o.final_norm) norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
 }
 
 Tensor Decoder::forward(const Tensor& x_in, const Tensor& memory, const ops::AttentionMask& tgt_mask,
@@ -119,7 +140,7 @@ Tensor Decoder::forward(const Tensor& x_in, const Tensor& memory, const ops::Att
   for (size_t i = 0; i < layers.size(); ++i)
     x = layers[i]->forward(x, memory, tgt_mask, memory_mask, cache ? &cache->self_attn[i] : nullptr,
                            cache ? &cache->cross_attn[i] : nullptr, maps);
-  return norm->forward(x);
+  return norm ? norm->forward(x) : x;
 }
 
 Transformer::Transformer(const LayerOptions& o, int64_t encoder_layers, int64_t decoder_layers) {

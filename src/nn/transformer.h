@@ -5,7 +5,8 @@
 //   decoder.layers.N.{self_attn, multihead_attn, linear1, linear2, norm1, norm2, norm3}, decoder.norm
 // Post-norm (the paper, nn.Transformer's default): x = norm(x + dropout(sublayer(x))).
 // Pre-norm (the Annotated Transformer, norm_first=True): x = x + dropout(sublayer(norm(x))).
-// Like nn.Transformer, each stack ends with a LayerNorm in both placements.
+// Like nn.Transformer, each stack ends with a LayerNorm in both placements, unless
+// LayerOptions::final_norm is false (Marian and BERT end without one).
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +16,9 @@
 
 namespace tfm::nn {
 
-enum class Activation { ReLU, GELU };
+// The feed-forward block's activation: ReLU (the paper), GELU (BERT, ViT), GELU's tanh
+// approximation (GPT-2's gelu_new) or SiLU (Marian's swish).
+enum class Activation { ReLU, GELU, GELUTanh, SiLU };
 Activation parse_activation(const std::string& name);
 std::string to_string(Activation a);
 
@@ -24,6 +27,8 @@ struct LayerOptions {
   float dropout = 0.1f;
   Activation activation = Activation::ReLU;
   bool norm_first = false;
+  float norm_eps = 1e-5f;   // every LayerNorm's epsilon (BERT and ViT: 1e-12)
+  bool final_norm = true;   // a LayerNorm after the last layer (Marian's and BERT's post-norm stacks have none)
 };
 
 // FFN(x) = linear2(dropout(activation(linear1(x)))), paper section 3.3.
@@ -85,7 +90,7 @@ class Encoder : public Module {
   // given, receives every layer's attention probabilities.
   Tensor forward(const Tensor& x, const ops::AttentionMask& mask, std::vector<KVCache>* caches = nullptr, AttentionMaps* maps = nullptr);
   std::vector<std::shared_ptr<EncoderLayer>> layers;
-  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<LayerNorm> norm;  // null without a final norm
 };
 
 class Decoder : public Module {
@@ -94,7 +99,7 @@ class Decoder : public Module {
   Tensor forward(const Tensor& x, const Tensor& memory, const ops::AttentionMask& tgt_mask, const ops::AttentionMask& memory_mask,
                  DecoderCache* cache = nullptr, AttentionMaps* maps = nullptr);
   std::vector<std::shared_ptr<DecoderLayer>> layers;
-  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<LayerNorm> norm;  // null without a final norm
 };
 
 // nn.Transformer: an encoder stack and a decoder stack.

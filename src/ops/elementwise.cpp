@@ -97,11 +97,28 @@ Tensor relu(const Tensor& x) {
 
 Tensor relu_backward(const Tensor& grad, const Tensor& output) { return binary("relu_backward", Binary::relu_backward, grad, output); }
 
-Tensor gelu(const Tensor& x) {
-  Tensor out = unary("gelu", Unary::gelu, x);
+namespace {
+
+// An activation whose backward needs its input: g * f'(x).
+Tensor activation(const char* name, Unary f, Binary slope, const Tensor& x) {
+  Tensor out = unary(name, f, x);
   Tensor xd = x.detach();
-  return autograd::record(out, "gelu", {x}, [xd](const Tensor& g) {
-    return std::vector<Tensor>{binary("gelu_backward", Binary::gelu_backward, g, xd)};
+  return autograd::record(out, name, {x}, [name, slope, xd](const Tensor& g) {
+    return std::vector<Tensor>{binary(name, slope, g, xd)};
+  });
+}
+
+}  // namespace
+
+Tensor gelu(const Tensor& x) { return activation("gelu", Unary::gelu, Binary::gelu_backward, x); }
+Tensor gelu_tanh(const Tensor& x) { return activation("gelu_tanh", Unary::gelu_tanh, Binary::gelu_tanh_backward, x); }
+Tensor silu(const Tensor& x) { return activation("silu", Unary::silu, Binary::silu_backward, x); }
+
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary("tanh", Unary::tanh, x);
+  Tensor od = out.detach();
+  return autograd::record(out, "tanh", {x}, [od](const Tensor& g) {
+    return std::vector<Tensor>{binary("tanh", Binary::tanh_backward, g, od)};
   });
 }
 

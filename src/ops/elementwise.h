@@ -14,7 +14,10 @@ Tensor scale(const Tensor& x, float s);        // x * s
 Tensor relu(const Tensor& x);
 // relu's backward from its output, no autograd: grad where output > 0, else 0.
 Tensor relu_backward(const Tensor& grad, const Tensor& output);
-Tensor gelu(const Tensor& x);  // exact (erf) form, as torch.nn.functional.gelu
+Tensor gelu(const Tensor& x);       // exact (erf) form, as torch.nn.functional.gelu
+Tensor gelu_tanh(const Tensor& x);  // the tanh approximation: gelu(x, approximate="tanh"), GPT-2's gelu_new
+Tensor silu(const Tensor& x);       // x * sigmoid(x) (Marian's "swish")
+Tensor tanh(const Tensor& x);
 
 // Inverted dropout: zeroes each element with probability p and scales survivors
 // by 1/(1-p); identity when p == 0. `key` names the random stream and the first sample

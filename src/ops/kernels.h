@@ -28,9 +28,13 @@ enum class Binary {
   mul,            // a * b
   relu_backward,  // (b > 0 ? a : 0) * s: a the gradient, b relu's output
   gelu_backward,  // a * gelu'(b): a the gradient, b gelu's input
+  gelu_tanh_backward,  // a * gelu_tanh'(b), b the input
+  silu_backward,       // a * silu'(b), b the input
+  tanh_backward,       // a * (1 - b^2): b tanh's output
 };
 // Element-wise functions of one tensor.
-enum class Unary { scale, relu, gelu };  // x * s, max(x, 0), x * Phi(x)
+// x * s, max(x, 0), x * Phi(x), GELU's tanh approximation (GPT-2's gelu_new), x * sigmoid(x), tanh(x)
+enum class Unary { scale, relu, gelu, gelu_tanh, silu, tanh };
 
 // One Adam step's settings for a parameter (torch.optim.Adam's update order).
 struct AdamUpdate {
@@ -147,7 +151,7 @@ struct Kernels {
   void (*random_fill)(Tensor& t, Distribution d, float a, float b, uint64_t counter);
   void (*sample)(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& ids);
   // The sinusoid position table [max_len, d_model] (ops/random.h says which).
-  void (*sinusoids)(Tensor& table);
+  void (*sinusoids)(Tensor& table, bool split);
 
   // Conversions (ops/convert.h): every dtype to every dtype, and u8 pixels to [-1, 1].
   void (*convert)(const Tensor& src, Tensor& dst);

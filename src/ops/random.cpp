@@ -31,12 +31,12 @@ Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng) {
   return ids;
 }
 
-Tensor sinusoids(int64_t max_len, int64_t d_model, Device device) {
+Tensor sinusoids(int64_t max_len, int64_t d_model, bool split, Device device) {
   TFM_CHECK(max_len >= 0 && d_model > 0, "sinusoids: " << max_len << " positions of width " << d_model);
   Tensor table = Tensor::empty({max_len, d_model}, DType::f32, device);
   auto fn = kernels(device).sinusoids;
   if (!fn) fail_unimplemented("sinusoids", device);
-  fn(table);
+  fn(table, split);
   return table;
 }
 

@@ -19,8 +19,10 @@ void normal_(Tensor& t, float std, Rng& rng);            // N(0, std^2), in plac
 // that is not finite is a clear error.
 Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng);
 
-// The sinusoid positions of "Attention Is All You Need", [max_len, d_model]:
-// PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
-Tensor sinusoids(int64_t max_len, int64_t d_model, Device device = Device::CPU);
+// The sinusoid positions of "Attention Is All You Need", [max_len, d_model], with
+// angle(pos, i) = pos / 10000^(2i/d_model): interleaved (the paper's, the Annotated
+// Transformer's) PE(pos, 2i) = sin, PE(pos, 2i+1) = cos; or `split` (Marian's, fairseq's)
+// the sines in the first half of the columns and the cosines in the second.
+Tensor sinusoids(int64_t max_len, int64_t d_model, bool split = false, Device device = Device::CPU);
 
 }  // namespace tfm::ops

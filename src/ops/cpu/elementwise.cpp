@@ -58,6 +58,15 @@ void unary_loop(const Tensor& x, Tensor& out, F f) {
 }
 
 constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f, kGeluCubic = 0.044715f;
+
+// GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as transformers computes it.
+float gelu_tanh(float v) { return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v))); }
+float gelu_tanh_slope(float v) {
+  const float t = std::tanh(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+  return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+}
+float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
 
 // dropout_row for 8 elements at a time with AVX-512 (whose 64-bit multiplies
 // splitmix64 needs): the same hash, the same float arithmetic, the same results as
@@ -98,6 +107,13 @@ void binary(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out) {
         const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2)), pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
         return g * (cdf + v * pdf);
       });
+    case Binary::gelu_tanh_backward: return binary_loop(a, b, out, [](float g, float v) { return g * gelu_tanh_slope(v); });
+    case Binary::silu_backward:
+      return binary_loop(a, b, out, [](float g, float v) {
+        const float s = sigmoid(v);
+        return g * s * (1.0f + v * (1.0f - s));
+      });
+    case Binary::tanh_backward: return binary_loop(a, b, out, [](float g, float y) { return g * (1.0f - y * y); });
   }
 }
 
@@ -106,6 +122,9 @@ void unary(Unary op, const Tensor& x, float s, Tensor& out) {
     case Unary::scale: return unary_loop(x, out, [s](float v) { return v * s; });
     case Unary::relu: return unary_loop(x, out, [](float v) { return v > 0.0f ? v : 0.0f; });
     case Unary::gelu: return unary_loop(x, out, [](float v) { return 0.5f * v * (1.0f + std::erf(v * kInvSqrt2)); });
+    case Unary::gelu_tanh: return unary_loop(x, out, gelu_tanh);
+    case Unary::silu: return unary_loop(x, out, [](float v) { return v * sigmoid(v); });
+    case Unary::tanh: return unary_loop(x, out, [](float v) { return std::tanh(v); });
   }
 }
 

@@ -10,7 +10,7 @@ namespace {
 // int8 (their precisions); conversions between every dtype; integer ids and indices.
 std::vector<Claim> claims() {
   std::vector<Claim> out;
-  for (const char* op : {"add", "mul", "scale", "relu", "gelu", "dropout", "relu_dropout", "softmax", "log_softmax", "layer_norm",
+  for (const char* op : {"add", "mul", "scale", "relu", "gelu", "gelu_tanh", "silu", "tanh", "dropout", "relu_dropout", "softmax", "log_softmax", "layer_norm",
                          "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy", "matmul", "linear", "linear_relu",
                          "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares", "adam_update", "top_log_probs",
                          "uniform_", "normal_", "sample", "sinusoids"})

@@ -44,7 +44,7 @@ double sum(const Tensor& x, bool squares);
 void adam(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamUpdate& u);
 void random_fill(Tensor& t, Distribution d, float a, float b, uint64_t counter);
 void sample(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& ids);
-void sinusoids(Tensor& table);
+void sinusoids(Tensor& table, bool split);
 void convert(const Tensor& src, Tensor& dst);
 void from_pixels(const Tensor& pixels, Tensor& out);
 

@@ -65,15 +65,17 @@ void sample(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& i
   for (int64_t r = 0; r < rows; ++r) out[r] = sample_row(logits.data() + r * vocab, vocab, s, Rng(counter + static_cast<uint64_t>(r)));
 }
 
-void sinusoids(Tensor& table) {
-  const int64_t max_len = table.size(0), d_model = table.size(1);
+void sinusoids(Tensor& table, bool split) {
+  const int64_t max_len = table.size(0), d_model = table.size(1), half = (d_model + 1) / 2;
   float* p = table.data();
-  // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))
+  // angle(pos, i) = pos / 10000^(2i/d); interleaved: PE(pos, 2i) = sin, PE(pos, 2i+1) = cos;
+  // split: PE(pos, i) = sin and PE(pos, half + i) = cos.
   parallel_for(max_len, max_len * d_model > (1 << 15), [&](int64_t pos) {
     for (int64_t i = 0; i < d_model; i += 2) {
       const double angle = static_cast<double>(pos) * std::exp(static_cast<double>(i) * -(std::log(10000.0) / d_model));
-      p[pos * d_model + i] = static_cast<float>(std::sin(angle));
-      if (i + 1 < d_model) p[pos * d_model + i + 1] = static_cast<float>(std::cos(angle));
+      const int64_t sin_at = split ? i / 2 : i, cos_at = split ? half + i / 2 : i + 1;
+      p[pos * d_model + sin_at] = static_cast<float>(std::sin(angle));
+      if (i + 1 < d_model) p[pos * d_model + cos_at] = static_cast<float>(std::cos(angle));
     }
   });
 }

@@ -1,0 +1,88 @@
+#include "hf/directory.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <set>
+
+#include "io/input_file.h"
+#include "tensor/error.h"
+
+namespace tfm::hf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSupported = "marian (opus-mt), gpt2, bert and vit";
+
+nlohmann::json parse_json_file(const std::string& path) {
+  io::check_input_file(path, int64_t{64} << 20, "JSON file");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  TFM_CHECK(in, path << ": cannot read");
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": is not valid JSON (" + e.what() + ")");
+  }
+}
+
+void check_weights_present(const std::string& path) {
+  const auto has = [&](const char* name) { return fs::exists(path + "/" + name); };
+  if (has("model.safetensors") || has("model.safetensors.index.json")) return;
+  if (has("pytorch_model.bin") || has("pytorch_model.bin.index.json") || has("tf_model.h5") || has("flax_model.msgpack"))
+    throw Error(path + ": holds PyTorch, TensorFlow or Flax weights only; tfm reads model.safetensors. Convert them with "
+                       "python3 -c \"import transformers as t; d = '" + path +
+                "'; getattr(t, t.AutoConfig.from_pretrained(d).architectures[0]).from_pretrained(d).save_pretrained(d, safe_serialization=True)\"");
+  throw Error(path + ": holds no model.safetensors (nor model.safetensors.index.json)");
+}
+
+}  // namespace
+
+bool Directory::has(const std::string& name) const { return fs::exists(file(name)); }
+
+nlohmann::json Directory::json_file(const std::string& name) const {
+  return has(name) ? parse_json_file(file(name)) : nlohmann::json::object();
+}
+
+bool is_directory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+Directory open(const std::string& path) {
+  TFM_CHECK(fs::exists(path + "/config.json"),
+            path << ": is a directory without config.json; tfm reads a checkpoint file (.safetensors) or a Hugging Face model directory");
+  Directory d{path, parse_json_file(path + "/config.json"), ""};
+  TFM_CHECK(d.config.is_object(), d.file("config.json") << ": is not a JSON object");
+  d.model_type = setting<std::string>(d, "model_type", "");
+  TFM_CHECK(!d.model_type.empty(), d.file("config.json") << ": names no model_type; tfm reads " << kSupported);
+  static const std::set<std::string> known = {"marian", "gpt2", "bert", "vit"};
+  TFM_CHECK(known.count(d.model_type),
+            path << ": is a Hugging Face '" << d.model_type << "' model; tfm reads " << kSupported
+                 << " (other architectures need a converter of their own: see README, \"Models from Hugging Face\")");
+  check_weights_present(path);
+  return d;
+}
+
+io::NamedTensors read_weights(const Directory& d) {
+  if (d.has("model.safetensors")) return io::read_safetensors(d.file("model.safetensors")).tensors;
+  // Sharded: {"weight_map": {tensor name: shard file}}; each shard read once.
+  const nlohmann::json index = d.json_file("model.safetensors.index.json");
+  TFM_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), d.file("model.safetensors.index.json") << ": has no weight_map");
+  std::set<std::string> shards;
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    TFM_CHECK(shard.is_string(), d.file("model.safetensors.index.json") << ": the shard of '" << name << "' is not a file name");
+    const std::string file = shard.get<std::string>();
+    TFM_CHECK(fs::path(file).filename() == file, d.file("model.safetensors.index.json") << ": shard '" << file << "' is not a file of the directory");
+    shards.insert(file);
+  }
+  io::NamedTensors all;
+  for (const std::string& shard : shards)
+    for (auto& entry : io::read_safetensors(d.file(shard)).tensors) all.push_back(std::move(entry));
+  return all;
+}
+
+}  // namespace tfm::hf

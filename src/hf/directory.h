@@ -1,0 +1,52 @@
+#pragma once
+// A Hugging Face model directory, as `save_pretrained` writes it and the hub serves it:
+// config.json (the architecture, `model_type` naming the family), the weights in
+// model.safetensors or in shards listed by model.safetensors.index.json, and the
+// tokenizer's and image processor's files. tfm reads four families: marian (opus-mt),
+// gpt2, bert and vit.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "tensor/error.h"
+
+namespace tfm::hf {
+
+struct Directory {
+  std::string path;
+  nlohmann::json config;   // config.json
+  std::string model_type;  // "marian", "gpt2", "bert" or "vit"
+
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  bool has(const std::string& name) const;
+  // A JSON file of the directory (generation_config.json, tokenizer_config.json, ...);
+  // an empty object where the file is absent.
+  nlohmann::json json_file(const std::string& name) const;
+};
+
+// Whether `path` names a directory (a Hugging Face model, or nothing tfm reads).
+bool is_directory(const std::string& path);
+
+// Opens a model directory: config.json read and its model_type one tfm knows. A
+// directory without config.json, one with PyTorch pickles only (pytorch_model.bin),
+// or an unsupported model_type is one line saying what is supported and what to do.
+Directory open(const std::string& path);
+
+// Every tensor of the weights (model.safetensors, or the shards an index lists), as
+// stored: f32, f16 or bf16 under Hugging Face's names.
+io::NamedTensors read_weights(const Directory& d);
+
+// A setting of config.json, or `fallback` where absent or null.
+template <class T>
+T setting(const Directory& d, const char* key, T fallback) {
+  const auto it = d.config.find(key);
+  if (it == d.config.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(d.file("config.json") + ": '" + key + "' has the wrong type (" + it->dump() + ")");
+  }
+}
+
+}  // namespace tfm::hf

@@ -1,0 +1,45 @@
+#pragma once
+// One converter per family (hf/model.h's convert chooses): each reads config.json into
+// tfm's configuration and names the tensors of each tfm parameter (hf/tensor_rules.h).
+#include <string>
+#include <vector>
+
+#include "hf/directory.h"
+#include "hf/tensor_rules.h"
+#include "models/config.h"
+#include "models/stack_config.h"
+
+namespace tfm::hf {
+
+// The parts of a converter: tfm's configuration and the rules between the two layouts.
+models::TransformerConfig marian_config(const Directory& d);
+std::vector<TensorRule> marian_rules(const models::TransformerConfig& c);
+bool marian_ignored(const std::string& name);
+
+models::StackConfig gpt2_config(const Directory& d);
+std::vector<TensorRule> gpt2_rules(const models::StackConfig& c, const std::string& prefix);
+bool gpt2_ignored(const std::string& name);
+
+models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weights);
+std::vector<TensorRule> bert_rules(const models::StackConfig& c, const std::string& prefix);
+bool bert_ignored(const std::string& name);
+// "bert." as the task models (BertForPreTraining, BertForMaskedLM) save, "" as BertModel does.
+std::string bert_prefix(const io::NamedTensors& weights);
+
+models::StackConfig vit_config(const Directory& d);
+std::vector<TensorRule> vit_rules(const models::StackConfig& c);
+bool vit_ignored(const std::string& name);
+
+// nn::Activation's name for a Hugging Face activation_function / hidden_act.
+std::string activation(const Directory& d, const char* key, const std::string& fallback);
+// Refuses a setting of config.json whose value tfm does not compute as Hugging Face does.
+template <class T>
+void require(const Directory& d, const char* key, const T& wanted, const T& fallback) {
+  const T value = setting<T>(d, key, fallback);
+  TFM_CHECK(value == wanted, d.file("config.json") << ": " << key << " " << nlohmann::json(value).dump() << " is not supported (tfm computes "
+                                                   << key << " " << nlohmann::json(wanted).dump() << ")");
+}
+// Whether a tensor of this name is present.
+bool has_tensor(const io::NamedTensors& weights, const std::string& name);
+
+}  // namespace tfm::hf

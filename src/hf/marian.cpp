@@ -1,0 +1,85 @@
+// MarianMT (Helsinki-NLP's opus-mt): a post-norm encoder-decoder without final
+// LayerNorms, SiLU ("swish"), embeddings shared three ways and scaled by sqrt(d_model),
+// sinusoids with the sines before the cosines, final_logits_bias, and Hugging Face's
+// beam search rules.
+#include "hf/families.h"
+
+namespace tfm::hf {
+
+namespace {
+
+// generation_config.json's setting, else config.json's, else `fallback`.
+template <class T>
+T generation_setting(const Directory& d, const nlohmann::json& generation, const char* key, T fallback) {
+  const auto it = generation.find(key);
+  return it != generation.end() && !it->is_null() ? it->get<T>() : setting<T>(d, key, fallback);
+}
+
+void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std::string& hf) {
+  add_stacked_qkv(r, tfm, hf + ".q_proj", hf + ".k_proj", hf + ".v_proj");
+  add_weight_and_bias(r, tfm + ".out_proj", hf + ".out_proj");
+}
+
+}  // namespace
+
+models::TransformerConfig marian_config(const Directory& d) {
+  require(d, "scale_embedding", true, false);
+  require(d, "share_encoder_decoder_embeddings", true, true);
+  require(d, "normalize_embedding", false, false);
+  require(d, "add_final_layer_norm", false, false);
+  require(d, "decoder_attention_heads", setting<int64_t>(d, "encoder_attention_heads", 8), int64_t{8});
+  require(d, "decoder_ffn_dim", setting<int64_t>(d, "encoder_ffn_dim", 2048), int64_t{2048});
+  models::TransformerConfig c;
+  c.src_vocab = c.tgt_vocab = setting<int64_t>(d, "vocab_size", 0);
+  c.d_model = setting<int64_t>(d, "d_model", 512);
+  c.heads = setting<int64_t>(d, "encoder_attention_heads", 8);
+  c.d_ff = setting<int64_t>(d, "encoder_ffn_dim", 2048);
+  c.encoder_layers = setting<int64_t>(d, "encoder_layers", 6);
+  c.decoder_layers = setting<int64_t>(d, "decoder_layers", 6);
+  c.dropout = setting<float>(d, "dropout", 0.1f);
+  c.activation = nn::parse_activation(activation(d, "activation_function", "swish"));
+  c.norm_first = false, c.final_norm = false, c.positions = "split", c.share_embeddings = true;
+  c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
+  c.pad_id = setting<int>(d, "pad_token_id", 0);
+  const nlohmann::json generation = d.json_file("generation_config.json");
+  c.bos_id = generation_setting<int>(d, generation, "decoder_start_token_id", c.pad_id);
+  c.eos_id = generation_setting<int>(d, generation, "eos_token_id", 0);
+  c.hf_search = true;
+  c.forced_eos = generation_setting<int>(d, generation, "forced_eos_token_id", -1) == c.eos_id;
+  c.renormalize = generation_setting<bool>(d, generation, "renormalize_logits", false);
+  c.max_length = generation_setting<int64_t>(d, generation, "max_length", 20);  // transformers' default
+  c.validate(d.file("config.json"));
+  return c;
+}
+
+std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
+  std::vector<TensorRule> r = {{"src_embed.weight", {"model.shared.weight"}},
+                               {"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}}};
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    const std::string tfm = "transformer.encoder.layers." + std::to_string(i), hf = "model.encoder.layers." + std::to_string(i);
+    add_attention(r, tfm + ".self_attn", hf + ".self_attn");
+    add_weight_and_bias(r, tfm + ".norm1", hf + ".self_attn_layer_norm");
+    add_weight_and_bias(r, tfm + ".linear1", hf + ".fc1");
+    add_weight_and_bias(r, tfm + ".linear2", hf + ".fc2");
+    add_weight_and_bias(r, tfm + ".norm2", hf + ".final_layer_norm");
+  }
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    const std::string tfm = "transformer.decoder.layers." + std::to_string(i), hf = "model.decoder.layers." + std::to_string(i);
+    add_attention(r, tfm + ".self_attn", hf + ".self_attn");
+    add_weight_and_bias(r, tfm + ".norm1", hf + ".self_attn_layer_norm");
+    add_attention(r, tfm + ".multihead_attn", hf + ".encoder_attn");
+    add_weight_and_bias(r, tfm + ".norm2", hf + ".encoder_attn_layer_norm");
+    add_weight_and_bias(r, tfm + ".linear1", hf + ".fc1");
+    add_weight_and_bias(r, tfm + ".linear2", hf + ".fc2");
+    add_weight_and_bias(r, tfm + ".norm3", hf + ".final_layer_norm");
+  }
+  return r;
+}
+
+// Copies of the shared embedding some saves keep, and the sinusoid tables (computed).
+bool marian_ignored(const std::string& name) {
+  return name == "model.encoder.embed_tokens.weight" || name == "model.decoder.embed_tokens.weight" || name == "lm_head.weight" ||
+         name == "model.encoder.embed_positions.weight" || name == "model.decoder.embed_positions.weight";
+}
+
+}  // namespace tfm::hf

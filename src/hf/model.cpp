@@ -1,0 +1,60 @@
+#include "hf/model.h"
+
+#include <algorithm>
+
+#include "hf/families.h"
+#include "io/checkpoint.h"
+#include "models/bert.h"
+#include "models/encoder_decoder.h"
+#include "models/gpt.h"
+#include "models/vit.h"
+
+namespace tfm::hf {
+
+namespace {
+
+io::SafeTensors checkpoint(const std::string& kind, const std::string& config_json, io::NamedTensors weights) {
+  io::SafeTensors file;
+  file.tensors = std::move(weights);
+  file.metadata = {{io::kModelKindKey, kind}, {io::kConfigKey, config_json}};
+  return file;
+}
+
+}  // namespace
+
+std::string activation(const Directory& d, const char* key, const std::string& fallback) {
+  const std::string name = setting<std::string>(d, key, fallback);
+  if (name == "gelu") return "gelu";
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return "gelu_tanh";
+  if (name == "swish" || name == "silu") return "silu";
+  if (name == "relu") return "relu";
+  throw Error(d.file("config.json") + ": " + key + " '" + name + "' is not supported (tfm has gelu, gelu_new, swish and relu)");
+}
+
+bool has_tensor(const io::NamedTensors& weights, const std::string& name) {
+  return std::any_of(weights.begin(), weights.end(), [&](const auto& e) { return e.first == name; });
+}
+
+io::SafeTensors convert(const Directory& d) {
+  const io::NamedTensors hf = read_weights(d);
+  const std::string origin = d.path;
+  if (d.model_type == "marian") {
+    const models::TransformerConfig c = marian_config(d);
+    const io::NamedTensors shapes = models::EncoderDecoder(c).named_parameters();
+    return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, marian_rules(c), shapes, marian_ignored, origin));
+  }
+  if (d.model_type == "gpt2") {
+    const models::StackConfig c = gpt2_config(d);
+    const std::string prefix = has_tensor(hf, "transformer.wte.weight") ? "transformer." : "";
+    return checkpoint("gpt", c.to_json(), to_tfm(hf, gpt2_rules(c, prefix), models::GPT(c).named_parameters(), gpt2_ignored, origin));
+  }
+  if (d.model_type == "bert") {
+    const models::StackConfig c = bert_config(d, hf);
+    const io::NamedTensors shapes = models::BERT(c, setting<int>(d, "pad_token_id", 0)).named_parameters();
+    return checkpoint("bert", c.to_json(), to_tfm(hf, bert_rules(c, bert_prefix(hf)), shapes, bert_ignored, origin));
+  }
+  const models::StackConfig c = vit_config(d);  // open() admits these four only
+  return checkpoint("vit", c.to_json(), to_tfm(hf, vit_rules(c), models::ViT(c).named_parameters(), vit_ignored, origin));
+}
+
+}  // namespace tfm::hf

@@ -1,0 +1,116 @@
+#include "hf/tensor_rules.h"
+
+#include <map>
+#include <set>
+
+#include "tensor/error.h"
+
+namespace tfm::hf {
+
+namespace {
+
+// [rows, cols] -> [cols, rows]
+Tensor transposed(const Tensor& t) {
+  TFM_CHECK(t.dim() == 2, "a transposed weight must be a matrix, got " << shape_str(t.shape()));
+  const int64_t rows = t.size(0), cols = t.size(1);
+  Tensor out = Tensor::empty({cols, rows});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out.data()[c * rows + r] = t.data()[r * cols + c];
+  return out;
+}
+
+// The tensors stacked by rows (dimension 0).
+Tensor stacked(const std::vector<Tensor>& parts) {
+  Shape shape = parts[0].shape();
+  shape[0] = 0;
+  for (const Tensor& p : parts) shape[0] += p.size(0);
+  Tensor out = Tensor::empty(shape);
+  int64_t at = 0;
+  for (const Tensor& p : parts) {
+    std::copy(p.data(), p.data() + p.numel(), out.data() + at);
+    at += p.numel();
+  }
+  return out;
+}
+
+// `t` cut into `n` equal blocks of rows.
+std::vector<Tensor> unstacked(const Tensor& t, size_t n) {
+  Shape shape = t.shape();
+  shape[0] /= static_cast<int64_t>(n);
+  std::vector<Tensor> parts;
+  const int64_t block = t.numel() / static_cast<int64_t>(n);
+  for (size_t i = 0; i < n; ++i) {
+    Tensor p = Tensor::empty(shape);
+    std::copy(t.data() + static_cast<int64_t>(i) * block, t.data() + static_cast<int64_t>(i + 1) * block, p.data());
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+std::string names(const std::vector<std::string>& hf) {
+  std::string out;
+  for (const std::string& n : hf) out += (out.empty() ? "'" : ", '") + n + "'";
+  return out;
+}
+
+}  // namespace
+
+void add_weight_and_bias(std::vector<TensorRule>& rules, const std::string& tfm, const std::string& hf, bool transposed) {
+  rules.push_back({tfm + ".weight", {hf + ".weight"}, transposed});
+  rules.push_back({tfm + ".bias", {hf + ".bias"}});
+}
+
+void add_stacked_qkv(std::vector<TensorRule>& rules, const std::string& tfm, const std::string& q, const std::string& k,
+                     const std::string& v) {
+  rules.push_back({tfm + ".in_proj_weight", {q + ".weight", k + ".weight", v + ".weight"}});
+  rules.push_back({tfm + ".in_proj_bias", {q + ".bias", k + ".bias", v + ".bias"}});
+}
+
+io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule>& rules, const io::NamedTensors& shapes,
+                        bool (*ignored)(const std::string& name), const std::string& origin) {
+  std::map<std::string, Tensor> by_name(hf.begin(), hf.end());
+  std::map<std::string, Shape> wanted;
+  for (const auto& [name, t] : shapes) wanted[name] = t.shape();
+  std::set<std::string> used;
+  io::NamedTensors out;
+  for (const TensorRule& rule : rules) {
+    std::vector<Tensor> parts;
+    for (const std::string& name : rule.hf) {
+      auto it = by_name.find(name);
+      TFM_CHECK(it != by_name.end(), origin << ": missing tensor '" << name << "', which config.json's architecture needs");
+      const DType t = it->second.dtype();
+      TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16, origin << ": tensor '" << name << "' holds " << to_string(t)
+                                                                                << " values; weights are f32, f16 or bf16");
+      parts.push_back(io::to_f32(it->second).clone());
+      used.insert(name);
+    }
+    Tensor t = parts.size() == 1 ? parts[0] : stacked(parts);
+    if (rule.transposed) t = transposed(t);
+    const Shape& want = wanted.at(rule.tfm);
+    const bool fits = rule.hf_shape.empty() ? t.shape() == want : t.numel() == shape_numel(want);
+    TFM_CHECK(fits,
+              origin << ": tensor " << names(rule.hf) << " has shape " << shape_str(parts[0].shape()) << (parts.size() > 1 ? " (each)" : "")
+                     << ", which does not fit config.json (tfm's " << rule.tfm << " is " << shape_str(want) << ")");
+    out.emplace_back(rule.tfm, t.shape() == want ? t : Tensor::from_vector(want, t.to_vector()));
+  }
+  for (const auto& [name, t] : hf)
+    TFM_CHECK(used.count(name) || ignored(name), origin << ": unexpected tensor '" << name << "' (not part of the architecture config.json describes)");
+  return out;
+}
+
+io::NamedTensors to_hf(const io::NamedTensors& tfm, const std::vector<TensorRule>& rules, const std::string& origin) {
+  std::map<std::string, Tensor> by_name(tfm.begin(), tfm.end());
+  io::NamedTensors out;
+  for (const TensorRule& rule : rules) {
+    auto it = by_name.find(rule.tfm);
+    TFM_CHECK(it != by_name.end(), origin << ": has no parameter '" << rule.tfm << "'");
+    Tensor t = it->second.clone();
+    if (rule.transposed) t = transposed(t);
+    if (!rule.hf_shape.empty()) t = Tensor::from_vector(rule.hf_shape, t.to_vector());
+    const std::vector<Tensor> parts = rule.hf.size() == 1 ? std::vector<Tensor>{t} : unstacked(t, rule.hf.size());
+    for (size_t i = 0; i < parts.size(); ++i) out.emplace_back(rule.hf[i], parts[i]);
+  }
+  return out;
+}
+
+}  // namespace tfm::hf

@@ -1,0 +1,169 @@
+// Hugging Face checkpoints (../shared/fixtures/hf, made by transformers 4.39) read into
+// tfm's models compute what transformers computed, tensor by tensor: encoder outputs,
+// hidden states and logits within 1e-4 of the largest reference magnitude.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "hf/directory.h"
+#include "hf/model.h"
+#include "io/checkpoint.h"
+#include "models/bert.h"
+#include "models/encoder_decoder.h"
+#include "models/gpt.h"
+#include "models/vit.h"
+#include "nn/trace.h"
+#include "ops/convert.h"
+#include "ops/random.h"
+#include "ops/shape.h"
+#include "support/compare.h"
+#include "support/fixture.h"
+
+namespace tfm {
+namespace {
+
+constexpr double kTol = 1e-4;
+
+// The message `f` throws ("" where it returns).
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+#define EXPECT_THROW_MESSAGE(call, text)                       \
+  do {                                                         \
+    const std::string message_ = error_of([&] { call; });      \
+    EXPECT_NE(message_.find(text), std::string::npos) << message_; \
+  } while (0)
+
+struct Fixture {
+  hf::Directory dir;
+  io::SafeTensors weights;    // under tfm's names
+  io::SafeTensors reference;  // reference.safetensors
+  explicit Fixture(const std::string& name)
+      : dir(hf::open(testing::hf_fixture_path(name))),
+        weights(hf::convert(dir)),
+        reference(io::read_safetensors(dir.file("reference.safetensors"))) {}
+  const Tensor& ref(const std::string& name) const {
+    const Tensor* t = reference.find(name);
+    if (!t) throw Error("reference.safetensors has no '" + name + "'");
+    return *t;
+  }
+  // An i64 id tensor [rows, cols] as tfm's i32 tokens.
+  models::Tokens tokens(const std::string& name) const {
+    models::Tokens t;
+    t.ids = ops::to(ref(name), DType::i32);
+    return t;
+  }
+  std::string config() const { return io::checkpoint_info(weights, dir.path).config_json; }
+  template <class M>
+  void load(M& model) const {
+    io::load_parameters(model.named_parameters(), weights, dir.path);
+    model.eval();
+  }
+};
+
+TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) {
+  Fixture f("marian_opus_mt_tiny_de_en");
+  models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
+  f.load(model);
+  const int pad = model.config().pad_id;
+  for (int i = 0; i < 5; ++i) {
+    const std::string s = "s" + std::to_string(i);
+    const models::Tokens src = f.tokens(s + ".input_ids"), tgt = f.tokens(s + ".decoder_input_ids");
+    const ops::AttentionMask src_mask = models::padding_mask(src, pad);
+    const Tensor memory = model.encode(src, src_mask);
+    EXPECT_TENSOR_NEAR(s + ".encoder_last_hidden_state", memory, f.ref(s + ".encoder_last_hidden_state"), kTol);
+    ops::AttentionMask causal;  // no padding: Marian's decoder starts from the pad id
+    causal.causal = true;
+    const Tensor hidden = model.decode(memory, src_mask, tgt, causal);
+    EXPECT_TENSOR_NEAR(s + ".logits", model.generator->logits(hidden), f.ref(s + ".logits"), kTol);
+  }
+}
+
+TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
+  Fixture f("marian_opus_mt_tiny_de_en");
+  const Tensor table = ops::sinusoids(64, 32, /*split=*/true);
+  EXPECT_TENSOR_NEAR("encoder.embed_positions", table, f.ref("encoder.embed_positions"), 1e-6);
+}
+
+TEST(HfModels, Gpt2LogitsAndHiddenStates) {
+  Fixture f("gpt2_tiny");
+  models::GPT model(models::StackConfig::from_json(f.config(), "converted", "gpt"));
+  f.load(model);
+  for (const std::string p : {"p0", "p1"}) {
+    for (const std::string which : {".input_ids", ".greedy_ids"}) {
+      nn::TraceRecorder trace;
+      const Tensor logits = model.forward(f.tokens(p + which));
+      const std::string expected = which == ".input_ids" ? ".logits" : ".greedy_full_logits";
+      EXPECT_TENSOR_NEAR(p + expected, logits, f.ref(p + expected), kTol);
+      if (which == ".input_ids") EXPECT_TENSOR_NEAR(p + ".last_hidden_state", trace.outputs.at("blocks.norm"), f.ref(p + ".last_hidden_state"), kTol);
+    }
+  }
+}
+
+TEST(HfModels, BertHiddenStatesPoolerMlmAndNsp) {
+  Fixture f("bert_tiny_uncased");
+  models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
+  f.load(model);
+  for (int i = 0; i < 3; ++i) {
+    const std::string s = "s" + std::to_string(i);
+    const models::Tokens ids = f.tokens(s + ".input_ids");
+    const Tensor hidden = model.encode(ids);  // [1, T, 32]
+    EXPECT_TENSOR_NEAR(s + ".last_hidden_state", hidden, f.ref(s + ".last_hidden_state"), kTol);
+    const Tensor pooled = model.pooled(hidden);
+    EXPECT_TENSOR_NEAR(s + ".pooler_output", pooled, f.ref(s + ".pooler_output"), kTol);
+    EXPECT_TENSOR_NEAR(s + ".nsp_logits", model.nsp_logits(pooled), f.ref(s + ".nsp_logits"), kTol);
+    const Tensor mlm = model.mlm_logits(ops::reshape(hidden, {ids.cols(), -1}));
+    EXPECT_TENSOR_NEAR(s + ".mlm_logits", ops::reshape(mlm, {1, ids.cols(), -1}), f.ref(s + ".mlm_logits"), kTol);
+  }
+}
+
+TEST(HfModels, BertPaddedBatchMatchesWhereTheMaskIsOne) {
+  Fixture f("bert_tiny_uncased");
+  models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
+  f.load(model);
+  const Tensor hidden = model.encode(f.tokens("batch.input_ids"));  // [3, 33, 32]
+  const std::vector<int64_t> mask = f.ref("batch.attention_mask").values<int64_t>();
+  const Tensor& expected = f.ref("batch.last_hidden_state");
+  const int64_t rows = hidden.size(0), cols = hidden.size(1), width = hidden.size(2);
+  int compared = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      if (!mask[r * cols + c]) continue;
+      const Tensor a = ops::contiguous(ops::slice(ops::slice(hidden, 0, r, r + 1), 1, c, c + 1));
+      const Tensor b = ops::contiguous(ops::slice(ops::slice(expected, 0, r, r + 1), 1, c, c + 1));
+      EXPECT_LE(testing::compare(a, b).max_abs, kTol * width) << "row " << r << " position " << c;
+      ++compared;
+    }
+  EXPECT_GT(compared, 40);
+}
+
+TEST(HfModels, VitEmbeddingsAndLogitsFromPixelValues) {
+  Fixture f("vit_tiny");
+  models::ViT model(models::StackConfig::from_json(f.config(), "converted", "vit"));
+  f.load(model);
+  nn::TraceRecorder trace;
+  const Tensor logits = model.forward(f.ref("pixel_values"));  // [2, 10]
+  EXPECT_TENSOR_NEAR("logits", logits, f.ref("logits"), kTol);
+}
+
+TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
+  const std::string dir = ::testing::TempDir() + "/hf_models_kinds";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
+  { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
+  EXPECT_THROW_MESSAGE(hf::open(dir), "is a Hugging Face 't5' model; tfm reads marian (opus-mt), gpt2, bert and vit");
+  { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
+  { std::ofstream(dir + "/pytorch_model.bin") << "pickle"; }
+  EXPECT_THROW_MESSAGE(hf::open(dir), "holds PyTorch, TensorFlow or Flax weights only; tfm reads model.safetensors");
+}
+
+}  // namespace
+}  // namespace tfm
