@@ -402,20 +402,24 @@ std::vector<OpCase> cases() {
                  return p;
                },
                false});
-  // top_log_probs: rows 0 and 2 wanted, id 1 excluded; (log-probability, id) pairs
-  c.push_back({"top_log_probs", {f32({3, 9}, 43, -3, 3)},
-               [](const auto& x, DType) {
+  // top_log_probs: rows 0 and 2 wanted, id 1 excluded, renormalised over the others or not;
+  // (log-probability, id) pairs
+  for (bool renormalize : {false, true})
+    c.push_back({"top_log_probs", {f32({3, 9}, 43, -3, 3)},
+               [renormalize](const auto& x, DType) {
                  std::vector<std::vector<std::pair<double, int64_t>>> best;
-                 TFM_CHECK(ops::top_log_probs(x[0], 3, {1}, {1, 0, 1}, best), "not finite");
+                 TFM_CHECK(ops::top_log_probs(x[0], 3, {1}, renormalize, {1, 0, 1}, best), "not finite");
                  std::vector<float> flat;
                  for (const auto& row : best)
                    for (const auto& [lp, id] : row) flat.push_back(static_cast<float>(lp)), flat.push_back(static_cast<float>(id));
                  return ops::to(Tensor::from_vector({static_cast<int64_t>(flat.size())}, flat), x[0].device());
                },
-               [](const auto& v) {
+               [renormalize](const auto& v) {
                  Values r;
                  for (int row : {0, 2}) {
-                   const Values lp = log_softmax_row(v[0].data() + row * 9, 9);
+                   Values logits(v[0].begin() + row * 9, v[0].begin() + row * 9 + 9);
+                   if (renormalize) logits[1] = -std::numeric_limits<double>::infinity();
+                   const Values lp = log_softmax_row(logits.data(), 9);
                    std::vector<int> ids{0, 2, 3, 4, 5, 6, 7, 8};
                    std::sort(ids.begin(), ids.end(), [&](int a, int b) { return lp[a] > lp[b]; });
                    for (int k = 0; k < 3; ++k) r.push_back(lp[ids[k]]), r.push_back(ids[k]);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "decode/beam_search.h"
 #include "hf/directory.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
@@ -163,6 +164,44 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   { std::ofstream(dir + "/pytorch_model.bin") << "pickle"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds PyTorch, TensorFlow or Flax weights only; tfm reads model.safetensors");
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// Hugging Face's generated ids (the start symbol first, the end symbol and padding after)
+// as a hypothesis's tokens.
+std::vector<int> generated(const Tensor& ids, int64_t row, int eos) {
+  const std::vector<int64_t> all = ids.values<int64_t>();
+  const int64_t cols = ids.size(1);
+  std::vector<int> out;
+  for (int64_t c = 1; c < cols && all[row * cols + c] != eos; ++c) out.push_back(static_cast<int>(all[row * cols + c]));
+  return out;
+}
+
+TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
+  Fixture f("marian_opus_mt_tiny_de_en");
+  models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
+  f.load(model);
+  const models::TransformerConfig& c = model.config();
+  decode::SearchOptions o;
+  o.bos = c.bos_id, o.eos = c.eos_id;
+  o.max_len_a = 0, o.max_len_b = 1000;  // generation_config's max_length (24) decides
+  for (int64_t beam : {1, 4}) {
+    o.beam = beam;
+    const std::string which = beam == 1 ? ".greedy_ids" : ".beam4_ids";
+    for (int i = 0; i < 5; ++i) {
+      const std::string s = "s" + std::to_string(i);
+      const decode::Hypothesis h = decode::beam_search(model, f.tokens(s + ".input_ids"), o)[0][0];
+      EXPECT_EQ(h.tokens, generated(f.ref(s + which), 0, c.eos_id)) << s << which;
+      if (beam == 4) EXPECT_NEAR(h.score, f.ref(s + ".beam4_sequences_scores").values<float>()[0], 1e-4) << s;
+    }
+    const auto batch = decode::beam_search(model, f.tokens("batch.input_ids"), o);  // right-padded with the pad id
+    for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(batch[r][0].tokens, generated(f.ref("batch" + which), r, c.eos_id)) << "batch row " << r << which;
+  }
 }
 
 }  // namespace

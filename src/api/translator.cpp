@@ -47,13 +47,13 @@ struct Piece {
 // A batch's size in padded source subwords.
 int64_t padded_tokens(size_t sentences, int64_t longest) { return static_cast<int64_t>(sentences) * longest; }
 
-decode::SearchOptions search_options(const TranslationOptions& o, const data::Vocab& tgt_vocab) {
+decode::SearchOptions search_options(const TranslationOptions& o, const models::TransformerConfig& model) {
   TFM_CHECK(o.beam >= 1, "beam must be at least 1, got " << o.beam);
   TFM_CHECK(o.nbest >= 1 && o.nbest <= o.beam, "nbest " << o.nbest << " must be between 1 and the beam, " << o.beam);
   TFM_CHECK(std::isfinite(o.length_penalty), "length_penalty must be a finite number, got " << o.length_penalty);
   TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0,
             "maximum lengths must be finite and not negative, got a " << o.max_len_a << ", b " << o.max_len_b);
-  return {o, tgt_vocab.kBos, tgt_vocab.kEos};
+  return {o, model.bos_id, model.eos_id};
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ struct Translator::Impl {
   std::future<std::vector<Translation>> submit(const std::vector<std::string>& texts, const TranslationOptions& o,
                                                std::function<void(int64_t)> on_progress, std::stop_token cancel) {
     auto request = std::make_shared<Request>();
-    request->search = search_options(o, tm.tgt_vocab);
+    request->search = search_options(o, tm.model->config());
     request->on_progress = std::move(on_progress);
     request->cancel = std::move(cancel);
     for (const std::string& text : texts) {
@@ -253,7 +253,7 @@ struct Translator::Impl {
 
   // The last decoder layer's encoder-decoder attention for `target`, averaged over heads.
   std::vector<float> attention_of(const std::vector<int>& source, const std::vector<int>& target, const decode::SearchOptions& o) {
-    const Tensor w = decode::attention_of(*tm.model, source, target, o.bos, o.eos).decoder.cross.back();  // [1, heads, tq, tk]
+    const Tensor w = decode::attention_of(*tm.model, source, target).decoder.cross.back();  // [1, heads, tq, tk]
     const int64_t heads = w.size(1), cells = w.size(2) * w.size(3);
     std::vector<float> mean(static_cast<size_t>(cells), 0.0f);
     const std::vector<float> all = w.values<float>();
@@ -310,10 +310,10 @@ TranslationAttention Translator::attention(const std::string& source, const std:
   } else {
     out.translation = target, tgt = tm.tgt_vocab.encode(target);
   }
-  const decode::AttentionOfTranslation a = decode::attention_of(*tm.model, src, tgt, data::Vocab::kBos, data::Vocab::kEos);
+  const decode::AttentionOfTranslation a = decode::attention_of(*tm.model, src, tgt);
   src.resize(std::min<size_t>(src.size(), static_cast<size_t>(max_source_tokens())));  // as attention_of read it
-  src.push_back(data::Vocab::kEos);
-  tgt.insert(tgt.begin(), data::Vocab::kBos);
+  src.push_back(tm.model->config().eos_id);
+  tgt.insert(tgt.begin(), tm.model->config().bos_id);
   for (int id : src) out.source_tokens.push_back(tm.src_vocab.piece(id));
   for (int id : tgt) out.target_tokens.push_back(tm.tgt_vocab.piece(id));
   out.encoder = api::weights_of(a.encoder.self), out.decoder = api::weights_of(a.decoder.self), out.cross = api::weights_of(a.decoder.cross);

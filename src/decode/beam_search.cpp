@@ -21,13 +21,28 @@ struct Beam {
   double log_prob = kNegInf;
 };
 
+// Hugging Face's BeamHypotheses.add: the K best finished hypotheses are kept.
+void keep_best(std::vector<Hypothesis>& finished, Hypothesis h, int64_t K) {
+  if (static_cast<int64_t>(finished.size()) < K) return finished.push_back(std::move(h));
+  auto worst = std::min_element(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
+  if (h.score > worst->score) *worst = std::move(h);
+}
+
+double worst_score(const std::vector<Hypothesis>& finished) {
+  double w = std::numeric_limits<double>::infinity();
+  for (const Hypothesis& h : finished) w = std::min(w, h.score);
+  return w;
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, const models::Tokens& src, const SearchOptions& o) {
   TFM_CHECK(o.beam >= 1 && o.nbest >= 1 && o.nbest <= o.beam, "beam search: need 1 <= nbest <= beam");
   TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0, "beam search: max_len_a and max_len_b must be finite and at least 0");
   autograd::NoGradGuard no_grad;
-  const int pad = model.config().pad_id;
+  const models::TransformerConfig& config = model.config();
+  const int pad = config.pad_id;
+  const bool hf = config.hf_search;
   const int64_t B = src.rows(), K = o.beam;
   auto normalized = [&](double log_prob, size_t length) {
     return o.length_penalty == 0.0f ? log_prob : log_prob / std::pow(static_cast<double>(length), o.length_penalty);
@@ -45,8 +60,9 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     int64_t n = 0;
     for (int64_t c = 0; c < src.cols(); ++c) n += src.at(b, c) != pad;
     // In double, and capped before the conversion: a * n may exceed any integer.
-    const double limit = std::min(static_cast<double>(o.max_len_a) * static_cast<double>(n) + static_cast<double>(o.max_len_b),
-                                  static_cast<double>(model.config().max_len - 1));
+    double limit = std::min(static_cast<double>(o.max_len_a) * static_cast<double>(n) + static_cast<double>(o.max_len_b),
+                            static_cast<double>(config.max_len - 1));
+    if (config.max_length > 0) limit = std::min(limit, static_cast<double>(config.max_length - 1));  // it counts the start symbol
     max_len[b] = static_cast<int64_t>(limit);
   }
   const int64_t steps = *std::max_element(max_len.begin(), max_len.end());
@@ -83,8 +99,12 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     std::vector<uint8_t> real(static_cast<size_t>(n));  // filler beams need no extensions
     for (int64_t r = 0; r < n; ++r) real[r] = std::isfinite(beams[r].log_prob);
     std::vector<std::vector<std::pair<double, int64_t>>> best;
-    TFM_CHECK(ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, {pad, o.bos}, real, best),
+    TFM_CHECK(ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, {pad, o.bos}, config.renormalize, real, best),
               "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
+    if (config.forced_eos)  // Hugging Face's ForcedEOSTokenLogitsProcessor: at the limit, the end symbol with log-probability 0
+      for (size_t j = 0; j < live.size(); ++j)
+        if (step >= max_len[live[j]])
+          for (int64_t k = 0; k < width; ++k) best[j * width + k] = {{0.0, o.eos}};
 
     std::vector<Beam> next;
     std::vector<int64_t> origin, still;
@@ -102,8 +122,9 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
         const Beam& parent = beams[j * width + k];
         if (token == o.eos) {
           std::vector<int> out(parent.tokens.begin() + 1, parent.tokens.end());
-          if (static_cast<int64_t>(finished[b].size()) < K)
-            finished[b].push_back({out, cand[i].first, normalized(cand[i].first, out.size() + 1)});
+          Hypothesis h{out, cand[i].first, normalized(cand[i].first, out.size() + 1)};
+          if (!hf && static_cast<int64_t>(finished[b].size()) < K) finished[b].push_back(std::move(h));
+          if (hf && static_cast<int64_t>(i) < K && std::isfinite(h.log_prob)) keep_best(finished[b], std::move(h), K);  // only among the best K
           continue;
         }
         children.push_back({parent.tokens, cand[i].first});
@@ -115,11 +136,16 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
         for (const Beam& beam : children) {
           if (!std::isfinite(beam.log_prob)) continue;
           std::vector<int> out(beam.tokens.begin() + 1, beam.tokens.end());
-          finished[b].push_back({out, beam.log_prob, normalized(beam.log_prob, out.size())});
+          Hypothesis h{out, beam.log_prob, normalized(beam.log_prob, out.size())};
+          if (hf) keep_best(finished[b], std::move(h), K);
+          else finished[b].push_back(std::move(h));
         }
         continue;
       }
-      if (static_cast<int64_t>(finished[b].size()) >= K) continue;
+      // Done: tfm's rule, K finished; Hugging Face's, K finished and none of the open
+      // beams' best can beat the worst of them at this length.
+      const bool full = static_cast<int64_t>(finished[b].size()) >= K;
+      if (full && (!hf || (!cand.empty() && worst_score(finished[b]) >= normalized(cand[0].first, static_cast<size_t>(step))))) continue;
       still.push_back(b);
       for (int64_t k = 0; k < K; ++k) next.push_back(std::move(children[k])), origin.push_back(parents[k]);
     }

@@ -47,16 +47,16 @@ std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, co
   return results;
 }
 
-AttentionOfTranslation attention_of(models::EncoderDecoder& model, const std::vector<int>& source, std::vector<int> target, int bos,
-                                    int eos) {
+AttentionOfTranslation attention_of(models::EncoderDecoder& model, const std::vector<int>& source, std::vector<int> target) {
   autograd::NoGradGuard no_grad;
-  const models::Tokens src = pad_sources({&source}, model.config().pad_id, eos, model.config().max_len);
-  target.insert(target.begin(), bos);
+  const models::TransformerConfig& c = model.config();
+  const models::Tokens src = pad_sources({&source}, c.pad_id, c.eos_id, c.max_len);
+  target.insert(target.begin(), c.bos_id);
   const models::Tokens tgt(target, 1, static_cast<int64_t>(target.size()));
   AttentionOfTranslation a;
   const ops::AttentionMask src_mask;  // one sentence: no padding
   const Tensor memory = model.encode(src, src_mask, &a.encoder);
-  model.decode(memory, src_mask, tgt, models::padding_mask(tgt, model.config().pad_id, /*causal=*/true), nullptr, &a.decoder);
+  model.decode(memory, src_mask, tgt, model.target_mask(tgt), nullptr, &a.decoder);
   return a;
 }
 

@@ -28,12 +28,11 @@ std::vector<std::vector<Hypothesis>> translate(models::EncoderDecoder& model, co
 
 // Every layer's attention probabilities ([1, heads, queries, keys] each) for `target`
 // as the translation of `source` (subword ids without special tokens, the source cut
-// to the model's positions): a teacher-forced pass of <s> + target (the queries: row i
+// to the model's positions): a teacher-forced pass of the start symbol + target (the queries: row i
 // chose target token i, the last one </s>) against source + </s> (the keys).
 struct AttentionOfTranslation {
   nn::AttentionMaps encoder, decoder;  // decoder.cross: encoder-decoder attention
 };
-AttentionOfTranslation attention_of(models::EncoderDecoder& model, const std::vector<int>& source, std::vector<int> target, int bos,
-                                    int eos);
+AttentionOfTranslation attention_of(models::EncoderDecoder& model, const std::vector<int>& source, std::vector<int> target);
 
 }  // namespace tfm::decode

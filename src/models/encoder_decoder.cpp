@@ -54,12 +54,17 @@ Tensor EncoderDecoder::decode(const Tensor& memory, const ops::AttentionMask& sr
   return transformer->decoder->forward(x, memory, tgt_mask, src_mask, cache, maps);
 }
 
-Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
+ops::AttentionMask EncoderDecoder::target_mask(const Tokens& tgt) const {
   // The look-ahead mask hides a right-padded target's padding from every real position;
   // the key-padding mask is kept where it can be told from the start symbol (Marian
   // starts from the pad id, which must stay visible).
-  ops::AttentionMask tgt_mask = padding_mask(tgt, config_.pad_id, /*causal=*/true);
-  if (config_.bos_id == config_.pad_id) tgt_mask.key_padding = Tensor();
+  ops::AttentionMask mask = padding_mask(tgt, config_.pad_id, /*causal=*/true);
+  if (config_.bos_id == config_.pad_id) mask.key_padding = Tensor();
+  return mask;
+}
+
+Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
+  const ops::AttentionMask tgt_mask = target_mask(tgt);
   const Unpadded unpadded = unpad(src, config_.pad_id);
   const auto& lengths = unpadded.sequences->length;
   if (std::find(lengths.begin(), lengths.end(), 0) != lengths.end()) {  // a source of padding alone attends to nothing

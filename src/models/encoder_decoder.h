@@ -36,6 +36,8 @@ class EncoderDecoder : public nn::Module {
   // (inference), tgt holds only the positions after the cached prefix.
   Tensor decode(const Tensor& memory, const ops::AttentionMask& src_mask, const Tokens& tgt, const ops::AttentionMask& tgt_mask,
                 nn::DecoderCache* cache = nullptr, nn::AttentionMaps* maps = nullptr);
+  // The teacher-forced target's self-attention mask: look-ahead, and its padding.
+  ops::AttentionMask target_mask(const Tokens& tgt) const;
   // Decoder output for the teacher-forced target (masks built from padding; the
   // encoder skips the source's padding).
   Tensor forward(const Tokens& src, const Tokens& tgt);

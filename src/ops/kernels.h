@@ -98,8 +98,8 @@ struct Kernels {
   // Softmax (ops/softmax.h): over the last dim, or its logarithm.
   void (*softmax)(const Tensor& x, bool log, Tensor& y);
   void (*softmax_backward)(const Tensor& y, const Tensor& g, bool log, Tensor& dx);
-  bool (*top_log_probs)(const Tensor& logits, int64_t count, const std::vector<int>& excluded, const std::vector<uint8_t>& wanted,
-                        std::vector<std::vector<std::pair<double, int64_t>>>& best);
+  bool (*top_log_probs)(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
+                        const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best);
 
   // Layer norm over the last dim; mean and rstd [rows] are kept for backward.
   void (*layer_norm)(const Tensor& x, const Tensor& w, const Tensor& b, float eps, Tensor& y, Tensor& mean, Tensor& rstd);

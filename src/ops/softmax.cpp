@@ -27,13 +27,13 @@ Tensor softmax(const Tensor& x) { return softmax_op("softmax", x, false); }
 
 Tensor log_softmax(const Tensor& x) { return softmax_op("log_softmax", x, true); }
 
-bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, const std::vector<uint8_t>& wanted,
-                   std::vector<std::vector<std::pair<double, int64_t>>>& best) {
+bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
+                   const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best) {
   auto fn = kernel("top_log_probs", &Kernels::top_log_probs, {logits});
   TFM_CHECK(logits.dim() == 2 && static_cast<int64_t>(wanted.size()) == logits.size(0),
             "top_log_probs: logits " << shape_str(logits.shape()) << " for " << wanted.size() << " rows");
   expect_dtype("top_log_probs", "the logits", logits, DType::f32);
-  return fn(dense(logits), count, excluded, wanted, best);
+  return fn(dense(logits), count, excluded, renormalize, wanted, best);
 }
 
 }  // namespace tfm::ops

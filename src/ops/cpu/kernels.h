@@ -15,8 +15,8 @@ void scale_in_place(Tensor& x, float s);
 
 void softmax(const Tensor& x, bool log, Tensor& y);
 void softmax_backward(const Tensor& y, const Tensor& g, bool log, Tensor& dx);
-bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, const std::vector<uint8_t>& wanted,
-                   std::vector<std::vector<std::pair<double, int64_t>>>& best);
+bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
+                   const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best);
 
 void layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps, Tensor& y, Tensor& mean, Tensor& rstd);
 void layer_norm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& g, Tensor& dx,
