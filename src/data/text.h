@@ -10,8 +10,6 @@ struct gzFile_s;  // zlib's
 
 namespace tfm::data {
 
-bool valid_utf8(std::string_view s);
-
 // Why a line of text cannot be used ("contains a NUL byte...", "invalid UTF-8"), or nullptr if it can.
 const char* text_problem(std::string_view line);
 

@@ -5,22 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "data/text.h"
+#include "data/unicode.h"
 #include "tensor/error.h"
 
 namespace tfm::data {
 
 using nlohmann::json;
-
-std::vector<std::string> utf8_characters(const std::string& text) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : 4;
-    out.push_back(text.substr(i, len));
-    i += len;
-  }
-  return out;
-}
 
 std::string read_text(const std::string& path) {
   std::string text;

@@ -43,9 +43,6 @@ class Tokenizer {
   static constexpr int kMask = 4, kFirstChar = 5;
 };
 
-// Splits valid UTF-8 into characters.
-std::vector<std::string> utf8_characters(const std::string& text);
-
 // The whole of a text file (plain or .gz), lines joined with '\n', validated as UTF-8.
 std::string read_text(const std::string& path);
 

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "data/hf_tokenizer.h"
+#include "data/unicode.h"
 #include "io/input_file.h"
 #include "tensor/error.h"
 
@@ -12,13 +14,14 @@ namespace tfm::data {
 
 namespace {
 
-uint32_t crc_of(const std::string& bytes) {
-  return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+// CRC-32 of `bytes`, continuing `crc`.
+uint32_t crc_of(const std::string& bytes, uint32_t crc = 0) {
+  return static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
 }  // namespace
 
-Vocab Vocab::load(const std::string& path) {
+Vocab Vocab::load_model(const std::string& path) {
   io::check_input_file(path, int64_t{1} << 28, "SentencePiece model");  // not /dev/zero, a FIFO or gigabytes
   Vocab v;
   v.sp_ = std::make_shared<sentencepiece::SentencePieceProcessor>();
@@ -29,14 +32,39 @@ Vocab Vocab::load(const std::string& path) {
     TFM_CHECK(false, path << ": not a valid SentencePiece model (" << e.what() << ")");
   }
   TFM_CHECK(status.ok(), path << ": not a valid SentencePiece model (" << status.ToString() << ")");
-  TFM_CHECK(v.sp_->pad_id() == kPad && v.sp_->unk_id() == kUnk && v.sp_->bos_id() == kBos && v.sp_->eos_id() == kEos,
-            path << ": special token ids must be pad 0, unk 1, bos 2, eos 3 (train the vocabulary with `tfm vocab`)");
   v.checksum_ = crc_of(v.sp_->serialized_model_proto());
   v.path_ = std::filesystem::absolute(path).lexically_normal().string();  // what checkpoints record: valid from any directory
   return v;
 }
 
+Vocab Vocab::load(const std::string& path) {
+  Vocab v = load_model(path);
+  TFM_CHECK(v.sp_->pad_id() == kPad && v.sp_->unk_id() == kUnk && v.sp_->bos_id() == kBos && v.sp_->eos_id() == kEos,
+            path << ": special token ids must be pad 0, unk 1, bos 2, eos 3 (train the vocabulary with `tfm vocab`)");
+  return v;
+}
+
+Vocab Vocab::load_mapped(const std::string& spm_path, const std::string& vocab_json_path) {
+  Vocab v = load_model(spm_path);
+  auto mapping = std::make_shared<Mapping>();
+  mapping->pieces = read_vocab_json(vocab_json_path);
+  for (size_t id = 0; id < mapping->pieces.size(); ++id) {
+    mapping->ids[mapping->pieces[id]] = static_cast<int>(id);
+    v.checksum_ = crc_of(mapping->pieces[id] + '\n', v.checksum_);
+  }
+  const auto id_of = [&](const std::string& token) {
+    const auto it = mapping->ids.find(token);
+    TFM_CHECK(it != mapping->ids.end(), vocab_json_path << ": has no " << token << ", which a Marian vocabulary needs");
+    return it->second;
+  };
+  const int eos = id_of("</s>");
+  v.specials_ = {.pad = id_of("<pad>"), .unk = id_of("<unk>"), .bos = eos, .eos = eos};
+  v.mapping_ = std::move(mapping);
+  return v;
+}
+
 std::vector<int> Vocab::encode(const std::string& text) const {
+  if (mapping_) return encode_mapped(text);
   std::vector<int> ids;
   auto status = sp_->Encode(text, &ids);
   TFM_CHECK(status.ok(), "cannot tokenize: " << status.ToString());
@@ -44,6 +72,7 @@ std::vector<int> Vocab::encode(const std::string& text) const {
 }
 
 std::string Vocab::decode(const std::vector<int>& ids) const {
+  if (mapping_) return decode_mapped(ids);
   std::vector<int> plain;
   for (int id : ids)
     if (id != kPad && id != kBos && id != kEos) plain.push_back(id);
@@ -53,8 +82,39 @@ std::string Vocab::decode(const std::vector<int>& ids) const {
   return text;
 }
 
-std::string Vocab::piece(int id) const { return sp_->IdToPiece(id); }
-int Vocab::size() const { return sp_->GetPieceSize(); }
+// MarianTokenizer's ids: the model's pieces looked up in vocab.json.
+std::vector<int> Vocab::encode_mapped(const std::string& text) const {
+  std::vector<std::string> pieces;
+  auto status = sp_->Encode(text, &pieces);
+  TFM_CHECK(status.ok(), "cannot tokenize: " << status.ToString());
+  std::vector<int> ids;
+  for (const std::string& piece : pieces) {
+    const auto it = mapping_->ids.find(piece);
+    ids.push_back(it == mapping_->ids.end() ? specials_.unk : it->second);
+  }
+  return ids;
+}
+
+// MarianTokenizer.decode(ids, skip_special_tokens=True): the pieces of the other ids
+// decoded by the model (one it lacks reads " ⁇ ", as there), stripped of whitespace at
+// both ends, then HF's clean-up of spaces before punctuation.
+std::string Vocab::decode_mapped(const std::vector<int>& ids) const {
+  std::vector<std::string> pieces;
+  for (int id : ids)
+    if (id != specials_.eos && id != specials_.unk && id != specials_.pad) pieces.push_back(piece(id));
+  std::string text;
+  auto status = sp_->Decode(pieces, &text);
+  TFM_CHECK(status.ok(), "cannot detokenize: " << status.ToString());
+  return clean_up_tokenization(std::string(strip_space(text)));
+}
+
+std::string Vocab::piece(int id) const {
+  if (!mapping_) return sp_->IdToPiece(id);
+  TFM_CHECK(id >= 0 && id < size(), "token id " << id << " is outside the vocabulary (0 to " << size() - 1 << ")");
+  return mapping_->pieces[static_cast<size_t>(id)];
+}
+
+int Vocab::size() const { return mapping_ ? static_cast<int>(mapping_->pieces.size()) : sp_->GetPieceSize(); }
 
 Vocab load_recorded_vocab(const std::string& recorded, uint32_t crc32, const std::string& checkpoint, const std::string& how_to_give) {
   namespace fs = std::filesystem;

@@ -1,10 +1,12 @@
 #pragma once
 // Subword vocabularies: SentencePiece models (BPE or unigram) trained on the
-// training text, with fixed ids for the special tokens.
+// training text, with fixed ids for the special tokens; or a Hugging Face Marian
+// model's, whose SentencePiece pieces take their ids from a shared vocab.json.
 #include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sentencepiece {
@@ -22,12 +24,23 @@ struct VocabOptions {
   std::ostream* progress = nullptr;           // where to say what is being trained and how long it took
 };
 
+// The ids of a vocabulary's special tokens; tfm's own vocabularies have these.
+struct SpecialIds {
+  int pad = 0, unk = 1, bos = 2, eos = 3;
+};
+
 class Vocab {
  public:
   static constexpr int kPad = 0, kUnk = 1, kBos = 2, kEos = 3;
 
   // Loads and validates a SentencePiece model file.
   static Vocab load(const std::string& path);
+  // A Hugging Face Marian tokenizer's side (source.spm or target.spm): the model's pieces
+  // mapped through the vocab.json both sides share (a piece it lacks is <unk>). encode
+  // appends no </s> (the caller does); decode drops </s>, <unk> and <pad> and tidies the
+  // text as MarianTokenizer.decode(ids, skip_special_tokens=True). Specials: eos and bos
+  // </s> (Marian's decoder starts from pad, which the caller handles), unk <unk>, pad <pad>.
+  static Vocab load_mapped(const std::string& spm_path, const std::string& vocab_json_path);
   // Trains on `sentences` (blank ones are skipped, long ones cut into pieces SentencePiece
   // keeps) and writes the model to `path` (atomically).
   static void train(const std::vector<std::string>& sentences, const VocabOptions& options, const std::string& path);
@@ -36,12 +49,25 @@ class Vocab {
   std::string decode(const std::vector<int>& ids) const;  // specials are dropped
   std::string piece(int id) const;
   int size() const;
-  // CRC-32 of the serialized model: what checkpoints record to refuse another vocabulary.
+  const SpecialIds& specials() const { return specials_; }
+  // CRC-32 of the serialized model (continued over vocab.json's tokens in id order, for a
+  // mapped one): what checkpoints record to refuse another vocabulary.
   uint32_t checksum() const { return checksum_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }  // the SentencePiece model's
 
  private:
+  // A mapped vocabulary's ids (vocab.json's) and pieces.
+  struct Mapping {
+    std::vector<std::string> pieces;  // by id
+    std::unordered_map<std::string, int> ids;
+  };
+  static Vocab load_model(const std::string& path);
+  std::vector<int> encode_mapped(const std::string& text) const;
+  std::string decode_mapped(const std::vector<int>& ids) const;
+
   std::shared_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::shared_ptr<const Mapping> mapping_;  // null: the model's own ids
+  SpecialIds specials_;
   uint32_t checksum_ = 0;
   std::string path_;
 };
