@@ -1,5 +1,6 @@
 #include "tfm/checkpoint.h"
 
+#include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "tensor/error.h"
@@ -7,7 +8,7 @@
 namespace tfm {
 
 Checkpoint read_checkpoint(const std::string& path) {
-  io::SafeTensors file = io::read_safetensors(path);
+  io::SafeTensors file = decode::read_model(path);
   Checkpoint c;
   c.metadata = std::move(file.metadata);
   c.metadata.erase("tfm.crc32");  // checked on reading, made anew on writing
@@ -27,7 +28,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 }
 
 std::string checkpoint_family(const std::string& path) {
-  const io::Checkpoint info = io::checkpoint_info(io::read_safetensors(path), path);
+  const io::Checkpoint info = io::checkpoint_info(decode::read_model(path), path);
   io::check_model_kind(info.model_kind, {"encoder_decoder", "gpt", "bert", "vit"}, path, "a translation, gpt, bert or vit one");
   return io::kind_name(info.model_kind);
 }

@@ -27,9 +27,7 @@ int64_t Encoder::max_tokens() const { return impl_->model.config().max_len - 1; 
 TextAttention Encoder::attention(const std::string& sentence) const {
   const char* problem = data::text_problem(sentence);
   TFM_CHECK(!problem, "the sentence: " << problem);
-  std::vector<int> ids = impl_->checkpoint.tokenizer->encode(sentence);
-  ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(max_tokens())));
-  ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS], as embed() reads a sentence
+  const std::vector<int> ids = impl_->checkpoint.tokenizer->sentence(sentence, impl_->model.config().max_len);  // as embed() reads it
   nn::AttentionMaps maps;
   {
     autograd::NoGradGuard no_grad;
@@ -48,7 +46,8 @@ Embeddings Encoder::embed(const std::vector<std::string>& sentences, const std::
   }
   for (const std::string& s : sentences) {
     bool truncated = false;
-    const std::vector<float> v = decode::sentence_vector(impl_->model, impl_->checkpoint.tokenizer->encode(s), pooling, &truncated);
+    const std::vector<int> ids = impl_->checkpoint.tokenizer->sentence(s, impl_->model.config().max_len, &truncated);
+    const std::vector<float> v = decode::sentence_vector(impl_->model, ids, pooling);
     e.values.insert(e.values.end(), v.begin(), v.end());
     e.truncated += truncated;
   }

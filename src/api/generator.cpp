@@ -121,7 +121,8 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     r->ids = prompt_ids(prompt);
     const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
     r->start = r->shown = tokenizer.decode(r->ids);
-    const decode::SamplingOptions sampling{o};
+    decode::SamplingOptions sampling{o};
+    sampling.end = tokenizer.end_of_text();
     std::future<std::string> result = r->promise.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex);

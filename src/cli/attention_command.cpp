@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "data/text.h"
+#include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -56,7 +57,7 @@ void run_vit(const Options& o, const CLI::App& cmd) {
 }
 
 void run(const Options& o, const CLI::App& cmd) {
-  const std::string kind = io::checkpoint_info(io::read_safetensors(o.model), o.model).model_kind;
+  const std::string kind = io::checkpoint_info(decode::read_model(o.model), o.model).model_kind;
   io::check_model_kind(kind, {"encoder_decoder", "vit"}, o.model, "a translation or vit one (attention draws those)");
   if (kind == "vit") return run_vit(o, cmd);
   TFM_CHECK(!o.vit_flags, "--image and --data are for ViT models; a translation model's heatmap takes --src");

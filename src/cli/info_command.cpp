@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
 #include "models/config.h"
 #include "models/stack_config.h"
@@ -54,7 +55,8 @@ void add_info_command(CLI::App& app, int&) {
   CLI::App* cmd = app.add_subcommand("info", "Show a checkpoint's family, configuration, size, vocabulary and training state");
   add_model_flag(cmd, *path, "Checkpoint file (safetensors) of any family");
   cmd->callback([path] {
-    io::SafeTensors file = io::read_safetensors(*path);
+    io::SafeTensors file = decode::read_model(*path);
+    if (decode::is_hf_directory(*path)) std::cout << "from: a Hugging Face model directory, read as tfm converts it (tfm convert)\n";
     if (!file.metadata.count(io::kConfigKey) && !file.metadata.count(io::kModelKindKey)) return describe_foreign(file);
     io::Checkpoint info = io::checkpoint_info(file, *path);
     const std::string config = config_of(info, *path);

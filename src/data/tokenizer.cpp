@@ -4,7 +4,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "data/byte_bpe.h"
 #include "data/text.h"
+#include "data/wordpiece.h"
 #include "data/unicode.h"
 #include "tensor/error.h"
 
@@ -34,7 +36,22 @@ Tokenizer Tokenizer::sentencepiece(const std::string& model_path) {
   return t;
 }
 
+Tokenizer Tokenizer::hugging_face(const std::string& type, const std::string& dir) {
+  Tokenizer t;
+  if (type == "byte_bpe") t.hf_ = std::make_shared<ByteLevelBpe>(ByteLevelBpe::load(dir));
+  else if (type == "wordpiece") t.hf_ = std::make_shared<WordPiece>(WordPiece::load(dir));
+  else throw Error("unknown Hugging Face tokenizer '" + type + "' (byte_bpe or wordpiece)");
+  t.hf_type_ = type, t.hf_dir_ = dir;
+  return t;
+}
+
+std::string Tokenizer::describe() const {
+  if (hf_) return hf_type_ == "byte_bpe" ? "byte-level BPE" : "WordPiece";
+  return spm_ ? "SentencePiece" : "characters";
+}
+
 std::string Tokenizer::record() const {
+  if (hf_) return json{{"type", hf_type_}, {"path", hf_dir_}}.dump();
   if (spm_) return json{{"type", "sentencepiece"}, {"path", spm_->path()}, {"crc32", spm_->checksum()}}.dump();
   return json{{"type", "characters"}, {"characters", chars_}}.dump();
 }
@@ -45,7 +62,9 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
   const bool chars = type == "characters" && j.contains("characters") && j["characters"].is_array();
   const bool spm = type == "sentencepiece" && j.contains("path") && j["path"].is_string() &&
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
-  TFM_CHECK(chars || spm, origin << ": the tokenizer record in the metadata is malformed");
+  const bool hf = (type == "byte_bpe" || type == "wordpiece") && j.contains("path") && j["path"].is_string();
+  TFM_CHECK(chars || spm || hf, origin << ": the tokenizer record in the metadata is malformed");
+  if (hf) return hugging_face(type, j["path"].get<std::string>());
   TFM_CHECK(spm || spm_path.empty(), origin << ": reads characters, not SentencePiece pieces; the vocabulary " << spm_path
                                             << " does not apply to it (leave the vocabulary out)");
   if (spm) {
@@ -70,6 +89,7 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
 }
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {
+  if (hf_) return hf_->encode(text);
   std::vector<int> ids;
   if (spm_) {
     size_t start = 0;
@@ -89,7 +109,25 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
   return ids;
 }
 
+std::vector<int> Tokenizer::sentence(const std::string& text, int64_t max_len, bool* truncated) const {
+  std::vector<int> ids = encode(text);
+  const bool wordpiece = hf_type_ == "wordpiece";  // [CLS] ... [SEP] already
+  if (!wordpiece) ids.insert(ids.begin(), kBos);
+  const int64_t end = wordpiece ? max_len - 1 : max_len;  // where [SEP] goes back
+  const bool cut = static_cast<int64_t>(ids.size()) > max_len;
+  if (cut) {
+    const int sep = ids.back();
+    ids.resize(static_cast<size_t>(end));
+    if (wordpiece) ids.push_back(sep);
+  }
+  if (truncated) *truncated = cut;
+  return ids;
+}
+
+int Tokenizer::end_of_text() const { return hf_ ? hf_->special_id(SpecialToken::kEos).value_or(-1) : -1; }
+
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  if (hf_) return hf_->decode(ids, /*skip_special=*/true);
   std::string out;
   if (spm_) {
     std::vector<int> line;
@@ -109,6 +147,7 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 }
 
 std::string Tokenizer::piece(int id) const {
+  if (hf_) return id >= 0 && id < size() ? hf_->piece(id) : "[?]";
   if (id == mask_id()) return "[MASK]";
   if (is_special(id) || id < 0 || id >= size()) {
     static const char* const kNames[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]"};
@@ -117,16 +156,26 @@ std::string Tokenizer::piece(int id) const {
   return spm_ ? spm_->piece(id) : chars_[static_cast<size_t>(id - kFirstChar)];
 }
 
-int Tokenizer::size() const { return spm_ ? spm_->size() + 1 : kFirstChar + static_cast<int>(chars_.size()); }
+int Tokenizer::size() const {
+  if (hf_) return hf_->size();
+  return spm_ ? spm_->size() + 1 : kFirstChar + static_cast<int>(chars_.size());
+}
 
-int Tokenizer::mask_id() const { return spm_ ? spm_->size() : kMask; }
+int Tokenizer::mask_id() const {
+  if (hf_) return hf_->special_id(SpecialToken::kMask).value_or(-1);
+  return spm_ ? spm_->size() : kMask;
+}
 
 int Tokenizer::line_break_id() const {
+  if (hf_) return hf_->special_id(SpecialToken::kBos).value_or(hf_->special_id(SpecialToken::kCls).value_or(0));
   if (spm_) return kEos;
   auto it = std::lower_bound(chars_.begin(), chars_.end(), std::string("\n"));
   return it != chars_.end() && *it == "\n" ? kFirstChar + static_cast<int>(it - chars_.begin()) : kBos;
 }
 
-bool Tokenizer::is_special(int id) const { return spm_ ? id < 4 || id == mask_id() : id < kFirstChar; }
+bool Tokenizer::is_special(int id) const {
+  if (hf_) return hf_->is_special(id);
+  return spm_ ? id < 4 || id == mask_id() : id < kFirstChar;
+}
 
 }  // namespace tfm::data

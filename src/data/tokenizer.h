@@ -1,14 +1,16 @@
 #pragma once
 // Tokenizers for the single-stream families (language model, masked LM): either
 // characters (every distinct UTF-8 character of the training text, as nanoGPT's
-// shakespeare_char) or a SentencePiece model from `tfm vocab`. Both reserve the
-// same special ids, and both describe themselves as a JSON record that checkpoints
-// keep ("tfm.tokenizer"), so generation and embedding need no other file for
-// characters and refuse a different SentencePiece model.
+// shakespeare_char) or a SentencePiece model from `tfm vocab`, both with tfm's special
+// ids; or a Hugging Face model's own (GPT-2's byte-level BPE, BERT's WordPiece, with
+// their ids). Each describes itself as a JSON record that checkpoints keep
+// ("tfm.tokenizer"), so generation and embedding need no other file for characters
+// and refuse a different SentencePiece model.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "data/hf_tokenizer.h"
 #include "data/vocab.h"
 
 namespace tfm::data {
@@ -20,6 +22,9 @@ class Tokenizer {
   // Every distinct character of `text`, in code-point order, after the specials.
   static Tokenizer characters(const std::string& text);
   static Tokenizer sentencepiece(const std::string& model_path);
+  // A Hugging Face model directory's tokenizer: `type` "byte_bpe" (GPT-2's vocab.json and
+  // merges.txt) or "wordpiece" (BERT's vocab.txt), with tokenizer_config.json.
+  static Tokenizer hugging_face(const std::string& type, const std::string& dir);
   // Rebuilds the tokenizer a checkpoint recorded; `spm_path` overrides the recorded
   // SentencePiece path (its checksum must still match).
   static Tokenizer from_record(const std::string& json, const std::string& origin, const std::string& spm_path = "");
@@ -27,19 +32,29 @@ class Tokenizer {
 
   // Characters: every character, newlines included, unknown ones as kUnk.
   // SentencePiece: each line's pieces, lines separated by kEos.
+  // Hugging Face: as its tokenizer(text).input_ids ([CLS] and [SEP] around WordPiece's).
   std::vector<int> encode(const std::string& text) const;
+  // A sentence as an encoder reads it: [CLS], its tokens (at most max_len in all, with
+  // truncated set where some were cut), and [SEP] where the tokenizer ends with one.
+  std::vector<int> sentence(const std::string& text, int64_t max_len, bool* truncated = nullptr) const;
+  // The token that ends a text, where generation stops (GPT-2's <|endoftext|>); -1: none.
+  int end_of_text() const;
   std::string decode(const std::vector<int>& ids) const;  // specials other than the line break are dropped
   // One token as a label: its character or SentencePiece piece; specials by name ([CLS], [SEP], ...).
   std::string piece(int id) const;
   int size() const;           // ids 0 .. size()-1, [MASK] included
   int mask_id() const;        // [MASK], for the masked-language-model objective
-  int line_break_id() const;  // '\n' (characters) or kEos (SentencePiece)
+  int line_break_id() const;  // '\n' (characters), kEos (SentencePiece) or the start of a text (Hugging Face)
   bool is_special(int id) const;
-  bool is_characters() const { return !spm_; }
+  bool is_characters() const { return !spm_ && !hf_; }
+  // "characters", "SentencePiece", or the Hugging Face tokenizer's type.
+  std::string describe() const;
 
  private:
   std::vector<std::string> chars_;  // id kFirstChar + i
   std::shared_ptr<Vocab> spm_;
+  std::shared_ptr<const HfTokenizer> hf_;
+  std::string hf_type_, hf_dir_;
   static constexpr int kMask = 4, kFirstChar = 5;
 };
 

@@ -54,6 +54,7 @@ class Vocab {
   // mapped one): what checkpoints record to refuse another vocabulary.
   uint32_t checksum() const { return checksum_; }
   const std::string& path() const { return path_; }  // the SentencePiece model's
+  const std::string& mapping_path() const { return mapping_path_; }  // vocab.json, for a mapped one; else empty
 
  private:
   // A mapped vocabulary's ids (vocab.json's) and pieces.
@@ -69,7 +70,7 @@ class Vocab {
   std::shared_ptr<const Mapping> mapping_;  // null: the model's own ids
   SpecialIds specials_;
   uint32_t checksum_ = 0;
-  std::string path_;
+  std::string path_, mapping_path_;
 };
 
 // The vocabulary that `checkpoint` recorded at `recorded` with checksum `crc32`: the file

@@ -1,7 +1,6 @@
 #include "decode/embedding.h"
 
 #include "autograd/autograd.h"
-#include "data/tokenizer.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -14,16 +13,11 @@ Pooling parse_pooling(const std::string& name) {
   return Pooling::mean;
 }
 
-std::vector<float> sentence_vector(models::BERT& model, std::vector<int> ids, Pooling pool, bool* truncated) {
+std::vector<float> sentence_vector(models::BERT& model, const std::vector<int>& ids, Pooling pool) {
   autograd::NoGradGuard no_grad;
-  const int64_t max_tokens = model.config().max_len - 1;
-  const bool cut = static_cast<int64_t>(ids.size()) > max_tokens;
-  if (cut) ids.resize(static_cast<size_t>(max_tokens));
-  if (truncated) *truncated = cut;
-  ids.insert(ids.begin(), data::Tokenizer::kBos);  // [CLS]
   const int64_t len = static_cast<int64_t>(ids.size()), D = model.config().d_model;
   const Tensor hidden = ops::contiguous(model.encode({ids, 1, len}));  // [1, len, d_model]
-  // [CLS] alone, or the mean over the sentence's tokens ([CLS] too for an empty sentence).
+  // [CLS] alone, or the mean over the tokens after it ([CLS] too for an empty sentence).
   const int64_t first = pool == Pooling::cls || len == 1 ? 0 : 1, last = pool == Pooling::cls ? 1 : len;
   std::vector<double> sum(static_cast<size_t>(D), 0.0);
   for (int64_t t = first; t < last; ++t)

@@ -14,9 +14,9 @@ enum class Pooling { mean, cls };
 // "mean" or "cls"; anything else is a clear error.
 Pooling parse_pooling(const std::string& name);
 
-// The vector [d_model] of one sentence's token ids (no special tokens; [CLS] is put in
-// front here). Ids past the model's max_len - 1 are cut off: `truncated` says so. An
-// empty sentence's mean is its [CLS] vector.
-std::vector<float> sentence_vector(models::BERT& model, std::vector<int> ids, Pooling pool, bool* truncated = nullptr);
+// The vector [d_model] of one sentence's token ids as the encoder reads them
+// (data::Tokenizer::sentence: [CLS] first, within the model's max_len): [CLS]'s vector,
+// or the mean of those after it. An empty sentence's mean is its [CLS] vector.
+std::vector<float> sentence_vector(models::BERT& model, const std::vector<int>& ids, Pooling pool);
 
 }  // namespace tfm::decode

@@ -1,12 +1,13 @@
 #include "decode/family_checkpoint.h"
 
+#include "decode/hf_checkpoint.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
 
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm) {
-  FamilyCheckpoint c{path, io::read_safetensors(path), {}, std::nullopt};
+  FamilyCheckpoint c{path, read_model(path), {}, std::nullopt};
   io::Checkpoint info = io::checkpoint_info(c.file, path);
   io::check_model_kind(info.model_kind, {kind}, path, made_by);
   c.config = models::StackConfig::from_json(info.config_json, path, kind);

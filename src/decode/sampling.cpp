@@ -38,6 +38,7 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
     seq.push_back(token);
     out.push_back(token);
     if (on_token) on_token(token);
+    if (token == o.end) break;
     const int64_t cached = caches.empty() ? 0 : caches[0].length;
     if (!o.use_cache) feed = restart(window);
     else if (cached + 1 > window) feed = restart(window / 2 + 1);
@@ -63,7 +64,7 @@ bool GenerationBatch::take(Sequence& s, const Tensor& logits) {
     s.on_done(std::current_exception());
     return false;
   }
-  if (s.produced < s.o.max_new_tokens) return true;
+  if (s.produced < s.o.max_new_tokens && s.tokens.back() != s.o.end) return true;
   s.on_done(nullptr);
   return false;
 }

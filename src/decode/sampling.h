@@ -17,11 +17,13 @@ namespace tfm::decode {
 // The public options (tfm/decoding.h), and how the engine runs them.
 struct SamplingOptions : GenerationOptions {
   bool use_cache = true;     // false: re-run the whole window each step (for tests)
+  int end = -1;              // a token that ends the text (GPT-2's <|endoftext|>), kept as the last; -1: none
 
   ops::Sampling sampling() const { return {temperature, top_k, top_p}; }
 };
 
-// Continues `prompt` (at least one token) by up to max_new_tokens tokens, calling
+// Continues `prompt` (at least one token) by up to max_new_tokens tokens (fewer where
+// the end token comes), calling
 // on_token with each as soon as it is chosen. Returns the new tokens. When the
 // sequence outgrows the context window, the cache is rebuilt from the last half of
 // the window (so the cost stays about one position a token).

@@ -1,5 +1,6 @@
 #include "decode/translation_model.h"
 
+#include "decode/hf_checkpoint.h"
 #include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
@@ -12,6 +13,12 @@ namespace {
 data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
   TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
   const uint32_t crc32 = record[side]["crc32"].get<uint32_t>();
+  if (record[side].contains("vocab_json")) {  // a Hugging Face Marian model's: its files, where the directory has them
+    data::Vocab v = data::Vocab::load_mapped(given.empty() ? record[side]["path"].get<std::string>() : given,
+                                             record[side]["vocab_json"].get<std::string>());
+    TFM_CHECK(v.checksum() == crc32, v.path() << ": is not the " << side << " vocabulary " << model << " was converted with (checksum differs)");
+    return v;
+  }
   const std::string option = side == std::string("src") ? "src_vocab" : "tgt_vocab";
   if (given.empty())
     return data::load_recorded_vocab(record[side]["path"].get<std::string>(), crc32, model,
@@ -24,7 +31,7 @@ data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const 
 }  // namespace
 
 TranslationModel TranslationModel::load(const std::string& checkpoint, const std::string& src_vocab, const std::string& tgt_vocab) {
-  io::SafeTensors file = io::read_safetensors(checkpoint);
+  io::SafeTensors file = read_model(checkpoint);
   io::Checkpoint info = io::checkpoint_info(file, checkpoint);
   io::check_model_kind(info.model_kind, {"encoder_decoder"}, checkpoint, "a translation one");
   TFM_CHECK(info.metadata.count("tfm.vocab"),

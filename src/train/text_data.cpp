@@ -57,7 +57,7 @@ TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, 
             (s.valid_text.empty() ? s.text + ": the part held out for validation" : s.valid_text + ":")
                 << " is too short: validation needs at least " << window_ << " tokens (one window), it has " << valid_.size());
   out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()
-      << (tokenizer_.is_characters() ? " (characters)" : " (SentencePiece)") << "\n";
+      << " (" << tokenizer_.describe() << ")" << "\n";
 }
 
 int64_t TextStreamTask::begin_epoch(int64_t epoch, uint64_t seed) {
