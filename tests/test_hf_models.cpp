@@ -20,26 +20,17 @@
 #include "ops/shape.h"
 #include "support/compare.h"
 #include "support/fixture.h"
+#include "support/process.h"
 
 namespace tfm {
 namespace {
 
 constexpr double kTol = 1e-4;
 
-// The message `f` throws ("" where it returns).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-#define EXPECT_THROW_MESSAGE(call, text)                       \
-  do {                                                         \
-    const std::string message_ = error_of([&] { call; });      \
-    EXPECT_NE(message_.find(text), std::string::npos) << message_; \
+#define EXPECT_THROW_MESSAGE(call, text)                                           \
+  do {                                                                             \
+    const std::string message_ = testing::error_of([&] { call; });                 \
+    EXPECT_NE(message_.find(text), std::string::npos) << message_;                 \
   } while (0)
 
 struct Fixture {

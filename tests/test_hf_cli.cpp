@@ -1,0 +1,87 @@
+// The commands on Hugging Face model directories (../shared/fixtures/hf), as a user runs
+// them: `--model DIR` gives what transformers gave (the texts of the fixtures' README).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "io/safetensors.h"
+#include "support/fixture.h"
+#include "support/process.h"
+
+namespace tfm {
+namespace {
+
+using testing::run_tfm;
+
+nlohmann::json reference(const std::string& fixture) {
+  std::ifstream in(testing::hf_fixture_path(fixture + "/reference.json"));
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(HfCli, TranslateGreedyAndBeamGiveTransformersTexts) {
+  const std::string dir = testing::hf_fixture_path("marian_opus_mt_tiny_de_en");
+  const nlohmann::json cases = reference("marian_opus_mt_tiny_de_en")["cases"];
+  testing::TempDir tmp;
+  std::string sources;
+  for (const auto& c : cases) sources += c["source_text"].get<std::string>() + "\n";
+  testing::write_file(tmp.path("de.txt"), sources);
+  for (const std::string beam : {"1", "4"}) {
+    const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("de.txt") + " --beam " + beam + " 2>&1");
+    ASSERT_EQ(r.code, 0) << r.output;
+    const std::vector<std::string> got = lines_of(r.output);
+    ASSERT_EQ(got.size(), cases.size()) << r.output;
+    for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i], cases[i][beam == "1" ? "greedy_text" : "beam4_text"].get<std::string>()) << i;
+  }
+}
+
+TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) {
+  const std::string dir = testing::hf_fixture_path("gpt2_tiny");
+  testing::TempDir tmp;
+  const nlohmann::json cases = reference("gpt2_tiny")["cases"];
+  ASSERT_EQ(cases.size(), 2u);
+  for (const auto& c : cases) {
+    const std::string prompt = c["prompt"].get<std::string>();
+    testing::write_file(tmp.path("prompt.txt"), prompt);
+    const testing::CliResult r =
+        run_tfm("generate --model " + dir + " --prompt \"$(cat " + tmp.path("prompt.txt") + ")\" --temperature 0 --max-new-tokens 20 2>&1");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output, prompt + c["greedy_new_text"].get<std::string>() + "\n");
+  }
+}
+
+TEST(HfCli, EmbedGivesTheClsHiddenState) {
+  const std::string dir = testing::hf_fixture_path("bert_tiny_uncased");
+  const io::SafeTensors ref = io::read_safetensors(dir + "/reference.safetensors");
+  testing::TempDir tmp;
+  const nlohmann::json cases = reference("bert_tiny_uncased")["cases"];
+  testing::write_file(tmp.path("s.txt"), cases[0]["text"].get<std::string>() + "\n");
+  const testing::CliResult r = run_tfm("embed --model " + dir + " --pool cls -i " + tmp.path("s.txt") + " 2>&1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::istringstream in(r.output);
+  const std::vector<float> hidden = ref.find("s0.last_hidden_state")->to_vector();  // [1, T, 32]: [CLS] first
+  for (size_t i = 0; i < 32; ++i) {
+    float v = 0;
+    in >> v;
+    EXPECT_NEAR(v, hidden[i], 1e-4) << i;
+  }
+}
+
+TEST(HfCli, InfoDescribesEachDirectory) {
+  for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
+    const testing::CliResult r = run_tfm("info --model " + testing::hf_fixture_path(fixture) + " 2>&1");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("from: a Hugging Face model directory"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace tfm
