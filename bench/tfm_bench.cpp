@@ -63,7 +63,7 @@ void bench_train(const TrainOptions& o) {
   std::vector<tfm::training::Seq2SeqBatch> batches;
   json dump = json::array();
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
-    batches.push_back(tfm::training::collate(corpus.examples, order[static_cast<size_t>(i)]));
+    batches.push_back(tfm::training::collate(corpus.examples, order[static_cast<size_t>(i)], tfm::models::TransformerConfig()));  // tfm's symbols
     const tfm::training::Seq2SeqBatch& b = batches.back();
     dump.push_back({{"src", rows(b.src)}, {"tgt_in", rows(b.tgt_in)}, {"tgt_out", rows(b.tgt_out)}});
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -80,6 +81,52 @@ TEST(HfCli, InfoDescribesEachDirectory) {
     const testing::CliResult r = run_tfm("info --model " + testing::hf_fixture_path(fixture) + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("from: a Hugging Face model directory"), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// The mean training loss of the first and of the last five steps of a run (--log-every 1).
+std::pair<double, double> first_and_last_losses(const std::string& metrics) {
+  std::vector<double> losses;
+  std::istringstream in(testing::read_file(metrics));
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("train_loss")) losses.push_back(j["train_loss"].get<double>());
+  }
+  EXPECT_EQ(losses.size(), 20u);
+  if (losses.size() < 10) return {0, 0};
+  const auto mean = [](auto begin, auto end) { return std::accumulate(begin, end, 0.0) / static_cast<double>(end - begin); };
+  return {mean(losses.begin(), losses.begin() + 5), mean(losses.end() - 5, losses.end())};
+}
+
+std::string shared_data(const std::string& name) { return testing::hf_fixture_path("../../data/" + name); }
+
+// Each fixture, fine-tuned for 20 steps from its Hugging Face directory, learns: the
+// last five steps' mean loss is below the first five's.
+TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
+  testing::TempDir tmp;
+  const std::string head = "| head -300 > ";
+  ASSERT_EQ(testing::run_command("zcat " + shared_data("multi30k/train.de.gz") + head + tmp.path("de.txt")).code, 0);
+  ASSERT_EQ(testing::run_command("zcat " + shared_data("multi30k/train.en.gz") + head + tmp.path("en.txt")).code, 0);
+  ASSERT_EQ(testing::run_command("head -c 40000 " + shared_data("tinyshakespeare/input.txt") + " > " + tmp.path("shk.txt")).code, 0);
+  const std::string common = " --steps 20 --log-every 1 --validate-every 0 --warmup 2 ";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"marian", "train --init-from " + testing::hf_fixture_path("marian_opus_mt_tiny_de_en") + " --train-src " + tmp.path("de.txt") +
+                     " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " + tmp.path("en.txt") +
+                     " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
+      {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
+      {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"}};
+  for (const auto& [name, args] : runs) {
+    const testing::CliResult r = run_tfm(args + common + "--out " + tmp.path(name) + " 2>&1");
+    ASSERT_EQ(r.code, 0) << name << ": " << r.output;
+    EXPECT_NE(r.output.find("initialised from"), std::string::npos) << r.output;
+    const auto [first, last] = first_and_last_losses(tmp.path(name + "/metrics.jsonl"));
+    EXPECT_LT(last, first) << name;
   }
 }
 

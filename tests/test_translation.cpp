@@ -169,7 +169,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
   for (uint64_t seed : {0ull, 7ull}) {
     std::multiset<int64_t> seen;
     for (const auto& batch : data::make_batches(enc.examples, 64, seed)) {
-      training::Seq2SeqBatch b = training::collate(enc.examples, batch);
+      training::Seq2SeqBatch b = training::collate(enc.examples, batch, models::TransformerConfig());
       EXPECT_LE(b.src.rows() * std::max(b.src.cols(), b.tgt_in.cols()), 64);
       seen.insert(batch.begin(), batch.end());
     }
@@ -177,7 +177,7 @@ TEST(Batching, CoversEveryExampleOnceWithinTheTokenBudget) {
     EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 300u);
   }
   // Source ends with </s>; decoder input starts with <s>; targets end with </s>; then padding.
-  training::Seq2SeqBatch b = training::collate(enc.examples, {0});
+  training::Seq2SeqBatch b = training::collate(enc.examples, {0}, models::TransformerConfig());
   const data::Example& e = enc.examples[0];
   const std::vector<int> src = b.src.values(), tgt_in = b.tgt_in.values();
   EXPECT_EQ(src.back(), data::Vocab::kEos);

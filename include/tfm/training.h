@@ -64,6 +64,10 @@ struct TrainingOptions {
   uint64_t seed = 1;              // initialisation, data order, dropout
   int64_t log_every = 50;         // progress and metrics interval in steps (when output is not a terminal)
   std::string resume;             // a last.safetensors to continue from
+  // A new run that starts from these weights (fine-tuning): a tfm checkpoint or a Hugging
+  // Face model directory, whose architecture and vocabulary the run takes (settings given
+  // must agree with them); the optimiser and schedule start afresh.
+  std::string init_from;
   bool force = false;             // a fresh run may replace the run already in out_dir
   std::string precision = "f32";  // the linear layers' products: f32 or bf16 (int8 is for inference only)
   // With several processes (mpirun): each keeps and updates only its share of Adam's

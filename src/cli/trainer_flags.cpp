@@ -37,6 +37,10 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
       ->check(at_least<int64_t>(1));
   add(g, "--resume", [](O& o) -> auto& { return o.resume; }, "Continue the run saved in this checkpoint (its last.safetensors)")
       ->check(CLI::ExistingFile);
+  add(g, "--init-from", [](O& o) -> auto& { return o.init_from; },
+      "Start a new run from these weights (fine-tuning): a checkpoint or a Hugging Face model directory, whose architecture and "
+      "vocabulary the run takes")
+      ->check(CLI::ExistingPath);
   add(g, "--force", [](O& o) -> auto& { return o.force; }, "Start a new run in an --out that holds another run, deleting its checkpoints and metrics");
   add(g, "--shard-optimizer", [](O& o) -> auto& { return o.shard_optimizer; },
       "With several processes (mpirun -np N): each keeps and updates only its share of Adam's moments (ZeRO stage 1), "

@@ -112,7 +112,7 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
 std::vector<int> Tokenizer::sentence(const std::string& text, int64_t max_len, bool* truncated) const {
   std::vector<int> ids = encode(text);
   const bool wordpiece = hf_type_ == "wordpiece";  // [CLS] ... [SEP] already
-  if (!wordpiece) ids.insert(ids.begin(), kBos);
+  if (!wordpiece) ids.insert(ids.begin(), cls_id());
   const int64_t end = wordpiece ? max_len - 1 : max_len;  // where [SEP] goes back
   const bool cut = static_cast<int64_t>(ids.size()) > max_len;
   if (cut) {
@@ -165,6 +165,10 @@ int Tokenizer::mask_id() const {
   if (hf_) return hf_->special_id(SpecialToken::kMask).value_or(-1);
   return spm_ ? spm_->size() : kMask;
 }
+
+int Tokenizer::cls_id() const { return hf_ ? hf_->special_id(SpecialToken::kCls).value_or(kBos) : kBos; }
+
+int Tokenizer::unk_id() const { return hf_ ? hf_->special_id(SpecialToken::kUnk).value_or(-1) : kUnk; }
 
 int Tokenizer::line_break_id() const {
   if (hf_) return hf_->special_id(SpecialToken::kBos).value_or(hf_->special_id(SpecialToken::kCls).value_or(0));

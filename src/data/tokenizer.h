@@ -44,6 +44,8 @@ class Tokenizer {
   std::string piece(int id) const;
   int size() const;           // ids 0 .. size()-1, [MASK] included
   int mask_id() const;        // [MASK], for the masked-language-model objective
+  int cls_id() const;         // [CLS], what an encoder's input starts with (tfm's: kBos)
+  int unk_id() const;         // the unknown token
   int line_break_id() const;  // '\n' (characters), kEos (SentencePiece) or the start of a text (Hugging Face)
   bool is_special(int id) const;
   bool is_characters() const { return !spm_ && !hf_; }

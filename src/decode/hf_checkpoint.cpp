@@ -4,16 +4,13 @@
 
 #include "data/tokenizer.h"
 #include "data/vocab.h"
+#include "decode/translation_model.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
 
 namespace tfm::decode {
 
 namespace {
-
-nlohmann::json vocab_record(const data::Vocab& v) {
-  return {{"path", v.path()}, {"vocab_json", v.mapping_path()}, {"crc32", v.checksum()}};
-}
 
 // The id -> label table of config.json, in id order ("LABEL_i" where it names none).
 std::vector<std::string> class_names(const hf::Directory& d, int64_t classes) {
@@ -39,9 +36,8 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   const std::string kind = meta.at(io::kModelKindKey);
   if (kind == "encoder_decoder") {
     const std::string vocab_json = d.file("vocab.json");
-    meta["tfm.vocab"] = nlohmann::json{{"src", vocab_record(data::Vocab::load_mapped(d.file("source.spm"), vocab_json))},
-                                       {"tgt", vocab_record(data::Vocab::load_mapped(d.file("target.spm"), vocab_json))}}
-                            .dump();
+    meta["tfm.vocab"] =
+        vocab_record(data::Vocab::load_mapped(d.file("source.spm"), vocab_json), data::Vocab::load_mapped(d.file("target.spm"), vocab_json));
   } else if (kind == "gpt" || kind == "bert") {
     meta["tfm.tokenizer"] = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir).record();
   } else {

@@ -30,25 +30,37 @@ data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const 
 
 }  // namespace
 
+namespace {
+
+nlohmann::json side_record(const data::Vocab& v) {
+  nlohmann::json j = {{"path", v.path()}, {"crc32", v.checksum()}};
+  if (!v.mapping_path().empty()) j["vocab_json"] = v.mapping_path();  // a Hugging Face Marian model's
+  return j;
+}
+
+}  // namespace
+
+std::string vocab_record(const data::Vocab& src, const data::Vocab& tgt) {
+  return nlohmann::json{{"src", side_record(src)}, {"tgt", side_record(tgt)}}.dump();
+}
+
+data::Vocab recorded_vocab(const io::Checkpoint& info, const char* side, const std::string& given, const std::string& origin) {
+  TFM_CHECK(info.metadata.count("tfm.vocab"),
+            origin << ": records no vocabularies; translation needs a checkpoint from `tfm train --train-src ...`");
+  try {
+    return checked_vocab(nlohmann::json::parse(info.metadata.at("tfm.vocab")), side, given, origin);
+  } catch (const nlohmann::json::exception&) {  // malformed, or fields of the wrong type
+    throw Error(origin + ": the vocabulary record in the metadata is malformed");
+  }
+}
+
 TranslationModel TranslationModel::load(const std::string& checkpoint, const std::string& src_vocab, const std::string& tgt_vocab) {
   io::SafeTensors file = read_model(checkpoint);
   io::Checkpoint info = io::checkpoint_info(file, checkpoint);
   io::check_model_kind(info.model_kind, {"encoder_decoder"}, checkpoint, "a translation one");
-  TFM_CHECK(info.metadata.count("tfm.vocab"),
-            checkpoint << ": records no vocabularies; translation needs a checkpoint from `tfm train --train-src ...`");
-  nlohmann::json record;
-  try {
-    record = nlohmann::json::parse(info.metadata.at("tfm.vocab"));
-  } catch (const nlohmann::json::exception&) {
-    throw Error(checkpoint + ": the vocabulary record in the metadata is malformed");
-  }
   TranslationModel m;
-  try {
-    m.src_vocab = checked_vocab(record, "src", src_vocab, checkpoint);
-    m.tgt_vocab = checked_vocab(record, "tgt", tgt_vocab, checkpoint);
-  } catch (const nlohmann::json::exception&) {  // fields of the wrong type
-    throw Error(checkpoint + ": the vocabulary record in the metadata is malformed");
-  }
+  m.src_vocab = recorded_vocab(info, "src", src_vocab, checkpoint);
+  m.tgt_vocab = recorded_vocab(info, "tgt", tgt_vocab, checkpoint);
   const models::TransformerConfig config = models::TransformerConfig::from_json(info.config_json, checkpoint);
   io::check_holds_model(file, config.weight_floats(), checkpoint);
   m.model = std::make_unique<models::EncoderDecoder>(config);

@@ -134,12 +134,12 @@ void check_copy_checkpoint(const io::Checkpoint& c, const std::string& origin) {
 CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask& o, std::ostream& out) {
   TFM_CHECK(o.seq_len >= 2 && o.batch >= 1 && o.samples >= 0, "copy task: need seq_len >= 2, batch >= 1 and samples >= 0");
   Trainer trainer(options, out);
-  if (trainer.resumed()) check_copy_checkpoint(*trainer.resumed(), options.resume);
+  if (trainer.started_from()) check_copy_checkpoint(*trainer.started_from(), trainer.started_from_path());
   const ModelSettings settings(o.config, o.model);
   models::TransformerConfig config = settings.over(default_copy_model());
-  if (trainer.resumed()) {
-    const models::TransformerConfig saved = models::TransformerConfig::from_json(trainer.resumed()->config_json, options.resume);
-    settings.check_kept(config.to_json(), saved.to_json(), options.resume);
+  if (trainer.started_from()) {
+    const models::TransformerConfig saved = models::TransformerConfig::from_json(trainer.started_from()->config_json, trainer.started_from_path());
+    settings.check_kept(config.to_json(), saved.to_json(), trainer.started_from_path());
     config = saved;
   } else {
     config.validate(settings.origin());

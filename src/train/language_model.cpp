@@ -92,7 +92,7 @@ std::string LanguageModelTraining::report() {
 tfm::TrainingResult run_language_model_training(const TrainerOptions& options, const tfm::LanguageModelTask& o, std::ostream& out) {
   TFM_CHECK(o.sample_tokens >= 0, "sample_tokens must be at least 0 (got " << o.sample_tokens << ")");
   Trainer trainer(options, out);
-  LanguageModelTraining task(o, ModelSettings(o.config, o.model), trainer.resumed(), options.resume, out);
+  LanguageModelTraining task(o, ModelSettings(o.config, o.model), trainer.started_from(), trainer.started_from_path(), out);
   return trainer.run(task);
 }
 

@@ -29,7 +29,7 @@ std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& token
     int* target = targets.data() + r * cols;
     bool any = false;
     for (int64_t i = 0; i < cols; ++i) {
-      if (tokenizer.is_special(ids[i]) && ids[i] != data::Tokenizer::kUnk) continue;  // [CLS], padding
+      if (tokenizer.is_special(ids[i]) && ids[i] != tokenizer.unk_id()) continue;  // [CLS], padding
       if (rng.uniform() >= fraction) continue;
       target[i] = ids[i];
       any = true;
@@ -88,7 +88,7 @@ MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& t
                                                        int64_t first_row) {
   std::vector<int> ids;
   for (int64_t s : starts) {
-    ids.push_back(data::Tokenizer::kBos);  // [CLS]
+    ids.push_back(tokenizer_.cls_id());
     ids.insert(ids.end(), tokens.begin() + s, tokens.begin() + s + window_);
   }
   models::Tokens x(ids, static_cast<int64_t>(starts.size()), window_ + 1);
@@ -129,7 +129,7 @@ Validation MaskedLmTraining::validate() {
 tfm::TrainingResult run_masked_lm_training(const TrainerOptions& options, const tfm::MaskedLmTask& o, std::ostream& out) {
   TFM_CHECK(o.mask_fraction > 0 && o.mask_fraction < 1, "the mask fraction must be in (0, 1)");
   Trainer trainer(options, out);
-  MaskedLmTraining task(o, ModelSettings(o.config, o.model), trainer.resumed(), options.resume, out);
+  MaskedLmTraining task(o, ModelSettings(o.config, o.model), trainer.started_from(), trainer.started_from_path(), out);
   return trainer.run(task);
 }
 

@@ -13,7 +13,7 @@ int64_t Seq2SeqBatch::target_tokens(int pad) const {
   return n;
 }
 
-Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vector<int64_t>& indices) {
+Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vector<int64_t>& indices, const models::TransformerConfig& model) {
   const int64_t n = static_cast<int64_t>(indices.size());
   int64_t src_len = 0, tgt_len = 0;
   for (int64_t i : indices) {
@@ -21,17 +21,18 @@ Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vect
     tgt_len = std::max<int64_t>(tgt_len, static_cast<int64_t>(examples[i].tgt.size()) + 1);
   }
   Seq2SeqBatch b;
-  b.src = {std::vector<int>(n * src_len, data::Vocab::kPad), n, src_len};
-  b.tgt_in = {std::vector<int>(n * tgt_len, data::Vocab::kPad), n, tgt_len};
-  b.tgt_out = {std::vector<int>(n * tgt_len, data::Vocab::kPad), n, tgt_len};
+  const int pad = model.pad_id;
+  b.src = {std::vector<int>(n * src_len, pad), n, src_len};
+  b.tgt_in = {std::vector<int>(n * tgt_len, pad), n, tgt_len};
+  b.tgt_out = {std::vector<int>(n * tgt_len, pad), n, tgt_len};
   for (int64_t r = 0; r < n; ++r) {
     const data::Example& e = examples[indices[r]];
     std::copy(e.src.begin(), e.src.end(), b.src.data() + r * src_len);
-    b.src.data()[r * src_len + static_cast<int64_t>(e.src.size())] = data::Vocab::kEos;
-    b.tgt_in.data()[r * tgt_len] = data::Vocab::kBos;
+    b.src.data()[r * src_len + static_cast<int64_t>(e.src.size())] = model.eos_id;
+    b.tgt_in.data()[r * tgt_len] = model.bos_id;
     std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_in.data() + r * tgt_len + 1);
     std::copy(e.tgt.begin(), e.tgt.end(), b.tgt_out.data() + r * tgt_len);
-    b.tgt_out.data()[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = data::Vocab::kEos;
+    b.tgt_out.data()[r * tgt_len + static_cast<int64_t>(e.tgt.size())] = model.eos_id;
   }
   return b;
 }

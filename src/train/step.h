@@ -16,9 +16,10 @@ struct Seq2SeqBatch {
   int64_t target_tokens(int pad) const;
 };
 
-// The examples at `indices`, padded: source ids + </s>; decoder input <s> + target;
-// prediction targets target + </s>.
-Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vector<int64_t>& indices);
+// The examples at `indices`, padded with the model's pad id: source ids + </s>; decoder
+// input the start symbol + target; prediction targets target + </s> (the model's symbols:
+// tfm's own, or a Hugging Face model's).
+Seq2SeqBatch collate(const std::vector<data::Example>& examples, const std::vector<int64_t>& indices, const models::TransformerConfig& model);
 
 struct StepOptions {
   float label_smoothing = 0.1f;

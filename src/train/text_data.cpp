@@ -37,7 +37,7 @@ TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, 
   }
   std::vector<int> ids = tokenizer_.encode(text);
   // A resumed run's text may hold characters its vocabulary never saw (the review's F13).
-  if (const auto unknown = std::count(ids.begin(), ids.end(), data::Tokenizer::kUnk); unknown > 0)
+  if (const auto unknown = std::count(ids.begin(), ids.end(), tokenizer_.unk_id()); unknown > 0)
     out << "warning: " << unknown << " tokens of " << s.text << " are not in the vocabulary" << (resumed ? " of " + resume_path : "")
         << "; they are read as the unknown token" << std::endl;
   if (s.valid_text.empty()) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/autograd.h"
+#include "decode/hf_checkpoint.h"
 #include "ops/elementwise.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
@@ -107,6 +108,12 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
     io::create_directories(o_.out_dir);
     lock_.emplace(o_.out_dir);
     if (o_.resume.empty()) claim_out_dir();
+  }
+  TFM_CHECK(o_.resume.empty() || o_.init_from.empty(), "--resume continues a run and --init-from starts one from weights: give one of them");
+  if (!o_.init_from.empty()) {
+    resumed_file_ = decode::read_model(o_.init_from);
+    resumed_info_ = io::checkpoint_info(resumed_file_, o_.init_from);
+    return;
   }
   if (o_.resume.empty()) return;
   resumed_file_ = io::read_safetensors(o_.resume);
@@ -396,7 +403,13 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   const nn::FlatParameters& flat = model.flatten_parameters();
   task.join(o_.comm);
   optimizer_ = std::make_unique<Adam>(optimized_parameters(model), o_.adam);
-  if (resumed_info_) {
+  if (resumed_info_ && !o_.init_from.empty()) {
+    task.check_resumable(*resumed_info_, o_.init_from);
+    io::load_parameters(model.named_parameters(), resumed_file_, o_.init_from);  // a checkpoint's optimizer moments are left
+    resumed_file_ = {}, resumed_info_.reset();  // a fresh run from here on
+    state_.dropout_rng = o_.seed * 7919 + 1;
+    out_ << "initialised from " << o_.init_from << "\n";
+  } else if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
     optimizer_->load_state(resumed_info_->optimizer, state_.step);

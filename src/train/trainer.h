@@ -113,11 +113,14 @@ class Trainer {
  public:
   // Takes the output directory for the Trainer's lifetime (one run per directory; a
   // fresh run refuses a directory that holds another run's files unless options.force)
-  // and reads options.resume (if set) so that the caller can rebuild the model from
-  // its configuration.
+  // and reads options.resume or options.init_from (if set) so that the caller can rebuild
+  // the model from its configuration.
   Trainer(TrainerOptions options, std::ostream& out);
-  // The checkpoint being resumed, if any.
-  const std::optional<io::Checkpoint>& resumed() const { return resumed_info_; }
+  // The checkpoint the run starts from, if any: the one being resumed, or the weights a
+  // fine-tuning run starts from (a Hugging Face directory read as a checkpoint); the
+  // task takes its architecture and vocabulary. started_from_path() names it.
+  const std::optional<io::Checkpoint>& started_from() const { return resumed_info_; }
+  const std::string& started_from_path() const { return o_.resume.empty() ? o_.init_from : o_.resume; }
   // For schedules that depend on the model (Noam's d_model), known once it is built.
   void set_schedule(const Schedule& s) { o_.schedule = s; }
   // Trains; result.stopped: interrupted by the stop token (the command's exit code 130).

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/batching.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "eval/metrics.h"
 #include "tensor/error.h"
@@ -17,13 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-json vocab_record(const data::Vocab& src, const data::Vocab& tgt) {
-  return {{"src", {{"path", src.path()}, {"crc32", src.checksum()}}}, {"tgt", {{"path", tgt.path()}, {"crc32", tgt.checksum()}}}};
-}
-
 class TranslationTraining : public TrainingTask {
  public:
-  TranslationTraining(const tfm::TranslationTask& o, std::ostream& out);
+  // The vocabularies are the flags' files, or those of the checkpoint the run starts from.
+  TranslationTraining(const tfm::TranslationTask& o, const std::optional<io::Checkpoint>& start, const std::string& start_path, std::ostream& out);
   // The resumed checkpoint's model (which must keep the settings given), else the one
   // the task's settings choose over the preset, completed by the vocabularies.
   void build_model(const std::optional<io::Checkpoint>& resumed, const std::string& resume_path);
@@ -34,7 +32,7 @@ class TranslationTraining : public TrainingTask {
   nn::Module& model() override { return *model_; }
   void init_parameters(Rng& rng) override { model_->init_parameters(rng); }
   io::Checkpoint describe() const override {
-    return {"encoder_decoder", model_->config().to_json(), {}, "", {{"tfm.vocab", vocab_record(src_vocab_, tgt_vocab_).dump()}}};
+    return {"encoder_decoder", model_->config().to_json(), {}, "", {{"tfm.vocab", decode::vocab_record(src_vocab_, tgt_vocab_)}}};
   }
   void check_resumable(const io::Checkpoint& saved, const std::string& origin) const override;
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
@@ -42,7 +40,7 @@ class TranslationTraining : public TrainingTask {
     return static_cast<int64_t>(batches_.size());
   }
   BatchLoss batch_loss(int64_t index) override {
-    const Seq2SeqBatch batch = collate(train_.examples, batches_[static_cast<size_t>(index)]);
+    const Seq2SeqBatch batch = collate(train_.examples, batches_[static_cast<size_t>(index)], model_->config());
     const dist::Range mine = take_share(batch.src.rows());
     if (mine.size() == 0) return {};
     const Seq2SeqBatch b = rows_of(batch, mine);
@@ -61,9 +59,12 @@ class TranslationTraining : public TrainingTask {
   std::unique_ptr<models::EncoderDecoder> model_;
 };
 
-TranslationTraining::TranslationTraining(const tfm::TranslationTask& o, std::ostream& out) : o_(o), out_(out) {
-  src_vocab_ = data::Vocab::load(o_.src_vocab);
-  tgt_vocab_ = data::Vocab::load(o_.tgt_vocab);
+TranslationTraining::TranslationTraining(const tfm::TranslationTask& o, const std::optional<io::Checkpoint>& start,
+                                         const std::string& start_path, std::ostream& out)
+    : o_(o), out_(out) {
+  const bool recorded = start && (o_.src_vocab.empty() || o_.tgt_vocab.empty());
+  src_vocab_ = recorded ? decode::recorded_vocab(*start, "src", o_.src_vocab, start_path) : data::Vocab::load(o_.src_vocab);
+  tgt_vocab_ = recorded ? decode::recorded_vocab(*start, "tgt", o_.tgt_vocab, start_path) : data::Vocab::load(o_.tgt_vocab);
   data::ParallelCorpus train = data::read_parallel(o_.train_src, o_.train_tgt);
   train_ = data::encode_corpus(train, src_vocab_, tgt_vocab_, o_.max_sentence_tokens);
   out_ << "training data: " << train_.examples.size() << " pairs (" << train.empty_skipped << " with an empty side and "
@@ -134,7 +135,7 @@ Validation TranslationTraining::validate() {
   const std::vector<std::vector<int64_t>> batches = data::make_batches(valid_.examples, o_.max_tokens, 0);
   const dist::Range my_batches = share(static_cast<int64_t>(batches.size()));
   for (int64_t i = my_batches.begin; i < my_batches.end; ++i) {
-    const Seq2SeqBatch b = collate(valid_.examples, batches[static_cast<size_t>(i)]);
+    const Seq2SeqBatch b = collate(valid_.examples, batches[static_cast<size_t>(i)], model_->config());
     const int64_t n = b.target_tokens(model_->config().pad_id);
     nll += seq2seq_loss(*model_, b, 0.0f).item() * static_cast<double>(n);
     tokens += static_cast<double>(n);
@@ -142,7 +143,7 @@ Validation TranslationTraining::validate() {
   const std::vector<double> sums = dist::sum_over(comm_, {nll, tokens});
   const double loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   decode::SearchOptions greedy;
-  greedy.beam = 1;
+  greedy.beam = 1, greedy.bos = model_->config().bos_id, greedy.eos = model_->config().eos_id;
   // A diverged model (kept by --skip-nonfinite) has no scores to search by: it scores 0 rather than stopping the run.
   const dist::Range mine = share(static_cast<int64_t>(valid_sources_.size()));
   std::vector<std::string> hyps(static_cast<size_t>(mine.size()));
@@ -158,17 +159,17 @@ Validation TranslationTraining::validate() {
 }  // namespace
 
 tfm::TrainingResult run_translation_training(const TrainerOptions& options, const tfm::TranslationTask& o, std::ostream& out) {
-  TFM_CHECK(!o.train_src.empty() && !o.train_tgt.empty() && !o.valid_src.empty() && !o.valid_tgt.empty() && !o.src_vocab.empty() &&
-                !o.tgt_vocab.empty(),
+  TFM_CHECK(!o.train_src.empty() && !o.train_tgt.empty() && !o.valid_src.empty() && !o.valid_tgt.empty() &&
+                ((!o.src_vocab.empty() && !o.tgt_vocab.empty()) || !options.init_from.empty() || !options.resume.empty()),
             "translation training needs train_src, train_tgt, valid_src, valid_tgt, src_vocab and tgt_vocab "
-            "(--train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab, --tgt-vocab)");
+            "(--train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab, --tgt-vocab; the vocabularies may come from --init-from)");
   TFM_CHECK(o.max_tokens >= 1 && o.max_sentence_tokens >= 1 && o.valid_sentences >= 0 && o.label_smoothing >= 0 && o.label_smoothing < 1,
             "translation training needs max_tokens and max_sentence_tokens of at least 1, valid_sentences of at least 0 and "
             "label_smoothing in [0, 1)");
   Trainer trainer(options, out);
-  if (trainer.resumed()) io::check_model_kind(trainer.resumed()->model_kind, {"encoder_decoder"}, options.resume, "a translation one");
-  TranslationTraining task(o, out);
-  task.build_model(trainer.resumed(), options.resume);
+  if (trainer.started_from()) io::check_model_kind(trainer.started_from()->model_kind, {"encoder_decoder"}, trainer.started_from_path(), "a translation one");
+  TranslationTraining task(o, trainer.started_from(), trainer.started_from_path(), out);
+  task.build_model(trainer.started_from(), trainer.started_from_path());
   Schedule schedule = options.schedule;
   schedule.d_model = task.d_model();
   trainer.set_schedule(schedule);

@@ -139,7 +139,7 @@ class VitTraining : public TrainingTask {
 tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& o, std::ostream& out) {
   TFM_CHECK(o.batch >= 1, "batch must be at least 1");
   Trainer trainer(options, out);
-  VitTraining task(o, trainer.resumed(), options.resume, out);
+  VitTraining task(o, trainer.started_from(), trainer.started_from_path(), out);
   return trainer.run(task);
 }
 
