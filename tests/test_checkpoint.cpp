@@ -119,10 +119,10 @@ TEST_F(CheckpointTest, MissingUnknownAndMisshapenParametersAreNamed) {
 }
 
 TEST_F(CheckpointTest, WrongDtypeAndNonFiniteValuesAreRejected) {
-  const std::string header = R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})";
+  const std::string header = R"({"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})";
   uint64_t n = header.size();
-  write_bytes(std::string(reinterpret_cast<char*>(&n), 8) + header + std::string(4, '\0'));
-  EXPECT_NE(load_error().find("dtype \"F16\""), std::string::npos) << load_error();
+  write_bytes(std::string(reinterpret_cast<char*>(&n), 8) + header + std::string(16, '\0'));
+  EXPECT_NE(load_error().find("dtype \"F64\""), std::string::npos) << load_error();
 
   // A NaN written by another tool (tfm refuses to write one).
   const std::string nan_header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";

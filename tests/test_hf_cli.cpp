@@ -2,7 +2,9 @@
 // them: `--model DIR` gives what transformers gave (the texts of the fixtures' README).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -128,6 +130,82 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
     const auto [first, last] = first_and_last_losses(tmp.path(name + "/metrics.jsonl"));
     EXPECT_LT(last, first) << name;
   }
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// The tensors of two files, name by name, bit for bit; returns how many were compared.
+int expect_same_tensors(const io::NamedTensors& a, const io::NamedTensors& b, const std::string& what) {
+  std::map<std::string, Tensor> by_name(b.begin(), b.end());
+  int compared = 0;
+  for (const auto& [name, t] : a) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) continue;
+    EXPECT_EQ(t.shape(), it->second.shape()) << what << ": " << name;
+    EXPECT_EQ(t.to_vector(), it->second.to_vector()) << what << ": " << name;
+    ++compared;
+  }
+  return compared;
+}
+
+// export --hf of each fixture writes Hugging Face's own tensors back, and reads back as
+// the same model.
+TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
+  testing::TempDir tmp;
+  for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
+    const std::string dir = testing::hf_fixture_path(fixture), out = tmp.path(fixture);
+    const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
+    ASSERT_EQ(r.code, 0) << r.output;
+    const io::NamedTensors original = io::read_safetensors(dir + "/model.safetensors").tensors;
+    const io::NamedTensors exported = io::read_safetensors(out + "/model.safetensors").tensors;
+    EXPECT_GE(expect_same_tensors(original, exported, fixture), static_cast<int>(original.size()) - 2) << fixture;  // tied copies aside
+    const testing::CliResult again = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
+    EXPECT_NE(again.code, 0);
+    EXPECT_NE(again.output.find("exists and is not an empty directory"), std::string::npos) << again.output;
+  }
+  const auto config_line = [](const std::string& dir) {
+    const std::string out = run_tfm("info --model " + dir + " 2>&1").output;
+    return out.substr(out.find("config:"), out.find('\n', out.find("config:")) - out.find("config:"));
+  };
+  EXPECT_EQ(config_line(tmp.path("gpt2_tiny")), config_line(testing::hf_fixture_path("gpt2_tiny")));
+}
+
+// A language model trained by tfm (characters) goes out and comes back the same: the
+// same weights, the same generated text.
+TEST(HfCli, ATfmTrainedModelExportsAndReadsBack) {
+  testing::TempDir tmp;
+  testing::write_file(tmp.path("text.txt"), std::string(2000, 'a') + "the quick brown fox jumps over the lazy dog\n");
+  ASSERT_EQ(run_tfm("lm train --text " + tmp.path("text.txt") + " --steps 3 --validate-every 0 --layers 1 --d-model 16 --heads 2 --out " +
+                    tmp.path("lm") + " 2>&1")
+                .code,
+            0);
+  const std::string model = tmp.path("lm/last.safetensors"), hf = tmp.path("lm_hf");
+  const testing::CliResult r = run_tfm("export --model " + model + " --hf " + hf + " 2>&1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string generate = " --prompt the --temperature 0 --max-new-tokens 30 2>&1";
+  EXPECT_EQ(run_tfm("generate --model " + hf + generate).output, run_tfm("generate --model " + model + generate).output);
+  const testing::CliResult c = run_tfm("convert --model " + hf + " -o " + tmp.path("back.safetensors") + " 2>&1");
+  ASSERT_EQ(c.code, 0) << c.output;
+  io::NamedTensors params;
+  for (auto& [name, t] : io::read_safetensors(model).tensors)
+    if (name.rfind("optimizer.", 0) != 0) params.emplace_back(name, t);
+  EXPECT_EQ(expect_same_tensors(params, io::read_safetensors(tmp.path("back.safetensors")).tensors, "lm"), static_cast<int>(params.size()));
+}
+
+TEST(HfCli, SettingsHuggingFaceCannotExpressAreRefusedByName) {
+  testing::TempDir tmp;
+  const int trained = run_tfm("train --steps 2 --out " + tmp.path("copy") + " 2>&1").code;
+  ASSERT_TRUE(trained == 0 || trained == 3) << trained;  // 3: not every sample copied yet
+  const testing::CliResult r = run_tfm("export --model " + tmp.path("copy/last.safetensors") + " --hf " + tmp.path("copy_hf") + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("positions \"interleaved\" (tfm's sinusoids; Marian's put the sines first) cannot be written as a Hugging Face marian model"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(tmp.path("copy_hf/model.safetensors")));
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "decode/beam_search.h"
 #include "hf/directory.h"
@@ -193,6 +195,70 @@ TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
     const auto batch = decode::beam_search(model, f.tokens("batch.input_ids"), o);  // right-padded with the pad id
     for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(batch[r][0].tokens, generated(f.ref("batch" + which), r, c.eos_id)) << "batch row " << r << which;
   }
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// A safetensors file of one tensor of `dtype` holding `bits` (16-bit patterns).
+std::string half_file(const std::string& dtype, const std::vector<uint16_t>& bits) {
+  const std::string header = R"({"w":{"dtype":")" + dtype + R"(","shape":[)" + std::to_string(bits.size()) + R"(],"data_offsets":[0,)" +
+                             std::to_string(2 * bits.size()) + "]}}";
+  const uint64_t n = header.size();
+  return std::string(reinterpret_cast<const char*>(&n), 8) + header + std::string(reinterpret_cast<const char*>(bits.data()), 2 * bits.size());
+}
+
+TEST(HfModels, F16AndBf16WeightsWidenExactly) {
+  // f16: 1, -2.5, 65504 (the largest), 2^-24 (the smallest subnormal), -0
+  const Tensor f16 = io::to_f32(io::parse_safetensors(half_file("F16", {0x3c00, 0xc100, 0x7bff, 0x0001, 0x8000}), "f16").tensors[0].second);
+  EXPECT_EQ(f16.to_vector(), (std::vector<float>{1.0f, -2.5f, 65504.0f, std::ldexp(1.0f, -24), -0.0f}));
+  // bf16: f32's upper 16 bits: 1, -2.5, 3.140625
+  const Tensor bf16 = io::to_f32(io::parse_safetensors(half_file("BF16", {0x3f80, 0xc020, 0x4049}), "bf16").tensors[0].second);
+  EXPECT_EQ(bf16.to_vector(), (std::vector<float>{1.0f, -2.5f, 3.140625f}));
+  EXPECT_THROW_MESSAGE(io::parse_safetensors(half_file("F16", {0x7c00}), "inf"), "contains a non-finite value");
+}
+
+// A sharded checkpoint (model.safetensors.index.json) reads as the single file does.
+TEST(HfModels, ShardedWeightsReadAsOneFile) {
+  const std::string src = testing::hf_fixture_path("gpt2_tiny");
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("gpt2_sharded");
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"config.json", "vocab.json", "merges.txt", "tokenizer_config.json"})
+    std::filesystem::copy_file(src + "/" + f, dir + "/" + f);
+  const io::NamedTensors all = io::read_safetensors(src + "/model.safetensors").tensors;
+  const size_t half = all.size() / 2;
+  io::write_safetensors(dir + "/model-00001-of-00002.safetensors", io::NamedTensors(all.begin(), all.begin() + half), {});
+  io::write_safetensors(dir + "/model-00002-of-00002.safetensors", io::NamedTensors(all.begin() + half, all.end()), {});
+  nlohmann::json map;
+  for (size_t i = 0; i < all.size(); ++i) map[all[i].first] = i < half ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  testing::write_file(dir + "/model.safetensors.index.json", nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump());
+  const io::SafeTensors sharded = hf::convert(hf::open(dir)), whole = hf::convert(hf::open(src));
+  ASSERT_EQ(sharded.tensors.size(), whole.tensors.size());
+  for (size_t i = 0; i < whole.tensors.size(); ++i) {
+    EXPECT_EQ(sharded.tensors[i].first, whole.tensors[i].first);
+    EXPECT_EQ(sharded.tensors[i].second.to_vector(), whole.tensors[i].second.to_vector()) << whole.tensors[i].first;
+  }
+}
+
+TEST(HfModels, MissingAndMisshapenTensorsAreOneLine) {
+  const std::string src = testing::hf_fixture_path("gpt2_tiny");
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("gpt2_broken");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(src + "/config.json", dir + "/config.json");
+  io::NamedTensors all = io::read_safetensors(src + "/model.safetensors").tensors;
+  all.erase(all.begin());  // one tensor fewer
+  io::write_safetensors(dir + "/model.safetensors", all, {});
+  EXPECT_THROW_MESSAGE(hf::convert(hf::open(dir)), ": missing tensor '");
+  all = io::read_safetensors(src + "/model.safetensors").tensors;
+  for (auto& [name, t] : all)
+    if (name == "transformer.wpe.weight") t = Tensor::zeros({3, 32});
+  io::write_safetensors(dir + "/model.safetensors", all, {});
+  EXPECT_THROW_MESSAGE(hf::convert(hf::open(dir)), "tensor 'transformer.wpe.weight' has shape [3, 32], which does not fit config.json");
 }
 
 }  // namespace

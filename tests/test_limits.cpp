@@ -66,7 +66,7 @@ TEST(Limits, SafetensorsRefusesAZeroSizeTensorWithOverflowingStrides) {
 
 TEST(Limits, SafetensorsMessagesQuoteTheDtypeAndExplainTheHeaderLength) {
   const std::string spaced = safetensors_with_header(R"({"t":{"dtype":"F32 ","shape":[1],"data_offsets":[0,4]}})") + std::string(4, '\0');
-  EXPECT_EQ(error_of([&] { io::parse_safetensors(spaced, "st"); }), "st: tensor 't' has dtype \"F32 \"; tfm reads \"F32\" tensors");
+  EXPECT_EQ(error_of([&] { io::parse_safetensors(spaced, "st"); }), "st: tensor 't' has dtype \"F32 \"; tfm reads F32, F16, BF16, I64, I32, I8, U8 and BOOL");
   std::string short_file(8, '\0');
   short_file[0] = 16;
   short_file += "0123456789abcde";  // 23 bytes

@@ -19,6 +19,7 @@ void add_translate_command(CLI::App& app, int& exit_code);
 void add_score_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_convert_command(CLI::App& app, int& exit_code);
+void add_export_command(CLI::App& app, int& exit_code);
 void add_attention_command(CLI::App& app, int& exit_code);
 void add_plot_command(CLI::App& app, int& exit_code);
 void add_lm_command(CLI::App& app, int& exit_code);

@@ -88,6 +88,7 @@ int run(int argc, char** argv) {
   tfm::cli::add_score_command(app, exit_code);
   tfm::cli::add_info_command(app, exit_code);
   tfm::cli::add_convert_command(app, exit_code);
+  tfm::cli::add_export_command(app, exit_code);
   tfm::cli::add_attention_command(app, exit_code);
   tfm::cli::add_plot_command(app, exit_code);
   tfm::cli::add_lm_command(app, exit_code);

@@ -45,6 +45,11 @@ Tokenizer Tokenizer::hugging_face(const std::string& type, const std::string& di
   return t;
 }
 
+const std::string& Tokenizer::sentencepiece_path() const {
+  TFM_CHECK(spm_, "the tokenizer is not SentencePiece");
+  return spm_->path();
+}
+
 std::string Tokenizer::describe() const {
   if (hf_) return hf_type_ == "byte_bpe" ? "byte-level BPE" : "WordPiece";
   return spm_ ? "SentencePiece" : "characters";

@@ -49,6 +49,7 @@ class Tokenizer {
   int line_break_id() const;  // '\n' (characters), kEos (SentencePiece) or the start of a text (Hugging Face)
   bool is_special(int id) const;
   bool is_characters() const { return !spm_ && !hf_; }
+  const std::string& sentencepiece_path() const;  // a SentencePiece tokenizer's model file
   // "characters", "SentencePiece", or the Hugging Face tokenizer's type.
   std::string describe() const;
 

@@ -38,6 +38,10 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     const std::string vocab_json = d.file("vocab.json");
     meta["tfm.vocab"] =
         vocab_record(data::Vocab::load_mapped(d.file("source.spm"), vocab_json), data::Vocab::load_mapped(d.file("target.spm"), vocab_json));
+  } else if ((kind == "gpt" || kind == "bert") && d.has(kTfmTokenizer)) {  // written by tfm export --hf
+    nlohmann::json record = d.json_file(kTfmTokenizer);
+    if (record.value("type", "") == "sentencepiece") record["path"] = d.file(kTfmTokenizerModel);
+    meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" || kind == "bert") {
     meta["tfm.tokenizer"] = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir).record();
   } else {

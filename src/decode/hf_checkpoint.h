@@ -11,6 +11,11 @@
 
 namespace tfm::decode {
 
+// Where a directory tfm exported keeps a tokenizer Hugging Face's GPT-2 and BERT cannot
+// express (tfm's characters or SentencePiece): its record, and the SentencePiece model.
+inline constexpr const char* kTfmTokenizer = "tfm_tokenizer.json";
+inline constexpr const char* kTfmTokenizerModel = "tfm_tokenizer.model";
+
 // `path` is a directory (a Hugging Face model), not a checkpoint file.
 bool is_hf_directory(const std::string& path);
 

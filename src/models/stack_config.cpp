@@ -96,9 +96,10 @@ void StackConfig::validate(const std::string& origin) const {
 // [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
 // for gpt). The bounds validate() checks first keep every product far inside int64.
 int64_t StackConfig::weight_floats() const {
-  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + 2 * d_model;
+  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0);
   if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
-  return stack + (vocab + max_len + type_vocab + 2 * d_model + 7) * d_model + vocab;
+  const int64_t heads = pooler ? d_model * d_model + 3 * d_model + 2 : 0;  // BERT's pooler and next-sentence head
+  return stack + (vocab + max_len + type_vocab + d_model + 5) * d_model + vocab + heads;
 }
 
 }  // namespace tfm::models

@@ -1,0 +1,84 @@
+#include "decode/hf_export.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/tokenizer.h"
+#include "decode/hf_checkpoint.h"
+#include "decode/translation_model.h"
+#include "hf/export.h"
+#include "io/checkpoint.h"
+#include "io/output_file.h"
+#include "tensor/error.h"
+
+namespace tfm::decode {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+void copy_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  TFM_CHECK(in, from << ": cannot read");
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  io::write_file_atomic(to, bytes.str());
+}
+
+// Marian's tokenizer files: the two SentencePiece models and the vocab.json they share.
+void write_marian_tokenizer(const io::Checkpoint& info, const std::string& checkpoint, const std::string& dir) {
+  const data::Vocab src = recorded_vocab(info, "src", "", checkpoint), tgt = recorded_vocab(info, "tgt", "", checkpoint);
+  copy_file(src.path(), dir + "/source.spm");
+  copy_file(tgt.path(), dir + "/target.spm");
+  if (!src.mapping_path().empty()) return copy_file(src.mapping_path(), dir + "/vocab.json");
+  json vocab = json::object();  // tfm's ids are the SentencePiece model's
+  for (int id = 0; id < src.size(); ++id) vocab[src.piece(id)] = id;
+  io::write_file_atomic(dir + "/vocab.json", vocab.dump(2));
+}
+
+// A Hugging Face tokenizer's files as they are; tfm's own as tfm_tokenizer.json.
+void write_stack_tokenizer(const io::Checkpoint& info, const std::string& checkpoint, const std::string& dir) {
+  TFM_CHECK(info.metadata.count("tfm.tokenizer"), checkpoint << ": records no tokenizer");
+  json record = json::parse(info.metadata.at("tfm.tokenizer"));
+  const std::string type = record.value("type", "");
+  if (type == "byte_bpe" || type == "wordpiece") {
+    const std::string from = record.at("path").get<std::string>();
+    for (const char* f : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
+      if (fs::exists(from + "/" + f)) copy_file(from + "/" + f, dir + "/" + f);
+    return;
+  }
+  if (type == "sentencepiece") {  // the model travels with the directory, named relative to it
+    const data::Tokenizer t = data::Tokenizer::from_record(record.dump(), checkpoint);
+    copy_file(t.sentencepiece_path(), dir + "/" + kTfmTokenizerModel);
+    record["path"] = kTfmTokenizerModel;
+  }
+  io::write_file_atomic(dir + "/" + kTfmTokenizer, record.dump(2));
+}
+
+std::vector<std::string> class_names(const io::Checkpoint& info) {
+  auto it = info.metadata.find("tfm.classes");
+  return it == info.metadata.end() ? std::vector<std::string>{} : json::parse(it->second).get<std::vector<std::string>>();
+}
+
+}  // namespace
+
+void export_hf(const std::string& checkpoint, const std::string& dir) {
+  TFM_CHECK(!fs::exists(dir) || (fs::is_directory(dir) && fs::is_empty(dir)),
+            dir << ": exists and is not an empty directory; tfm export --hf writes a new one (nothing is overwritten)");
+  const io::SafeTensors file = read_model(checkpoint);
+  const io::Checkpoint info = io::checkpoint_info(file, checkpoint);
+  io::NamedTensors params;
+  for (const auto& [name, t] : file.tensors)
+    if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);
+  const hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, class_names(info), checkpoint);
+  io::create_directories(dir);
+  for (const auto& [name, j] : e.json_files) io::write_file_atomic(dir + "/" + name, j.dump(2) + "\n");
+  io::write_safetensors(dir + "/model.safetensors", e.tensors, {{"format", "pt"}});  // transformers wants the format named
+  if (info.model_kind == "encoder_decoder") write_marian_tokenizer(info, checkpoint, dir);
+  else if (info.model_kind != "vit") write_stack_tokenizer(info, checkpoint, dir);
+}
+
+}  // namespace tfm::decode

@@ -1,0 +1,119 @@
+#include "hf/export.h"
+
+#include "hf/families.h"
+#include "models/config.h"
+#include "models/stack_config.h"
+
+namespace tfm::hf {
+
+namespace {
+
+using nlohmann::json;
+
+void refuse_unless(bool ok, const std::string& origin, const std::string& setting, const std::string& family) {
+  TFM_CHECK(ok, origin << ": " << setting << " cannot be written as a Hugging Face " << family << " model");
+}
+
+// Hugging Face's name of a tfm activation.
+std::string activation_name(nn::Activation a) {
+  switch (a) {
+    case nn::Activation::GELUTanh: return "gelu_new";
+    case nn::Activation::SiLU: return "swish";
+    default: return nn::to_string(a);  // relu, gelu
+  }
+}
+
+Exported marian(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
+  refuse_unless(c.positions == "split", origin, "positions \"interleaved\" (tfm's sinusoids; Marian's put the sines first)", "marian");
+  refuse_unless(!c.norm_first, origin, "norm_first true (pre-norm; Marian is post-norm)", "marian");
+  refuse_unless(!c.final_norm, origin, "final_norm true (a LayerNorm after each stack, which Marian lacks)", "marian");
+  refuse_unless(c.share_embeddings, origin, "share_embeddings false", "marian");
+  refuse_unless(c.norm_eps == 1e-5f, origin, "norm_eps " + std::to_string(c.norm_eps) + " (Marian's LayerNorms use 1e-5)", "marian");
+  Exported e;
+  e.json_files["config.json"] = {{"model_type", "marian"}, {"architectures", {"MarianMTModel"}}, {"vocab_size", c.src_vocab},
+                                 {"decoder_vocab_size", c.tgt_vocab}, {"d_model", c.d_model}, {"encoder_layers", c.encoder_layers},
+                                 {"decoder_layers", c.decoder_layers}, {"encoder_attention_heads", c.heads}, {"decoder_attention_heads", c.heads},
+                                 {"encoder_ffn_dim", c.d_ff}, {"decoder_ffn_dim", c.d_ff}, {"activation_function", activation_name(c.activation)},
+                                 {"max_position_embeddings", c.max_len}, {"scale_embedding", true}, {"share_encoder_decoder_embeddings", true},
+                                 {"static_position_embeddings", true}, {"normalize_before", false}, {"dropout", c.dropout},
+                                 {"is_encoder_decoder", true}, {"pad_token_id", c.pad_id}, {"eos_token_id", c.eos_id},
+                                 {"decoder_start_token_id", c.bos_id}};
+  json generation = {{"decoder_start_token_id", c.bos_id}, {"eos_token_id", c.eos_id}, {"pad_token_id", c.pad_id},
+                     {"bad_words_ids", {{c.pad_id}}}, {"renormalize_logits", c.renormalize}, {"num_beams", 4}};
+  if (c.forced_eos) generation["forced_eos_token_id"] = c.eos_id;
+  if (c.max_length > 0) generation["max_length"] = c.max_length;
+  e.json_files["generation_config.json"] = generation;
+  e.tensors = to_hf(params, marian_rules(c), origin);
+  return e;
+}
+
+Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, const std::string& origin) {
+  refuse_unless(c.learned_positions, origin, "learned_positions false (tfm's sinusoid positions)", "gpt2");
+  refuse_unless(c.norm_first && c.final_norm, origin, "norm_first false or final_norm false (GPT-2 is pre-norm with ln_f)", "gpt2");
+  Exported e;
+  e.json_files["config.json"] = {{"model_type", "gpt2"}, {"architectures", {"GPT2LMHeadModel"}}, {"vocab_size", c.vocab},
+                                 {"n_positions", c.max_len}, {"n_embd", c.d_model}, {"n_head", c.heads}, {"n_inner", c.d_ff},
+                                 {"n_layer", c.layers}, {"activation_function", activation_name(c.activation)},
+                                 {"layer_norm_epsilon", c.norm_eps}, {"resid_pdrop", c.dropout}, {"embd_pdrop", c.dropout},
+                                 {"attn_pdrop", c.dropout}, {"tie_word_embeddings", true}};
+  e.tensors = to_hf(params, gpt2_rules(c, "transformer."), origin);
+  return e;
+}
+
+Exported bert(models::StackConfig c, io::NamedTensors params, const std::string& origin) {
+  refuse_unless(!c.norm_first && !c.final_norm, origin, "norm_first true or final_norm true (tfm's pre-norm; BERT is post-norm without a final LayerNorm)",
+                "bert");
+  refuse_unless(c.norm_eps == 1e-12f, origin, "norm_eps " + std::to_string(c.norm_eps) + " (BERT's LayerNorms all use one epsilon, 1e-12 in tfm's)",
+                "bert");
+  if (c.type_vocab == 0) {  // BERT always adds a token-type row: zeros add nothing
+    c.type_vocab = 2;
+    params.emplace_back("type_embed.weight", Tensor::zeros({2, c.d_model}));
+  }
+  Exported e;
+  e.json_files["config.json"] = {{"model_type", "bert"}, {"architectures", {c.pooler ? "BertForPreTraining" : "BertForMaskedLM"}},
+                                 {"vocab_size", c.vocab}, {"max_position_embeddings", c.max_len}, {"hidden_size", c.d_model},
+                                 {"num_attention_heads", c.heads}, {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.layers},
+                                 {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", c.norm_eps}, {"type_vocab_size", c.type_vocab},
+                                 {"hidden_dropout_prob", c.dropout}, {"attention_probs_dropout_prob", c.dropout}, {"pad_token_id", 0},
+                                 {"position_embedding_type", "absolute"}};
+  e.tensors = to_hf(params, bert_rules(c, "bert."), origin);
+  return e;
+}
+
+Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const std::vector<std::string>& classes, const std::string& origin) {
+  refuse_unless(c.norm_first && c.final_norm, origin, "norm_first false or final_norm false (ViT is pre-norm with a final LayerNorm)", "vit");
+  json id2label = json::object(), label2id = json::object();
+  for (int64_t i = 0; i < c.classes; ++i) {
+    const std::string name = i < static_cast<int64_t>(classes.size()) ? classes[static_cast<size_t>(i)] : "LABEL_" + std::to_string(i);
+    id2label[std::to_string(i)] = name, label2id[name] = i;
+  }
+  Exported e;
+  e.json_files["config.json"] = {{"model_type", "vit"}, {"architectures", {"ViTForImageClassification"}}, {"image_size", c.image_size},
+                                 {"patch_size", c.patch}, {"num_channels", c.channels}, {"hidden_size", c.d_model},
+                                 {"num_attention_heads", c.heads}, {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.layers},
+                                 {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", c.norm_eps}, {"qkv_bias", true},
+                                 {"hidden_dropout_prob", c.dropout}, {"attention_probs_dropout_prob", c.dropout}, {"id2label", id2label},
+                                 {"label2id", label2id}};
+  // tfm's pixels: x / 127.5 - 1, which is ViTImageProcessor's rescale by 1/255 then (x - 0.5) / 0.5
+  const json half(std::vector<double>(static_cast<size_t>(c.channels), 0.5));
+  e.json_files["preprocessor_config.json"] = {{"image_processor_type", "ViTImageProcessor"}, {"do_resize", true},
+                                              {"size", {{"height", c.image_size}, {"width", c.image_size}}}, {"resample", 2},
+                                              {"do_rescale", true}, {"rescale_factor", 1.0 / 255.0}, {"do_normalize", true},
+                                              {"image_mean", half}, {"image_std", half}};
+  e.tensors = to_hf(params, vit_rules(c), origin);
+  return e;
+}
+
+}  // namespace
+
+Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
+                      const std::vector<std::string>& classes, const std::string& origin) {
+  if (kind == "encoder_decoder") return marian(models::TransformerConfig::from_json(config_json, origin), parameters, origin);
+  TFM_CHECK(kind == "gpt" || kind == "bert" || kind == "vit", origin << ": a " << kind << " model has no Hugging Face form in tfm");
+  const models::StackConfig c = models::StackConfig::from_json(config_json, origin, kind);
+  if (kind == "gpt") return gpt2(c, parameters, origin);
+  if (kind == "bert") return bert(c, std::move(parameters), origin);
+  return vit(c, parameters, classes, origin);
+}
+
+}  // namespace tfm::hf

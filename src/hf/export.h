@@ -1,0 +1,25 @@
+#pragma once
+// A tfm model as a Hugging Face model: config.json (and generation_config.json or
+// preprocessor_config.json) and the tensors under Hugging Face's names, the rules of
+// hf/families run backwards, so that hf::convert reads them back bit for bit. A setting
+// the family's Hugging Face class cannot express is refused with its name (tfm's
+// interleaved sinusoids, a final LayerNorm Marian lacks, a pre-norm BERT, ...).
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+
+namespace tfm::hf {
+
+struct Exported {
+  std::map<std::string, nlohmann::json> json_files;  // config.json and the family's other settings files
+  io::NamedTensors tensors;                          // model.safetensors
+};
+
+// `kind` and `config_json` as a checkpoint records them; `classes`: a ViT's labels.
+Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
+                      const std::vector<std::string>& classes, const std::string& origin);
+
+}  // namespace tfm::hf
