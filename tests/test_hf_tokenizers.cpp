@@ -335,6 +335,16 @@ TEST_F(HfTokenizerMarian, UnknownPiecesAreUnkAndDecodingDropsThem) {
   EXPECT_EQ(source.decode(ids), "Ein  Mann");
 }
 
+// A source piece the target model lacks (the model may generate any id of the shared
+// vocabulary) is left as it is by SentencePiece, and its "▁" becomes a space, as
+// MarianTokenizer's convert_tokens_to_string does.
+TEST_F(HfTokenizerMarian, SourcePiecesInATargetTextDecodeWithSpaces) {
+  const std::vector<int> ids = source.encode("Kinder Kinder");
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(target.piece(ids[0]), "\u2581Kinder");
+  EXPECT_EQ(target.decode(ids), "Kinder Kinder");
+}
+
 TEST_F(HfTokenizerMarian, ChecksumsTellTheSidesApart) {
   EXPECT_NE(source.checksum(), target.checksum());
   EXPECT_EQ(source.checksum(), side("source.spm").checksum());

@@ -50,8 +50,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->callback([o, models, cmd, &exit_code] {
     for (const std::string& m : *models) {
       const size_t eq = m.find('=');
-      // NAME=PATH, unless the whole is a file or the '=' belongs to a folder's name (a '/' before it).
-      const bool named = eq != std::string::npos && eq > 0 && m.find('/') > eq && !std::filesystem::is_regular_file(m);
+      // NAME=PATH, unless the whole is a file (or a Hugging Face directory) or the '=' belongs to a folder's name (a '/' before it).
+      const bool named = eq != std::string::npos && eq > 0 && m.find('/') > eq && !std::filesystem::exists(m);
       o->models.push_back(named ? serve::ModelSpec{m.substr(0, eq), m.substr(eq + 1)} : serve::ModelSpec{"", m});
     }
     TFM_CHECK(!cmd->count("--api-key") || !o->api_key.empty(), "--api-key is empty: give a key, or leave the flag out");

@@ -97,8 +97,9 @@ std::vector<int> Vocab::encode_mapped(const std::string& text) const {
 }
 
 // MarianTokenizer.decode(ids, skip_special_tokens=True): the pieces of the other ids
-// decoded by the model (one it lacks reads " ⁇ ", as there), stripped of whitespace at
-// both ends, then HF's clean-up of spaces before punctuation.
+// decoded by the model (SentencePiece leaves a piece it lacks as it is, a source-side
+// piece in a target text, say, and HF then turns its "▁" into a space), stripped of
+// whitespace at both ends, then HF's clean-up of spaces before punctuation.
 std::string Vocab::decode_mapped(const std::vector<int>& ids) const {
   std::vector<std::string> pieces;
   for (int id : ids)
@@ -106,6 +107,8 @@ std::string Vocab::decode_mapped(const std::vector<int>& ids) const {
   std::string text;
   auto status = sp_->Decode(pieces, &text);
   TFM_CHECK(status.ok(), "cannot detokenize: " << status.ToString());
+  static const std::string kUnderline = "\u2581";
+  for (size_t at = text.find(kUnderline); at != std::string::npos; at = text.find(kUnderline, at + 1)) text.replace(at, kUnderline.size(), " ");
   return clean_up_tokenization(std::string(strip_space(text)));
 }
 
