@@ -1,0 +1,58 @@
+#include "data/image.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "data/image_codecs.h"
+#include "io/input_file.h"
+#include "tensor/error.h"
+
+namespace tfm::data {
+
+void check_dimensions(int64_t width, int64_t height, const std::string& origin) {
+  TFM_CHECK(width > 0 && height > 0, origin << ": the image has no pixels (" << width << "x" << height << ")");
+  TFM_CHECK(width * height <= kMaxImagePixels, origin << ": the image is " << width << "x" << height << " pixels, more than the "
+                                                      << kMaxImagePixels << " tfm reads");
+}
+
+Image decode_image(std::string_view bytes, const std::string& origin) {
+  if (bytes.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) return decode_png(bytes, origin);
+  if (bytes.substr(0, 3) == std::string_view("\xff\xd8\xff", 3)) return decode_jpeg(bytes, origin);
+  throw Error(origin + ": neither PNG nor JPEG (by its first bytes)");
+}
+
+Image read_image(const std::string& path) {
+  io::check_input_file(path, int64_t{1} << 28, "image");
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  TFM_CHECK(!in.bad(), path << ": cannot read the image");
+  return decode_image(bytes, path);
+}
+
+Image with_channels(const Image& image, int64_t channels) {
+  TFM_CHECK(channels == 1 || channels == 3, "images have 1 or 3 channels, not " << channels);
+  if (image.channels == channels) return image;
+  Image out{image.height, image.width, channels, std::vector<uint8_t>(static_cast<size_t>(image.height * image.width * channels))};
+  const int64_t count = image.height * image.width;
+  const uint8_t* in = image.pixels.data();
+  uint8_t* o = out.pixels.data();
+  for (int64_t p = 0; p < count; ++p) {
+    if (channels == 3) {
+      o[3 * p] = o[3 * p + 1] = o[3 * p + 2] = in[p];
+    } else {  // Pillow's fixed-point luma, rounded: the weights sum to 2^16
+      const uint32_t luma = 19595u * in[3 * p] + 38470u * in[3 * p + 1] + 7471u * in[3 * p + 2] + 0x8000u;
+      o[p] = static_cast<uint8_t>(luma >> 16);
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> channel_major(const Image& image) {
+  const int64_t plane = image.height * image.width, C = image.channels;
+  std::vector<uint8_t> out(image.pixels.size());
+  for (int64_t p = 0; p < plane; ++p)
+    for (int64_t c = 0; c < C; ++c) out[static_cast<size_t>(c * plane + p)] = image.pixels[static_cast<size_t>(p * C + c)];
+  return out;
+}
+
+}  // namespace tfm::data
