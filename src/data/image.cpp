@@ -29,22 +29,31 @@ Image read_image(const std::string& path) {
   return decode_image(bytes, path);
 }
 
+namespace {
+
+// Pillow's convert("RGB") of a grey image: the value in every channel.
+Image grey_to_rgb(const Image& grey) {
+  Image out{grey.height, grey.width, 3, {}};
+  out.pixels.reserve(grey.pixels.size() * 3);
+  for (uint8_t v : grey.pixels) out.pixels.insert(out.pixels.end(), {v, v, v});
+  return out;
+}
+
+// Pillow's convert("L"): ITU-R 601-2 luma in 16-bit fixed point, rounded (the weights sum to 2^16).
+Image rgb_to_grey(const Image& rgb) {
+  Image out{rgb.height, rgb.width, 1, {}};
+  out.pixels.reserve(rgb.pixels.size() / 3);
+  for (size_t p = 0; p < rgb.pixels.size(); p += 3)
+    out.pixels.push_back(static_cast<uint8_t>((19595u * rgb.pixels[p] + 38470u * rgb.pixels[p + 1] + 7471u * rgb.pixels[p + 2] + 0x8000u) >> 16));
+  return out;
+}
+
+}  // namespace
+
 Image with_channels(const Image& image, int64_t channels) {
   TFM_CHECK(channels == 1 || channels == 3, "images have 1 or 3 channels, not " << channels);
   if (image.channels == channels) return image;
-  Image out{image.height, image.width, channels, std::vector<uint8_t>(static_cast<size_t>(image.height * image.width * channels))};
-  const int64_t count = image.height * image.width;
-  const uint8_t* in = image.pixels.data();
-  uint8_t* o = out.pixels.data();
-  for (int64_t p = 0; p < count; ++p) {
-    if (channels == 3) {
-      o[3 * p] = o[3 * p + 1] = o[3 * p + 2] = in[p];
-    } else {  // Pillow's fixed-point luma, rounded: the weights sum to 2^16
-      const uint32_t luma = 19595u * in[3 * p] + 38470u * in[3 * p + 1] + 7471u * in[3 * p + 2] + 0x8000u;
-      o[p] = static_cast<uint8_t>(luma >> 16);
-    }
-  }
-  return out;
+  return channels == 3 ? grey_to_rgb(image) : rgb_to_grey(image);
 }
 
 std::vector<uint8_t> channel_major(const Image& image) {

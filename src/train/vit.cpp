@@ -106,9 +106,11 @@ VitData idx_data(const tfm::VitTask& o, const models::StackConfig& config) {
   return {slice(all, 0, kept), slice(all, kept, o.valid_images), o.data_dir};
 }
 
+using Folders = std::pair<data::ImageFolder, data::ImageFolder>;  // training and validation images
+
 // An image folder's training and validation images: DIR/train and DIR/val where both
 // exist, else DIR with `valid_fraction` of each class held out.
-std::pair<data::ImageFolder, data::ImageFolder> split_folder(const tfm::VitTask& o) {
+Folders split_folder(const tfm::VitTask& o) {
   const fs::path train = fs::path(o.data_dir) / "train", val = fs::path(o.data_dir) / "val";
   if (!fs::is_directory(train) || !fs::is_directory(val)) return data::hold_out(data::scan_image_folder(o.data_dir), o.valid_fraction);
   data::ImageFolder t = data::scan_image_folder(train.string());
@@ -133,8 +135,6 @@ std::string classes_named(const std::vector<std::string>& names) {
   for (const std::string& n : names) s += (&n == &names.front() ? "" : ", ") + n;
   return s;
 }
-
-using Folders = std::pair<data::ImageFolder, data::ImageFolder>;  // training and validation images
 
 // An image folder's images, or none for MNIST-style files; a directory that is neither is refused.
 std::optional<Folders> image_folders(const tfm::VitTask& o) {
