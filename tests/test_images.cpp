@@ -194,7 +194,7 @@ TEST(ImageProcessor, ReproducesTheFixturesPixelValues) {
   const data::ImageProcessor p = data::ImageProcessor::read(testing::hf_fixture_path("vit_tiny/preprocessor_config.json"));
   EXPECT_EQ(p.height, 32);
   EXPECT_EQ(p.resample, data::Resample::Bilinear);
-  const Reference& want = read_reference(testing::hf_fixture_path("vit_tiny/reference.safetensors")).at("pixel_values");  // [2, 3, 32, 32]
+  const Reference want = read_reference(testing::hf_fixture_path("vit_tiny/reference.safetensors")).at("pixel_values");  // [2, 3, 32, 32]
   double worst = 0;
   for (int i = 0; i < 2; ++i) {
     const std::vector<float> got = p.preprocess(data::read_image(testing::hf_fixture_path("vit_tiny/image" + std::to_string(i) + ".png")));
