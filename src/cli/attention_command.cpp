@@ -30,6 +30,7 @@ struct Options {
 void run_vit(const Options& o, const CLI::App& cmd) {
   TFM_CHECK(!o.translation_flags, "--src, --tgt, --kind and --head are for translation models; a ViT's heatmap takes --image, --layer and --data");
   const LoadedVit vit = load_vit(o.model);
+  TFM_CHECK(vit.class_names.empty(), o.model << ": a ViT trained on an image folder; --image draws the MNIST-style test images of --data");
   models::ViT* model = vit.model.get();
   use_for_inference(*model, cmd);
   const models::StackConfig& c = model->config();

@@ -48,17 +48,19 @@ std::string evaluation_report(const training::Evaluation& e, const LoadedVit& vi
   return report;
 }
 
-// The images `vit` is evaluated on: the test split of MNIST-style files, or every image of
-// a folder whose class folders are among the model's classes.
+// The images `vit` is evaluated on: every image of a folder whose class folders are among
+// the model's classes, for a model trained on a folder; else the test split of MNIST-style files.
 data::ImageSet test_images(const LoadedVit& vit, const std::string& data_dir) {
   const models::StackConfig& c = vit.model->config();
-  if (data::holds_idx_files(data_dir) || vit.class_names.empty()) {
-    const data::ImageSet test = data::read_image_split(data_dir, /*train=*/false, c.classes);
-    TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size,
-              data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << c.image_size);
-    return test;
+  if (!vit.class_names.empty()) {
+    TFM_CHECK(!data::holds_idx_files(data_dir), data_dir << ": MNIST-style files, but the model was trained on an image folder "
+                                                             "(evaluate it on one: --data DIR/<class>/<image>.png|jpg|jpeg)");
+    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.class_names, "the model"), c.channels, c.image_size);
   }
-  return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.class_names, "the model"), c.channels, c.image_size);
+  const data::ImageSet test = data::read_image_split(data_dir, /*train=*/false, c.classes);
+  TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size,
+            data_dir << ": images are " << test.rows << "x" << test.cols << ", the model expects " << c.image_size);
+  return test;
 }
 
 struct EvalOptions {
