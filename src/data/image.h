@@ -1,10 +1,12 @@
 #pragma once
 // Image files: PNG and JPEG decoded to 8-bit pixels with 1 (grey) or 3 (RGB) channels,
 // as Pillow's Image.open(f).convert("L" or "RGB") gives them: alpha dropped (not
-// composited), palettes looked up, 16-bit samples cut to their high byte, interlaced
-// PNGs and progressive JPEGs assembled. CMYK JPEGs are refused. Every error is one
-// line naming the file (or `origin`), and a file whose header claims more than
-// kMaxImagePixels is refused before anything is allocated for it.
+// composited), palettes looked up, grey of 1, 2 or 4 bits stretched to 0..255, interlaced
+// PNGs and progressive JPEGs assembled, 16-bit samples cut to their high byte (Pillow's
+// way for colour; its 16-bit grey mode it clips to 255 instead, which tfm does not
+// follow). CMYK JPEGs are refused. Every error is one line naming the file (or `origin`),
+// and a file whose header claims more than kMaxImagePixels is refused before anything is
+// allocated for it.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -15,18 +15,21 @@ namespace tfm::data {
 
 namespace {
 
-struct PngSource {
-  std::string_view bytes;
-  size_t offset = 0;
-  char message[256] = "";  // libpng's error
-};
+constexpr size_t kMessageSize = 256;
 
+// libpng's error, copied into the buffer its error pointer names.
 void on_error(png_structp png, png_const_charp message) {
-  std::snprintf(static_cast<PngSource*>(png_get_error_ptr(png))->message, sizeof(PngSource::message), "%s", message);
+  std::snprintf(static_cast<char*>(png_get_error_ptr(png)), kMessageSize, "%s", message);
   png_longjmp(png, 1);
 }
 
 void on_warning(png_structp, png_const_charp) {}  // what libpng goes on after (a bad ancillary chunk), so do we
+
+struct PngSource {
+  std::string_view bytes;
+  size_t offset = 0;
+  char message[kMessageSize] = "";  // libpng's error
+};
 
 void on_read(png_structp png, png_bytep out, size_t n) {
   PngSource& s = *static_cast<PngSource*>(png_get_io_ptr(png));
@@ -68,7 +71,7 @@ bool read_rows(png_structp png, png_bytepp rows) {
 struct PngReader {
   png_structp png;
   png_infop info = nullptr;
-  explicit PngReader(PngSource& source) : png(png_create_read_struct(PNG_LIBPNG_VER_STRING, &source, on_error, on_warning)) {
+  explicit PngReader(PngSource& source) : png(png_create_read_struct(PNG_LIBPNG_VER_STRING, source.message, on_error, on_warning)) {
     TFM_CHECK(png, "libpng cannot start (out of memory)");
     info = png_create_info_struct(png);
     png_set_read_fn(png, &source, on_read);
@@ -113,13 +116,13 @@ bool write_png(png_structp png, png_infop info, const Image& image) {
 std::string encode_png(const Image& image) {
   TFM_CHECK(image.channels == 1 || image.channels == 3, "a PNG is written from 1 or 3 channels, not " << image.channels);
   std::string bytes;
-  PngSource errors;  // only its message
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &errors, on_error, on_warning);
+  char message[kMessageSize] = "";
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, message, on_error, on_warning);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   png_set_write_fn(png, &bytes, on_write, nullptr);
   const bool ok = info && write_png(png, info, image);
   png_destroy_write_struct(&png, &info);
-  TFM_CHECK(ok, "cannot encode a PNG (" << errors.message << ")");
+  TFM_CHECK(ok, "cannot encode a PNG (" << message << ")");
   return bytes;
 }
 
