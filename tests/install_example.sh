@@ -37,7 +37,7 @@ if [[ $needed != *libdnnl* || $needed == *sentencepiece_train* || $needed == *je
 fi
 # It exports the public API's functions and no other function of tfm's.
 internal=$(nm -DC --defined-only "$library" | grep -E ' [TW] tfm::' |
-           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::((read|write)_checkpoint|checkpoint_family)\(' |
+           grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::((read|write)_checkpoint|checkpoint_family|read_image|decode_image)\(' |
            grep -vE ' T tfm::(train\(|(Translation|Copy|LanguageModel|Vit|MaskedLm)Task::training_defaults\(\))' || true)
 if [[ -n $internal ]]; then
   echo "libtfm.so exports internal functions:"$'\n'"$internal"

@@ -8,7 +8,8 @@
 #   tests/readme_commands.sh [BUILD_DIR]      (default: build)
 #
 # Lines of scripts/ and bench/ (building, testing, fuzzing, benchmarks) are not run
-# here: scripts/test.sh is the test command itself.
+# here: scripts/test.sh is the test command itself. The one exception makes data:
+# scripts/idx_to_folder.py (an image folder), run first with few images.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
@@ -17,6 +18,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/checkout"
 ln -s "$build" "$work/checkout/build"
+ln -s "$root/scripts" "$work/checkout/scripts"
 ln -s "$shared" "$work/shared"
 cd "$work/checkout"
 
@@ -26,6 +28,7 @@ tiny_model="--layers 1 --d-model 32 --heads 2 --d-ff 64"
 substitute() {
   sed -E \
     -e 's/--size 8000/--size 400/' \
+    -e 's/(scripts\/idx_to_folder\.py .*)$/\1 --limit 300/' \
     -e 's/--max-minutes [0-9]+/--max-minutes 5 --steps 2 --valid-sentences 5/' \
     -e 's/--validate-every [0-9]+/--validate-every 2/' \
     -e 's/--max-new-tokens [0-9]+/--max-new-tokens 20/' \
@@ -63,12 +66,13 @@ commands() {
     sed -E 's/ +# .*$//'
 }
 
-mapfile -t all < <(commands | grep -E '(^D=|build/tfm)' | sed -E 's/^scripts\/build\.sh && //' | substitute)
+mapfile -t all < <(commands | grep -E '(^D=|build/tfm|scripts/idx_to_folder\.py)' | sed -E 's/^scripts\/build\.sh && //' | substitute)
+sets_up() { [[ "$1" == D=* || "$1" == *scripts/idx_to_folder.py* ]]; }
 makes_model() { [[ "$1" =~ build/tfm\ (vocab|train|lm\ train|vit\ train|bert\ train)( |$) ]]; }
 ordered=()
-for c in "${all[@]}"; do [[ "$c" == D=* ]] && ordered+=("$c"); done
-for c in "${all[@]}"; do [[ "$c" != D=* ]] && makes_model "$c" && ordered+=("$c"); done
-for c in "${all[@]}"; do [[ "$c" != D=* ]] && ! makes_model "$c" && ordered+=("$c"); done
+for c in "${all[@]}"; do sets_up "$c" && ordered+=("$c"); done
+for c in "${all[@]}"; do ! sets_up "$c" && makes_model "$c" && ordered+=("$c"); done
+for c in "${all[@]}"; do ! sets_up "$c" && ! makes_model "$c" && ordered+=("$c"); done
 
 # The copy task's exit status 3 says that not every sample was copied: the README's
 # run copies them all, one of 20 steps does not.

@@ -4,6 +4,7 @@
 //   tfm::Classifier classifier("runs/vit/best.safetensors");
 //   tfm::Classification c = classifier.classify(pixels, 2);  // two 28x28 grey images, u8
 //   // c.labels[i]: the most likely class; c.probabilities: [count, classes]
+//   c = classifier.classify(classifier.pixels_of(tfm::read_image("shoe.png")), 1);  // an image file
 //
 // Safe to call from many threads at once.
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "tfm/attention.h"
+#include "tfm/images.h"
 #include "tfm/model_options.h"
 
 #include "tfm/export.h"
@@ -37,10 +39,18 @@ class TFM_API Classifier {
   // Every layer's and head's attention for one image (channels() x image_size() x
   // image_size() pixels): queries and keys are [CLS], then the patches row by row.
   AttentionWeights attention(const std::vector<uint8_t>& pixels) const;
+  // `image` as the model takes it (channels() x image_size() x image_size(), channel-major),
+  // prepared as its training images were: converted to its channels (Pillow's convert) and,
+  // for a model trained on an image folder, resized (Pillow's bilinear filter). A model
+  // trained on MNIST-style files, which were never resized, takes only images of its size.
+  std::vector<uint8_t> pixels_of(const Image& image) const;
   int64_t image_size() const;
   int64_t patch_size() const;
   int64_t channels() const;
   int64_t classes() const;
+  // The class names of a model trained on an image folder, in label order; empty for one
+  // trained on MNIST-style files, whose classes are numbers.
+  const std::vector<std::string>& class_names() const;
 
  private:
   struct Impl;

@@ -137,13 +137,20 @@ struct LanguageModelTask {
 // Fashion-MNIST from the Debian package dataset-fashion-mnist.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// A Vision Transformer on an MNIST-style image set (`tfm vit train`). Model: patch 7
-// (16 patches + [CLS]), 6 layers, 128 dims, 4 heads, feed-forward 256.
+// A Vision Transformer (`tfm vit train`) on an MNIST-style image set or a folder of
+// images. Model: 28 x 28 pixels, patch 7 (16 patches + [CLS]), 6 layers, 128 dims, 4 heads,
+// feed-forward 256; grey for MNIST-style files, RGB for a folder unless `model` says
+// "channels": 1; a folder's class count.
 struct VitTask {
-  std::string data_dir = kFashionMnistDir;  // idx files: train- and t10k-images/labels
+  // MNIST-style idx files ({train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]), or a folder
+  // of PNG and JPEG images as torchvision's ImageFolder: DIR/<class>/<image>, or
+  // DIR/train/<class>/... and DIR/val/<class>/... Any size: resized to the model's
+  // (Pillow's bilinear filter); the checkpoint records the class names.
+  std::string data_dir = kFashionMnistDir;
   std::string config, model;
   int64_t batch = 128;
-  int64_t valid_images = 5000;  // the last training images, held out
+  int64_t valid_images = 5000;  // MNIST-style files: the last training images, held out
+  double valid_fraction = 0.1;  // a folder without train/ and val/: this part of each class held out (evenly spaced)
   bool flip = true;             // training images mirrored left-right at random
   // AdamW 1e-3, weight decay 0.05, 300 warm-up steps, cosine decay over 16 epochs, runs/vit.
   TFM_API static TrainingOptions training_defaults();

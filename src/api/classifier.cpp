@@ -4,15 +4,20 @@
 #include <algorithm>
 
 #include "autograd/autograd.h"
+#include "data/image_processor.h"
 #include "models/vit.h"
 #include "ops/convert.h"
 #include "ops/softmax.h"
 #include "tensor/error.h"
+#include "train/vit.h"
 
 namespace tfm {
 
 struct Classifier::Impl : api::FamilyModel<models::ViT> {
-  Impl(const std::string& path, const ModelOptions& o) : FamilyModel(path, "vit", "a ViT from `tfm vit train`", "", o.precision) {}
+  std::vector<std::string> class_names;
+  Impl(const std::string& path, const ModelOptions& o)
+      : FamilyModel(path, "vit", "a ViT from `tfm vit train`", "", o.precision),
+        class_names(training::recorded_classes(checkpoint.file.metadata, model.config().classes, path)) {}
 };
 
 Classifier::Classifier(const std::string& checkpoint, const ModelOptions& options)
@@ -24,6 +29,19 @@ int64_t Classifier::image_size() const { return impl_->model.config().image_size
 int64_t Classifier::patch_size() const { return impl_->model.config().patch; }
 int64_t Classifier::channels() const { return impl_->model.config().channels; }
 int64_t Classifier::classes() const { return impl_->model.config().classes; }
+const std::vector<std::string>& Classifier::class_names() const { return impl_->class_names; }
+
+std::vector<uint8_t> Classifier::pixels_of(const Image& image) const {
+  TFM_CHECK((image.channels == 1 || image.channels == 3) && image.height >= 1 && image.width >= 1 &&
+                static_cast<int64_t>(image.pixels.size()) == image.height * image.width * image.channels,
+            "an image of " << image.height << "x" << image.width << " pixels, " << image.channels << " channels, holds "
+                           << image.pixels.size() << " bytes");
+  const int64_t S = image_size();
+  const bool resizes = !impl_->class_names.empty();  // trained on an image folder
+  TFM_CHECK(resizes || (image.height == S && image.width == S),
+            "the model takes " << S << "x" << S << " images; this one is " << image.width << "x" << image.height << " (resize it first)");
+  return data::vit_pixels({image.height, image.width, image.channels, image.pixels}, channels(), S);
+}
 
 Classification Classifier::classify(const std::vector<uint8_t>& pixels, int64_t count) const {
   const int64_t C = channels(), S = image_size(), K = classes();

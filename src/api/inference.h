@@ -34,7 +34,7 @@ struct FamilyModel {
               Args&&... args)
       : checkpoint(decode::open_family_checkpoint(path, kind, made_by, vocab)), model(checkpoint.config, std::forward<Args>(args)...) {
     ready_for_inference(model, checkpoint.file, path, precision);
-    checkpoint.file = {};
+    checkpoint.file.tensors = {};  // the weights are the model's now; the metadata stays for the class
   }
 };
 

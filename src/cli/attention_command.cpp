@@ -7,6 +7,7 @@
 #include "autograd/autograd.h"
 #include "cli/commands.h"
 #include "cli/validators.h"
+#include "data/idx.h"
 #include "data/text.h"
 #include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
@@ -29,7 +30,9 @@ struct Options {
 // Where [CLS] attends in test image `o.image`, averaged over heads.
 void run_vit(const Options& o, const CLI::App& cmd) {
   TFM_CHECK(!o.translation_flags, "--src, --tgt, --kind and --head are for translation models; a ViT's heatmap takes --image, --layer and --data");
-  std::unique_ptr<models::ViT> model = load_vit(o.model);
+  const LoadedVit vit = load_vit(o.model);
+  TFM_CHECK(vit.class_names.empty(), o.model << ": a ViT trained on an image folder; --image draws the MNIST-style test images of --data");
+  models::ViT* model = vit.model.get();
   use_for_inference(*model, cmd);
   const models::StackConfig& c = model->config();
   const data::ImageSet test = data::read_image_split(o.data_dir, /*train=*/false, c.classes);
@@ -44,8 +47,8 @@ void run_vit(const Options& o, const CLI::App& cmd) {
     logits = ops::contiguous(model->forward(training::image_batch(test, {o.image}), &maps));
   }
   const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
-  const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], c.classes, o.data_dir),
-                    guess = class_name(predicted, c.classes, o.data_dir);
+  const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], vit.class_names, c.classes, o.data_dir),
+                    guess = class_name(predicted, vit.class_names, c.classes, o.data_dir);
   const Tensor attention = models::cls_attention(maps.self[static_cast<size_t>(layer)]);  // [1, patches]
   const std::vector<uint8_t> pixels(test.pixels.begin() + o.image * test.rows * test.cols,
                                     test.pixels.begin() + (o.image + 1) * test.rows * test.cols);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/vit.h"
 #include "nn/module.h"
@@ -47,11 +48,16 @@ ops::Precision precision_flag(const CLI::App& cmd);
 // converted copies made once, not per product).
 void use_for_inference(nn::Module& model, const CLI::App& cmd);
 
-// A label's class name: Fashion-MNIST's names for a 10-class set in a directory named
-// "fashion...", else the number.
-std::string class_name(int64_t label, int64_t classes, const std::string& data_dir);
+// A ViT checkpoint from `tfm vit train`, loaded and in eval mode, with the class names of
+// the image folder it was trained on (empty: MNIST-style files, numbered classes).
+struct LoadedVit {
+  std::unique_ptr<models::ViT> model;
+  std::vector<std::string> class_names;
+};
+LoadedVit load_vit(const std::string& path);
 
-// A ViT checkpoint from `tfm vit train`, loaded and in eval mode.
-std::unique_ptr<models::ViT> load_vit(const std::string& path);
+// A label's class name: its name in `names` (a model's); without names (of `classes`),
+// Fashion-MNIST's names for a 10-class set in a directory named "fashion...", else the number.
+std::string class_name(int64_t label, const std::vector<std::string>& names, int64_t classes, const std::string& data_dir);
 
 }  // namespace tfm::cli

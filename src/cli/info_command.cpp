@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "models/config.h"
 #include "models/stack_config.h"
+#include "train/vit.h"
 
 namespace tfm::cli {
 
@@ -67,6 +68,7 @@ void add_info_command(CLI::App& app, int&) {
               << "\n";
     if (info.metadata.count("tfm.vocab")) std::cout << "vocabularies: " << info.metadata.at("tfm.vocab") << "\n";
     if (info.metadata.count("tfm.tokenizer")) std::cout << "tokenizer: " << tokenizer_summary(info.metadata.at("tfm.tokenizer")) << "\n";
+    if (info.metadata.count(training::kImageFolderKey)) std::cout << "image folder: " << info.metadata.at(training::kImageFolderKey) << "\n";
     std::cout << "training state: " << (info.train_state.empty() ? "none" : info.train_state) << "\n";
   });
 }

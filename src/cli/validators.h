@@ -87,6 +87,12 @@ CLI::Validator finite_number() {
   return detail::satisfies<T>([](T) { return true; }, "a finite number");
 }
 
+// Either of two values: a ViT's channels, 1 (grey) or 3 (RGB).
+template <typename T>
+CLI::Validator either(T a, T b) {
+  return detail::satisfies<T>([a, b](T v) { return v == a || v == b; }, detail::number(a) + " or " + detail::number(b));
+}
+
 // Flags that conflict: a usage error (exit status 2) like CLI11's own, thrown from a command's callback.
 inline void require_usage(bool ok, const std::string& message) {
   if (!ok) throw CLI::ValidationError(message);

@@ -41,7 +41,14 @@ ImageSet read_image_set(const std::string& images_path, const std::string& label
             images_path << " holds " << images.shape[0] << " images but " << labels_path << " " << labels.shape[0] << " labels");
   for (size_t i = 0; i < labels.values.size(); ++i)
     TFM_CHECK(labels.values[i] < classes, labels_path << ": label " << int(labels.values[i]) << " of item " << i << " is not below " << classes);
-  return {images.shape[0], images.shape[1], images.shape[2], std::move(images.values), std::move(labels.values)};
+  return {images.shape[0], 1, images.shape[1], images.shape[2], std::move(images.values), {labels.values.begin(), labels.values.end()}};
+}
+
+bool holds_idx_files(const std::string& dir) {
+  for (const char* split : {"/train", "/t10k"})
+    for (const char* suffix : {"-images-idx3-ubyte", "-images-idx3-ubyte.gz"})
+      if (std::filesystem::exists(dir + split + suffix)) return true;
+  return false;
 }
 
 ImageSet read_image_split(const std::string& dir, bool train, int64_t classes) {

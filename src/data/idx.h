@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "data/image_set.h"
+
 namespace tfm::data {
 
 struct IdxArray {
@@ -17,15 +19,12 @@ struct IdxArray {
 IdxArray parse_idx(const std::string& bytes, const std::string& origin);
 IdxArray read_idx(const std::string& path);
 
-// Images [count, rows, cols] of bytes with one label each.
-struct ImageSet {
-  int64_t count = 0, rows = 0, cols = 0;
-  std::vector<uint8_t> pixels, labels;
-};
-
 // Reads an images file and its labels file; checks that they agree and that every
 // label is below `classes`.
 ImageSet read_image_set(const std::string& images_path, const std::string& labels_path, int64_t classes);
+
+// Whether `dir` holds an MNIST-style image set (train- or t10k-images-idx3-ubyte[.gz]).
+bool holds_idx_files(const std::string& dir);
 
 // The four files of an MNIST-style directory: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].
 ImageSet read_image_split(const std::string& dir, bool train, int64_t classes);

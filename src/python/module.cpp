@@ -240,7 +240,8 @@ void bind_encoder_and_classifier(py::module_& m) {
           "images"_a)
       .def_property_readonly("image_size", &tfm::Classifier::image_size)
       .def_property_readonly("channels", &tfm::Classifier::channels)
-      .def_property_readonly("classes", &tfm::Classifier::classes);
+      .def_property_readonly("classes", &tfm::Classifier::classes)
+      .def_property_readonly("class_names", &tfm::Classifier::class_names);
 }
 
 void bind_checkpoints(py::module_& m) {
@@ -378,9 +379,10 @@ void bind_training(py::module_& m) {
       .def_readwrite("data", &L::data).def_readwrite("config", &L::config).def_readwrite("model", &L::model)
       .def_readwrite("batch", &L::batch).def_readwrite("sample_tokens", &L::sample_tokens).def_static("training_defaults", &L::training_defaults);
   using V = tfm::VitTask;
-  settings_class<V>(m, "VitTask", "A Vision Transformer on an MNIST-style image set (tfm vit train)")
+  settings_class<V>(m, "VitTask", "A Vision Transformer on an MNIST-style image set or an image folder (tfm vit train)")
       .def_readwrite("data_dir", &V::data_dir).def_readwrite("config", &V::config).def_readwrite("model", &V::model)
-      .def_readwrite("batch", &V::batch).def_readwrite("valid_images", &V::valid_images).def_readwrite("flip", &V::flip)
+      .def_readwrite("batch", &V::batch).def_readwrite("valid_images", &V::valid_images)
+      .def_readwrite("valid_fraction", &V::valid_fraction).def_readwrite("flip", &V::flip)
       .def_static("training_defaults", &V::training_defaults);
   using B = tfm::MaskedLmTask;
   settings_class<B>(m, "MaskedLmTask", "A BERT-style encoder with the masked-LM objective (tfm bert train)")

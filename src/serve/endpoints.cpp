@@ -161,8 +161,7 @@ std::vector<uint8_t> image_pixels(const std::vector<std::string>& images, bool r
   std::vector<uint8_t> pixels;
   for (size_t i = 0; i < images.size(); ++i) {
     try {
-      const std::vector<uint8_t> one =
-          decode_image(raw ? images[i] : decode_base64(images[i]), m.classifier->channels(), m.classifier->image_size());
+      const std::vector<uint8_t> one = model_pixels(raw ? images[i] : decode_base64(images[i]), *m.classifier);
       pixels.insert(pixels.end(), one.begin(), one.end());
     } catch (const HttpError& e) {
       throw HttpError(400, images.size() > 1 ? "image " + std::to_string(i + 1) + ": " + e.what() : std::string(e.what()));

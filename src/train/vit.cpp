@@ -1,9 +1,15 @@
 #include "train/vit.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 #include "autograd/autograd.h"
+#include "data/idx.h"
+#include "data/image_folder.h"
 #include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
@@ -21,15 +27,28 @@ models::StackConfig default_vit() {
   return c.validated("the ViT defaults");
 }
 
+std::string image_folder_record(const std::vector<std::string>& classes) { return nlohmann::json{{"classes", classes}}.dump(); }
+
+std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin) {
+  const auto it = metadata.find(kImageFolderKey);
+  if (it == metadata.end()) return {};
+  const nlohmann::json record = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  const bool names = record.is_object() && record.contains("classes") && record["classes"].is_array() &&
+                     std::all_of(record["classes"].begin(), record["classes"].end(), [](const nlohmann::json& n) { return n.is_string(); });
+  TFM_CHECK(names && static_cast<int64_t>(record["classes"].size()) == classes,
+            origin << ": the image folder record in the metadata is malformed (expected " << classes << " class names)");
+  return record["classes"].get<std::vector<std::string>>();
+}
+
 Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indices, const std::vector<bool>& flip) {
-  const int64_t n = static_cast<int64_t>(indices.size()), R = set.rows, C = set.cols;
-  Tensor x = Tensor::empty({n, 1, R, C}, DType::u8);
+  const int64_t n = static_cast<int64_t>(indices.size()), C = set.channels, R = set.rows, W = set.cols;
+  Tensor x = Tensor::empty({n, C, R, W}, DType::u8);
   uint8_t* d = x.data_as<uint8_t>();
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* img = set.pixels.data() + indices[static_cast<size_t>(i)] * R * C;
+    const uint8_t* img = set.pixels.data() + indices[static_cast<size_t>(i)] * C * R * W;
     const bool mirror = !flip.empty() && flip[static_cast<size_t>(i)];
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t c = 0; c < C; ++c) d[(i * R + r) * C + c] = img[r * C + (mirror ? C - 1 - c : c)];
+    for (int64_t r = 0; r < C * R; ++r)  // the rows of every channel
+      for (int64_t c = 0; c < W; ++c) d[(i * C * R + r) * W + c] = img[r * W + (mirror ? W - 1 - c : c)];
   }
   return ops::from_pixels(x);
 }
@@ -60,49 +79,128 @@ Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_
 
 namespace {
 
+namespace fs = std::filesystem;
+
+// Images [first, first + count) of `set`.
+data::ImageSet slice(const data::ImageSet& set, int64_t first, int64_t count) {
+  const int64_t bytes = set.channels * set.rows * set.cols;
+  const auto pixels = set.pixels.begin() + first * bytes;
+  const auto labels = set.labels.begin() + first;
+  return {count, set.channels, set.rows, set.cols, {pixels, pixels + count * bytes}, {labels, labels + count}};
+}
+
+// The images a ViT trains and validates on, as the model takes them.
+struct VitData {
+  data::ImageSet train, valid;
+  std::string origin;  // where they come from, for the log
+};
+
+// MNIST-style files: the last `valid_images` training images held out.
+VitData idx_data(const tfm::VitTask& o, const models::StackConfig& config) {
+  data::ImageSet all = data::read_image_split(o.data_dir, /*train=*/true, config.classes);
+  TFM_CHECK(all.rows == config.image_size && all.cols == config.image_size && config.channels == 1,
+            o.data_dir << ": images are " << all.rows << "x" << all.cols << " grey, the model expects " << config.image_size << "x"
+                       << config.image_size << " with " << config.channels << " channel(s)");
+  TFM_CHECK(o.valid_images > 0 && o.valid_images < all.count, "--valid-images must be between 1 and " << all.count - 1);
+  const int64_t kept = all.count - o.valid_images;
+  return {slice(all, 0, kept), slice(all, kept, o.valid_images), o.data_dir};
+}
+
+using Folders = std::pair<data::ImageFolder, data::ImageFolder>;  // training and validation images
+
+// An image folder's training and validation images: DIR/train and DIR/val where both
+// exist, else DIR with `valid_fraction` of each class held out.
+Folders split_folder(const tfm::VitTask& o) {
+  const fs::path train = fs::path(o.data_dir) / "train", val = fs::path(o.data_dir) / "val";
+  if (!fs::is_directory(train) || !fs::is_directory(val)) return data::hold_out(data::scan_image_folder(o.data_dir), o.valid_fraction);
+  data::ImageFolder t = data::scan_image_folder(train.string());
+  return {t, data::relabelled(data::scan_image_folder(val.string()), t.classes, train.string())};
+}
+
+// The classes and channels an image folder gives the model, unless the settings give them
+// (the classes must then agree): colour, since a folder's images are PNG or JPEG photos.
+void fit_to_folder(models::StackConfig& config, const ModelSettings& settings, const data::ImageFolder& train) {
+  const int64_t classes = static_cast<int64_t>(train.classes.size());
+  TFM_CHECK(classes >= 2, train.dir << ": one class folder; a classifier needs two or more");
+  TFM_CHECK(!settings.gives("classes") || config.classes == classes,
+            train.dir << " has " << classes << " class folders, the model settings say " << config.classes << " classes");
+  config.classes = classes;
+  if (!settings.gives("channels")) config.channels = 3;
+}
+
+// "the classes cat, dog" or, for MNIST-style files, "numbered classes".
+std::string classes_named(const std::vector<std::string>& names) {
+  if (names.empty()) return "numbered classes (MNIST-style files)";
+  std::string s = "the classes ";
+  for (const std::string& n : names) s += (&n == &names.front() ? "" : ", ") + n;
+  return s;
+}
+
+// An image folder's images, or none for MNIST-style files; a directory that is neither is refused.
+std::optional<Folders> image_folders(const tfm::VitTask& o) {
+  if (data::holds_idx_files(o.data_dir)) return std::nullopt;
+  TFM_CHECK(fs::is_directory(o.data_dir), o.data_dir << ": not found (MNIST-style files {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz], "
+                                                        "which the Debian package dataset-fashion-mnist installs, or an image folder "
+                                                        "DIR/<class>/<image>.png|jpg|jpeg)");
+  return split_folder(o);
+}
+
+// A resumed run's model: the checkpoint's, which every setting given must agree with.
+models::StackConfig resumed_config(const io::Checkpoint& resumed, const ModelSettings& settings, const models::StackConfig& chosen,
+                                   const std::string& path) {
+  io::check_model_kind(resumed.model_kind, {"vit"}, path, "a vit one");
+  const models::StackConfig saved = models::StackConfig::from_json(resumed.config_json, path, "vit");
+  settings.check_kept(chosen.to_json(), saved.to_json(), path);
+  return saved;
+}
+
 class VitTraining : public TrainingTask {
  public:
   VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, std::ostream& out)
       : o_(o) {
     const ModelSettings settings(o.config, o.model);
     models::StackConfig config = settings.over(default_vit());
-    if (resumed) {
-      io::check_model_kind(resumed->model_kind, {"vit"}, resume_path, "a vit one");
-      const models::StackConfig saved = models::StackConfig::from_json(resumed->config_json, resume_path, "vit");
-      settings.check_kept(config.to_json(), saved.to_json(), resume_path);
-      config = saved;
-    } else {
-      config = config.validated(settings.origin());
+    const std::optional<Folders> folders = image_folders(o);
+    if (folders) {
+      classes_ = folders->first.classes;
+      fit_to_folder(config, settings, folders->first);
     }
-    train_set_ = data::read_image_split(o.data_dir, /*train=*/true, config.classes);
-    TFM_CHECK(train_set_.rows == config.image_size && train_set_.cols == config.image_size && config.channels == 1,
-              o.data_dir << ": images are " << train_set_.rows << "x" << train_set_.cols << " grey, the model expects "
-                         << config.image_size << "x" << config.image_size << " with " << config.channels << " channel(s)");
-    TFM_CHECK(o.valid_images > 0 && o.valid_images < train_set_.count,
-              "--valid-images must be between 1 and " << train_set_.count - 1);
-    train_count_ = train_set_.count - o.valid_images;
+    config = resumed ? resumed_config(*resumed, settings, config, resume_path) : config.validated(settings.origin());
+    data_ = folders ? folder_data(*folders, config) : idx_data(o, config);
     model_ = std::make_unique<models::ViT>(config);
-    out << "images: " << train_count_ << " for training, " << o.valid_images << " held out for validation ("
-        << train_set_.rows << "x" << train_set_.cols << ", " << count_of(config.patches(), "patch", "patches") << " of " << config.patch << "x"
-        << config.patch << ")\n";
+    out << "images: " << data_.train.count << " for training, " << data_.valid.count << " for validation from " << data_.origin << " ("
+        << config.image_size << "x" << config.image_size << (config.channels == 3 ? " RGB" : " grey") << ", "
+        << count_of(config.patches(), "patch", "patches") << " of " << config.patch << "x" << config.patch << ", "
+        << count_of(config.classes, "class", "classes") << ")\n";
   }
 
   nn::Module& model() override { return *model_; }
   void init_parameters(Rng& rng) override { model_->init_parameters(rng); }
-  io::Checkpoint describe() const override { return {"vit", model_->config().to_json(), {}, "", {}}; }
+
+  io::Checkpoint describe() const override {
+    io::Checkpoint c{"vit", model_->config().to_json(), {}, "", {}};
+    if (!classes_.empty()) c.metadata[kImageFolderKey] = image_folder_record(classes_);
+    return c;
+  }
+
+  void check_resumable(const io::Checkpoint& saved, const std::string& origin) const override {
+    const std::vector<std::string> trained_on = recorded_classes(saved.metadata, model_->config().classes, origin);
+    TFM_CHECK(trained_on == classes_, origin << ": trained on " << classes_named(trained_on) << ", not " << classes_named(classes_));
+  }
+
   std::string unit() const override { return "img"; }
 
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
     seed_ = seed, epoch_ = epoch;
-    order_.resize(static_cast<size_t>(train_count_));
+    order_.resize(static_cast<size_t>(data_.train.count));
     std::iota(order_.begin(), order_.end(), 0);
     Rng rng = substream(seed, static_cast<uint64_t>(epoch));
     for (size_t i = order_.size() - 1; i > 0; --i) std::swap(order_[i], order_[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(i) + 1))]);
-    return (train_count_ + o_.batch - 1) / o_.batch;
+    return (data_.train.count + o_.batch - 1) / o_.batch;
   }
 
   BatchLoss batch_loss(int64_t index) override {
-    const int64_t start = index * o_.batch, end = std::min(start + o_.batch, train_count_);
+    const int64_t start = index * o_.batch, end = std::min(start + o_.batch, data_.train.count);
     std::vector<bool> flips(static_cast<size_t>(end - start));  // drawn for the whole batch, whichever share this process takes
     Rng rng = substream(seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index) + 1);
     for (size_t i = 0; i < flips.size(); ++i) flips[i] = o_.flip && rng.uniform() < 0.5;
@@ -111,23 +209,33 @@ class VitTraining : public TrainingTask {
     const std::vector<int64_t> idx(order_.begin() + start + mine.begin, order_.begin() + start + mine.end);
     const std::vector<bool> flip(flips.begin() + mine.begin, flips.begin() + mine.end);
     std::vector<int> labels;
-    for (int64_t i : idx) labels.push_back(train_set_.labels[static_cast<size_t>(i)]);
-    return {ops::cross_entropy(model_->forward(image_batch(train_set_, idx, flip)), Tensor::from_values(labels), 0.0f, -1), mine.size()};
+    for (int64_t i : idx) labels.push_back(data_.train.labels[static_cast<size_t>(i)]);
+    return {ops::cross_entropy(model_->forward(image_batch(data_.train, idx, flip)), Tensor::from_values(labels), 0.0f, -1), mine.size()};
   }
 
   // Each process evaluates its share of the held-out images.
   Validation validate() override {
-    const dist::Range mine = share(o_.valid_images);
-    const Evaluation e = evaluate_images(*model_, train_set_, train_count_ + mine.begin, mine.size());
+    const dist::Range mine = share(data_.valid.count);
+    const Evaluation e = evaluate_images(*model_, data_.valid, mine.begin, mine.size());
     const std::vector<double> sums =
         dist::sum_over(comm_, {e.loss * static_cast<double>(e.images), static_cast<double>(e.correct), static_cast<double>(e.images)});
     return {{{"valid_loss", sums[0] / sums[2]}, {"accuracy", 100.0 * sums[1] / sums[2]}}, "accuracy"};
   }
 
  private:
+  // An image folder's images, decoded and resized to the model's size.
+  VitData folder_data(const Folders& folders, const models::StackConfig& config) const {
+    TFM_CHECK(config.channels == 1 || config.channels == 3, "a model of an image folder takes 1 (grey) or 3 (RGB) channels, not " << config.channels);
+    TFM_CHECK(!folders.second.files.empty(), o_.data_dir << ": no image held out for validation (each class needs at least "
+                                                         << 1.0 / o_.valid_fraction << " images at --valid-fraction " << o_.valid_fraction
+                                                         << "; or give " << o_.data_dir << "/train and " << o_.data_dir << "/val)");
+    return {data::load_images(folders.first, config.channels, config.image_size),
+            data::load_images(folders.second, config.channels, config.image_size), o_.data_dir};
+  }
+
   const tfm::VitTask& o_;
-  data::ImageSet train_set_;
-  int64_t train_count_ = 0;
+  std::vector<std::string> classes_;  // an image folder's class names; empty for MNIST-style files
+  VitData data_;
   std::vector<int64_t> order_;
   std::unique_ptr<models::ViT> model_;
   uint64_t seed_ = 0;

@@ -1,15 +1,17 @@
 #pragma once
 // Training (tfm::VitTask) and evaluating a Vision Transformer on an MNIST-style image set
-// (Fashion-MNIST from the Debian package dataset-fashion-mnist by default).
-// Pixels are scaled to [-1, 1]; the last `valid_images` training images are held
-// out for validation (accuracy picks the best checkpoint); training images are
-// flipped left-right at random. The loop is the shared Trainer's.
+// (Fashion-MNIST from the Debian package dataset-fashion-mnist by default) or a folder of
+// PNG and JPEG images (data/image_folder.h), resized to the model's size as Pillow does.
+// Pixels are scaled to [-1, 1]; held-out images validate (accuracy picks the best
+// checkpoint); training images are flipped left-right at random. The loop is the shared
+// Trainer's.
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
-#include "data/idx.h"
+#include "data/image_set.h"
 #include "models/stack_config.h"
 #include "models/vit.h"
 #include "tfm/training.h"
@@ -22,9 +24,18 @@ using tfm::kFashionMnistDir;
 // Patch 7 (16 patches + [CLS]), 6 layers, 128 dims, 4 heads, feed-forward 256.
 models::StackConfig default_vit();
 
+// What a checkpoint of a ViT trained on an image folder records: the class names in label
+// order, as {"classes": [...]} under this key. A model that records them resizes the
+// images it is given, as its training did.
+inline constexpr const char* kImageFolderKey = "tfm.image_folder";
+std::string image_folder_record(const std::vector<std::string>& classes);
+// The class names a checkpoint's metadata records (empty for a ViT trained on MNIST-style
+// files), checked to be `classes` names.
+std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin);
+
 tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& task, std::ostream& out);
 
-// Images [indices] as a batch [n, 1, rows, cols] scaled to [-1, 1], each mirrored
+// Images [indices] as a batch [n, channels, rows, cols] scaled to [-1, 1], each mirrored
 // left-right where flip[i] is set (flip may be empty).
 Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indices, const std::vector<bool>& flip = {});
 

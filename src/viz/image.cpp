@@ -1,12 +1,12 @@
 #include "viz/image.h"
 
-#include <png.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
+#include "data/image.h"
 #include "data/text.h"
 #include "io/output_file.h"
 #include "tensor/error.h"
@@ -124,25 +124,7 @@ void Image::text(int x, int y, const std::string& utf8, Color c, bool vertical) 
 }
 
 void Image::save_png(const std::string& path) const {
-  // Encoded in memory, then written as every output file is (io::OutputFile).
-  std::string bytes;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    throw Error("cannot encode PNG " + path);
-  }
-  auto append = [](png_structp p, png_bytep data, png_size_t n) {
-    static_cast<std::string*>(png_get_io_ptr(p))->append(reinterpret_cast<const char*>(data), n);
-  };
-  png_set_write_fn(png, &bytes, append, nullptr);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(width_), static_cast<png_uint_32>(height_), 8, PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int y = 0; y < height_; ++y) png_write_row(png, rgb_.data() + static_cast<size_t>(y) * width_ * 3);
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  io::write_file_atomic(path, bytes);
+  io::write_file_atomic(path, data::encode_png({height_, width_, 3, rgb_}));
 }
 
 }  // namespace tfm::viz

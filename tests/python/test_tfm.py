@@ -130,6 +130,7 @@ def test_classifier_labels_images_from_numpy():
         truth = np.frombuffer(f.read(), dtype=np.uint8, offset=8)[:50]
     assert (labels == truth).mean() > 0.5
     assert (classifier.classify(images[:, None])[0] == labels).all()  # [n, 1, 28, 28]
+    assert classifier.class_names == []  # trained on MNIST-style files: numbered classes
     with pytest.raises(ValueError, match=r"images must be \[n, 28, 28\]"):
         classifier.classify(np.zeros((2, 27, 27), dtype=np.uint8))
     with pytest.raises(ValueError, match="images must be uint8 pixels"):

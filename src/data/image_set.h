@@ -1,0 +1,15 @@
+#pragma once
+// Labelled images of one size, as a ViT trains on them: an MNIST-style set (data/idx.h)
+// or an image folder's images resized (data/image_folder.h).
+#include <cstdint>
+#include <vector>
+
+namespace tfm::data {
+
+struct ImageSet {
+  int64_t count = 0, channels = 1, rows = 0, cols = 0;
+  std::vector<uint8_t> pixels;  // [count, channels, rows, cols]
+  std::vector<int32_t> labels;  // [count]: class indices
+};
+
+}  // namespace tfm::data
