@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <numeric>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data/image.h"
 #include "io/safetensors.h"
+#include "tensor/rng.h"
 #include "support/fixture.h"
 #include "support/process.h"
 
@@ -108,6 +111,22 @@ std::pair<double, double> first_and_last_losses(const std::string& metrics) {
 
 std::string shared_data(const std::string& name) { return testing::hf_fixture_path("../../data/" + name); }
 
+// An image folder of the ViT fixture's ten classes: 10 PNGs of each (one held out), 36x40 (resized to
+// the model's 32), in a colour of its own with noise.
+void write_colour_folder(const std::string& dir, const nlohmann::json& id2label) {
+  Rng rng(7);
+  for (int k = 0; k < 10; ++k) {
+    const std::string class_dir = dir + "/" + id2label[std::to_string(k)].get<std::string>();
+    std::filesystem::create_directories(class_dir);
+    for (int i = 0; i < 10; ++i) {
+      data::Image image{36, 40, 3, std::vector<uint8_t>(36 * 40 * 3)};
+      for (size_t p = 0; p < image.pixels.size(); ++p)
+        image.pixels[p] = static_cast<uint8_t>(std::clamp(25.0 * ((k >> (p % 3)) & 3) + 60.0 * rng.uniform(), 0.0, 255.0));
+      testing::write_file(class_dir + "/" + std::to_string(i) + ".png", data::encode_png(image));
+    }
+  }
+}
+
 // Each fixture, fine-tuned for 20 steps from its Hugging Face directory, learns: the
 // last five steps' mean loss is below the first five's.
 TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
@@ -116,13 +135,17 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
   ASSERT_EQ(testing::run_command("zcat " + shared_data("multi30k/train.de.gz") + head + tmp.path("de.txt")).code, 0);
   ASSERT_EQ(testing::run_command("zcat " + shared_data("multi30k/train.en.gz") + head + tmp.path("en.txt")).code, 0);
   ASSERT_EQ(testing::run_command("head -c 40000 " + shared_data("tinyshakespeare/input.txt") + " > " + tmp.path("shk.txt")).code, 0);
+  nlohmann::json vit_config;
+  std::ifstream(testing::hf_fixture_path("vit_tiny/config.json")) >> vit_config;
+  write_colour_folder(tmp.path("images"), vit_config["id2label"]);
   const std::string common = " --steps 20 --log-every 1 --validate-every 0 --warmup 2 ";
   const std::vector<std::pair<std::string, std::string>> runs = {
       {"marian", "train --init-from " + testing::hf_fixture_path("marian_opus_mt_tiny_de_en") + " --train-src " + tmp.path("de.txt") +
                      " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " + tmp.path("en.txt") +
                      " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
       {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
-      {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"}};
+      {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"},
+      {"vit", "vit train --init-from " + testing::hf_fixture_path("vit_tiny") + " --data " + tmp.path("images") + " --batch 16 --lr 0.003"}};
   for (const auto& [name, args] : runs) {
     const testing::CliResult r = run_tfm(args + common + "--out " + tmp.path(name) + " 2>&1");
     ASSERT_EQ(r.code, 0) << name << ": " << r.output;
@@ -206,6 +229,24 @@ TEST(HfCli, SettingsHuggingFaceCannotExpressAreRefusedByName) {
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(tmp.path("copy_hf/model.safetensors")));
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// vit eval on the fixture's image files (one resized): transformers' labels, and the
+// library's probabilities are the softmax of transformers' logits.
+TEST(HfCli, VitEvalOfImageFilesGivesTransformersLabels) {
+  const std::string dir = testing::hf_fixture_path("vit_tiny");
+  const testing::CliResult r = run_tfm("vit eval --model " + dir + " -i " + dir + "/image0.png " + dir + "/image1.png 2>&1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json ref = reference("vit_tiny");
+  const std::vector<std::string> got = lines_of(r.output);
+  ASSERT_EQ(got.size(), 2u) << r.output;
+  for (size_t i = 0; i < 2; ++i) EXPECT_NE(got[i].find(": " + ref["argmax_labels"][i].get<std::string>() + " ("), std::string::npos) << got[i];
 }
 
 }  // namespace

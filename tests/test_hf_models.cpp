@@ -23,6 +23,7 @@
 #include "support/compare.h"
 #include "support/fixture.h"
 #include "support/process.h"
+#include "tfm/classifier.h"
 
 namespace tfm {
 namespace {
@@ -259,6 +260,27 @@ TEST(HfModels, MissingAndMisshapenTensorsAreOneLine) {
     if (name == "transformer.wpe.weight") t = Tensor::zeros({3, 32});
   io::write_safetensors(dir + "/model.safetensors", all, {});
   EXPECT_THROW_MESSAGE(hf::convert(hf::open(dir)), "tensor 'transformer.wpe.weight' has shape [3, 32], which does not fit config.json");
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// The library's classifier on the fixture's image files (image1 resized by Pillow's
+// filter): the softmax of transformers' logits.
+TEST(HfModels, ClassifierOfImageFilesGivesTransformersProbabilities) {
+  const std::string dir = testing::hf_fixture_path("vit_tiny");
+  const tfm::Classifier classifier(dir);
+  EXPECT_EQ(classifier.class_names().front(), "airplane");
+  const std::vector<float> logits = io::read_safetensors(dir + "/reference.safetensors").find("logits")->to_vector();  // [2, 10]
+  for (int i = 0; i < 2; ++i) {
+    const tfm::Classification c = classifier.classify(classifier.pixels_of(tfm::read_image(dir + "/image" + std::to_string(i) + ".png")), 1);
+    double sum = 0;
+    for (int k = 0; k < 10; ++k) sum += std::exp(static_cast<double>(logits[i * 10 + k]));
+    for (int k = 0; k < 10; ++k) EXPECT_NEAR(c.probabilities[k], std::exp(static_cast<double>(logits[i * 10 + k])) / sum, 1e-5) << i << " " << k;
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "tensor/tensor.h"
 #include "tfm/classifier.h"
 #include "tfm/training.h"
+#include "decode/family_checkpoint.h"
 #include "train/vit.h"
 
 namespace tfm {
@@ -150,7 +151,7 @@ TEST(VitImageFolder, LearnsColouredShapesAndNamesTheirClasses) {
       << log.str();
 
   const std::string best = dir.path("run/best.safetensors");
-  EXPECT_EQ(io::read_safetensors(best).metadata.at(training::kImageFolderKey), R"({"classes":["disc","hstripes","square","vstripes"]})");
+  EXPECT_EQ(io::read_safetensors(best).metadata.at(decode::kImageFolderKey), R"({"classes":["disc","hstripes","square","vstripes"]})");
   testing::CliResult eval = testing::run_tfm("vit eval --model " + best + " --data " + dir.path("shapes"));
   EXPECT_EQ(eval.code, 0) << eval.output;
   EXPECT_NE(eval.output.find(" 0 disc "), std::string::npos) << eval.output;

@@ -15,6 +15,8 @@
 #include "data/image.h"
 #include "data/image_processor.h"
 #include "data/resize.h"
+#include "io/safetensors.h"
+#include "ops/convert.h"
 #include "support/fixture.h"
 #include "support/images.h"
 #include "support/process.h"
@@ -26,29 +28,17 @@ using data::Image;
 using testing::error_of;
 using testing::PngSpec;
 
-// A tensor of the fixture's reference.safetensors, F32 or U8, as doubles: the U8 images
-// are beyond io::read_safetensors, which reads the F32 tensors of tfm's checkpoints.
+// A tensor of the fixture's reference.safetensors (F32 or U8) as doubles, and its shape.
 struct Reference {
   std::vector<int64_t> shape;
   std::vector<double> values;
 };
 
 std::map<std::string, Reference> read_reference(const std::string& path) {
-  const std::string bytes = testing::read_file(path);
-  uint64_t header = 0;
-  std::memcpy(&header, bytes.data(), 8);
-  const nlohmann::json h = nlohmann::json::parse(bytes.substr(8, header));
   std::map<std::string, Reference> out;
-  for (const auto& [name, t] : h.items()) {
-    if (name == "__metadata__") continue;
-    const size_t begin = 8 + header + t["data_offsets"][0].get<size_t>(), end = 8 + header + t["data_offsets"][1].get<size_t>();
-    Reference r{t["shape"].get<std::vector<int64_t>>(), {}};
-    for (size_t i = begin; i < end; i += t["dtype"] == "F32" ? 4 : 1) {
-      float f = 0;
-      if (t["dtype"] == "F32") std::memcpy(&f, bytes.data() + i, 4);
-      r.values.push_back(t["dtype"] == "F32" ? f : static_cast<unsigned char>(bytes[i]));
-    }
-    out[name] = std::move(r);
+  for (const auto& [name, t] : io::read_safetensors(path).tensors) {
+    const std::vector<float> v = ops::to(t, DType::f32).to_vector();
+    out[name] = {t.shape(), std::vector<double>(v.begin(), v.end())};
   }
   return out;
 }

@@ -1,15 +1,16 @@
 #include "tfm/classifier.h"
 
-#include "api/inference.h"
 #include <algorithm>
+
+#include "api/inference.h"
 
 #include "autograd/autograd.h"
 #include "data/image_processor.h"
+#include "decode/family_checkpoint.h"
 #include "models/vit.h"
 #include "ops/convert.h"
 #include "ops/softmax.h"
 #include "tensor/error.h"
-#include "train/vit.h"
 
 namespace tfm {
 
@@ -17,7 +18,7 @@ struct Classifier::Impl : api::FamilyModel<models::ViT> {
   std::vector<std::string> class_names;
   Impl(const std::string& path, const ModelOptions& o)
       : FamilyModel(path, "vit", "a ViT from `tfm vit train`", "", o.precision),
-        class_names(training::recorded_classes(checkpoint.file.metadata, model.config().classes, path)) {}
+        class_names(decode::recorded_classes(checkpoint.file.metadata, model.config().classes, path)) {}
 };
 
 Classifier::Classifier(const std::string& checkpoint, const ModelOptions& options)

@@ -4,11 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "decode/family_checkpoint.h"
 #include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
 #include "models/config.h"
 #include "models/stack_config.h"
-#include "train/vit.h"
 
 namespace tfm::cli {
 
@@ -68,7 +68,7 @@ void add_info_command(CLI::App& app, int&) {
               << "\n";
     if (info.metadata.count("tfm.vocab")) std::cout << "vocabularies: " << info.metadata.at("tfm.vocab") << "\n";
     if (info.metadata.count("tfm.tokenizer")) std::cout << "tokenizer: " << tokenizer_summary(info.metadata.at("tfm.tokenizer")) << "\n";
-    if (info.metadata.count(training::kImageFolderKey)) std::cout << "image folder: " << info.metadata.at(training::kImageFolderKey) << "\n";
+    if (info.metadata.count(decode::kImageFolderKey)) std::cout << "image folder: " << info.metadata.at(decode::kImageFolderKey) << "\n";
     std::cout << "training state: " << (info.train_state.empty() ? "none" : info.train_state) << "\n";
   });
 }

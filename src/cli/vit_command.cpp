@@ -127,7 +127,7 @@ std::string class_name(int64_t label, const std::vector<std::string>& names, int
 
 LoadedVit load_vit(const std::string& path) {
   decode::FamilyCheckpoint c = decode::open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
-  LoadedVit vit{std::make_unique<models::ViT>(c.config), training::recorded_classes(c.file.metadata, c.config.classes, path)};
+  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_classes(c.file.metadata, c.config.classes, path)};
   io::load_parameters(vit.model->named_parameters(), c.file, path);
   vit.model->eval();
   return vit;

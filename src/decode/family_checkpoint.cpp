@@ -1,9 +1,25 @@
 #include "decode/family_checkpoint.h"
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "decode/hf_checkpoint.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
+
+std::string image_folder_record(const std::vector<std::string>& classes) { return nlohmann::json{{"classes", classes}}.dump(); }
+
+std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin) {
+  const auto it = metadata.find(kImageFolderKey);
+  if (it == metadata.end()) return {};
+  const nlohmann::json record = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  const bool names = record.is_object() && record.contains("classes") && record["classes"].is_array() &&
+                     std::all_of(record["classes"].begin(), record["classes"].end(), [](const nlohmann::json& n) { return n.is_string(); });
+  TFM_CHECK(names && static_cast<int64_t>(record["classes"].size()) == classes,
+            origin << ": the image folder record in the metadata is malformed (expected " << classes << " class names)");
+  return record["classes"].get<std::vector<std::string>>();
+}
 
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm) {

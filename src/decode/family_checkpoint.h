@@ -2,8 +2,10 @@
 // Opening a checkpoint of one of the single-stack families (gpt, bert, vit) for a
 // program: refuses other kinds with one line, and rebuilds the configuration and,
 // for the text families, the tokenizer the model was trained with.
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "data/tokenizer.h"
 #include "io/checkpoint.h"
@@ -17,6 +19,15 @@ struct FamilyCheckpoint {
   models::StackConfig config;
   std::optional<data::Tokenizer> tokenizer;  // gpt and bert
 };
+
+// What a checkpoint of a ViT trained on an image folder records: the class names in label
+// order, as {"classes": [...]} under this key. A model that records them resizes the
+// images it is given, as its training did (a Hugging Face ViT records its labels so).
+inline constexpr const char* kImageFolderKey = "tfm.image_folder";
+std::string image_folder_record(const std::vector<std::string>& classes);
+// The class names a checkpoint's metadata records (empty for a ViT trained on MNIST-style
+// files), checked to be `classes` names.
+std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin);
 
 // `made_by` completes "is a <kind> checkpoint, not <made_by>"; `spm` overrides a
 // recorded SentencePiece path.

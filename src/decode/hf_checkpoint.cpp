@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/image_processor.h"
 #include "data/tokenizer.h"
+#include "decode/family_checkpoint.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
 #include "hf/model.h"
@@ -21,6 +23,22 @@ std::vector<std::string> class_names(const hf::Directory& d, int64_t classes) {
     names.push_back(it != labels.end() && it->is_string() ? it->get<std::string>() : "LABEL_" + std::to_string(i));
   }
   return names;
+}
+
+// tfm's ViTs take an image resized (Pillow's bilinear filter) to the model's size, as
+// pixels / 127.5 - 1: ViTImageProcessor with its defaults. Other settings are refused by name.
+void check_image_processor(const hf::Directory& d, int64_t image_size) {
+  if (!d.has("preprocessor_config.json")) return;
+  const data::ImageProcessor p = data::ImageProcessor::read(d.file("preprocessor_config.json"));
+  const auto refuse_unless = [&](bool ok, const std::string& setting) {
+    TFM_CHECK(ok, d.file("preprocessor_config.json") << ": " << setting << " is not supported (tfm's ViT takes images resized to "
+                                                      << image_size << "x" << image_size << " by Pillow's bilinear filter, as pixels / 127.5 - 1)");
+  };
+  refuse_unless(p.do_resize && p.height == image_size && p.width == image_size, "the size (or do_resize false)");
+  refuse_unless(p.resample == data::Resample::Bilinear, "resample 3 (bicubic)");
+  refuse_unless(p.do_rescale && p.rescale_factor == 1.0 / 255 && p.do_normalize, "rescaling or normalising other than ViT's");
+  for (const std::vector<float>* v : {&p.image_mean, &p.image_std})
+    for (float x : *v) refuse_unless(x == 0.5f, "image_mean or image_std other than 0.5");
 }
 
 }  // namespace
@@ -45,8 +63,9 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   } else if (kind == "gpt" || kind == "bert") {
     meta["tfm.tokenizer"] = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir).record();
   } else {
-    const int64_t classes = nlohmann::json::parse(meta.at(io::kConfigKey)).at("classes").get<int64_t>();
-    meta["tfm.classes"] = nlohmann::json(class_names(d, classes)).dump();
+    const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
+    check_image_processor(d, config.at("image_size").get<int64_t>());
+    meta[kImageFolderKey] = image_folder_record(class_names(d, config.at("classes").get<int64_t>()));  // labels; images resized
   }
   return file;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "data/tokenizer.h"
+#include "decode/family_checkpoint.h"
 #include "decode/hf_checkpoint.h"
 #include "decode/translation_model.h"
 #include "hf/export.h"
@@ -58,9 +59,10 @@ void write_stack_tokenizer(const io::Checkpoint& info, const std::string& checkp
   io::write_file_atomic(dir + "/" + kTfmTokenizer, record.dump(2));
 }
 
-std::vector<std::string> class_names(const io::Checkpoint& info) {
-  auto it = info.metadata.find("tfm.classes");
-  return it == info.metadata.end() ? std::vector<std::string>{} : json::parse(it->second).get<std::vector<std::string>>();
+std::vector<std::string> class_names(const io::Checkpoint& info, const std::string& checkpoint) {
+  if (info.model_kind != "vit") return {};
+  const int64_t classes = json::parse(info.config_json).at("classes").get<int64_t>();
+  return recorded_classes(info.metadata, classes, checkpoint);
 }
 
 }  // namespace
@@ -73,7 +75,7 @@ void export_hf(const std::string& checkpoint, const std::string& dir) {
   io::NamedTensors params;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);
-  const hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, class_names(info), checkpoint);
+  const hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, class_names(info, checkpoint), checkpoint);
   io::create_directories(dir);
   for (const auto& [name, j] : e.json_files) io::write_file_atomic(dir + "/" + name, j.dump(2) + "\n");
   io::write_safetensors(dir + "/model.safetensors", e.tensors, {{"format", "pt"}});  // transformers wants the format named

@@ -10,6 +10,7 @@
 #include "autograd/autograd.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
+#include "decode/family_checkpoint.h"
 #include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
@@ -27,18 +28,6 @@ models::StackConfig default_vit() {
   return c.validated("the ViT defaults");
 }
 
-std::string image_folder_record(const std::vector<std::string>& classes) { return nlohmann::json{{"classes", classes}}.dump(); }
-
-std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin) {
-  const auto it = metadata.find(kImageFolderKey);
-  if (it == metadata.end()) return {};
-  const nlohmann::json record = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-  const bool names = record.is_object() && record.contains("classes") && record["classes"].is_array() &&
-                     std::all_of(record["classes"].begin(), record["classes"].end(), [](const nlohmann::json& n) { return n.is_string(); });
-  TFM_CHECK(names && static_cast<int64_t>(record["classes"].size()) == classes,
-            origin << ": the image folder record in the metadata is malformed (expected " << classes << " class names)");
-  return record["classes"].get<std::vector<std::string>>();
-}
 
 Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indices, const std::vector<bool>& flip) {
   const int64_t n = static_cast<int64_t>(indices.size()), C = set.channels, R = set.rows, W = set.cols;
@@ -179,12 +168,12 @@ class VitTraining : public TrainingTask {
 
   io::Checkpoint describe() const override {
     io::Checkpoint c{"vit", model_->config().to_json(), {}, "", {}};
-    if (!classes_.empty()) c.metadata[kImageFolderKey] = image_folder_record(classes_);
+    if (!classes_.empty()) c.metadata[decode::kImageFolderKey] = decode::image_folder_record(classes_);
     return c;
   }
 
   void check_resumable(const io::Checkpoint& saved, const std::string& origin) const override {
-    const std::vector<std::string> trained_on = recorded_classes(saved.metadata, model_->config().classes, origin);
+    const std::vector<std::string> trained_on = decode::recorded_classes(saved.metadata, model_->config().classes, origin);
     TFM_CHECK(trained_on == classes_, origin << ": trained on " << classes_named(trained_on) << ", not " << classes_named(classes_));
   }
 

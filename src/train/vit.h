@@ -24,14 +24,6 @@ using tfm::kFashionMnistDir;
 // Patch 7 (16 patches + [CLS]), 6 layers, 128 dims, 4 heads, feed-forward 256.
 models::StackConfig default_vit();
 
-// What a checkpoint of a ViT trained on an image folder records: the class names in label
-// order, as {"classes": [...]} under this key. A model that records them resizes the
-// images it is given, as its training did.
-inline constexpr const char* kImageFolderKey = "tfm.image_folder";
-std::string image_folder_record(const std::vector<std::string>& classes);
-// The class names a checkpoint's metadata records (empty for a ViT trained on MNIST-style
-// files), checked to be `classes` names.
-std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin);
 
 tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& task, std::ostream& out);
 
