@@ -40,12 +40,7 @@ std::vector<TensorRule> bert_rules(const models::StackConfig& c, const std::stri
   add_weight_and_bias(r, "embed_norm", p + "embeddings.LayerNorm");
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string tfm = "encoder.layers." + std::to_string(i), hf = p + "encoder.layer." + std::to_string(i);
-    add_stacked_qkv(r, tfm + ".self_attn", hf + ".attention.self.query", hf + ".attention.self.key", hf + ".attention.self.value");
-    add_weight_and_bias(r, tfm + ".self_attn.out_proj", hf + ".attention.output.dense");
-    add_weight_and_bias(r, tfm + ".norm1", hf + ".attention.output.LayerNorm");
-    add_weight_and_bias(r, tfm + ".linear1", hf + ".intermediate.dense");
-    add_weight_and_bias(r, tfm + ".linear2", hf + ".output.dense");
-    add_weight_and_bias(r, tfm + ".norm2", hf + ".output.LayerNorm");
+    add_bert_style_layer(r, tfm, hf, ".attention.self", ".attention.output.LayerNorm", ".output.LayerNorm");  // post-norm
   }
   add_weight_and_bias(r, "mlm_dense", "cls.predictions.transform.dense");
   add_weight_and_bias(r, "mlm_norm", "cls.predictions.transform.LayerNorm");

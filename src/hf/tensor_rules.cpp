@@ -66,6 +66,16 @@ void add_stacked_qkv(std::vector<TensorRule>& rules, const std::string& tfm, con
   rules.push_back({tfm + ".in_proj_bias", {q + ".bias", k + ".bias", v + ".bias"}});
 }
 
+void add_bert_style_layer(std::vector<TensorRule>& rules, const std::string& tfm, const std::string& hf, const std::string& attention,
+                          const std::string& norm1, const std::string& norm2) {
+  add_stacked_qkv(rules, tfm + ".self_attn", hf + attention + ".query", hf + attention + ".key", hf + attention + ".value");
+  add_weight_and_bias(rules, tfm + ".self_attn.out_proj", hf + ".attention.output.dense");
+  add_weight_and_bias(rules, tfm + ".norm1", hf + norm1);
+  add_weight_and_bias(rules, tfm + ".linear1", hf + ".intermediate.dense");
+  add_weight_and_bias(rules, tfm + ".linear2", hf + ".output.dense");
+  add_weight_and_bias(rules, tfm + ".norm2", hf + norm2);
+}
+
 io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule>& rules, const io::NamedTensors& shapes,
                         bool (*ignored)(const std::string& name), const std::string& origin) {
   std::map<std::string, Tensor> by_name(hf.begin(), hf.end());

@@ -24,6 +24,12 @@ void add_weight_and_bias(std::vector<TensorRule>& rules, const std::string& tfm,
 void add_stacked_qkv(std::vector<TensorRule>& rules, const std::string& tfm, const std::string& q, const std::string& k,
                      const std::string& v);
 
+// Rules for one layer of transformers' BertLayer/ViTLayer layout under `hf`: the
+// query/key/value projections of `attention`, attention.output.dense, intermediate.dense and
+// output.dense, and the LayerNorms `norm1` (around attention) and `norm2` (feed-forward).
+void add_bert_style_layer(std::vector<TensorRule>& rules, const std::string& tfm, const std::string& hf, const std::string& attention,
+                          const std::string& norm1, const std::string& norm2);
+
 // tfm's parameters from Hugging Face's tensors (f32, f16 or bf16, widened to f32), each
 // checked against `shapes` (the tfm model's parameters: the shape config.json implies).
 // A missing tensor or a wrong shape is one error naming the Hugging Face tensor; a tensor

@@ -29,12 +29,7 @@ std::vector<TensorRule> vit_rules(const models::StackConfig& c) {
   add_weight_and_bias(r, "patch_embed", "vit.embeddings.patch_embeddings.projection");
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string tfm = "encoder.layers." + std::to_string(i), hf = "vit.encoder.layer." + std::to_string(i);
-    add_stacked_qkv(r, tfm + ".self_attn", hf + ".attention.attention.query", hf + ".attention.attention.key", hf + ".attention.attention.value");
-    add_weight_and_bias(r, tfm + ".self_attn.out_proj", hf + ".attention.output.dense");
-    add_weight_and_bias(r, tfm + ".norm1", hf + ".layernorm_before");
-    add_weight_and_bias(r, tfm + ".norm2", hf + ".layernorm_after");
-    add_weight_and_bias(r, tfm + ".linear1", hf + ".intermediate.dense");
-    add_weight_and_bias(r, tfm + ".linear2", hf + ".output.dense");
+    add_bert_style_layer(r, tfm, hf, ".attention.attention", ".layernorm_before", ".layernorm_after");  // pre-norm
   }
   add_weight_and_bias(r, "encoder.norm", "vit.layernorm");
   add_weight_and_bias(r, "head", "classifier");
