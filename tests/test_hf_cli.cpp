@@ -186,6 +186,8 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
     const io::NamedTensors original = io::read_safetensors(dir + "/model.safetensors").tensors;
     const io::NamedTensors exported = io::read_safetensors(out + "/model.safetensors").tensors;
     EXPECT_GE(expect_same_tensors(original, exported, fixture), static_cast<int>(original.size()) - 2) << fixture;  // tied copies aside
+    const testing::CliResult back = run_tfm("info --model " + out + " 2>&1");  // tfm reads what it wrote
+    EXPECT_EQ(back.code, 0) << fixture << ": " << back.output;
     const testing::CliResult again = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     EXPECT_NE(again.code, 0);
     EXPECT_NE(again.output.find("exists and is not an empty directory"), std::string::npos) << again.output;
@@ -247,6 +249,58 @@ TEST(HfCli, VitEvalOfImageFilesGivesTransformersLabels) {
   const std::vector<std::string> got = lines_of(r.output);
   ASSERT_EQ(got.size(), 2u) << r.output;
   for (size_t i = 0; i < 2; ++i) EXPECT_NE(got[i].find(": " + ref["argmax_labels"][i].get<std::string>() + " ("), std::string::npos) << got[i];
+}
+
+}  // namespace
+}  // namespace tfm
+
+namespace tfm {
+namespace {
+
+// A checkpoint converted from a relative path works from any other directory: the
+// tokenizer's files are recorded by absolute path.
+TEST(HfCli, ConvertedCheckpointsWorkFromAnotherDirectory) {
+  testing::TempDir tmp;
+  std::filesystem::create_symlink(testing::hf_fixture_path("gpt2_tiny"), tmp.path("gpt2"));
+  std::filesystem::create_symlink(testing::hf_fixture_path("marian_opus_mt_tiny_de_en"), tmp.path("marian"));
+  std::filesystem::create_directories(tmp.path("elsewhere"));
+  const std::string in_tmp = "cd " + tmp.path("") + " && ";
+  ASSERT_EQ(testing::run_command(in_tmp + TFM_BINARY " convert --model gpt2 -o gpt2.safetensors 2>&1").code, 0);
+  ASSERT_EQ(testing::run_command(in_tmp + TFM_BINARY " convert --model marian -o marian.safetensors 2>&1").code, 0);
+  const std::string in_elsewhere = "cd " + tmp.path("elsewhere") + " && ";
+  const testing::CliResult g = testing::run_command(in_elsewhere + TFM_BINARY " generate --model ../gpt2.safetensors --prompt ROMEO --temperature 0 --max-new-tokens 3 2>&1");
+  EXPECT_EQ(g.code, 0) << g.output;
+  const testing::CliResult t = testing::run_command(in_elsewhere + "echo 'Ein Mann.' | " TFM_BINARY " translate --model ../marian.safetensors 2>&1");
+  EXPECT_EQ(t.code, 0) << t.output;
+  const testing::CliResult again = run_tfm("convert --model " + tmp.path("gpt2") + " -o " + tmp.path("gpt2.safetensors") + " 2>&1");
+  EXPECT_NE(again.code, 0);
+  EXPECT_NE(again.output.find("exists; tfm convert writes a new file"), std::string::npos) << again.output;
+}
+
+// A tokenizer that is not the model's, or a configuration of the wrong types, is one line.
+TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
+  testing::TempDir tmp;
+  const std::string src = testing::hf_fixture_path("bert_tiny_uncased"), dir = tmp.path("bert");
+  std::filesystem::copy(src, dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  const std::string vocab = testing::read_file(src + "/vocab.txt");
+  testing::write_file(dir + "/vocab.txt", vocab + "extra1\nextra2\n");
+  testing::CliResult r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("vocab.txt: holds 314 tokens, but config.json's vocabulary is 312"), std::string::npos) << r.output;
+  testing::write_file(dir + "/vocab.txt", "");
+  r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("vocab.txt: is empty"), std::string::npos) << r.output;
+  testing::write_file(dir + "/vocab.txt", vocab);
+  std::string config = testing::read_file(src + "/config.json");
+  config.replace(config.find("\"num_hidden_layers\": 2"), std::string("\"num_hidden_layers\": 2").size(), "\"num_hidden_layers\": 2.5");
+  testing::write_file(dir + "/config.json", config);
+  r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("'num_hidden_layers' is 2.5, not an integer"), std::string::npos) << r.output;
 }
 
 }  // namespace

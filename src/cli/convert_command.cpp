@@ -1,4 +1,5 @@
 // `tfm convert`: a Hugging Face model directory written as a tfm checkpoint.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -21,6 +22,7 @@ void add_convert_command(CLI::App& app, int&) {
   cmd->add_option("-o,--output", o->output, "The checkpoint to write (.safetensors); its tokenizer record points at the directory's files")
       ->required();
   cmd->callback([o] {
+    TFM_CHECK(!std::filesystem::exists(o->output), o->output << ": exists; tfm convert writes a new file (nothing is overwritten)");
     const io::SafeTensors file = decode::read_hf_checkpoint(o->model);
     io::write_safetensors(o->output, file.tensors, file.metadata);
     int64_t params = 0;

@@ -19,8 +19,8 @@ json read_json(const std::string& path, const std::string& what) {
   io::check_input_file(path, int64_t{1} << 30, what);
   try {
     return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  } catch (const json::parse_error& e) {
+    throw Error(path + ": not valid JSON (at byte " + std::to_string(e.byte) + ")");
   }
 }
 

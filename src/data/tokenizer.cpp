@@ -1,6 +1,7 @@
 #include "data/tokenizer.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -41,7 +42,7 @@ Tokenizer Tokenizer::hugging_face(const std::string& type, const std::string& di
   if (type == "byte_bpe") t.hf_ = std::make_shared<ByteLevelBpe>(ByteLevelBpe::load(dir));
   else if (type == "wordpiece") t.hf_ = std::make_shared<WordPiece>(WordPiece::load(dir));
   else throw Error("unknown Hugging Face tokenizer '" + type + "' (byte_bpe or wordpiece)");
-  t.hf_type_ = type, t.hf_dir_ = dir;
+  t.hf_type_ = type, t.hf_dir_ = std::filesystem::absolute(dir).string();  // a record that works from any directory
   return t;
 }
 

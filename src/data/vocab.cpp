@@ -60,7 +60,7 @@ Vocab Vocab::load_mapped(const std::string& spm_path, const std::string& vocab_j
   const int eos = id_of("</s>");
   v.specials_ = {.pad = id_of("<pad>"), .unk = id_of("<unk>"), .bos = eos, .eos = eos};
   v.mapping_ = std::move(mapping);
-  v.mapping_path_ = vocab_json_path;
+  v.mapping_path_ = std::filesystem::absolute(vocab_json_path).string();  // a record that works from any directory
   return v;
 }
 

@@ -1,5 +1,6 @@
 #include "decode/hf_checkpoint.h"
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "data/image_processor.h"
@@ -41,6 +42,14 @@ void check_image_processor(const hf::Directory& d, int64_t image_size) {
     for (float x : *v) refuse_unless(x == 0.5f, "image_mean or image_std other than 0.5");
 }
 
+// A tokenizer of more tokens than the model's vocabulary would hand it ids it has no row
+// for; an empty vocabulary file reads every word as unknown.
+void check_tokenizer_size(int64_t tokens, int64_t vocab, const std::string& file) {
+  TFM_CHECK(std::filesystem::file_size(file) > 0, file << ": is empty");
+  TFM_CHECK(tokens <= vocab, file << ": holds " << tokens << " tokens, but config.json's vocabulary is " << vocab
+                                  << " (the tokenizer is not this model's)");
+}
+
 }  // namespace
 
 bool is_hf_directory(const std::string& path) { return hf::is_directory(path); }
@@ -52,18 +61,21 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   io::SafeTensors file = hf::convert(d);
   auto& meta = file.metadata;
   const std::string kind = meta.at(io::kModelKindKey);
+  const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
   if (kind == "encoder_decoder") {
     const std::string vocab_json = d.file("vocab.json");
-    meta["tfm.vocab"] =
-        vocab_record(data::Vocab::load_mapped(d.file("source.spm"), vocab_json), data::Vocab::load_mapped(d.file("target.spm"), vocab_json));
+    const data::Vocab src = data::Vocab::load_mapped(d.file("source.spm"), vocab_json), tgt = data::Vocab::load_mapped(d.file("target.spm"), vocab_json);
+    check_tokenizer_size(src.size(), config.at("src_vocab").get<int64_t>(), vocab_json);
+    meta["tfm.vocab"] = vocab_record(src, tgt);
   } else if ((kind == "gpt" || kind == "bert") && d.has(kTfmTokenizer)) {  // written by tfm export --hf
     nlohmann::json record = d.json_file(kTfmTokenizer);
     if (record.value("type", "") == "sentencepiece") record["path"] = d.file(kTfmTokenizerModel);
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" || kind == "bert") {
-    meta["tfm.tokenizer"] = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir).record();
+    const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
+    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file(kind == "gpt" ? "vocab.json" : "vocab.txt"));
+    meta["tfm.tokenizer"] = t.record();
   } else {
-    const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
     check_image_processor(d, config.at("image_size").get<int64_t>());
     meta[kImageFolderKey] = image_folder_record(class_names(d, config.at("classes").get<int64_t>()));  // labels; images resized
   }

@@ -68,14 +68,20 @@ std::vector<std::string> class_names(const io::Checkpoint& info, const std::stri
 }  // namespace
 
 void export_hf(const std::string& checkpoint, const std::string& dir) {
-  TFM_CHECK(!fs::exists(dir) || (fs::is_directory(dir) && fs::is_empty(dir)),
+  TFM_CHECK(!fs::exists(dir) || fs::is_directory(dir), dir << ": is a file; --hf names a directory to create");
+  TFM_CHECK(!fs::exists(dir) || fs::is_empty(dir),
             dir << ": exists and is not an empty directory; tfm export --hf writes a new one (nothing is overwritten)");
   const io::SafeTensors file = read_model(checkpoint);
   const io::Checkpoint info = io::checkpoint_info(file, checkpoint);
   io::NamedTensors params;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);
-  const hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, class_names(info, checkpoint), checkpoint);
+  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, class_names(info, checkpoint), checkpoint);
+  const auto tokenizer = info.metadata.find("tfm.tokenizer");
+  if (info.model_kind == "gpt" && tokenizer != info.metadata.end()) {  // generation ends at the end of text, where the tokenizer has one
+    const int end = data::Tokenizer::from_record(tokenizer->second, checkpoint).end_of_text();
+    if (end >= 0) e.json_files["config.json"].update({{"bos_token_id", end}, {"eos_token_id", end}});
+  }
   io::create_directories(dir);
   for (const auto& [name, j] : e.json_files) io::write_file_atomic(dir + "/" + name, j.dump(2) + "\n");
   io::write_safetensors(dir + "/model.safetensors", e.tensors, {{"format", "pt"}});  // transformers wants the format named

@@ -12,7 +12,7 @@ std::string bert_prefix(const io::NamedTensors& weights) {
 models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weights) {
   require(d, "position_embedding_type", std::string("absolute"), std::string("absolute"));
   // tfm's BERT keeps BERT's 1e-12 in its embedding and MLM-head LayerNorms.
-  require(d, "layer_norm_eps", 1e-12, 1e-12);
+  require(d, "layer_norm_eps", 1e-12f, 1e-12f);
   require(d, "pad_token_id", 0, 0);  // tfm's BERT pads with 0, as BERT's vocabularies do
   models::StackConfig c;
   c.family = "bert";

@@ -24,8 +24,8 @@ nlohmann::json parse_json_file(const std::string& path) {
   TFM_CHECK(in, path << ": cannot read");
   try {
     return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": is not valid JSON (" + e.what() + ")");
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path + ": is not valid JSON (at byte " + std::to_string(e.byte) + ")");
   }
 }
 

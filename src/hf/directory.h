@@ -5,6 +5,7 @@
 // tokenizer's and image processor's files. tfm reads four families: marian (opus-mt),
 // gpt2, bert and vit.
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,8 @@ template <class T>
 T setting(const Directory& d, const char* key, T fallback) {
   const auto it = d.config.find(key);
   if (it == d.config.end() || it->is_null()) return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    TFM_CHECK(it->is_number_integer(), d.file("config.json") << ": '" << key << "' is " << it->dump() << ", not an integer");
   try {
     return it->get<T>();
   } catch (const nlohmann::json::exception&) {

@@ -1,5 +1,8 @@
 #include "hf/export.h"
 
+#include <charconv>
+#include <cstdlib>
+
 #include "hf/families.h"
 #include "models/config.h"
 #include "models/stack_config.h"
@@ -12,6 +15,14 @@ using nlohmann::json;
 
 void refuse_unless(bool ok, const std::string& origin, const std::string& setting, const std::string& family) {
   TFM_CHECK(ok, origin << ": " << setting << " cannot be written as a Hugging Face " << family << " model");
+}
+
+// A float setting as the decimal a person would write (1e-12, not 9.99999996e-13): the
+// shortest that reads back as the same float, so that reading the file back gives it.
+double decimal(float f) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, f).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
 }
 
 // Hugging Face's name of a tfm activation.
@@ -35,7 +46,7 @@ Exported marian(const models::TransformerConfig& c, const io::NamedTensors& para
                                  {"decoder_layers", c.decoder_layers}, {"encoder_attention_heads", c.heads}, {"decoder_attention_heads", c.heads},
                                  {"encoder_ffn_dim", c.d_ff}, {"decoder_ffn_dim", c.d_ff}, {"activation_function", activation_name(c.activation)},
                                  {"max_position_embeddings", c.max_len}, {"scale_embedding", true}, {"share_encoder_decoder_embeddings", true},
-                                 {"static_position_embeddings", true}, {"normalize_before", false}, {"dropout", c.dropout},
+                                 {"static_position_embeddings", true}, {"normalize_before", false}, {"dropout", decimal(c.dropout)},
                                  {"is_encoder_decoder", true}, {"pad_token_id", c.pad_id}, {"eos_token_id", c.eos_id},
                                  {"decoder_start_token_id", c.bos_id}};
   json generation = {{"decoder_start_token_id", c.bos_id}, {"eos_token_id", c.eos_id}, {"pad_token_id", c.pad_id},
@@ -54,8 +65,8 @@ Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, cons
   e.json_files["config.json"] = {{"model_type", "gpt2"}, {"architectures", {"GPT2LMHeadModel"}}, {"vocab_size", c.vocab},
                                  {"n_positions", c.max_len}, {"n_embd", c.d_model}, {"n_head", c.heads}, {"n_inner", c.d_ff},
                                  {"n_layer", c.layers}, {"activation_function", activation_name(c.activation)},
-                                 {"layer_norm_epsilon", c.norm_eps}, {"resid_pdrop", c.dropout}, {"embd_pdrop", c.dropout},
-                                 {"attn_pdrop", c.dropout}, {"tie_word_embeddings", true}};
+                                 {"layer_norm_epsilon", decimal(c.norm_eps)}, {"resid_pdrop", decimal(c.dropout)}, {"embd_pdrop", decimal(c.dropout)},
+                                 {"attn_pdrop", decimal(c.dropout)}, {"tie_word_embeddings", true}};
   e.tensors = to_hf(params, gpt2_rules(c, "transformer."), origin);
   return e;
 }
@@ -73,8 +84,8 @@ Exported bert(models::StackConfig c, io::NamedTensors params, const std::string&
   e.json_files["config.json"] = {{"model_type", "bert"}, {"architectures", {c.pooler ? "BertForPreTraining" : "BertForMaskedLM"}},
                                  {"vocab_size", c.vocab}, {"max_position_embeddings", c.max_len}, {"hidden_size", c.d_model},
                                  {"num_attention_heads", c.heads}, {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.layers},
-                                 {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", c.norm_eps}, {"type_vocab_size", c.type_vocab},
-                                 {"hidden_dropout_prob", c.dropout}, {"attention_probs_dropout_prob", c.dropout}, {"pad_token_id", 0},
+                                 {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", decimal(c.norm_eps)}, {"type_vocab_size", c.type_vocab},
+                                 {"hidden_dropout_prob", decimal(c.dropout)}, {"attention_probs_dropout_prob", decimal(c.dropout)}, {"pad_token_id", 0},
                                  {"position_embedding_type", "absolute"}};
   e.tensors = to_hf(params, bert_rules(c, "bert."), origin);
   return e;
@@ -91,8 +102,8 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
   e.json_files["config.json"] = {{"model_type", "vit"}, {"architectures", {"ViTForImageClassification"}}, {"image_size", c.image_size},
                                  {"patch_size", c.patch}, {"num_channels", c.channels}, {"hidden_size", c.d_model},
                                  {"num_attention_heads", c.heads}, {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.layers},
-                                 {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", c.norm_eps}, {"qkv_bias", true},
-                                 {"hidden_dropout_prob", c.dropout}, {"attention_probs_dropout_prob", c.dropout}, {"id2label", id2label},
+                                 {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", decimal(c.norm_eps)}, {"qkv_bias", true},
+                                 {"hidden_dropout_prob", decimal(c.dropout)}, {"attention_probs_dropout_prob", decimal(c.dropout)}, {"id2label", id2label},
                                  {"label2id", label2id}};
   // tfm's pixels: x / 127.5 - 1, which is ViTImageProcessor's rescale by 1/255 then (x - 0.5) / 0.5
   const json half(std::vector<double>(static_cast<size_t>(c.channels), 0.5));

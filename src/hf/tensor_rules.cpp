@@ -1,5 +1,6 @@
 #include "hf/tensor_rules.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -45,6 +46,14 @@ std::vector<Tensor> unstacked(const Tensor& t, size_t n) {
     parts.push_back(p);
   }
   return parts;
+}
+
+// The shape each Hugging Face tensor of `rule` has when tfm's parameter is `want`.
+Shape hf_shape_of(const TensorRule& rule, Shape want) {
+  if (!rule.hf_shape.empty()) return rule.hf_shape;
+  if (rule.transposed) std::reverse(want.begin(), want.end());
+  if (rule.hf.size() > 1) want[rule.transposed ? 1 : 0] /= static_cast<int64_t>(rule.hf.size());
+  return want;
 }
 
 std::string names(const std::vector<std::string>& hf) {
@@ -100,7 +109,7 @@ io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule
     const bool fits = rule.hf_shape.empty() ? t.shape() == want : t.numel() == shape_numel(want);
     TFM_CHECK(fits,
               origin << ": tensor " << names(rule.hf) << " has shape " << shape_str(parts[0].shape()) << (parts.size() > 1 ? " (each)" : "")
-                     << ", which does not fit config.json (tfm's " << rule.tfm << " is " << shape_str(want) << ")");
+                     << ", which does not fit config.json (" << shape_str(hf_shape_of(rule, want)) << " expected)");
     out.emplace_back(rule.tfm, t.shape() == want ? t : Tensor::from_vector(want, t.to_vector()));
   }
   for (const auto& [name, t] : hf)

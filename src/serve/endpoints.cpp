@@ -323,11 +323,16 @@ void classify(Context& c, Call& call) {
   const std::shared_ptr<void> ticket = c.life.admit();
   const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
   const Classification k = m.classifier->classify(pixels, static_cast<int64_t>(images.size()));
+  const std::vector<std::string>& names = m.classifier->class_names();  // an image folder's, or a Hugging Face model's labels
   nlohmann::json results = nlohmann::json::array();
-  for (int64_t i = 0; i < k.count; ++i)
+  for (int64_t i = 0; i < k.count; ++i) {
     results.push_back({{"label", k.labels[i]},
                        {"probabilities", std::vector<float>(k.probabilities.begin() + i * k.classes, k.probabilities.begin() + (i + 1) * k.classes)}});
-  reply(call.res, {{"model", m.name}, {"classes", k.classes}, {"results", results}});
+    if (!names.empty()) results.back()["name"] = names[static_cast<size_t>(k.labels[i])];
+  }
+  nlohmann::json reply_json = {{"model", m.name}, {"classes", k.classes}, {"results", results}};
+  if (!names.empty()) reply_json["class_names"] = names;
+  reply(call.res, reply_json);
 }
 
 void attention(Context& c, Call& call) {
