@@ -209,11 +209,19 @@ void Trainer::check_replicas(const nn::Module& model) const {
 }
 
 // Collective: every process calls it (the others' shares of the optimiser are gathered);
-// rank 0 writes.
+// rank 0 writes, and the others return once it has: one that returned first and exited
+// (Ctrl-C's last save) would make the launcher stop rank 0 in the middle of writing.
 void Trainer::save(TrainingTask& task, const std::string& name) {
   check_replicas(task.model());
   std::vector<std::pair<std::string, Tensor>> optimizer = optimizer_state(task.model());
-  if (!root()) return;
+  if (root()) write_checkpoint(task, name, std::move(optimizer));
+  if (o_.comm) {
+    std::vector<double> written{0.0};
+    o_.comm->sum(written);
+  }
+}
+
+void Trainer::write_checkpoint(TrainingTask& task, const std::string& name, std::vector<std::pair<std::string, Tensor>> optimizer) const {
   const State& s = state_;
   json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
                 {"has_best", s.has_best}, {"elapsed_s", s.elapsed_s}, {"bad_validations", s.bad_validations}};

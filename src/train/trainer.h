@@ -154,6 +154,7 @@ class Trainer {
   void update_weights(const nn::FlatParameters& flat);
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
+  void write_checkpoint(TrainingTask& task, const std::string& name, std::vector<std::pair<std::string, Tensor>> optimizer) const;
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
   void log_metrics(const std::string& json_line) const;
   void claim_out_dir();       // refuses another run's directory (without --force)

@@ -170,9 +170,12 @@ def test_a_process_that_cannot_read_its_data_fails_the_job_with_its_message(work
 
 
 def test_ctrl_c_stops_every_process_after_the_same_step_and_saves_once(work):
+    # A log line every 25 steps: mpirun stops forwarding the processes' output on Ctrl-C, and
+    # rank 0 of a model this small, logging every step (a millisecond each), would fill the
+    # pipe and block in a write until mpirun kills the job (docs/SCALING.md says so).
     log = open(work / "interrupted.log", "w")
     job = subprocess.Popen([*MPIRUN, "-np", "3", TFM, "--threads", "1", *LM, "--steps", "100000", "--validate-every", "0",
-                            "--log-every", "1", "--out", "interrupted"], cwd=work, stdout=log, stderr=subprocess.STDOUT)
+                            "--log-every", "25", "--out", "interrupted"], cwd=work, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 120
         while not (work / "interrupted" / "metrics.jsonl").exists() or len(losses(work / "interrupted")) < 5:
@@ -187,7 +190,7 @@ def test_ctrl_c_stops_every_process_after_the_same_step_and_saves_once(work):
     out = (work / "interrupted.log").read_text()
     assert out.count("interrupted: saved") == 1, out[-3000:]
     step = int(out.split("interrupted: saved")[1].split("at step ")[1].split(";")[0])
-    assert len(losses(work / "interrupted")) >= step - 1
+    assert records(work / "interrupted", "train_loss")[-1]["step"] >= step - 25
     resumed = tfm(LM + ["--steps", str(step + 2), "--validate-every", "0", "--resume", "interrupted/last.safetensors", "--out",
                         "interrupted"], processes=2, cwd=work)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
