@@ -36,5 +36,5 @@ stage "release tests" ctest --test-dir build --output-on-failure "${left_out[@]}
 stage "README commands" tests/readme_commands.sh build
 configure_checked() { CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null; }
 stage "checked build" eval 'configure_checked && cmake --build build-checked -j"$(nproc)"'
-stage "checked tests" ctest --test-dir build-checked --output-on-failure \
+stage "checked tests" env LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" ctest --test-dir build-checked --output-on-failure \
   -E 'CopyTask.DefaultRunCopiesEverySample|TranslateCli.MemoryStaysBoundedAsTheInputGrows|ThreadMatrix'
