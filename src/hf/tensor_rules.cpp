@@ -100,7 +100,7 @@ io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule
       const DType t = it->second.dtype();
       TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16, origin << ": tensor '" << name << "' holds " << to_string(t)
                                                                                 << " values; weights are f32, f16 or bf16");
-      parts.push_back(io::to_f32(it->second).clone());
+      parts.push_back(io::to_f32(it->second));  // f32 tensors are used as read, not copied
       used.insert(name);
     }
     Tensor t = parts.size() == 1 ? parts[0] : stacked(parts);

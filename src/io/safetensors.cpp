@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/output_file.h"
+#include "tensor/float_formats.h"
 #include "tensor/error.h"
 
 namespace tfm::io {
@@ -147,18 +148,6 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
   return out;
 }
 
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0x1f) bits = sign | 0x7f800000u | (mantissa << 13);                            // infinity, NaN
-  else if (exponent != 0) bits = sign | ((exponent + 112) << 23) | (mantissa << 13);              // normal: rebias 15 -> 127
-  else if (mantissa == 0) bits = sign;                                                             // zero
-  else return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mantissa), -24);           // subnormal: m * 2^-24
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 }  // namespace
 
 Tensor to_f32(const Tensor& t) {
@@ -167,14 +156,8 @@ Tensor to_f32(const Tensor& t) {
   const Tensor c = t.clone();  // contiguous
   Tensor out = Tensor::empty(t.shape());
   const uint16_t* in = static_cast<const uint16_t*>(c.raw_data());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (t.dtype() == DType::f16) {
-      out.data()[i] = f16_to_f32(in[i]);
-    } else {
-      const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;  // bf16 is f32's upper half
-      std::memcpy(out.data() + i, &bits, 4);
-    }
-  }
+  const bool half = t.dtype() == DType::f16;
+  for (int64_t i = 0; i < t.numel(); ++i) out.data()[i] = half ? from_f16(in[i]) : from_bf16(in[i]);  // exact widenings
   return out;
 }
 
