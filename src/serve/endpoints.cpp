@@ -115,9 +115,12 @@ void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::sh
                    std::function<nlohmann::json(const std::string&)> event_of, std::vector<std::string> last) {
   call.streaming = true;
   call.res.set_header("Cache-Control", "no-cache");
+  // The queue's place is given back before the stream's end is sent: a client that reads
+  // the end and asks again must find it free (the releaser below runs only after the write).
+  auto place = std::make_shared<std::shared_ptr<void>>(std::move(ticket));
   call.res.set_chunked_content_provider(
       "text/event-stream",
-      [pieces, event_of, last](size_t, httplib::DataSink& sink) {
+      [pieces, event_of, last, place](size_t, httplib::DataSink& sink) {
         auto send = [&](const std::string& event) { return sink.write(event.data(), event.size()); };
         try {
           while (std::optional<std::string> piece = pieces->next())
@@ -129,12 +132,13 @@ void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::sh
         } catch (const std::exception& e) {
           send("event: error\ndata: " + json_text(error_json(500, e.what())) + "\n\n");
         }
+        place->reset();
         sink.done();
         return true;
       },
-      [&metrics = c.metrics, endpoint = call.endpoint, started = call.started, ticket, pieces](bool) mutable {
+      [&metrics = c.metrics, endpoint = call.endpoint, started = call.started, place, pieces](bool) mutable {
         metrics.request(endpoint, 200, std::chrono::duration<double>(Clock::now() - started).count());
-        ticket.reset(), pieces.reset();  // the queue's place, and the generation if the client left early
+        place->reset(), pieces.reset();  // the queue's place, and the generation if the client left early
       });
 }
 
