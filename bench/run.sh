@@ -16,8 +16,12 @@
 # data-parallel training, 1 process x THREADS threads against THREADS processes x 1
 # thread under mpirun, tfm's all-reduce bandwidth over loopback and between network
 # namespace hosts (as root), and projections to clusters (bench/scaling.py, about 10
-# minutes on 2 cores; rewrites docs/SCALING.md's results).
-#   bench/run.sh [--load | --against REV | --serve | --scaling] [RUN_DIR] [THREADS]
+# minutes on 2 cores; rewrites docs/SCALING.md's results). With --marian: an
+# opus-mt-base-shaped Hugging Face model (random weights) translating Multi30k val with
+# beam 4 in tfm (f32, bf16, int8) and in PyTorch's cached decoder over the same
+# weights (bench/marian.py, about 25 minutes on 2 cores; rewrites its section of
+# docs/PERFORMANCE.md; it needs no trained model: RUN_DIR is ignored).
+#   bench/run.sh [--load | --against REV | --serve | --scaling | --marian] [RUN_DIR] [THREADS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
@@ -29,6 +33,8 @@ serve=0
 if [[ ${1:-} == --serve ]]; then serve=1; shift; fi
 scaling=0
 if [[ ${1:-} == --scaling ]]; then scaling=1; shift; fi
+marian=0
+if [[ ${1:-} == --marian ]]; then marian=1; shift; fi
 if [[ ${1:-} == --against ]]; then
   [[ -n ${2:-} ]] || { echo "bench/run.sh: --against needs a commit" >&2; exit 1; }
   rev=$(git rev-parse --verify --quiet "$2^{commit}") || { echo "bench/run.sh: $2 is not a commit" >&2; exit 1; }
@@ -40,9 +46,15 @@ run=${1:-runs/multi30k}
 threads=${2:-$(nproc)}
 data=../shared/data/multi30k
 text=../shared/data/tinyshakespeare/input.txt
+[[ -f "$data/train.de.gz" && -f "$data/val.de.gz" ]] || { echo "bench/run.sh: Multi30k is missing from $data" >&2; exit 1; }
+if ((marian)); then
+  scripts/install-deps.sh --with-torch >/dev/null
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$(nproc)" --target tfm tfm_bench >/dev/null
+  exec /usr/bin/python3 bench/marian.py --data "$data" --threads "$threads"
+fi
 [[ -f "$run/best.safetensors" && -f "$run/vocab.model" ]] ||
   { echo "bench/run.sh: no trained model in $run (best.safetensors, vocab.model): run scripts/multi30k.sh first" >&2; exit 1; }
-[[ -f "$data/train.de.gz" && -f "$data/val.de.gz" ]] || { echo "bench/run.sh: Multi30k is missing from $data" >&2; exit 1; }
 lm=(--text "$text")
 [[ -f "$text" ]] || { echo "bench/run.sh: $text is missing; the language-model row is left out" >&2; lm=(); }
 

@@ -145,7 +145,8 @@ void bench_translate(const TranslateOptions& o) {
     if (o.limit > 0 && static_cast<int64_t>(sources.size()) == o.limit) break;
     sources.push_back(tm.src_vocab.encode(line));
   }
-  const tfm::decode::SearchOptions& s = o.search;
+  tfm::decode::SearchOptions s = o.search;  // with the model's own start and end symbols (a Marian model's differ from tfm's)
+  s.bos = tm.model->config().bos_id, s.eos = tm.model->config().eos_id;
   if (!o.job_out.empty())
     write_json(o.job_out, {{"sources", sources}, {"bos", s.bos}, {"eos", s.eos}, {"length_penalty", s.length_penalty},
                            {"max_len_a", s.max_len_a}, {"max_len_b", s.max_len_b}});
@@ -217,12 +218,14 @@ int main(int argc, char** argv) {
 
   TranslateOptions tr;
   CLI::App* translate = app.add_subcommand("translate", "Translation of a text file");
-  translate->add_option("--model", tr.model, "Translation checkpoint")->required()->check(CLI::ExistingFile);
+  translate->add_option("--model", tr.model, "Translation checkpoint or Hugging Face model directory")->required()->check(CLI::ExistingPath);
   translate->add_option("--input", tr.input, "Source sentences (plain or .gz)")->required()->check(CLI::ExistingFile);
   translate->add_option("--beam", tr.search.beam)->capture_default_str();
   translate->add_option("--batch", tr.batch)->capture_default_str();
   translate->add_option("--workers", tr.workers, "Batches searched at once (tfm::Translator; 1: batch by batch on the calling thread, timed)")
       ->capture_default_str();
+  translate->add_option("--max-len-a", tr.search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str();
+  translate->add_option("--max-len-b", tr.search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str();
   translate->add_option("--limit", tr.limit, "Only the first N sentences (0: all)")->capture_default_str();
   translate->add_option("--job-out", tr.job_out, "Write the source ids and search options here as JSON");
   translate->callback([&] {

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""PyTorch side of the translation benchmark (bench/run.sh).
+"""PyTorch side of the translation benchmarks (bench/run.sh).
 
 Decodes the sentences tfm_bench wrote (token ids) with the weights of a tfm
-checkpoint, the way fairseq and Hugging Face decode: the encoder runs once, the
-encoder memory is projected to keys and values once per layer, each step feeds
-only the newest token and appends its keys and values to a cache, and sentences
-that are finished leave the batch. The beam search is tfm's
-(src/decode/beam_search.cpp): 2K candidates per sentence, an end symbol closes a
-hypothesis, scores are log-probability / length^penalty, at most a*n+b tokens.
+checkpoint, or of a Hugging Face MarianMT directory (bench/torch_marian.py), the way
+fairseq and Hugging Face decode: the encoder runs once, the encoder memory is
+projected to keys and values once per layer, each step feeds only the newest token
+and appends its keys and values to a cache, and sentences that are finished leave the
+batch. The beam search is tfm's (src/decode/beam_search.cpp): 2K candidates per
+sentence, an end symbol closes a hypothesis, scores are log-probability /
+length^penalty, at most a*n+b tokens; for a Marian model with Hugging Face's rules
+as tfm applies them (an end symbol counts only among the K best, the K best finished
+are kept, a sentence is done when no open beam can beat them, the end symbol forced at
+the limit, log-probabilities renormalised without the pad).
 
 Prints one JSON line: seconds, target tokens and outputs (to compare with tfm's).
 """
@@ -24,7 +28,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import safetensors_io  # noqa: E402
+import torch_marian  # noqa: E402
 from model import EncoderDecoder  # noqa: E402
+
+NEG_INF = float("-inf")
 
 
 def load_checkpoint(path):
@@ -111,23 +118,45 @@ class CachedDecoder:
         self.mem_pad = self.mem_pad[rows]
 
 
-def max_lengths(src, pad, a, b, max_len):
-    n = (src != pad).sum(1).tolist()
-    return [min(int(a * k) + b, max_len - 1) for k in n]
+def max_lengths(src, cfg, a, b):
+    n = (src != cfg["pad_id"]).sum(1).tolist()
+    cap = min(cfg["max_len"], cfg.get("max_length") or cfg["max_len"]) - 1  # max_length counts the start symbol
+    return [min(int(a * k) + b, cap) for k in n]
+
+
+def keep_best(finished, h, K):
+    """Hugging Face's BeamHypotheses.add: the K best finished (score, tokens) are kept."""
+    if len(finished) < K:
+        return finished.append(h)
+    worst = min(range(len(finished)), key=lambda i: finished[i][0])
+    if h[0] > finished[worst][0]:
+        finished[worst] = h
+
+
+def search_log_probs(logp, cfg, o, at_limit):
+    """logp [rows, vocab] -> what the search ranks: pad and the start symbol never proposed (the
+    rest renormalised where the model asks), and only the end symbol at a row's limit where
+    the model forces it. at_limit: [rows] bool."""
+    logp[:, cfg["pad_id"]] = NEG_INF
+    logp[:, o.bos] = NEG_INF
+    if cfg.get("renormalize"):
+        logp = torch.log_softmax(logp, dim=-1)
+    if cfg.get("forced_eos") and bool(at_limit.any()):
+        logp[at_limit] = NEG_INF
+        logp[at_limit, o.eos] = 0.0
+    return logp
 
 
 def greedy(dec, src, cfg, o):
     """Batched greedy search; finished sentences leave the batch."""
-    limits = max_lengths(src, cfg["pad_id"], o.max_len_a, o.max_len_b, cfg["max_len"])
+    limits = max_lengths(src, cfg, o.max_len_a, o.max_len_b)
     dec.start(src)
     active = list(range(src.size(0)))
     out = [[] for _ in active]
     tokens = torch.full((len(active),), o.bos, dtype=torch.long)
     for step in range(1, max(limits) + 1):
-        logp = dec.step(tokens)
-        logp[:, cfg["pad_id"]] = float("-inf")
-        logp[:, o.bos] = float("-inf")
-        best = logp.argmax(-1).tolist()
+        at_limit = torch.tensor([step >= limits[s] for s in active])
+        best = search_log_probs(dec.step(tokens), cfg, o, at_limit).argmax(-1).tolist()
         keep = []
         for row, (s, t) in enumerate(zip(active, best)):
             if t != o.eos:
@@ -145,49 +174,57 @@ def greedy(dec, src, cfg, o):
 
 def beam_search(dec, src, cfg, o):
     """Batched beam search (tfm's algorithm); finished sentences leave the batch."""
-    K, pad = o.beam, cfg["pad_id"]
+    K, hf = o.beam, cfg.get("hf_search", False)
     B = src.size(0)
-    limits = max_lengths(src, pad, o.max_len_a, o.max_len_b, cfg["max_len"])
+    limits = max_lengths(src, cfg, o.max_len_a, o.max_len_b)
     dec.start(src.repeat_interleave(K, 0))
     active = list(range(B))
-    beams = [[[o.bos], 0.0 if k == 0 else float("-inf")] for _ in range(B) for k in range(K)]
+    beams = [[[o.bos], 0.0 if k == 0 else NEG_INF] for _ in range(B) for k in range(K)]
     finished = [[] for _ in range(B)]
     norm = (lambda lp, n: lp) if o.length_penalty == 0 else (lambda lp, n: lp / n ** o.length_penalty)
     for step in range(1, max(limits) + 1):
-        logp = dec.step(torch.tensor([b[0][-1] for b in beams], dtype=torch.long))
-        logp[:, pad] = float("-inf")
-        logp[:, o.bos] = float("-inf")
+        at_limit = torch.tensor([step >= limits[s] for s in active]).repeat_interleave(K)
+        logp = search_log_probs(dec.step(torch.tensor([b[0][-1] for b in beams], dtype=torch.long)), cfg, o, at_limit)
         V = logp.size(1)
         total = logp + torch.tensor([b[1] for b in beams])[:, None]
         top_ix = total.view(len(active), K * V).topk(2 * K, dim=1).indices.tolist()
         token_lp = logp.view(len(active), K * V)
         next_beams, parents, still = [], [], []
         for j, s in enumerate(active):
-            filled = []
-            for ix in top_ix[j]:
+            filled, best = [], None
+            for rank, ix in enumerate(top_ix[j]):
                 if len(filled) == K:
                     break
                 k, t = divmod(ix, V)
                 parent = beams[j * K + k]
-                if parent[1] == float("-inf"):
+                if parent[1] == NEG_INF:
                     continue
                 lp = parent[1] + float(token_lp[j, ix])  # summed in double, as tfm does
+                best = lp if best is None else best
                 if t == o.eos:
-                    if len(finished[s]) < K:
-                        finished[s].append((norm(lp, len(parent[0])), parent[0][1:]))
+                    h = (norm(lp, len(parent[0])), parent[0][1:])
+                    if hf and rank < K and lp != NEG_INF:  # Hugging Face: an end counts only among the K best
+                        keep_best(finished[s], h, K)
+                    elif not hf and len(finished[s]) < K:
+                        finished[s].append(h)
                     continue
                 filled.append(([*parent[0], t], lp, j * K + k))
             while len(filled) < K:
-                filled.append(([o.bos], float("-inf"), j * K))
-            if step >= limits[s]:
+                filled.append(([o.bos], NEG_INF, j * K))
+            if step >= limits[s]:  # out of length: the open beams end here
                 for toks, lp, _ in filled:
-                    if lp != float("-inf"):
-                        finished[s].append((norm(lp, len(toks) - 1), toks[1:]))
-            if step < limits[s] and len(finished[s]) < K:
-                still.append(j)
-                for toks, lp, parent in filled:
-                    next_beams.append([toks, lp])
-                    parents.append(parent)
+                    if lp != NEG_INF:
+                        h = (norm(lp, len(toks) - 1), toks[1:])
+                        keep_best(finished[s], h, K) if hf else finished[s].append(h)
+                continue
+            # Done: tfm's rule, K finished; Hugging Face's, K finished and none of the open
+            # beams' best can beat the worst of them at this length.
+            if len(finished[s]) >= K and (not hf or (best is not None and min(f[0] for f in finished[s]) >= norm(best, step))):
+                continue
+            still.append(j)
+            for toks, lp, parent in filled:
+                next_beams.append([toks, lp])
+                parents.append(parent)
         if not still:
             break
         dec.keep_rows(torch.tensor(parents))
@@ -213,8 +250,11 @@ def main():
     o.bos, o.eos, o.length_penalty = job["bos"], job["eos"], job["length_penalty"]
     o.max_len_a, o.max_len_b = job["max_len_a"], job["max_len_b"]
     sources = job["sources"][: o.limit or None]
-    model, cfg = load_checkpoint(o.model)
-    dec = CachedDecoder(model, cfg)
+    if os.path.isdir(o.model):  # a Hugging Face MarianMT directory
+        dec, cfg = torch_marian.load(o.model)
+    else:
+        model, cfg = load_checkpoint(o.model)
+        dec = CachedDecoder(model, cfg)
     search = greedy if o.beam == 1 else beam_search
     order = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))  # tfm's order
     outputs = [[] for _ in sources]

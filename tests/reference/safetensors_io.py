@@ -1,4 +1,5 @@
-"""Minimal safetensors writer/reader (F32 only): Debian ships no safetensors module."""
+"""Minimal safetensors writer (F32) and reader (F32, F16, BF16 as float32; I64, U8):
+Debian ships no safetensors module."""
 import json
 import struct
 
@@ -22,6 +23,16 @@ def save(path, tensors, metadata=None):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
+DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8", "U8": "u1"}
+
+
+def array(raw, dtype, shape):
+    if dtype == "BF16":  # the upper half of a float32
+        return (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    a = np.frombuffer(raw, dtype=DTYPES[dtype]).reshape(shape)
+    return a.astype(np.float32) if dtype == "F16" else a.copy()
+
+
 def load(path):
     with open(path, "rb") as f:
         raw = f.read()
@@ -32,5 +43,5 @@ def load(path):
     out = {}
     for name, h in header.items():
         b, e = h["data_offsets"]
-        out[name] = np.frombuffer(data[b:e], dtype="<f4").reshape(h["shape"]).copy()
+        out[name] = array(data[b:e], h["dtype"], h["shape"])
     return out, meta
