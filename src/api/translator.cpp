@@ -241,7 +241,7 @@ struct Translator::Impl {
           t.hypotheses.push_back(tm.tgt_vocab.decode(h.tokens));
           t.scores.push_back(h.score);
           t.token_ids.push_back(h.tokens);
-          if (o.return_attention) t.attention.push_back(attention_of(p.request->sources[i], h.tokens, o));
+          if (o.return_attention) t.attention.push_back(attention_of(p.request->sources[i], h.tokens));
         }
       }
       if (p.request->on_progress) {
@@ -252,7 +252,7 @@ struct Translator::Impl {
   }
 
   // The last decoder layer's encoder-decoder attention for `target`, averaged over heads.
-  std::vector<float> attention_of(const std::vector<int>& source, const std::vector<int>& target, const decode::SearchOptions& o) {
+  std::vector<float> attention_of(const std::vector<int>& source, const std::vector<int>& target) {
     const Tensor w = decode::attention_of(*tm.model, source, target).decoder.cross.back();  // [1, heads, tq, tk]
     const int64_t heads = w.size(1), cells = w.size(2) * w.size(3);
     std::vector<float> mean(static_cast<size_t>(cells), 0.0f);

@@ -17,7 +17,7 @@ namespace tfm::models {
 // Linear projection to the vocabulary followed by log-softmax.
 class Generator : public nn::Module {
  public:
-  Generator(int64_t d_model, int64_t vocab);
+  explicit Generator(Tensor weight);  // [vocab, d_model], perhaps tied to an embedding; the bias starts at 0
   Tensor logits(const Tensor& x) const;     // [..., d_model] -> [..., vocab]
   Tensor forward(const Tensor& x) const;    // log-probabilities
   // cross_entropy(logits(x), targets), without holding the logits (ops::linear_cross_entropy).

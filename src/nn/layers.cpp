@@ -28,10 +28,9 @@ Tensor Linear::forward_relu(const Tensor& x) const {
   return tracing() ? ops::relu(forward(x)) : ops::linear_relu(x, weight, bias, products());
 }
 
-Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : scale_(scale_by_sqrt_d) {
-  weight = Tensor::zeros({vocab, d_model});
-  register_parameter("weight", weight);
-}
+Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : Embedding(Tensor::zeros({vocab, d_model}), scale_by_sqrt_d) {}
+
+Embedding::Embedding(Tensor w, bool scale_by_sqrt_d) : weight(std::move(w)), scale_(scale_by_sqrt_d) { register_parameter("weight", weight); }
 
 Tensor Embedding::forward(const Tensor& ids) const {
   Tensor e = ops::embedding(weight, ids);

@@ -22,6 +22,8 @@ class Linear : public Module {
 class Embedding : public Module {
  public:
   Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d = true);
+  // Over an existing [vocab, d_model] matrix: a table tied to another module's.
+  explicit Embedding(Tensor weight, bool scale_by_sqrt_d = true);
   // ids: [batch, len] token ids -> [batch, len, d_model]
   Tensor forward(const Tensor& ids) const;  // [batch, len] i32 -> [batch, len, d_model]
   Tensor weight;  // [vocab, d_model]
