@@ -9,7 +9,7 @@ namespace tfm::ops::cpu {
 
 struct CpuIsa {
   bool avx512 = false;        // AVX-512 F/DQ/BW/VL: the 16-lane exp, dropout masks 8 at a time
-  bool bf16_products = false;  // oneDNN's bf16 matmul kernels (native AVX512-BF16 or emulated in AVX-512)
+  bool bf16_products = false;  // oneDNN's bf16 matmul kernels (native AVX512-BF16 or AMX; else products widen to f32)
   bool vnni = false;          // int8 products that do not saturate (AVX512-VNNI or AVX-VNNI)
   std::string name;           // for `tfm --version`
 };

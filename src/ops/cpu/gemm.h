@@ -13,8 +13,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // The same with bfloat16 inputs, accumulated in single precision (AVX-512 BF16
-// instructions where the CPU has them, emulated by oneDNN on other AVX-512 CPUs, and
-// widened to the f32 GEMM on AVX2 ones).
+// instructions where the CPU has them, elsewhere widened to the f32 GEMM: cpu_isa.cpp).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
                const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
