@@ -247,14 +247,19 @@ def report(a, sgemm, training, translation, lm, reduced):
     return "\n".join(lines)
 
 
-def update_doc(table, begin="<!-- results: bench/run.sh writes this section -->", end="<!-- end of results -->", path=None):
-    """Replaces what lies between the markers `begin` and `end` of `path` (docs/PERFORMANCE.md)."""
+def publish(table, no_doc, begin="<!-- results: bench/run.sh writes this section -->", end="<!-- end of results -->", path=None):
+    """Prints the table and, unless `no_doc`, puts it between the markers `begin` and `end` of
+    `path` (docs/PERFORMANCE.md)."""
+    print("\n" + table)
+    if no_doc:
+        return
     path = path or os.path.join(ROOT, "docs", "PERFORMANCE.md")
     doc = open(path).read()
     if begin not in doc or end not in doc:
         raise SystemExit(f"{path} has lost its markers {begin} ... {end}; the table is printed above")
     doc = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda _: f"{begin}\n{table}\n{end}", doc, flags=re.S)
     open(path, "w").write(doc)
+    print(f"\nwrote {os.path.relpath(path, ROOT)}")
 
 
 def arguments():
@@ -287,11 +292,7 @@ def main():
         translation = bench_translation(a, work)
         reduced = bench_reduced_precision(a, training, translation)
         lm = bench_lm(a, work) if a.text else None
-    table = report(a, sgemm, training, translation, lm, reduced)
-    print("\n" + table)
-    if not a.no_doc:
-        update_doc(table)
-        print("\nwrote docs/PERFORMANCE.md")
+    publish(report(a, sgemm, training, translation, lm, reduced), a.no_doc)
 
 
 if __name__ == "__main__":

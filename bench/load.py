@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import tempfile
 
-from compare import BENCH, PY, ROOT, TFM, arguments, cpu_model, run, update_doc
+from compare import BENCH, PY, ROOT, TFM, arguments, cpu_model, publish, run
 
 LIBGOMP_DEFAULT = {"GOMP_SPINCOUNT": "300000"}
 
@@ -117,11 +117,7 @@ def main():
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         results = [(name, measure(a, name, engines)) for name, engines in jobs(a, work)]
-    table = report(a, results)
-    print("\n" + table)
-    if not a.no_doc:
-        update_doc(table, "<!-- load: bench/run.sh --load writes this section -->", "<!-- end of load results -->")
-        print("\nwrote docs/PERFORMANCE.md")
+    publish(report(a, results), a.no_doc, "<!-- load: bench/run.sh --load writes this section -->", "<!-- end of load results -->")
 
 
 if __name__ == "__main__":

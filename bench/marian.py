@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 import safetensors_io  # noqa: E402
-from compare import BENCH, PY, ROOT, TFM, cpu_model, median_run, ratio, run, update_doc  # noqa: E402
+from compare import BENCH, PY, ROOT, TFM, cpu_model, median_run, publish, ratio, run  # noqa: E402
 
 VOCAB, PAD = 58101, 58100  # opus-mt-de-en's
 SHAPE = {"d_model": 512, "layers": 6, "heads": 8, "ffn": 2048, "positions": 512}
@@ -221,11 +221,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     check_pytorch_side(a.work, a.threads)
     make_model(a.model_dir, a.data)
-    table = report(a, bench(a))
-    print("\n" + table)
-    if not a.no_doc:
-        update_doc(table, "<!-- marian results: bench/run.sh --marian writes this section -->", "<!-- end of marian results -->")
-        print("\nwrote docs/PERFORMANCE.md")
+    publish(report(a, bench(a)), a.no_doc, "<!-- marian results: bench/run.sh --marian writes this section -->", "<!-- end of marian results -->")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from compare import ROOT, TFM, cpu_model, update_doc
+from compare import ROOT, TFM, cpu_model, publish
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "dist"))
 from hosts import Refused, namespace_hosts  # noqa: E402
@@ -165,11 +165,7 @@ def main():
         a.valid_src, a.valid_tgt = head("val.de", 8), head("val.en", 8)
         bandwidths = bench_bandwidth(a, work)
         training = bench_training(a, work)
-    table = report(a, training, bandwidths)
-    print("\n" + table)
-    if not a.no_doc:
-        update_doc(table, path=DOC)
-        print("\nwrote docs/SCALING.md")
+    publish(report(a, training, bandwidths), a.no_doc, path=DOC)
 
 
 if __name__ == "__main__":

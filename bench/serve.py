@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from compare import ROOT, TFM, cpu_model, update_doc
+from compare import ROOT, TFM, cpu_model, publish
 
 
 class Server:
@@ -192,10 +192,8 @@ def main():
              "| run | requests | sentences/s | p50 ms | p99 ms | failed |\n|---|---|---|---|---|---|\n" + "\n".join(rows) +
              f"\n\nResident memory over {a.memory_requests:,} requests at 64 clients, every 10,000: " +
              ", ".join(f"{m:.0f}" for m in memory) + f" MiB ({failed_total} failed)." + slow)
-    print(table)
-    if not a.no_doc:
-        update_doc(table, "<!-- serve: bench/run.sh --serve writes this section -->", "<!-- end of serve results -->",
-                   os.path.join(ROOT, "docs", "SERVING.md"))
+    publish(table, a.no_doc, "<!-- serve: bench/run.sh --serve writes this section -->", "<!-- end of serve results -->",
+            os.path.join(ROOT, "docs", "SERVING.md"))
 
 
 if __name__ == "__main__":
