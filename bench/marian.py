@@ -14,6 +14,7 @@ translate the same sentences, output capped at 2 x source + 10, taking turns; ea
 figure is the median of the runs, peak memory the highest. Prints a table and
 rewrites its section of docs/PERFORMANCE.md."""
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -190,13 +191,13 @@ def bench(a):
         out, mem = median_run(r)
         same = sum(x == y for x, y in zip(out["outputs"], torch_out)) / len(torch_out)
         rows.append({"label": label, "tok_s": out["target_tokens"] / out["seconds"], "mem": mem, "same": same,
-                     "tokens": out["target_tokens"], "seconds": out["seconds"]})
+                     "seconds": out["seconds"]})
     return rows
 
 
 def report(a, rows):
     torch_row = next(r for r in rows if r["label"].startswith("pytorch"))
-    lines = [f"Measured {__import__('datetime').date.today()} on {cpu_model()}, {a.threads} threads, by `bench/run.sh --marian`: "
+    lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {a.threads} threads, by `bench/run.sh --marian`: "
              f"the first {a.sentences} sentences of Multi30k val (de), beam 4, batch {a.batch}, output at most 2 × source + 10 tokens; "
              f"medians of {a.repeats} alternating runs. The model: opus-mt-base-shaped (512 wide, 6 + 6 layers, 8 heads, "
              f"feed-forward 2048, {VOCAB:,} ids, random weights), read from its Hugging Face directory by both engines.", "",
