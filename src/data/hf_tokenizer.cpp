@@ -15,14 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-json read_json(const std::string& path, const std::string& what) {
-  io::check_input_file(path, int64_t{1} << 30, what);
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    throw Error(path + ": not valid JSON (at byte " + std::to_string(e.byte) + ")");
-  }
-}
+json read_json(const std::string& path, const std::string& what) { return io::read_json_file(path, int64_t{1} << 30, what); }
 
 constexpr const char* kSpecialKeys[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};
 constexpr size_t kSpecialCount = std::size(kSpecialKeys);

@@ -1,8 +1,6 @@
 #include "hf/directory.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <set>
 
 #include "io/input_file.h"
@@ -16,18 +14,7 @@ namespace {
 
 constexpr const char* kSupported = "marian (opus-mt), gpt2, bert and vit";
 
-nlohmann::json parse_json_file(const std::string& path) {
-  io::check_input_file(path, int64_t{64} << 20, "JSON file");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  TFM_CHECK(in, path << ": cannot read");
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(path + ": is not valid JSON (at byte " + std::to_string(e.byte) + ")");
-  }
-}
+nlohmann::json parse_json_file(const std::string& path) { return io::read_json_file(path, int64_t{64} << 20, "JSON file"); }
 
 void check_weights_present(const std::string& path) {
   const auto has = [&](const char* name) { return fs::exists(path + "/" + name); };

@@ -5,10 +5,16 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tfm::io {
 
 // Throws tfm::Error naming `path` and `what` (e.g. "SentencePiece model") unless it is
 // a regular file of at most `max_bytes`.
 void check_input_file(const std::string& path, int64_t max_bytes, const std::string& what);
+
+// The JSON document in `path`, checked as above first; invalid JSON is one error naming
+// the file and the byte where it stops being JSON.
+nlohmann::json read_json_file(const std::string& path, int64_t max_bytes, const std::string& what);
 
 }  // namespace tfm::io
