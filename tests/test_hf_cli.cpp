@@ -89,11 +89,6 @@ TEST(HfCli, InfoDescribesEachDirectory) {
   }
 }
 
-}  // namespace
-}  // namespace tfm
-
-namespace tfm {
-namespace {
 
 // The mean training loss of the first and of the last five steps of a run (--log-every 1).
 std::pair<double, double> first_and_last_losses(const std::string& metrics) {
@@ -155,11 +150,6 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
   }
 }
 
-}  // namespace
-}  // namespace tfm
-
-namespace tfm {
-namespace {
 
 // The tensors of two files, name by name, bit for bit; returns how many were compared.
 int expect_same_tensors(const io::NamedTensors& a, const io::NamedTensors& b, const std::string& what) {
@@ -233,11 +223,6 @@ TEST(HfCli, SettingsHuggingFaceCannotExpressAreRefusedByName) {
   EXPECT_FALSE(std::filesystem::exists(tmp.path("copy_hf/model.safetensors")));
 }
 
-}  // namespace
-}  // namespace tfm
-
-namespace tfm {
-namespace {
 
 // vit eval on the fixture's image files (one resized): transformers' labels, and the
 // library's probabilities are the softmax of transformers' logits.
@@ -251,11 +236,6 @@ TEST(HfCli, VitEvalOfImageFilesGivesTransformersLabels) {
   for (size_t i = 0; i < 2; ++i) EXPECT_NE(got[i].find(": " + ref["argmax_labels"][i].get<std::string>() + " ("), std::string::npos) << got[i];
 }
 
-}  // namespace
-}  // namespace tfm
-
-namespace tfm {
-namespace {
 
 // A checkpoint converted from a relative path works from any other directory: the
 // tokenizer's files are recorded by absolute path.
