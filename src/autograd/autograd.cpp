@@ -116,7 +116,7 @@ void backward(const Tensor& root, const LeafDone& leaf_done) {
   TFM_CHECK(root.numel() == 1, "backward() needs a scalar, got shape " << shape_str(root.shape()));
   TFM_CHECK(root.requires_grad(), "backward() on a tensor that does not require grad");
   if (!root.impl()->grad_fn) {
-    accumulate_leaf(root.impl(), Tensor::ones(root.shape()));
+    accumulate_leaf(root.impl(), Tensor::ones(root.shape(), root.device()));
     if (leaf_done) leaf_done(root.impl());
     return;
   }
@@ -129,7 +129,7 @@ void backward(const Tensor& root, const LeafDone& leaf_done) {
   // view's AccumulateFn), which may be added to in place. Any other may be shared: an
   // op's backward can hand one tensor to several inputs.
   std::unordered_set<Node*> owned;
-  grads[order.back().get()] = Tensor::ones(root.shape());
+  grads[order.back().get()] = Tensor::ones(root.shape(), root.device());
   for (size_t i = order.size(); i-- > 0;) {
     const std::shared_ptr<Node> node = std::move(order[i]);
     auto it = grads.find(node.get());

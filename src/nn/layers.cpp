@@ -47,7 +47,9 @@ LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {
 Tensor LayerNorm::forward(const Tensor& x) const { return trace(path(), ops::layer_norm(x, weight, bias, eps)); }
 
 PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, bool split)
-    : table_(ops::sinusoids(max_len, d_model, split)), dropout_(dropout) {}
+    : table_(ops::sinusoids(max_len, d_model, split)), dropout_(dropout) {
+  register_buffer(table_);
+}
 
 Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   const int64_t len = x.size(1);

@@ -1,8 +1,10 @@
 #include "nn/module.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "tensor/error.h"
 
@@ -78,8 +80,8 @@ const FlatParameters& Module::flatten_parameters() {
   int64_t total = 0;
   for (const auto& [name, p] : named) total += aligned(p.numel());
   auto flat = std::make_unique<FlatParameters>();
-  flat->values = Tensor::zeros({total});  // the gaps between parameters stay 0
-  flat->grads = Tensor::zeros({total});
+  flat->values = Tensor::zeros({total}, device());  // the gaps between parameters stay 0
+  flat->grads = Tensor::zeros({total}, device());
   int64_t offset = 0;
   for (auto& [name, p] : named) {
     const Shape strides = contiguous_strides(p.shape());
@@ -110,6 +112,34 @@ int64_t Module::num_parameters() const {
   int64_t n = 0;
   for (auto& [name, t] : named_parameters()) n += t.numel();
   return n;
+}
+
+void Module::collect_members(std::vector<std::pair<Tensor*, bool>>& out) {
+  for (auto& [name, t] : params_) out.emplace_back(t, true);
+  for (Tensor* t : buffers_) out.emplace_back(t, false);
+  for (auto& [name, child] : children_) child->collect_members(out);
+}
+
+void Module::to(Device device) {
+  TFM_CHECK(path_.empty(), "to: '" << path_ << "' is part of a model; move the whole model");
+  TFM_CHECK(!shared_->flat, "to: the model's parameters are already flattened on " << to_string(this->device()) << "; move it before");
+  std::vector<std::pair<Tensor*, bool>> members;
+  collect_members(members);
+  std::unordered_map<const TensorImpl*, Tensor> moved;  // tied members share one impl: one copy for all
+  for (auto& [member, is_parameter] : members) {
+    auto [it, fresh] = moved.try_emplace(member->impl());
+    if (fresh) {
+      it->second = ops::to(member->detach(), device);
+      if (is_parameter) it->second.set_requires_grad(true);
+    }
+    *member = it->second;
+  }
+  products().set_precision(products().precision());  // frozen copies were of the old tensors
+}
+
+Device Module::device() const {
+  const auto named = named_parameters();
+  return named.empty() ? Device::CPU : named.front().second.device();
 }
 
 void Module::train(bool on) {

@@ -52,6 +52,11 @@ class Module {
   // Null until flatten_parameters().
   const FlatParameters* flat_parameters() const { return shared_->flat.get(); }
 
+  // Moves every parameter and buffer of this model (the root) to `device`, tied
+  // parameters staying tied, as torch.nn.Module.to does; before flatten_parameters().
+  void to(Device device);
+  Device device() const;  // where its parameters are (the CPU for a model without any)
+
   void train(bool on = true);
   void eval() { train(false); }
   bool training() const { return training_; }
@@ -73,6 +78,9 @@ class Module {
   // Registers a Tensor member as a parameter. The module refers to the member, so
   // re-assigning it later (weight tying) is seen by named_parameters().
   void register_parameter(const std::string& name, Tensor& member);
+  // Registers a Tensor member that is state but not a parameter (a table computed once,
+  // as PyTorch's register_buffer): moved by to(), never trained nor saved.
+  void register_buffer(Tensor& member) { buffers_.push_back(&member); }
   // An empty name registers the child "inline": its parameters appear directly
   // under this module's prefix (PyTorch's TransformerEncoderLayer keeps linear1 and
   // linear2 at layer level, while we give the feed-forward block its own class).
@@ -100,11 +108,13 @@ class Module {
   };
   void share(const std::shared_ptr<Shared>& shared);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_members(std::vector<std::pair<Tensor*, bool>>& out);  // (member, is a parameter)
 
   std::string path_;
   bool training_ = true;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<Tensor*> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 

@@ -69,7 +69,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
   const Shape shape = weights_shape(q, k, heads, mask);  // [B, heads, tq, tk]
   const int64_t B = shape[0], tq = shape[2], D = q.size(2);
   // A packed sequence's rows past its length are never written: they stay 0.
-  Tensor probs = packed_q ? Tensor::zeros(shape) : Tensor::empty(shape, DType::f32, q.device());
+  Tensor probs = packed_q ? Tensor::zeros(shape, q.device()) : Tensor::empty(shape, DType::f32, q.device());
   Tensor out = Tensor::empty(packed_q ? Shape{1, q.size(1), D} : Shape{B, tq, D}, DType::f32, q.device());
   fn(call, out, probs);
   if (weights) *weights = probs.detach();

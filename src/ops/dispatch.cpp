@@ -1,6 +1,9 @@
 #include "ops/dispatch.h"
 
 #include "ops/cpu/kernels.h"
+#ifdef TFM_HAVE_CUDA
+#include "ops/cuda/kernels.h"
+#endif
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -8,9 +11,14 @@ namespace tfm::ops {
 const Kernels& kernels(Device device) {
   switch (device) {
     case Device::CPU: return cpu::kernels();
-    case Device::CUDA: break;
+    case Device::CUDA:
+#ifdef TFM_HAVE_CUDA
+      return cuda::kernels();
+#else
+      break;
+#endif
   }
-  throw Error("this build of tfm has no kernels for " + to_string(device) + " tensors");
+  throw Error("this build of tfm has no kernels for " + to_string(device) + " tensors (configure with -DTFM_CUDA=ON where the CUDA toolkit is)");
 }
 
 Device device_of(const char* op, Tensors tensors) {

@@ -50,7 +50,7 @@ Tensor smoothed_loss(const char* name, const Tensor& logits, const Tensor& targe
   const bool grad = autograd::grad_enabled() && logits.requires_grad();
   Tensor dx = grad ? Tensor::empty(logits.shape(), DType::f32, logits.device()) : Tensor();
   const double total = fn(dense(logits), dense(targets), skip_id, q, static_cast<float>(1.0 / normalizer), grad ? &dx : nullptr);
-  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer));
+  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer), logits.device());
   if (!grad) return out;
   return autograd::record(out, name, {logits}, [dx](const Tensor& g) { return scaled({dx}, g); });
 }
@@ -93,7 +93,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   const Device device = x_in.device();
   const Tensor x = dense(x_in).detach(), b = bias.defined() ? dense(bias).detach() : bias, ids = dense(targets), w = weight.detach();
   Tensor dx = grad ? Tensor::empty({rows, in}, DType::f32, device) : Tensor(), dw = grad ? Tensor::empty({vocab, in}, DType::f32, device) : Tensor();
-  Tensor db = grad && b.defined() ? Tensor::zeros({vocab}) : Tensor();
+  Tensor db = grad && b.defined() ? Tensor::zeros({vocab}, device) : Tensor();
 
   // Rows a chunk at a time: the logits (then their gradient) of one chunk exist at once.
   constexpr int64_t kChunk = 1024;
@@ -111,7 +111,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
     kernel(name, &Kernels::linear_backward, {logits})(products.precision(), logits, xc, w, dxc, dw, r0 == 0 ? 0.0f : 1.0f);
     if (db.defined()) strided_add(sum_to(logits, {vocab}), db);
   }
-  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer));
+  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer), device);
   if (!grad) return out;
   return autograd::record(out, name, {x_in, weight, bias}, [dx, dw, db](const Tensor& g) { return scaled({dx, dw, db}, g); });
 }

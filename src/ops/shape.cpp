@@ -106,7 +106,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end) {
   // The gradient goes into its window of the input's gradient, which sibling slices share.
   return autograd::record_view(out, "slice", x, [in_shape, dim, start, end](const Tensor& g, Tensor& grad) {
     const bool fresh = !grad.defined();
-    if (fresh) grad = Tensor::zeros(in_shape);
+    if (fresh) grad = Tensor::zeros(in_shape, g.device());
     Tensor window = slice(grad, dim, start, end);
     fresh ? strided_copy(g, window) : strided_add(g, window);
   });

@@ -1,4 +1,7 @@
 #include "tensor/allocator.h"
+#ifdef TFM_HAVE_CUDA
+#include "tensor/cuda/runtime.h"
+#endif
 
 #include <sys/mman.h>
 
@@ -188,7 +191,11 @@ class SystemAllocator final : public Allocator {
 #endif
 
 Allocator& allocator_for(Device device) {
-  TFM_CHECK(device == Device::CPU, "device " << to_string(device) << " is not supported by this build");
+#ifdef TFM_HAVE_CUDA
+  if (device == Device::CUDA) return cuda::allocator();
+#endif
+  TFM_CHECK(device == Device::CPU, "this build of tfm has no " << to_string(device)
+                                       << " support (configure with -DTFM_CUDA=ON where the CUDA toolkit is)");
   // Never destroyed: tensors held by other statics may be freed after main returns.
 #ifdef TFM_SANITIZED
   static Allocator* cpu = new SystemAllocator;

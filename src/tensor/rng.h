@@ -4,9 +4,17 @@
 // (key, element index), so results do not depend on the number of threads.
 #include <cstdint>
 
+// The counter hashes are compiled for the GPU's kernels too, so both devices draw the
+// same dropout masks.
+#ifdef __CUDACC__
+#define TFM_HOST_DEVICE __host__ __device__
+#else
+#define TFM_HOST_DEVICE
+#endif
+
 namespace tfm {
 
-inline uint64_t splitmix64(uint64_t x) {
+TFM_HOST_DEVICE inline uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -14,7 +22,7 @@ inline uint64_t splitmix64(uint64_t x) {
 }
 
 // Uniform float in [0, 1) for element `index` of the stream named by `key`.
-inline float hash_uniform(uint64_t key, uint64_t index) {
+TFM_HOST_DEVICE inline float hash_uniform(uint64_t key, uint64_t index) {
   return static_cast<float>(splitmix64(key ^ (index * 0xD1B54A32D192ED03ull)) >> 40) * (1.0f / 16777216.0f);
 }
 
@@ -34,12 +42,12 @@ struct DropoutKey {
 };
 
 // A sample's places are 2^40 apart: up to 10^12 elements a sample, 2^24 samples a batch.
-inline uint64_t dropout_index(int64_t row, int64_t place) { return (static_cast<uint64_t>(row) << 40) + static_cast<uint64_t>(place); }
+TFM_HOST_DEVICE inline uint64_t dropout_index(int64_t row, int64_t place) { return (static_cast<uint64_t>(row) << 40) + static_cast<uint64_t>(place); }
 
 // The place of probability (head h, query i, key j) in its sample: lengths up to
 // kAttentionDropoutLength, whatever the batch's padded length.
 constexpr int64_t kAttentionDropoutLength = int64_t{1} << 14;
-inline int64_t attention_dropout_place(int64_t h, int64_t i, int64_t j) {
+TFM_HOST_DEVICE inline int64_t attention_dropout_place(int64_t h, int64_t i, int64_t j) {
   return (h * kAttentionDropoutLength + i) * kAttentionDropoutLength + j;
 }
 

@@ -2,8 +2,12 @@
 
 #include <cstring>
 
+#include "tensor/device_memory.h"
 #include "tensor/error.h"
 #include "threads/parallel.h"
+#ifdef TFM_HAVE_CUDA
+#include "tensor/cuda/runtime.h"
+#endif
 
 namespace tfm {
 
@@ -64,10 +68,7 @@ void for_each_row(const Tensor& src, Tensor& dst, F&& f) {
   for_each_index<2>(src.shape(), {src.strides(), dst.strides()}, [&](const std::array<int64_t, 2>& o) { f(d + o[1], s + o[0], 1); });
 }
 
-}  // namespace
-
-void strided_add(const Tensor& src, Tensor& dst) {
-  TFM_CHECK(src.dtype() == DType::f32 && dst.dtype() == DType::f32, "strided_add: f32 tensors only");
+void host_strided_add(const Tensor& src, Tensor& dst) {
   if (src.is_contiguous() && dst.is_contiguous()) {
     float* d = dst.data();
     const float* s = src.data();
@@ -81,9 +82,11 @@ void strided_add(const Tensor& src, Tensor& dst) {
   });
 }
 
+}  // namespace
+
 Tensor strided_sum(const Tensor& a, const Tensor& b) {
   TFM_CHECK(a.shape() == b.shape(), "strided_sum: shapes " << shape_str(a.shape()) << " and " << shape_str(b.shape()));
-  if (!a.is_contiguous() || !b.is_contiguous()) {
+  if (!a.is_contiguous() || !b.is_contiguous() || a.device() != Device::CPU) {
     Tensor out = a.clone();
     strided_add(b, out);
     return out;
@@ -111,16 +114,53 @@ void copy_elements(const Tensor& src, Tensor& dst) {
   for_each_row<T>(src, dst, [](T* d, const T* s, int64_t n) { std::memcpy(d, s, sizeof(T) * n); });
 }
 
+// The CPU's DeviceMemory: host memory, walked by the loops above.
+class HostMemory final : public DeviceMemory {
+ public:
+  void from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void strided_copy(const Tensor& src, Tensor& dst) override {
+    switch (size_of(src.dtype())) {
+      case 1: return copy_elements<uint8_t>(src, dst);
+      case 2: return copy_elements<uint16_t>(src, dst);
+      case 4: return copy_elements<uint32_t>(src, dst);
+      default: return copy_elements<uint64_t>(src, dst);
+    }
+  }
+  void strided_add(const Tensor& src, Tensor& dst) override { host_strided_add(src, dst); }
+  void fill(Tensor& t, float value) override { t.fill(value); }
+};
+
+// The device both tensors are on; a clear error naming `op` otherwise.
+Device common_device(const char* op, const Tensor& src, const Tensor& dst) {
+  TFM_CHECK(src.device() == dst.device(), op << ": tensors on " << to_string(src.device()) << " and " << to_string(dst.device()));
+  return src.device();
+}
+
 }  // namespace
+
+DeviceMemory& device_memory(Device device) {
+  static HostMemory host;
+  switch (device) {
+    case Device::CPU: return host;
+    case Device::CUDA:
+#ifdef TFM_HAVE_CUDA
+      return cuda::memory();
+#else
+      break;
+#endif
+  }
+  throw Error("this build of tfm has no " + to_string(device) + " support (configure with -DTFM_CUDA=ON where the CUDA toolkit is)");
+}
 
 void strided_copy(const Tensor& src, Tensor& dst) {
   TFM_CHECK(src.dtype() == dst.dtype(), "strided_copy: dtype " << to_string(src.dtype()) << " into " << to_string(dst.dtype()));
-  switch (size_of(src.dtype())) {
-    case 1: return copy_elements<uint8_t>(src, dst);
-    case 2: return copy_elements<uint16_t>(src, dst);
-    case 4: return copy_elements<uint32_t>(src, dst);
-    default: return copy_elements<uint64_t>(src, dst);
-  }
+  device_memory(common_device("strided_copy", src, dst)).strided_copy(src, dst);
+}
+
+void strided_add(const Tensor& src, Tensor& dst) {
+  TFM_CHECK(src.dtype() == DType::f32 && dst.dtype() == DType::f32, "strided_add: f32 tensors only");
+  device_memory(common_device("strided_add", src, dst)).strided_add(src, dst);
 }
 
 }  // namespace tfm

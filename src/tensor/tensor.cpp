@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "tensor/device_memory.h"
 #include "tensor/error.h"
 #include "tensor/strided.h"
 #include "threads/parallel.h"
@@ -57,10 +58,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::zeros(const Shape& shape) { return full(shape, 0.0f); }
+Tensor Tensor::zeros(const Shape& shape, Device device) { return full(shape, 0.0f, device); }
 
-Tensor Tensor::full(const Shape& shape, float value) {
-  Tensor t = empty(shape);
+Tensor Tensor::full(const Shape& shape, float value, Device device) {
+  Tensor t = empty(shape, DType::f32, device);
   t.fill(value);
   return t;
 }
@@ -69,6 +70,17 @@ Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values)
 
 void Tensor::check_count(size_t values) const {
   TFM_CHECK(static_cast<int64_t>(values) == numel(), values << " values do not fill shape " << shape_str(shape()));
+}
+
+void Tensor::not_on_host() const {
+  throw Error("a tensor on " + to_string(device()) + " (shape " + shape_str(shape()) +
+              ") was read or written as host memory; move it with ops::to(tensor, Device::CPU) first");
+}
+
+void Tensor::copy_to_host(void* dst) const {
+  const size_t bytes = static_cast<size_t>(numel()) * size_of(dtype());
+  if (device() == Device::CPU) std::memcpy(dst, device_ptr(), bytes);
+  else device_memory(device()).to_host(dst, device_ptr(), bytes);
 }
 
 void Tensor::dtype_mismatch(DType wanted) const {
@@ -98,7 +110,7 @@ std::vector<float> Tensor::to_vector() const { return values<float>(); }
 
 float Tensor::item() const {
   TFM_CHECK(numel() == 1, "item() needs a one-element tensor, got shape " << shape_str(shape()));
-  return *data();
+  return values<float>()[0];
 }
 
 Tensor Tensor::clone() const {
@@ -121,11 +133,24 @@ void Tensor::copy_from(const Tensor& src) {
   TFM_CHECK(src.shape() == shape(), "copy_from: shape " << shape_str(src.shape()) << " into " << shape_str(shape()));
   TFM_CHECK(src.dtype() == dtype(), "copy_from: dtype " << to_string(src.dtype()) << " into " << to_string(dtype())
                                                         << " (a conversion is ops::to)");
-  strided_copy(src, *this);
+  if (src.device() == device()) return strided_copy(src, *this);
+  // Between devices: contiguous bytes cross, strided walks stay on the side that has them.
+  const Tensor from = src.is_contiguous() ? src : src.clone();
+  Tensor to = is_contiguous() ? *this : empty(shape(), dtype(), device());
+  const size_t bytes = static_cast<size_t>(numel()) * size_of(dtype());
+  if (device() == Device::CPU) from.copy_to_host(to.device_ptr());
+  else if (from.device() == Device::CPU) device_memory(device()).from_host(to.device_ptr(), from.device_ptr(), bytes);
+  else {  // between two devices: through the host
+    Tensor host = empty(shape(), dtype(), Device::CPU);
+    host.copy_from(from);
+    device_memory(device()).from_host(to.device_ptr(), host.device_ptr(), bytes);
+  }
+  if (!to.same(*this)) strided_copy(to, *this);
 }
 
 void Tensor::fill(float value) {
   TFM_CHECK(is_contiguous(), "fill needs a contiguous tensor");
+  if (device() != Device::CPU) return device_memory(device()).fill(*this, value);
   float* d = data();
   parallel_chunks(numel(), [&](int64_t begin, int64_t end) { std::fill(d + begin, d + end, value); });
 }

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/device.h"
@@ -50,9 +51,9 @@ class Tensor {
 
   // Factories (always contiguous; f32 on the CPU unless told).
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::CPU);
-  static Tensor zeros(const Shape& shape);
-  static Tensor full(const Shape& shape, float value);
-  static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
+  static Tensor zeros(const Shape& shape, Device device = Device::CPU);
+  static Tensor full(const Shape& shape, float value, Device device = Device::CPU);  // f32
+  static Tensor ones(const Shape& shape, Device device = Device::CPU) { return full(shape, 1.0f, device); }
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values);
   // A tensor of T's dtype (int32_t, int64_t, uint8_t, bool, ...) holding `values`.
   template <class T>
@@ -72,7 +73,8 @@ class Tensor {
   DType dtype() const { return impl_->dtype; }
   bool is_contiguous() const;
 
-  // The elements, as the dtype's C++ type; asking for another type is an error.
+  // The elements in host memory, as the dtype's C++ type; asking for another type, or
+  // for a tensor on another device (whose memory the host cannot read), is an error.
   float* data() { return data_as<float>(); }
   const float* data() const { return data_as<float>(); }
   template <class T>
@@ -80,8 +82,20 @@ class Tensor {
     if (dtype_of<T>() != dtype()) dtype_mismatch(dtype_of<T>());
     return static_cast<T*>(raw_data());
   }
-  void* raw_data() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
-  std::vector<float> to_vector() const;  // logical order, works for any strides
+  void* raw_data() const {
+    if (device() != Device::CPU) not_on_host();
+    return device_ptr();
+  }
+  // Where the elements are on their own device: for that device's kernels only.
+  void* device_ptr() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
+  template <class T>
+  T* device_data() const {
+    if (dtype_of<T>() != dtype()) dtype_mismatch(dtype_of<T>());
+    return static_cast<T*>(device_ptr());
+  }
+  // Copies to the host, from any device (a transfer, and a wait for the device's queued
+  // work): the elements in logical order, for any strides.
+  std::vector<float> to_vector() const;
   template <class T>
   std::vector<T> values() const;  // the same for T's dtype
   float item() const;
@@ -90,8 +104,9 @@ class Tensor {
   Tensor clone() const;
   // Same data, no autograd history.
   Tensor detach() const;
-  void copy_from(const Tensor& src);  // element-wise copy into this tensor (same shape and dtype)
-  void fill(float value);
+  // Element-wise copy into this tensor (same shape and dtype; from any device).
+  void copy_from(const Tensor& src);
+  void fill(float value);  // f32, contiguous
 
   // Autograd.
   bool requires_grad() const { return impl_->requires_grad || impl_->grad_fn != nullptr; }
@@ -105,6 +120,8 @@ class Tensor {
 
  private:
   [[noreturn]] void dtype_mismatch(DType wanted) const;
+  [[noreturn]] void not_on_host() const;
+  void copy_to_host(void* dst) const;  // a contiguous tensor's bytes
   void check_count(size_t values) const;
   std::shared_ptr<TensorImpl> impl_;
 };
@@ -113,7 +130,7 @@ class Tensor {
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
 
 template <class T>
-Tensor Tensor::from_values(const Shape& shape, const std::vector<T>& values) {
+Tensor Tensor::from_values(const Shape& shape, const std::vector<T>& values) {  // on the CPU
   Tensor t = empty(shape, dtype_of<T>());
   t.check_count(values.size());
   std::copy(values.begin(), values.end(), t.data_as<T>());
@@ -122,9 +139,17 @@ Tensor Tensor::from_values(const Shape& shape, const std::vector<T>& values) {
 
 template <class T>
 std::vector<T> Tensor::values() const {
+  if (dtype_of<T>() != dtype()) dtype_mismatch(dtype_of<T>());
   const Tensor c = is_contiguous() ? *this : clone();
-  const T* p = c.data_as<T>();
-  return std::vector<T>(p, p + c.numel());
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs its bits
+    std::vector<uint8_t> bytes(static_cast<size_t>(c.numel()));
+    c.copy_to_host(bytes.data());
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(c.numel()));
+    c.copy_to_host(out.data());
+    return out;
+  }
 }
 
 }  // namespace tfm

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds, on this machine (no GPU needed), everything the GPU check runs, and packs it
+# into .gpu-bundle/ (ignored by git; the device tool carries it): the check program,
+# the test binary and tfm, built for sm_80 and sm_90 in build/ (the Release build,
+# TFM_CUDA on), with every shared library they need that a bare GPU machine lacks. The
+# GPU machine has the CUDA toolkit and PyTorch but none of our Debian packages; cuBLAS
+# and the CUDA runtime are found there (scripts/gpu/run.sh). scripts/gpu/NOTES.md says
+# how a window runs it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+grep -q '^TFM_CUDA:STRING=OFF' build/CMakeCache.txt && { echo "bundle.sh: build/ was configured with TFM_CUDA=OFF" >&2; exit 1; }
+cmake --build build -j"$(nproc)" --target tfm tfm_tests tfm_gpu_check
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/lib"
+bins=(build/tfm build/tests/tfm_tests build/tests/tfm_gpu_check)
+cp "${bins[@]}" "$stage/"
+# Every library the binaries load, except the C library's own, the GPU driver's and
+# CUDA's (the machine's toolkit matches its driver).
+ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libcuda|libcudart|libcublas|libcublasLt|libnvidia)[.-]' |
+  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+rm -rf .gpu-bundle && mkdir -p .gpu-bundle
+tar -C "$stage" -czf .gpu-bundle/bundle.tar.gz .
+git rev-parse --short HEAD > .gpu-bundle/commit 2>/dev/null || echo unknown > .gpu-bundle/commit
+size=$(du -m .gpu-bundle/bundle.tar.gz | cut -f1)
+echo "bundle: .gpu-bundle/bundle.tar.gz, ${size} MiB, $(ls "$stage/lib" | wc -l) libraries"
+[ "$size" -le 60 ] || { echo "bundle.sh: the bundle is over 60 MiB (the device tool carries 64 MiB in all)" >&2; exit 1; }

@@ -1,0 +1,245 @@
+// Element-wise kernels on the GPU: broadcasting binary functions, activations, dropout
+// masks (the CPU's, from the same counter hash), sums over broadcast dims, scaling.
+#include <cstdint>
+
+#include "ops/cuda/kernels.h"
+#include "ops/cuda/launch.cuh"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+#include "tensor/strided.h"
+
+namespace tfm::ops::cuda {
+
+namespace {
+
+constexpr int kMaxDims = 8;
+
+// Up to kMaxDims dimensions and two operands' element strides over them: a binary
+// op's a and b over out's shape, or sum_to's kept and summed dims of g.
+struct Walk {
+  int dims = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t a[kMaxDims] = {};
+  int64_t b[kMaxDims] = {};
+};
+
+// Appends a dim of `size` with strides sa and sb, merged into the last one where that
+// walks the same offsets (a contiguous run, or a broadcast run of stride 0); size-1
+// dims are dropped. So most calls walk one or two dims.
+void append(Walk& w, int64_t size, int64_t sa, int64_t sb) {
+  if (size == 1) return;
+  const int last = w.dims - 1;
+  if (last >= 0 && w.a[last] == sa * size && w.b[last] == sb * size) {
+    w.size[last] *= size;
+    w.a[last] = sa;
+    w.b[last] = sb;
+    return;
+  }
+  TFM_CHECK(w.dims < kMaxDims, "cuda: element-wise walks of more than " << kMaxDims << " dimensions are not supported");
+  w.size[w.dims] = size, w.a[w.dims] = sa, w.b[w.dims] = sb;
+  ++w.dims;
+}
+
+// Offsets into a and b of flat (row-major) index i of w's dims.
+__device__ void offsets(const Walk& w, int64_t i, int64_t& oa, int64_t& ob) {
+  oa = 0, ob = 0;
+  for (int d = w.dims - 1; d >= 0; --d) {
+    const int64_t at = i % w.size[d];
+    i /= w.size[d];
+    oa += at * w.a[d];
+    ob += at * w.b[d];
+  }
+}
+
+constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f, kGeluCubic = 0.044715f;
+
+__device__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+// GPT-2's gelu_new, as cpu/elementwise.cpp computes it.
+__device__ float gelu_tanh(float v) { return 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + kGeluCubic * v * v * v))); }
+__device__ float gelu_tanh_slope(float v) {
+  const float t = tanhf(kSqrt2OverPi * (v + kGeluCubic * v * v * v));
+  return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v * v);
+}
+
+// One element of a Binary op (ops/kernels.h), in the CPU's float operation order.
+template <Binary op>
+__device__ float binary_value(float x, float y, float s) {
+  if constexpr (op == Binary::add) return x + y;
+  else if constexpr (op == Binary::mul) return x * y;
+  else if constexpr (op == Binary::relu_backward) return (y > 0.0f ? x : 0.0f) * s;
+  else if constexpr (op == Binary::gelu_backward) {
+    const float cdf = 0.5f * (1.0f + erff(y * kInvSqrt2)), pdf = kInvSqrt2Pi * expf(-0.5f * y * y);
+    return x * (cdf + y * pdf);
+  } else if constexpr (op == Binary::gelu_tanh_backward) return x * gelu_tanh_slope(y);
+  else if constexpr (op == Binary::silu_backward) {
+    const float sg = sigmoid(y);
+    return x * sg * (1.0f + y * (1.0f - sg));
+  } else return x * (1.0f - y * y);  // tanh_backward
+}
+
+template <Unary op>
+__device__ float unary_value(float v, float s) {
+  if constexpr (op == Unary::scale) return v * s;
+  else if constexpr (op == Unary::relu) return v > 0.0f ? v : 0.0f;
+  else if constexpr (op == Unary::gelu) return 0.5f * v * (1.0f + erff(v * kInvSqrt2));
+  else if constexpr (op == Unary::gelu_tanh) return gelu_tanh(v);
+  else if constexpr (op == Unary::silu) return v * sigmoid(v);
+  else return tanhf(v);
+}
+
+// out [n] (contiguous) = op(a, b) with a and b walked by w.
+template <Binary op>
+__global__ void binary_kernel(const float* a, const float* b, float s, float* out, Walk w, int64_t n) {
+  TFM_GRID_STRIDE(i, n) {
+    int64_t oa, ob;
+    offsets(w, i, oa, ob);
+    out[i] = binary_value<op>(a[oa], b[ob], s);
+  }
+}
+
+template <Unary op>
+__global__ void unary_kernel(const float* x, float s, float* out, int64_t n) {
+  TFM_GRID_STRIDE(i, n) out[i] = unary_value<op>(x[i], s);
+}
+
+template <Binary op>
+void launch_binary(const Tensor& a, const Tensor& b, float s, Tensor& out) {
+  const Shape& shape = out.shape();
+  const Shape sa = broadcast_strides(a.shape(), a.strides(), shape), sb = broadcast_strides(b.shape(), b.strides(), shape);
+  Walk w;
+  for (size_t d = 0; d < shape.size(); ++d) append(w, shape[d], sa[d], sb[d]);
+  binary_kernel<op><<<blocks_for(out.numel()), kThreads, 0, stream()>>>(ptr<float>(a), ptr<float>(b), s, ptr<float>(out), w, out.numel());
+  check_launch("binary");
+}
+
+template <Unary op>
+void launch_unary(const Tensor& x, float s, Tensor& out) {
+  unary_kernel<op><<<blocks_for(out.numel()), kThreads, 0, stream()>>>(ptr<float>(x), s, ptr<float>(out), out.numel());
+  check_launch("unary");
+}
+
+// Inverted dropout of x [n], as cpu/elementwise.cpp's dropout: element e of sample r
+// (sample r's elements start at `first`) is dropped when
+// hash_uniform(key, dropout_index(first_row + r, e - first)) < p. Samples are rows of
+// per_row elements, or, where `starts` is given, packed sequences starting at token
+// starts[r] [batch] of per_token elements each.
+__global__ void dropout_kernel(const float* x, float* out, int64_t n, float p, float keep_scale, uint64_t key, int64_t first_row,
+                               int64_t per_row, const int64_t* starts, int64_t batch, int64_t per_token, bool relu) {
+  TFM_GRID_STRIDE(e, n) {
+    int64_t r, first;
+    if (starts) {  // the last sequence starting at or before e's token (std::upper_bound - 1)
+      const int64_t token = e / per_token;
+      int64_t lo = 0, hi = batch;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (starts[mid] > token) hi = mid;
+        else lo = mid + 1;
+      }
+      r = lo > 0 ? lo - 1 : 0;  // (packed sequences start at token 0)
+      first = starts[r] * per_token;
+    } else {
+      r = e / per_row;
+      first = r * per_row;
+    }
+    float v = hash_uniform(key, dropout_index(first_row + r, e - first)) < p ? 0.0f : x[e] * keep_scale;
+    if (relu) v = v > 0.0f ? v : 0.0f;  // relu(x) * scale == relu(x * scale), scale > 0
+    out[e] = v;
+  }
+}
+
+// out (contiguous, [m]) = g summed over its broadcast dims: one thread per output
+// element adds up its g elements in g's row-major order from 0, as the CPU does, so
+// the sum does not depend on the launch. `kept` walks out's elements (its a strides
+// are g's), `summed` the dims summed over (its a strides are g's).
+__global__ void sum_to_kernel(const float* g, float* out, int64_t m, Walk kept, Walk summed, int64_t count) {
+  TFM_GRID_STRIDE(o, m) {
+    int64_t base, unused;
+    offsets(kept, o, base, unused);
+    float acc = 0.0f;
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t at;
+      offsets(summed, k, at, unused);
+      acc += g[base + at];
+    }
+    out[o] = acc;
+  }
+}
+
+__global__ void scale_kernel(float* x, float s, int64_t n) {
+  TFM_GRID_STRIDE(i, n) x[i] *= s;
+}
+
+}  // namespace
+
+void binary(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out) {
+  if (out.numel() == 0) return;
+  switch (op) {
+    case Binary::add: return launch_binary<Binary::add>(a, b, s, out);
+    case Binary::mul: return launch_binary<Binary::mul>(a, b, s, out);
+    case Binary::relu_backward: return launch_binary<Binary::relu_backward>(a, b, s, out);
+    case Binary::gelu_backward: return launch_binary<Binary::gelu_backward>(a, b, s, out);
+    case Binary::gelu_tanh_backward: return launch_binary<Binary::gelu_tanh_backward>(a, b, s, out);
+    case Binary::silu_backward: return launch_binary<Binary::silu_backward>(a, b, s, out);
+    case Binary::tanh_backward: return launch_binary<Binary::tanh_backward>(a, b, s, out);
+  }
+}
+
+void unary(Unary op, const Tensor& x, float s, Tensor& out) {
+  if (out.numel() == 0) return;
+  switch (op) {
+    case Unary::scale: return launch_unary<Unary::scale>(x, s, out);
+    case Unary::relu: return launch_unary<Unary::relu>(x, s, out);
+    case Unary::gelu: return launch_unary<Unary::gelu>(x, s, out);
+    case Unary::gelu_tanh: return launch_unary<Unary::gelu_tanh>(x, s, out);
+    case Unary::silu: return launch_unary<Unary::silu>(x, s, out);
+    case Unary::tanh: return launch_unary<Unary::tanh>(x, s, out);
+  }
+}
+
+void dropout(const Tensor& x, float p, DropoutKey key, const PackedSequences* packed, bool relu, Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const float keep_scale = 1.0f / (1.0f - p);  // on the host, as the CPU computes it
+  const int64_t rows = packed ? packed->batch() : (x.dim() > 0 ? x.size(0) : 1);
+  Tensor starts;  // the sequences' first tokens, on the device
+  if (packed) {
+    starts = Tensor::empty({rows}, DType::i64, Device::CUDA);
+    starts.copy_from(Tensor::from_values<int64_t>(packed->start));
+  }
+  dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(x), ptr<float>(out), n, p, keep_scale, key.key, key.first_row,
+                                                           n / rows, packed ? ptr<int64_t>(starts) : nullptr, rows,
+                                                           packed ? n / x.size(1) : 0, relu);
+  check_launch("dropout");
+}
+
+void sum_to(const Tensor& g, Tensor& out) {
+  const int64_t m = out.numel();
+  if (m == 0) return;
+  // out's shape right-aligned to g's: a dim of g is kept where out has it (stride
+  // non-zero), summed where out has 1 there.
+  const Shape& shape = g.shape();
+  const Shape so = broadcast_strides(out.shape(), out.strides(), shape);
+  Walk kept, summed;
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (so[d] != 0) {
+      append(kept, shape[d], g.strides()[d], 0);
+    } else {
+      append(summed, shape[d], g.strides()[d], 0);
+      count *= shape[d];
+    }
+  }
+  sum_to_kernel<<<blocks_for(m), kThreads, 0, stream()>>>(ptr<float>(g), ptr<float>(out), m, kept, summed, g.numel() == 0 ? 0 : count);
+  check_launch("sum_to");
+}
+
+void scale_in_place(Tensor& x, float s) {
+  if (x.numel() == 0) return;
+  scale_kernel<<<blocks_for(x.numel()), kThreads, 0, stream()>>>(ptr<float>(x), s, x.numel());
+  check_launch("scale_in_place");
+}
+
+}  // namespace tfm::ops::cuda

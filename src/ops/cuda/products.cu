@@ -1,0 +1,236 @@
+// The products on the GPU (ops/cpu/products.cpp's counterparts): matmul, the linear
+// layers' forward and backward, through cuBLASLt in single precision (CUBLAS_COMPUTE_32F,
+// never TF32) or with bf16 operands accumulated in f32. int8 products are the CPU's only.
+//
+// Frozen weights' converted copies (LinearProducts::frozen_copies) are not kept here
+// yet: bf16 products convert their weight at every call, which gives the same values.
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ops/cuda/kernels.h"
+#include "ops/cuda/launch.cuh"
+
+namespace tfm::ops::cuda {
+
+namespace {
+
+// A tfm::Error naming the cuBLASLt call unless it succeeded.
+void check_lt(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(std::string("cublasLt: ") + what + ": " + cublasLtGetStatusString(status));
+}
+
+// This thread's cuBLASLt handle and workspace, made on first use: each host thread
+// queues its products on its own stream, so a workspace is never shared between
+// streams.
+struct LtContext {
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+
+  LtContext() {
+    check_lt(cublasLtCreate(&handle), "cublasLtCreate");
+    check(cudaMalloc(&workspace, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
+  }
+  ~LtContext() {  // at thread exit: nothing left to report to
+    (void)cudaFree(workspace);
+    (void)cublasLtDestroy(handle);
+    (void)cudaGetLastError();
+  }
+  LtContext(const LtContext&) = delete;
+  LtContext& operator=(const LtContext&) = delete;
+};
+
+LtContext& lt() {
+  thread_local LtContext context;
+  return context;
+}
+
+// Owners of cuBLASLt's descriptors, so that a failed call leaks none.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t desc = nullptr;
+  MatmulDesc() { check_lt(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"); }
+  ~MatmulDesc() { (void)cublasLtMatmulDescDestroy(desc); }
+  void transpose(cublasLtMatmulDescAttributes_t which, bool on) {
+    const cublasOperation_t op = on ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check_lt(cublasLtMatmulDescSetAttribute(desc, which, &op, sizeof(op)), "cublasLtMatmulDescSetAttribute (transpose)");
+  }
+};
+
+// A column-major matrix [rows, cols] of `type` with leading dimension ld, repeated
+// `batch` times `stride` elements apart.
+struct Layout {
+  cublasLtMatrixLayout_t layout = nullptr;
+  Layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+    check_lt(cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+             "cublasLtMatrixLayoutCreate");
+    if (batch == 1) return;
+    const int32_t count = static_cast<int32_t>(batch);
+    check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+             "cublasLtMatrixLayoutSetAttribute (batch count)");
+    check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+             "cublasLtMatrixLayoutSetAttribute (batch stride)");
+  }
+  ~Layout() { (void)cublasLtMatrixLayoutDestroy(layout); }
+};
+
+struct Preference {
+  cublasLtMatmulPreference_t pref = nullptr;
+  Preference() { check_lt(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"); }
+  ~Preference() { (void)cublasLtMatmulPreferenceDestroy(pref); }
+  template <class T>
+  void set(cublasLtMatmulPreferenceAttributes_t which, T value) {
+    check_lt(cublasLtMatmulPreferenceSetAttribute(pref, which, &value, sizeof(value)), "cublasLtMatmulPreferenceSetAttribute");
+  }
+};
+
+// The alignment (a power of two up to 256 bytes) that every matrix of an operand
+// keeps: its address, leading dimension and batch stride in bytes. The heuristic
+// otherwise assumes 256 and may pick kernels that a view's offset breaks.
+uint32_t alignment(const void* p, int64_t ld, int64_t stride, size_t element) {
+  const uint64_t bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) | static_cast<uint64_t>(ld) * element | static_cast<uint64_t>(stride) * element | 256u;
+  return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
+}
+
+// One (batched) row-major product C[m, n] = op(A)[m, k] op(B)[k, n] + beta C, A and B
+// of `type` (f32 or bf16), C f32; matrix i of each operand `stride` elements after i - 1.
+struct Product {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  const void* a;
+  int64_t lda, stride_a;
+  const void* b;
+  int64_t ldb, stride_b;
+  float* c;
+  int64_t ldc, stride_c;
+  float beta;
+  int64_t batch = 1;
+  cudaDataType_t type = CUDA_R_32F;
+};
+
+// c[i] *= beta (or 0 where beta is 0, never reading c): a product with k = 0.
+__global__ void scale_kernel(float* c, float beta, int64_t n) {
+  TFM_GRID_STRIDE(i, n) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+}
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS's first
+// operand is our B, its second our A, and a row-major [r, c] matrix is a column-major
+// [c, r] one with the same leading dimension.
+void run(const Product& p) {
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+  if (p.k == 0) {  // an empty sum (c is contiguous at every call site)
+    const int64_t count = p.batch * p.m * p.n;
+    scale_kernel<<<blocks_for(count), kThreads, 0, stream()>>>(p.c, p.beta, count);
+    check_launch("scale_kernel");
+    return;
+  }
+  TFM_CHECK(p.batch <= INT32_MAX, "matmul: " << p.batch << " products in one batch");
+  const size_t element = p.type == CUDA_R_32F ? 4 : 2;
+  MatmulDesc desc;
+  desc.transpose(CUBLASLT_MATMUL_DESC_TRANSA, p.trans_b);
+  desc.transpose(CUBLASLT_MATMUL_DESC_TRANSB, p.trans_a);
+  const Layout first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);   // our B
+  const Layout second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);  // our A
+  const Layout out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c);
+  LtContext& context = lt();
+  Preference pref;
+  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{LtContext::kWorkspaceBytes});
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, element));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, element));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
+  cublasLtMatmulHeuristicResult_t chosen{};
+  int found = 0;
+  check_lt(cublasLtMatmulAlgoGetHeuristic(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref, 1,
+                                          &chosen, &found),
+           "cublasLtMatmulAlgoGetHeuristic");
+  TFM_CHECK(found > 0, "cublasLt: no algorithm for a " << p.m << " x " << p.n << " x " << p.k << " product");
+  const float alpha = 1.0f, beta = p.beta;
+  check_lt(cublasLtMatmul(context.handle, desc.desc, &alpha, p.b, first.layout, p.a, second.layout, &beta, p.c, out.layout, p.c,
+                          out.layout, &chosen.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
+           "cublasLtMatmul");
+}
+
+// f32 -> bf16 bits, round to nearest even, NaN kept a quiet NaN: tensor/float_formats.h's to_bf16.
+__device__ uint16_t to_bf16(float x) {
+  const uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+__global__ void to_bf16_kernel(const float* x, uint16_t* out, int64_t n) {
+  TFM_GRID_STRIDE(i, n) out[i] = to_bf16(x[i]);
+}
+
+// A contiguous f32 tensor's values rounded to bf16, in a fresh device buffer.
+Tensor rounded_to_bf16(const Tensor& x) {
+  Tensor out = Tensor::empty({x.numel()}, DType::bf16, x.device());
+  to_bf16_kernel<<<blocks_for(x.numel()), kThreads, 0, stream()>>>(ptr<float>(x), static_cast<uint16_t*>(out.device_ptr()), x.numel());
+  check_launch("to_bf16_kernel");
+  return out;
+}
+
+// y[r, c] += bias[c] (where given), then max(y, 0) where `relu`: [rows, out].
+__global__ void bias_relu_kernel(float* y, const float* bias, bool relu, int64_t out, int64_t n) {
+  TFM_GRID_STRIDE(i, n) {
+    float v = y[i];
+    if (bias) v += bias[i % out];
+    y[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
+  }
+}
+
+// The operands a product reads in `precision`: the f32 tensors themselves, or their
+// bf16 roundings (kept in `held` while the product is queued).
+struct Operand {
+  const void* data;
+  Tensor held;
+};
+
+Operand operand(const Tensor& t, Precision precision) {
+  if (precision == Precision::f32) return {ptr<float>(t), Tensor()};
+  Tensor rounded = rounded_to_bf16(t);
+  return {rounded.device_ptr(), rounded};
+}
+
+cudaDataType_t operand_type(Precision precision) { return precision == Precision::f32 ? CUDA_R_32F : CUDA_R_16BF; }
+
+}  // namespace
+
+// out [.., m, n] = op(a) op(b) + beta out, matrix by matrix over the equal leading dims
+// (no broadcasting: the front end checks them equal); a and b contiguous.
+void matmul(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, float beta, Tensor& out) {
+  const int64_t m = out.size(-2), n = out.size(-1), k = trans_a ? a.size(-2) : a.size(-1);
+  if (m == 0 || n == 0) return;
+  const int64_t batch = out.numel() / (m * n);
+  run({trans_a, trans_b, m, n, k, ptr<float>(a), a.size(-1), m * k, ptr<float>(b), b.size(-1), k * n, ptr<float>(out), n, m * n, beta,
+       batch});
+}
+
+// y [rows, out] = x [rows, in] w [out, in]^T, then + bias and max(., 0) as asked.
+void linear(const LinearProducts& products, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, Tensor& y) {
+  const Precision precision = products.precision();
+  if (precision == Precision::int8) throw Error("linear: int8 products run on the CPU only; use --precision f32 or bf16 on cuda");
+  const int64_t in = w.size(1), out = w.size(0), rows = in > 0 ? x.numel() / in : y.numel() / (out > 0 ? out : 1);
+  const Operand xo = operand(x, precision), wo = operand(w, precision);
+  run({false, true, rows, out, in, xo.data, in, 0, wo.data, in, 0, ptr<float>(y), out, 0, 0.0f, 1, operand_type(precision)});
+  if (!bias.defined() && !relu) return;
+  const int64_t n = rows * out;
+  bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(y), bias.defined() ? ptr<float>(bias) : nullptr, relu, out, n);
+  check_launch("bias_relu_kernel");
+}
+
+// dx = g w and dw = g^T x + dw_beta dw, g [rows, out]. The CPU runs every precision but
+// f32 as bf16 (int8 layers never reach a backward: their forward throws here), and is
+// always given both gradients; an undefined one is skipped.
+void linear_backward(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, float dw_beta) {
+  if (precision != Precision::f32) precision = Precision::bf16;
+  const int64_t in = w.size(1), out = w.size(0), rows = out > 0 ? g.numel() / out : (in > 0 ? x.numel() / in : 0);
+  const Operand go = operand(g, precision), xo = operand(x, precision), wo = operand(w, precision);
+  const cudaDataType_t type = operand_type(precision);
+  if (dx.defined()) run({false, false, rows, in, out, go.data, out, 0, wo.data, in, 0, ptr<float>(dx), in, 0, 0.0f, 1, type});
+  if (dw.defined()) run({true, false, out, in, rows, go.data, out, 0, xo.data, in, 0, ptr<float>(dw), in, 0, dw_beta, 1, type});
+}
+
+}  // namespace tfm::ops::cuda

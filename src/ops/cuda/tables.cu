@@ -1,0 +1,162 @@
+// Indexing kernels on the GPU (ops/cpu/tables.cpp's counterparts): embedding lookups
+// and their scatter-add, row gathers and theirs, comparisons, image patches, position
+// ranges. The scatter-adds give each output element to one thread, which adds its rows'
+// gradients in index order from 0: the CPU's serial sums, bitwise, and no atomics.
+//
+// Index checks copy the indices to the host (a wait for the queued work) for now, and
+// so do the scatter-adds, which sort the indices there into per-row lists.
+#include <cstdint>
+#include <vector>
+
+#include "ops/cuda/kernels.h"
+#include "ops/cuda/launch.cuh"
+
+namespace tfm::ops::cuda {
+
+namespace {
+
+// `values` in a fresh device tensor (i64 [n]).
+Tensor on_device(const std::vector<int64_t>& values) {
+  const Tensor host = Tensor::from_values<int64_t>(values);
+  Tensor out = Tensor::empty(host.shape(), DType::i64, Device::CUDA);
+  out.copy_from(host);
+  return out;
+}
+
+// Which indices point at each of `count` rows, in index order: row r's are
+// order[offsets[r], offsets[r + 1]) (a stable counting sort, on the host).
+struct RowLists {
+  Tensor offsets, order;  // i64 [count + 1], i64 [n], on the device
+};
+
+template <class Index>
+RowLists row_lists(const std::vector<Index>& index, int64_t count, const char* what) {
+  std::vector<int64_t> offsets(static_cast<size_t>(count) + 1, 0), order(index.size());
+  for (const Index r : index) {
+    TFM_CHECK(r >= 0 && r < count, what << ": row " << r << " outside 0.." << count - 1);
+    ++offsets[static_cast<size_t>(r) + 1];
+  }
+  for (int64_t r = 0; r < count; ++r) offsets[r + 1] += offsets[r];
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  for (size_t i = 0; i < index.size(); ++i) order[next[static_cast<size_t>(index[i])]++] = static_cast<int64_t>(i);
+  return {on_device(offsets), on_device(order)};
+}
+
+// out[r, c] = sum over k in row r's list (in order, from 0) of g[order[k], c]:
+// out [rows, d], g [n, d]; one thread per element of out.
+__global__ void scatter_add_kernel(const int64_t* offsets, const int64_t* order, const float* g, float* out, int64_t d, int64_t n) {
+  TFM_GRID_STRIDE(e, n) {
+    const int64_t r = e / d, c = e % d;
+    float acc = 0.0f;
+    for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) acc += g[order[k] * d + c];
+    out[e] = acc;
+  }
+}
+
+// dx [rows, d] from g [index.size(), d]: each row gets the gradients of the indices that
+// point at it, added in index order.
+template <class Index>
+void scatter_add(const std::vector<Index>& index, const Tensor& g, Tensor& dx, const char* what) {
+  const int64_t rows = dx.size(0), d = rows > 0 ? dx.numel() / rows : 0, n = rows * d;
+  const RowLists lists = row_lists(index, rows, what);
+  if (n == 0) return;
+  scatter_add_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<int64_t>(lists.offsets), ptr<int64_t>(lists.order), ptr<float>(g),
+                                                               ptr<float>(dx), d, n);
+  check_launch("scatter_add_kernel");
+}
+
+// out[i, c] = w[ids[i], c]: out [n, d].
+__global__ void embedding_kernel(const float* w, const int32_t* ids, float* out, int64_t d, int64_t n) {
+  TFM_GRID_STRIDE(e, n) out[e] = w[static_cast<int64_t>(ids[e / d]) * d + e % d];
+}
+
+__global__ void arange_kernel(int64_t start, int32_t* out, int64_t n) {
+  TFM_GRID_STRIDE(i, n) out[i] = static_cast<int32_t>(start + i);
+}
+
+// out[i, c] = x[rows[i], c] for elements of any 1, 2, 4 or 8-byte type T: out [n, row].
+template <class T>
+__global__ void gather_kernel(const T* x, const int64_t* rows, T* out, int64_t row, int64_t n) {
+  TFM_GRID_STRIDE(e, n) out[e] = x[rows[e / row] * row + e % row];
+}
+
+template <class T>
+void gather_as(const Tensor& x, const Tensor& rows, Tensor& out, int64_t row) {
+  const int64_t n = out.numel();
+  gather_kernel<T><<<blocks_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(x.device_ptr()), ptr<int64_t>(rows),
+                                                             static_cast<T*>(out.device_ptr()), row, n);
+  check_launch("gather_kernel");
+}
+
+__global__ void equal_kernel(const int32_t* x, int64_t value, bool* out, int64_t n) {
+  TFM_GRID_STRIDE(i, n) out[i] = x[i] == value;
+}
+
+// Patch n of image b is row b * patches + n of out, its elements (channel, dy, dx) in
+// that order: out [B, gh * gw, C * P * P] from images [B, C, H, W].
+__global__ void patchify_kernel(const float* src, float* out, int64_t C, int64_t H, int64_t W, int64_t P, int64_t total) {
+  const int64_t gw = W / P, patches = (H / P) * gw, width = C * P * P;
+  TFM_GRID_STRIDE(e, total) {
+    const int64_t patch = e / width, k = e % width;
+    const int64_t b = patch / patches, n = patch % patches, c = k / (P * P), dy = k / P % P, dx = k % P;
+    const int64_t y0 = (n / gw) * P, x0 = (n % gw) * P;
+    out[e] = src[((b * C + c) * H + y0 + dy) * W + x0 + dx];
+  }
+}
+
+}  // namespace
+
+// out [.., d] = rows of w [vocab, d] by ids; an id outside the vocabulary is the CPU's error.
+void embedding(const Tensor& w, const Tensor& ids, Tensor& out) {
+  const int64_t vocab = w.size(0), d = w.size(1), n = ids.numel() * d;
+  for (const int32_t id : ids.values<int32_t>())
+    TFM_CHECK(id >= 0 && id < vocab, "token id " << id << " outside the vocabulary of " << vocab);
+  if (n == 0) return;
+  embedding_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(w), ptr<int32_t>(ids), ptr<float>(out), d, n);
+  check_launch("embedding_kernel");
+}
+
+// dw [vocab, d] = the rows of g [.., d] added up by id, in id order (the CPU's serial sum).
+void embedding_backward(const Tensor& ids, const Tensor& g, Tensor& dw) {
+  scatter_add(ids.values<int32_t>(), g, dw, "embedding_backward");
+}
+
+void arange(int64_t start, Tensor& out) {
+  arange_kernel<<<blocks_for(out.numel()), kThreads, 0, stream()>>>(start, ptr<int32_t>(out), out.numel());
+  check_launch("arange_kernel");
+}
+
+// out [n, ..] = rows of x (any dtype) by i64 indices, each checked as the CPU does.
+void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
+  for (const int64_t r : rows.values<int64_t>())
+    TFM_CHECK(r >= 0 && r < x.size(0), "gather_rows: row " << r << " outside 0.." << x.size(0) - 1);
+  const int64_t row = x.size(0) > 0 ? x.numel() / x.size(0) : 0;
+  if (out.numel() == 0) return;
+  switch (size_of(x.dtype())) {
+    case 1: return gather_as<uint8_t>(x, rows, out, row);
+    case 2: return gather_as<uint16_t>(x, rows, out, row);
+    case 4: return gather_as<uint32_t>(x, rows, out, row);
+    case 8: return gather_as<uint64_t>(x, rows, out, row);
+  }
+  throw Error("gather_rows: no kernel for " + to_string(x.dtype()));
+}
+
+// dx = g's rows added back where they were gathered from: a row gathered twice gets
+// both gradients, in index order.
+void gather_rows_backward(const Tensor& rows, const Tensor& g, Tensor& dx) {
+  scatter_add(rows.values<int64_t>(), g, dx, "gather_rows_backward");
+}
+
+void patchify(const Tensor& images, int64_t patch, Tensor& out) {
+  const int64_t n = out.numel();
+  patchify_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(images), ptr<float>(out), images.size(1), images.size(2),
+                                                            images.size(3), patch, n);
+  check_launch("patchify_kernel");
+}
+
+void equal(const Tensor& x, int64_t value, Tensor& out) {
+  equal_kernel<<<blocks_for(x.numel()), kThreads, 0, stream()>>>(ptr<int32_t>(x), value, ptr<bool>(out), x.numel());
+  check_launch("equal_kernel");
+}
+
+}  // namespace tfm::ops::cuda

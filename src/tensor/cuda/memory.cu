@@ -1,0 +1,171 @@
+// CUDA's allocator and DeviceMemory (tensor/device_memory.h): copies, strided copy and
+// add, fill. The strided kernels walk up to kMaxDims dimensions, one thread an element.
+#include <cstdint>
+#include <new>
+#include <sstream>
+
+#include "tensor/allocator.h"
+#include "tensor/cuda/runtime.h"
+#include "tensor/device_memory.h"
+#include "tensor/error.h"
+#include "tensor/tensor.h"
+
+namespace tfm::cuda {
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  (void)cudaGetLastError();  // clear a sticky-free error so the next call starts clean
+  throw Error(std::string("cuda: ") + what + ": " + cudaGetErrorString(status));
+}
+
+void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+bool available(std::string* why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaSuccess && count > 0) return true;
+  (void)cudaGetLastError();
+  if (why) *why = status != cudaSuccess ? std::string("no usable GPU (") + cudaGetErrorString(status) + ")" : "no GPU is visible";
+  return false;
+}
+
+std::string describe_device() {
+  int device = 0, driver = 0, runtime = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+  std::ostringstream os;
+  os << p.name << " (sm_" << p.major << p.minor << ", " << p.multiProcessorCount << " SMs, " << (p.totalGlobalMem >> 20)
+     << " MiB), driver " << driver / 1000 << "." << driver % 1000 / 10 << ", runtime " << runtime / 1000 << "."
+     << runtime % 1000 / 10;
+  return os.str();
+}
+
+namespace {
+
+class PoolAllocator final : public Allocator {
+ public:
+  PoolAllocator() {
+    std::string why;
+    if (!available(&why)) throw Error("cuda: " + why);
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaMemPool_t pool;
+    check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep_all = UINT64_MAX;  // freed memory stays in the pool for the next step
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "cudaMemPoolSetAttribute");
+  }
+  Allocation allocate(size_t bytes) override {
+    void* ptr = nullptr;
+    if (cudaMallocAsync(&ptr, bytes == 0 ? 1 : bytes, stream()) != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw std::bad_alloc();
+    }
+    return {ptr, ptr};
+  }
+  void deallocate(const Allocation& allocation) override { (void)cudaFreeAsync(allocation.ptr, stream()); }
+};
+
+constexpr int kMaxDims = 8;
+constexpr int kThreads = 256;
+
+// A tensor's layout as a kernel takes it: shape and element strides, right-aligned.
+struct Layout {
+  int dims;
+  int64_t shape[kMaxDims];
+  int64_t strides[kMaxDims];
+};
+
+Layout layout_of(const Tensor& t) {
+  TFM_CHECK(t.dim() <= kMaxDims, "cuda: tensors of more than " << kMaxDims << " dimensions are not supported, got " << shape_str(t.shape()));
+  Layout l{static_cast<int>(t.dim()), {}, {}};
+  for (int d = 0; d < l.dims; ++d) l.shape[d] = t.shape()[d], l.strides[d] = t.strides()[d];
+  return l;
+}
+
+// The offset of flat (row-major) index i in a tensor of layout l.
+__device__ int64_t offset_of(const Layout& l, int64_t i) {
+  int64_t offset = 0;
+  for (int d = l.dims - 1; d >= 0; --d) {
+    offset += (i % l.shape[d]) * l.strides[d];
+    i /= l.shape[d];
+  }
+  return offset;
+}
+
+template <class T>
+__global__ void copy_kernel(const T* src, Layout sl, T* dst, Layout dl, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    dst[offset_of(dl, i)] = src[offset_of(sl, i)];
+}
+
+__global__ void add_kernel(const float* src, Layout sl, float* dst, Layout dl, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    dst[offset_of(dl, i)] += src[offset_of(sl, i)];
+}
+
+__global__ void fill_kernel(float* dst, float value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) dst[i] = value;
+}
+
+unsigned blocks(int64_t n) { return static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65535)); }
+
+template <class T>
+void copy_as(const Tensor& src, Tensor& dst) {
+  copy_kernel<T><<<blocks(src.numel()), kThreads, 0, stream()>>>(static_cast<const T*>(src.device_ptr()), layout_of(src),
+                                                                 static_cast<T*>(dst.device_ptr()), layout_of(dst), src.numel());
+  check_launch("strided_copy");
+}
+
+class CudaMemory final : public DeviceMemory {
+ public:
+  void from_host(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()), "copy to the GPU");
+    check(cudaStreamSynchronize(stream()), "copy to the GPU");
+  }
+  void to_host(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()), "copy from the GPU");
+    check(cudaStreamSynchronize(stream()), "copy from the GPU");
+  }
+  void strided_copy(const Tensor& src, Tensor& dst) override {
+    if (src.numel() == 0) return;
+    if (src.is_contiguous() && dst.is_contiguous()) {
+      check(cudaMemcpyAsync(dst.device_ptr(), src.device_ptr(), src.numel() * size_of(src.dtype()), cudaMemcpyDeviceToDevice, stream()),
+            "strided_copy");
+      return;
+    }
+    switch (size_of(src.dtype())) {
+      case 1: return copy_as<uint8_t>(src, dst);
+      case 2: return copy_as<uint16_t>(src, dst);
+      case 4: return copy_as<uint32_t>(src, dst);
+      default: return copy_as<uint64_t>(src, dst);
+    }
+  }
+  void strided_add(const Tensor& src, Tensor& dst) override {
+    if (src.numel() == 0) return;
+    add_kernel<<<blocks(src.numel()), kThreads, 0, stream()>>>(static_cast<const float*>(src.device_ptr()), layout_of(src),
+                                                               static_cast<float*>(dst.device_ptr()), layout_of(dst), src.numel());
+    check_launch("strided_add");
+  }
+  void fill(Tensor& t, float value) override {
+    if (t.numel() == 0) return;
+    fill_kernel<<<blocks(t.numel()), kThreads, 0, stream()>>>(static_cast<float*>(t.device_ptr()), value, t.numel());
+    check_launch("fill");
+  }
+};
+
+}  // namespace
+
+Allocator& allocator() {
+  static Allocator* pool = new PoolAllocator;  // never destroyed: tensors may outlive main's statics
+  return *pool;
+}
+
+DeviceMemory& memory() {
+  static CudaMemory memory;
+  return memory;
+}
+
+}  // namespace tfm::cuda

@@ -1,0 +1,38 @@
+#pragma once
+// The CUDA runtime as tfm uses it (builds with TFM_CUDA only): every call checked, one
+// stream per host thread, and the device's allocator and memory for tensor/.
+//
+// Streams: each host thread queues its work on its own default stream
+// (cudaStreamPerThread), so a server's request threads do not wait for each other and
+// one thread's work runs in the order it was queued. A tensor is used by the thread
+// that made it (as every tfm worker does); handing one to another thread needs a sync.
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace tfm {
+class Allocator;
+class DeviceMemory;
+}
+
+namespace tfm::cuda {
+
+// A one-line tfm::Error naming `what` and CUDA's message, unless `status` is success.
+void check(cudaError_t status, const char* what);
+// The last launch's error (an invalid configuration, a missing kernel image), named.
+void check_launch(const char* kernel);
+
+// This thread's stream.
+inline cudaStream_t stream() { return cudaStreamPerThread; }
+
+// Whether a CUDA device is usable here; `why` says why not.
+bool available(std::string* why = nullptr);
+// The GPU's name, compute capability, memory, driver and runtime versions: one line.
+std::string describe_device();
+
+// Stream-ordered memory from CUDA's own pool (cudaMallocAsync), kept cached between
+// steps (its release threshold is the whole pool), as PyTorch's caching allocator does.
+Allocator& allocator();
+DeviceMemory& memory();
+
+}  // namespace tfm::cuda

@@ -1,0 +1,343 @@
+// The GPU check (scripts/gpu/NOTES.md says how a GPU window runs it): every (op, dtype)
+// the CUDA kernels claim, against the oracle and against the CPU, twice for
+// determinism, at the op table's small shapes and at the shapes of real models, with
+// the time of each on both devices. Each stage is one invocation, so a crash or a hang
+// in one leaves the others' rows; rows go to stdout as tab-separated lines starting
+// with "ROW", which scripts/gpu/run.sh gathers into one table.
+//
+//   tfm_gpu_check --stage env|memory|ops|large [--device cuda]
+//   tfm_gpu_check --dry-run     every check of every stage, run nowhere (CI)
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "ops/attention.h"
+#include "ops/convert.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/optimizer.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/softmax.h"
+#include "support/op_cases.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+
+namespace tfm {
+namespace {
+
+using op_cases::Values;
+
+bool g_dry_run = false;
+Device g_device = Device::CUDA;
+
+// One line of the final table.
+struct Row {
+  std::string stage, check, dtype, shape;
+  double error = 0.0, tolerance = 0.0;
+  std::string deterministic = "-";
+  double device_ms = 0.0, cpu_ms = 0.0;
+  std::string result;
+};
+
+void print(const Row& r) {
+  std::printf("ROW\t%s\t%s\t%s\t%s\t%.2e\t%.0e\t%s\t%.3f\t%.3f\t%s\n", r.stage.c_str(), r.check.c_str(), r.dtype.c_str(), r.shape.c_str(),
+              r.error, r.tolerance, r.deterministic.c_str(), r.device_ms, r.cpu_ms, r.result.c_str());
+  std::fflush(stdout);
+}
+
+// Runs `check` (which fills the row) unless this is a dry run; an exception fails the row.
+void run(Row row, const std::function<void(Row&)>& check) {
+  if (g_dry_run) {
+    row.result = "listed";
+    return print(row);
+  }
+  try {
+    check(row);
+    if (row.result.empty()) row.result = row.error <= row.tolerance && row.deterministic != "no" ? "pass" : "FAIL";
+  } catch (const std::exception& e) {
+    row.result = std::string("FAIL: ") + e.what();
+    for (char& c : row.result)
+      if (c == '\t' || c == '\n') c = ' ';
+  }
+  print(row);
+}
+
+double now_ms() { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Waits for the device's queued work (a one-element read back).
+void sync(const Tensor& t) {
+  if (t.numel() > 0) (void)make_view(t, {}, {}, t.impl()->offset).item();
+}
+
+bool bitwise_equal(const Values& a, const Values& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(double)) != 0) return false;
+  return true;
+}
+
+// ||a - b|| / ||b||, NaN anywhere is infinite.
+double relative_error(const Values& a, const Values& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) && !(a[i] == b[i])) return INFINITY;
+    if (std::isfinite(b[i])) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+  }
+  return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+std::string shape_of(const std::vector<op_cases::Input>& inputs) {
+  std::string s;
+  for (const auto& in : inputs) s += (s.empty() ? "" : " ") + shape_str(in.shape);
+  for (char& c : s)
+    if (c == ' ') c = '_';
+  return s;
+}
+
+// Uniform [-scale, scale) f32 values from a seed, on `device`.
+Tensor random(const Shape& shape, uint64_t seed, Device device, float scale = 1.0f) {
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * (2.0f * hash_uniform(seed, i) - 1.0f);
+  return ops::to(Tensor::from_vector(shape, v), device);
+}
+
+// --- stage env ---
+
+void stage_env() {
+  run({"env", "device", "-", "-"}, [](Row& r) {
+    r.check = ops::kernels(g_device).describe();
+    r.result = "pass";
+  });
+}
+
+// --- stage memory: tensor/'s copies, walks and fills against the CPU ---
+
+void stage_memory() {
+  for (DType t : {DType::f32, DType::bf16, DType::i64, DType::i32, DType::u8, DType::boolean}) {
+    run({"memory", "round trip", to_string(t), "[3, 1000]"}, [t](Row& r) {
+      std::vector<float> v(3000);
+      for (int i = 0; i < 3000; ++i) v[i] = static_cast<float>((i * 37) % 251) - 100.0f;
+      const Tensor host = ops::to(Tensor::from_vector({3, 1000}, v), t);
+      const Tensor back = ops::to(ops::to(host, g_device), Device::CPU);
+      r.error = std::memcmp(back.device_ptr(), host.device_ptr(), 3000 * size_of(t)) == 0 ? 0.0 : 1.0;
+    });
+  }
+  run({"memory", "strided copy of a transposed view", "f32", "[64, 48]^T"}, [](Row& r) {
+    const Tensor filled = random({64, 48}, 3, Device::CPU);
+    const Tensor on_device = ops::to(filled, g_device);
+    const Tensor t = ops::transpose(on_device, 0, 1).clone();  // a strided walk on the device
+    r.error = relative_error(op_cases::values_of(t), op_cases::values_of(ops::transpose(filled, 0, 1).clone()));
+  });
+  run({"memory", "fill and strided add", "f32", "[1000]"}, [](Row& r) {
+    Tensor a = Tensor::full({1000}, 1.5f, g_device);
+    const Tensor b = ops::to(Tensor::full({2000}, 0.25f), g_device);
+    Tensor view = make_view(a, {500}, {2}, 0);
+    strided_add(make_view(b, {500}, {4}, 1), view);
+    const Values got = op_cases::values_of(a);
+    for (size_t i = 0; i < got.size(); ++i) r.error = std::max(r.error, std::fabs(got[i] - (i % 2 == 0 ? 1.75 : 1.5)));
+  });
+}
+
+// --- stage ops: the op table's cases ---
+
+void compare_runs(Row& r, const std::function<std::vector<Values>()>& on_device, const std::function<std::vector<Values>()>& on_cpu) {
+  const double t0 = now_ms();
+  const std::vector<Values> first = on_device();
+  r.device_ms = now_ms() - t0;
+  const std::vector<Values> second = on_device();
+  bool same = first.size() == second.size();
+  for (size_t i = 0; same && i < first.size(); ++i) same = bitwise_equal(first[i], second[i]);
+  r.deterministic = same ? "yes" : "no";
+  const double t1 = now_ms();
+  const std::vector<Values> cpu = on_cpu();
+  r.cpu_ms = now_ms() - t1;
+  for (size_t i = 0; i < first.size() && i < cpu.size(); ++i) r.error = std::max(r.error, relative_error(first[i], cpu[i]));
+}
+
+void stage_ops() {
+  const std::vector<op_cases::OpCase> all = op_cases::cases();
+  const std::vector<ops::Claim> claims = g_dry_run ? ops::kernels(Device::CPU).claims : ops::kernels(g_device).claims;
+  for (const ops::Claim& claim : claims)
+    for (const op_cases::OpCase& c : all) {
+      if (c.op != claim.op) continue;
+      const std::string shape = shape_of(c.inputs);
+      // Against the oracle (the op table's tolerance), then against the CPU, twice.
+      run({"ops", c.op + " forward", to_string(claim.dtype), shape}, [&](Row& r) {
+        const op_cases::Outcome o = op_cases::run_forward(c, g_device, claim.dtype);
+        r.tolerance = op_cases::forward_tolerance(claim.dtype);
+        Row vs_cpu = r;
+        compare_runs(vs_cpu, [&] { return std::vector<Values>{op_cases::run_forward(c, g_device, claim.dtype).got}; },
+                     [&] { return std::vector<Values>{op_cases::run_forward(c, Device::CPU, claim.dtype).got}; });
+        r.error = std::max(o.error, vs_cpu.error);
+        r.deterministic = vs_cpu.deterministic;
+        r.device_ms = vs_cpu.device_ms, r.cpu_ms = vs_cpu.cpu_ms;
+      });
+      if (!op_cases::has_backward(c, claim.dtype)) continue;
+      run({"ops", c.op + " backward", to_string(claim.dtype), shape}, [&](Row& r) {
+        r.tolerance = op_cases::backward_tolerance(claim.dtype);
+        for (const op_cases::Outcome& o : op_cases::run_backward(c, g_device, claim.dtype)) r.error = std::max(r.error, o.error);
+        auto grads = [&](Device d) {
+          std::vector<Values> out;
+          for (const op_cases::Outcome& o : op_cases::run_backward(c, d, claim.dtype)) out.push_back(o.got);
+          return out;
+        };
+        Row vs_cpu = r;
+        compare_runs(vs_cpu, [&] { return grads(g_device); }, [&] { return grads(Device::CPU); });
+        r.error = std::max(r.error, vs_cpu.error);
+        r.deterministic = vs_cpu.deterministic;
+        r.device_ms = vs_cpu.device_ms, r.cpu_ms = vs_cpu.cpu_ms;
+      });
+    }
+}
+
+// --- stage large: the shapes of real models, the CPU as the reference ---
+
+// A large case: its inputs (made by `inputs` on a device), its function, and whether
+// its backward is checked (the gradients of sum(out * g) for every f32 input).
+struct LargeCase {
+  std::string name, dtype, shape;
+  std::function<std::vector<Tensor>(Device)> inputs;
+  std::function<Tensor(const std::vector<Tensor>&)> fn;
+  bool backward = true;
+  double tolerance = 1e-5;
+};
+
+// The case's result (and gradients) on `device`, and the time of one call there.
+std::vector<Values> evaluate(const LargeCase& c, Device device, double* ms) {
+  std::vector<Tensor> x = c.inputs(device);
+  if (c.backward)
+    for (Tensor& t : x)
+      if (t.dtype() == DType::f32) t.set_requires_grad(true);
+  auto once = [&] {
+    Tensor out = c.fn(x);
+    if (c.backward) {
+      for (Tensor& t : x) t.zero_grad();
+      autograd::backward(ops::sum(ops::mul(out, random(out.shape(), 999, device, 1.0f))));
+    }
+    return out;
+  };
+  sync(once());  // warm: handles, workspaces, the allocator's pool
+  const int reps = device == Device::CPU ? 1 : 5;
+  const double t0 = now_ms();
+  Tensor out;
+  for (int i = 0; i < reps; ++i) out = once();
+  for (const Tensor& t : x)
+    if (t.grad().defined()) sync(t.grad());
+  sync(out);
+  *ms = (now_ms() - t0) / reps;
+  std::vector<Values> values{op_cases::values_of(out)};
+  for (const Tensor& t : x)
+    if (t.grad().defined()) values.push_back(op_cases::values_of(t.grad()));
+  return values;
+}
+
+std::vector<LargeCase> large_cases() {
+  using V = std::vector<Tensor>;
+  static const ops::LinearProducts bf16(ops::Precision::bf16);
+  std::vector<LargeCase> c;
+  // base Transformer's feed-forward and projections: 4096 tokens, 512 -> 2048
+  c.push_back({"linear", "f32", "[4096,512]x[2048,512]", [](Device d) { return V{random({4096, 512}, 1, d), random({2048, 512}, 2, d, 0.05f), random({2048}, 3, d)}; },
+               [](const V& x) { return ops::linear(x[0], x[1], x[2], ops::LinearProducts::f32()); }});
+  c.push_back({"linear_relu", "f32", "[4096,512]x[2048,512]", [](Device d) { return V{random({4096, 512}, 4, d), random({2048, 512}, 5, d, 0.05f), random({2048}, 6, d)}; },
+               [](const V& x) { return ops::linear_relu(x[0], x[1], x[2], ops::LinearProducts::f32()); }});
+  c.push_back({"linear", "bf16", "[4096,512]x[2048,512]", [](Device d) { return V{random({4096, 512}, 7, d), random({2048, 512}, 8, d, 0.05f), random({2048}, 9, d)}; },
+               [](const V& x) { return ops::linear(x[0], x[1], x[2], bf16); }, true, 1e-2});
+  c.push_back({"matmul", "f32", "[64,128,64]x[64,64,128]", [](Device d) { return V{random({64, 128, 64}, 10, d), random({64, 64, 128}, 11, d)}; },
+               [](const V& x) { return ops::matmul(x[0], x[1]); }});
+  // attention of a batch of 32 sentences of 40 tokens, 8 heads of 64, padding and causal
+  auto qkv = [](Device d) { return V{random({32, 40, 512}, 12, d), random({32, 40, 512}, 13, d), random({32, 40, 512}, 14, d)}; };
+  c.push_back({"attention padded", "f32", "[32,40,8x64]", qkv, [](const V& x) {
+                 std::vector<uint8_t> pad(32 * 40);
+                 for (int b = 0; b < 32; ++b)
+                   for (int j = 40 - b % 7; j < 40; ++j) pad[b * 40 + j] = 1;
+                 ops::AttentionMask m;
+                 m.key_padding = ops::to(ops::to(Tensor::from_values<uint8_t>({32, 40}, pad), DType::boolean), x[0].device());
+                 return ops::attention(x[0], x[1], x[2], 8, m);
+               }});
+  c.push_back({"attention causal+dropout", "f32", "[32,40,8x64]", qkv, [](const V& x) {
+                 ops::AttentionMask m;
+                 m.causal = true;
+                 return ops::attention(x[0], x[1], x[2], 8, m, 0.1f, DropoutKey(42));
+               }});
+  c.push_back({"layer_norm", "f32", "[8192,512]", [](Device d) { return V{random({8192, 512}, 15, d, 3.0f), random({512}, 16, d), random({512}, 17, d)}; },
+               [](const V& x) { return ops::layer_norm(x[0], x[1], x[2]); }});
+  c.push_back({"softmax", "f32", "[4096,1000]", [](Device d) { return V{random({4096, 1000}, 18, d, 5.0f)}; },
+               [](const V& x) { return ops::softmax(x[0]); }});
+  c.push_back({"dropout", "f32", "[4096,2048]", [](Device d) { return V{random({4096, 2048}, 19, d)}; },
+               [](const V& x) { return ops::dropout(x[0], 0.1f, DropoutKey(7)); }});
+  c.push_back({"gelu", "f32", "[4096,2048]", [](Device d) { return V{random({4096, 2048}, 20, d, 4.0f)}; }, [](const V& x) { return ops::gelu(x[0]); }});
+  auto targets = [](Device d) {
+    std::vector<int32_t> t(4096);
+    for (int i = 0; i < 4096; ++i) t[i] = static_cast<int32_t>(splitmix64(i) % 10000);
+    return ops::to(Tensor::from_values<int32_t>({4096}, t), d);
+  };
+  c.push_back({"linear_cross_entropy", "f32", "[4096,512]x[10000,512]",
+               [targets](Device d) { return V{random({4096, 512}, 21, d), random({10000, 512}, 22, d, 0.05f), random({10000}, 23, d), targets(d)}; },
+               [](const V& x) { return ops::linear_cross_entropy(x[0], x[1], x[2], x[3], 0.1f, 0, ops::LinearProducts::f32()); }});
+  c.push_back({"embedding", "f32", "[10000,512][4096]", [targets](Device d) { return V{random({10000, 512}, 24, d), targets(d)}; },
+               [](const V& x) { return ops::embedding(x[0], x[1]); }});
+  c.push_back({"sum", "f32", "[16M]", [](Device d) { return V{random({1 << 24}, 25, d)}; }, [](const V& x) { return ops::sum(x[0]); }});
+  c.push_back({"adam_update", "f32", "[16M]",
+               [](Device d) { return V{random({1 << 24}, 26, d), random({1 << 24}, 27, d), random({1 << 24}, 28, d, 0.1f), random({1 << 24}, 29, d, 0.01f)}; },
+               [](const V& x) {
+                 Tensor p = x[0].detach().clone(), m = x[2].detach().clone(), v = ops::mul(x[3].detach(), x[3].detach());
+                 ops::adam_update(p, x[1].detach(), m, v, {0.9f, 0.98f, 1e-9f, 1e-3f, 0.5f, 0.0f, 1.0f});
+                 return ops::concat({p, m, v}, 0);
+               },
+               false});
+  return c;
+}
+
+void stage_large() {
+  for (const LargeCase& c : large_cases())
+    run({"large", c.name + (c.backward ? " fwd+bwd" : ""), c.dtype, c.shape}, [&](Row& r) {
+      r.tolerance = c.tolerance;
+      compare_runs(r, [&] { return evaluate(c, g_device, &r.device_ms); }, [&] { return evaluate(c, Device::CPU, &r.cpu_ms); });
+    });
+}
+
+int usage(const char* why) {
+  std::cerr << "tfm_gpu_check: " << why << "\nusage: tfm_gpu_check --stage env|memory|ops|large [--device cuda] | --dry-run\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace tfm
+
+int main(int argc, char** argv) {
+  using namespace tfm;
+  std::vector<std::string> stages;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--dry-run") g_dry_run = true;
+    else if (a == "--stage" && i + 1 < argc) stages.push_back(argv[++i]);
+    else if (a == "--device" && i + 1 < argc) {
+      const std::string d = argv[++i];
+      if (d != "cuda" && d != "cpu") return usage(("unknown device " + d).c_str());
+      g_device = d == "cuda" ? Device::CUDA : Device::CPU;
+    } else return usage(("unknown argument " + a).c_str());
+  }
+  if (g_dry_run && stages.empty()) stages = {"env", "memory", "ops", "large"};
+  if (stages.empty()) return usage("name a stage, or --dry-run");
+  for (const std::string& s : stages) {
+    if (s == "env") stage_env();
+    else if (s == "memory") stage_memory();
+    else if (s == "ops") stage_ops();
+    else if (s == "large") stage_large();
+    else return usage(("unknown stage " + s).c_str());
+  }
+  return 0;
+}
