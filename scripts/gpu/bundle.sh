@@ -4,7 +4,7 @@
 # the test binary and tfm, built for sm_80 and sm_90 in build/ (the Release build,
 # TFM_CUDA on), with every shared library they need that a bare GPU machine lacks. The
 # GPU machine has the CUDA toolkit and PyTorch but none of our Debian packages; cuBLAS
-# and the CUDA runtime are found there (scripts/gpu/run.sh). scripts/gpu/NOTES.md says
+# is found there (scripts/gpu/run.sh). scripts/gpu/NOTES.md says
 # how a window runs it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,10 +16,11 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
 bins=(build/tfm build/tests/tfm_tests build/tests/tfm_gpu_check)
 cp "${bins[@]}" "$stage/"
-# Every library the binaries load, except the C library's own, the GPU driver's and
-# CUDA's (the machine's toolkit matches its driver).
+# Every library the binaries load (the CUDA runtime too), except the C and C++
+# runtimes (the machine's are as new or newer), the GPU driver's and cuBLAS (over
+# 500 MiB; the machine's toolkit and PyTorch's wheels have it).
 ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u |
-  grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libcuda|libcudart|libcublas|libcublasLt|libnvidia)[.-]' |
+  grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnvidia)[.-]' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 rm -rf .gpu-bundle && mkdir -p .gpu-bundle
 tar -C "$stage" -czf .gpu-bundle/bundle.tar.gz .

@@ -41,7 +41,7 @@ gtest_rows() {  # the op table's gtest, as rows
   local rc=$?
   cat "$logs/gtest.out"
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z]' "$logs/gtest.out" | sort -u |
-    awk '{status=$2; name=$3; printf "ROW\tgtest\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", name, (status=="OK" ? "pass" : status)}'
+    awk '!seen[$4]++ {status=$2; name=$4; printf "ROW\tgtest\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", name, (status=="OK" ? "pass" : status)}'
   return $rc
 }
 
@@ -65,20 +65,31 @@ for s in "${wanted[@]}"; do
   case $s in
     env) nvidia-smi >"$logs/nvidia-smi.log" 2>&1; stage env 60 "$check" --stage env ;;
     memory) stage memory 60 "$check" --stage memory ;;
-    ops) stage ops 150 "$check" --stage ops ;;
-    gtest) stage gtest 120 bash -c gtest_rows ;;
-    large) stage large 150 "$check" --stage large ;;
-    sanitizer) stage sanitizer 90 bash -c sanitizer_rows ;;
+    ops) stage ops 120 "$check" --stage ops ;;
+    gtest) stage gtest 90 bash -c gtest_rows ;;
+    large) stage large 120 "$check" --stage large ;;
+    sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;
     *) echo "run.sh: unknown stage $s (stages: ${all[*]})" >&2; exit 2 ;;
   esac
 done
 
 tar -C "$logs" -czf "$OUT/logs.tar.gz" .
-{
-  printf 'stage\tcheck\tdtype\tshape\terror\ttol\tdet\tdevice_ms\tcpu_ms\tresult\n'
-  cat "$rows"
-} | column -t -s $'\t' >"$OUT/table.txt"
-cat "$OUT/table.txt"
+# table FILE: the rows under a header, columns aligned.
+table() {
+  { printf 'stage\tcheck\tdtype\tshape\terror\ttol\tdet\tdevice_ms\tcpu_ms\tresult\n'; cat "$1"; } |
+    awk -F'\t' '{ for (i = 1; i <= NF; ++i) { cell[NR, i] = substr($i, 1, 90); if (length(cell[NR, i]) > w[i]) w[i] = length(cell[NR, i]) }
+                  n = NR; if (NF > nf) nf = NF }
+           END { for (r = 1; r <= n; ++r) { line = ""; for (i = 1; i <= nf; ++i) line = line sprintf("%-" w[i] + 2 "s", cell[r, i]); print line } }'
+}
+table "$rows" >"$OUT/table.txt"
+# Printed last (the device tool returns the output's end): each stage's count, the
+# rows that did not pass (at most 40), then the large shapes' timings.
+echo "== per stage: rows, passed"
+awk -F'\t' '{ n[$1]++; if ($10 == "pass") p[$1]++ } END { for (s in n) printf "%-10s %4d %4d\n", s, n[s], p[s] }' "$rows"
+awk -F'\t' '$10 != "pass" && $1 != "large"' "$rows" | head -40 >"$logs/failed.tsv"
+if [ -s "$logs/failed.tsv" ]; then echo "== not passed (the first 40; all rows in table.txt)"; table "$logs/failed.tsv"; fi
+awk -F'\t' '$1 == "large"' "$rows" >"$logs/large.tsv"
+if [ -s "$logs/large.tsv" ]; then echo "== large shapes"; table "$logs/large.tsv"; fi
 pass=$(awk -F'\t' '$10 == "pass"' "$rows" | wc -l)
 total=$(wc -l <"$rows")
-echo "== $pass of $total rows pass; bundle $(cat .gpu-bundle/commit 2>/dev/null); $(head -1 "$logs/env.log" 2>/dev/null | cut -f3)"
+echo "== $pass of $total rows pass; bundle $(cat .gpu-bundle/commit 2>/dev/null); $(grep -a -m1 $'^ROW\tenv' "$logs/env.log" 2>/dev/null | cut -f3)"
