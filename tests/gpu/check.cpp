@@ -254,8 +254,10 @@ std::vector<LargeCase> large_cases() {
   // base Transformer's feed-forward and projections: 4096 tokens, 512 -> 2048
   c.push_back({"linear", "f32", "[4096,512]x[2048,512]", [](Device d) { return V{random({4096, 512}, 1, d), random({2048, 512}, 2, d, 0.05f), random({2048}, 3, d)}; },
                [](const V& x) { return ops::linear(x[0], x[1], x[2], ops::LinearProducts::f32()); }});
+  // An output within rounding of 0 can fall on the other side of the ReLU on the other
+  // device, flipping its row of the gradient: 7.7e-5 of dw's norm on an H200 (window 1).
   c.push_back({"linear_relu", "f32", "[4096,512]x[2048,512]", [](Device d) { return V{random({4096, 512}, 4, d), random({2048, 512}, 5, d, 0.05f), random({2048}, 6, d)}; },
-               [](const V& x) { return ops::linear_relu(x[0], x[1], x[2], ops::LinearProducts::f32()); }});
+               [](const V& x) { return ops::linear_relu(x[0], x[1], x[2], ops::LinearProducts::f32()); }, true, 2e-4});
   c.push_back({"linear", "bf16", "[4096,512]x[2048,512]", [](Device d) { return V{random({4096, 512}, 7, d), random({2048, 512}, 8, d, 0.05f), random({2048}, 9, d)}; },
                [](const V& x) { return ops::linear(x[0], x[1], x[2], bf16); }, true, 1e-2});
   c.push_back({"matmul", "f32", "[64,128,64]x[64,64,128]", [](Device d) { return V{random({64, 128, 64}, 10, d), random({64, 64, 128}, 11, d)}; },
