@@ -53,7 +53,7 @@ TEST_P(BackendOps, EveryClaimedOpAndDtypeMatchesTheOracle) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, BackendOps, ::testing::Values(Device::CPU, Device::CUDA),
+INSTANTIATE_TEST_SUITE_P(Devices, BackendOps, ::testing::Values(Device::CPU, Device::Sim, Device::CUDA),
                          [](const auto& info) { return to_string(info.param); });
 
 // Every case's op is claimed by the CPU, the oracle's device, in f32 (or, for ops on

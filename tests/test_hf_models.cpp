@@ -71,7 +71,7 @@ TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) {
   for (int i = 0; i < 5; ++i) {
     const std::string s = "s" + std::to_string(i);
     const models::Tokens src = f.tokens(s + ".input_ids"), tgt = f.tokens(s + ".decoder_input_ids");
-    const ops::AttentionMask src_mask = models::padding_mask(src, pad);
+    const ops::AttentionMask src_mask = models::padding_mask(src, pad, Device::CPU);
     const Tensor memory = model.encode(src, src_mask);
     EXPECT_TENSOR_NEAR(s + ".encoder_last_hidden_state", memory, f.ref(s + ".encoder_last_hidden_state"), kTol);
     ops::AttentionMask causal;  // no padding: Marian's decoder starts from the pad id

@@ -251,5 +251,19 @@ TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   EXPECT_NE(metrics.find("\"step\":8,\"train_loss\""), std::string::npos) << metrics;
 }
 
+// On the simulated device (tensor/device.h), resumed there: the CPU's weights bit for bit.
+TEST(LanguageModelTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
+  TempDir dir;
+  testing::write_file(dir.path("text.txt"), repeated_text());
+  std::ostringstream log;
+  ASSERT_FALSE(run_training(tiny_run(dir, "cpu", 8), log).stopped) << log.str();
+  LmRun first = tiny_run(dir, "sim", 4), rest = tiny_run(dir, "sim", 8);
+  first.options.device = rest.options.device = "sim";
+  ASSERT_FALSE(run_training(first, log).stopped) << log.str();
+  rest.options.resume = dir.path("sim/last.safetensors");
+  ASSERT_FALSE(run_training(rest, log).stopped) << log.str();
+  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
+}
+
 }  // namespace
 }  // namespace tfm

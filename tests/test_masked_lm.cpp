@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "support/compare.h"
 #include "support/process.h"
 #include "train/masked_lm.h"
 
@@ -81,6 +82,27 @@ TEST(MaskedLmTraining, PredictsMaskedCharactersAndEmbeds) {
   testing::CliResult d = testing::run_tfm("embed --model " + dir.path("run/best.safetensors") + " -i " + dir.path(""));
   EXPECT_EQ(d.code, 1);
   EXPECT_NE(d.output.find("is a directory, not a text file"), std::string::npos) << d.output;
+}
+
+// On the simulated device (tensor/device.h: the CPU's kernels, its memory out of reach of
+// everything else), with validation: the CPU's weights bit for bit.
+TEST(MaskedLmTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "the quick brown fox jumps over the lazy dog\n";
+  testing::write_file(dir.path("text.txt"), text);
+  MaskedLmTask task;
+  task.data.text = dir.path("text.txt");
+  task.model = R"({"d_model": 16, "heads": 2, "d_ff": 32, "layers": 1, "max_len": 24})";
+  task.batch = 8;
+  TrainingOptions o = MaskedLmTask::training_defaults();
+  o.max_steps = 4, o.validate_every = 2, o.schedule.warmup = 2;
+  std::ostringstream log;
+  for (const char* device : {"cpu", "sim"}) {
+    o.out_dir = dir.path(device), o.device = device;
+    ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
+  }
+  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "autograd/autograd.h"
 #include "ops/attention.h"
 #include "ops/convert.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -92,6 +93,29 @@ TEST(Allocator, ReusesSplitsMergesAndGrowsAtTheEnd) {
 
 // Every dtype converts to every other (PyTorch's Tensor.to): floats round to nearest
 // even, floats become integers by truncation (saturated, NaN as 0), non-zero is true.
+// The simulated device's memory (tensor/device.h) is out of reach of host code, as a
+// GPU's is; ops, copies and reads back through the device layer work, with the CPU's
+// results; the GPU's refusal where a build or machine has none is one line.
+TEST(Devices, TheSimulatedDevicesMemoryIsReachedOnlyThroughTheDeviceLayer) {
+  const Tensor host = Tensor::from_vector({2, 3}, {1, -2, 3, -4, 5, -6});
+  const Tensor sim = ops::to(host, Device::Sim);
+  EXPECT_EQ(sim.device(), Device::Sim);
+  try {
+    (void)sim.data();
+    ADD_FAILURE() << "host code read the simulated device's memory";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "a tensor on sim (shape [2, 3]) was read or written as host memory; move it with ops::to(tensor, Device::CPU) first");
+  }
+  const Tensor y = ops::relu(ops::transpose(sim, 0, 1).clone());  // a strided copy and a kernel, on the device
+  EXPECT_EQ(y.device(), Device::Sim);
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{1, 0, 0, 5, 3, 0}));
+  EXPECT_EQ(Tensor::full({2}, 2.5f, Device::Sim).to_vector(), (std::vector<float>{2.5f, 2.5f}));
+  EXPECT_EQ(ops::sum(sim).item(), -3.0f);
+  EXPECT_THROW((void)ops::add(host, sim), Error);
+  EXPECT_EQ(ops::usable_device("sim"), Device::Sim);
+  EXPECT_THROW((void)ops::usable_device("tpu"), Error);
+}
+
 TEST(Convert, EveryDtypeToEveryOther) {
   const std::vector<float> values = {0.0f, 1.0f, -2.5f, 100.75f, 3.0e9f, -3.0e9f};
   const Tensor x = Tensor::from_vector({2, 3}, values);

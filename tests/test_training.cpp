@@ -60,6 +60,27 @@ TEST(CopyTask, ResumeReproducesAnUninterruptedRunBitForBit) {
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
 }
 
+// The simulated device (tensor/device.h) runs the CPU's kernels but lets no code above
+// them touch its memory: a run there, resumed there, ends with the CPU's weights bit for
+// bit, so nothing in training assumes host memory.
+TEST(CopyTask, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
+  testing::TempDir dir;
+  CopyTask task;
+  task.model = R"({"d_model": 32, "d_ff": 64, "heads": 2})";
+  task.samples = 2, task.batch = 8;
+  training::TrainerOptions o = CopyTask::training_defaults();
+  o.max_steps = 6, o.out_dir = dir.path("cpu");
+  std::ostringstream log;
+  const std::vector<double> cpu = training::run_copy_task(o, task, log).losses;
+  o.device = "sim", o.max_steps = 3, o.out_dir = dir.path("sim");
+  std::vector<double> sim = training::run_copy_task(o, task, log).losses;
+  o.max_steps = 6, o.resume = dir.path("sim/last.safetensors");
+  const std::vector<double> rest = training::run_copy_task(o, task, log).losses;
+  sim.insert(sim.end(), rest.begin(), rest.end());
+  EXPECT_EQ(sim, cpu);
+  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
+}
+
 // tfm::train's stop token ends the run after its current step, saved; it resumes from there.
 TEST(CopyTask, AStopRequestEndsTheRunAfterItsStepAndSavesIt) {
   testing::TempDir dir;

@@ -27,6 +27,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "ops/softmax.h"
+#include "support/datasets.h"
 #include "support/fixture.h"
 #include "support/compare.h"
 #include "support/process.h"
@@ -39,38 +40,9 @@ namespace tfm {
 namespace {
 
 using testing::error_of;
+using testing::SyntheticCorpus;
 using testing::TempDir;
 using testing::write_file;
-
-// 300 sentence pairs over a 40-word lexicon: the "translation" maps each word
-// and reverses the order, so the task is learnable and the data deterministic.
-struct SyntheticCorpus {
-  TempDir dir;
-  std::string src, tgt, vocab;
-  SyntheticCorpus() : src(dir.path("train.src")), tgt(dir.path("train.tgt")), vocab(dir.path("vocab.model")) {
-    const char* a[] = {"haus", "baum", "katze", "hund", "blau", "rot", "gross", "klein", "lauft", "sitzt"};
-    const char* b[] = {"house", "tree", "cat", "dog", "blue", "red", "big", "small", "runs", "sits"};
-    Rng rng(5);
-    std::string s, t;
-    std::vector<std::string> both;
-    for (int i = 0; i < 300; ++i) {
-      std::vector<int> words(static_cast<size_t>(rng.randint(2, 7)));
-      for (int& w : words) w = static_cast<int>(rng.randint(0, 10));
-      std::string ls, lt;
-      for (size_t k = 0; k < words.size(); ++k) {
-        ls += (k ? " " : "") + std::string(a[words[k]]);
-        lt += (k ? " " : "") + std::string(b[words[words.size() - 1 - k]]);
-      }
-      s += ls + "\n", t += lt + "\n";
-      both.push_back(ls), both.push_back(lt);
-    }
-    write_file(src, s);
-    write_file(tgt, t);
-    data::VocabOptions vo;
-    vo.size = 60;
-    data::Vocab::train(both, vo, vocab);
-  }
-};
 
 // A vocabulary trained on other text: checkpoints from corpus() must refuse it.
 void write_unrelated_vocab(const std::string& path) {
@@ -307,6 +279,21 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
   testing::expect_same_checkpoint_tensors(dir.path("straight/last.safetensors"), dir.path("split/last.safetensors"));
   EXPECT_TRUE(std::filesystem::exists(dir.path("straight/best.safetensors")));
   EXPECT_NE(testing::read_file(dir.path("straight/metrics.jsonl")).find("\"bleu\""), std::string::npos);
+}
+
+// On the simulated device (tensor/device.h: the CPU's kernels, its memory out of reach of
+// everything else), resumed there, with validation's greedy decoding and BLEU: the
+// CPU's weights bit for bit.
+TEST(TranslationTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
+  TempDir dir;
+  std::ostringstream log;
+  ASSERT_FALSE(run_training(tiny_run(dir, "cpu", 8), log).stopped) << log.str();
+  MtRun first = tiny_run(dir, "sim", 4), rest = tiny_run(dir, "sim", 8);
+  first.options.device = rest.options.device = "sim";
+  ASSERT_FALSE(run_training(first, log).stopped) << log.str();
+  rest.options.resume = dir.path("sim/last.safetensors");
+  ASSERT_FALSE(run_training(rest, log).stopped) << log.str();
+  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
 }
 
 TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {

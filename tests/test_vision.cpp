@@ -8,6 +8,8 @@
 
 #include "data/idx.h"
 #include "ops/shape.h"
+#include "support/compare.h"
+#include "support/datasets.h"
 #include "support/process.h"
 #include "train/vit.h"
 
@@ -15,15 +17,9 @@ namespace tfm {
 namespace {
 
 using testing::error_of;
+using testing::idx_bytes;
 using testing::TempDir;
-
-std::string idx_bytes(const std::vector<uint32_t>& shape, const std::vector<uint8_t>& values, uint8_t type = 0x08) {
-  std::string b{'\0', '\0', static_cast<char>(type), static_cast<char>(shape.size())};
-  for (uint32_t n : shape)
-    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>((n >> s) & 0xff));
-  b.append(values.begin(), values.end());
-  return b;
-}
+using testing::write_quadrant_set;
 
 TEST(Idx, ParsesAndValidatesEveryField) {
   data::IdxArray a = data::parse_idx(idx_bytes({2, 3}, {1, 2, 3, 4, 5, 6}), "ok");
@@ -36,23 +32,6 @@ TEST(Idx, ParsesAndValidatesEveryField) {
   EXPECT_EQ(error_of([] { data::parse_idx(idx_bytes({0}, {}), "f"); }), "f: IDX dimension 0 is zero");
   EXPECT_EQ(error_of([] { data::parse_idx(std::string("\0\0\x08\x02\0\0", 6), "f"); }), "f: truncated IDX header");
   EXPECT_NE(error_of([] { data::parse_idx(idx_bytes({65535, 65535, 65535}, {}), "f"); }).find("implausibly large"), std::string::npos);
-}
-
-// An image set where the class is which quadrant holds a bright square (8x8 images).
-void write_quadrant_set(const std::string& dir, const std::string& split, int count, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<uint8_t> pixels, labels;
-  for (int i = 0; i < count; ++i) {
-    const int label = static_cast<int>(rng.randint(0, 4));
-    for (int y = 0; y < 8; ++y)
-      for (int x = 0; x < 8; ++x) {
-        const bool bright = (y / 4) * 2 + (x / 4) == label && y % 4 > 0 && x % 4 > 0;
-        pixels.push_back(static_cast<uint8_t>(bright ? 200 + rng.randint(0, 55) : rng.randint(0, 60)));
-      }
-    labels.push_back(static_cast<uint8_t>(label));
-  }
-  testing::write_file(dir + "/" + split + "-images-idx3-ubyte", idx_bytes({static_cast<uint32_t>(count), 8, 8}, pixels));
-  testing::write_file(dir + "/" + split + "-labels-idx1-ubyte", idx_bytes({static_cast<uint32_t>(count)}, labels));
 }
 
 TEST(Idx, ImageSetsCheckThatImagesAndLabelsAgree) {
@@ -111,6 +90,25 @@ TEST(VitTraining, LearnsQuadrantsAndEvaluates) {
                                            " --image 3 --kind decoder --head 1 -o " + dir.path("cls.png"));
   EXPECT_EQ(mt.code, 1);
   EXPECT_NE(mt.output.find("--src, --tgt, --kind and --head are for translation models"), std::string::npos) << mt.output;
+}
+
+// On the simulated device (tensor/device.h), with validation: the CPU's weights bit for bit.
+TEST(VitTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
+  TempDir dir;
+  write_quadrant_set(dir.path(""), "train", 64, 2);
+  write_quadrant_set(dir.path(""), "t10k", 16, 3);
+  VitTask task;
+  task.data_dir = dir.path("");
+  task.model = R"({"image_size": 8, "patch": 4, "classes": 4, "d_model": 16, "d_ff": 32, "layers": 1, "heads": 2})";
+  task.batch = 16, task.valid_images = 16;
+  TrainingOptions o = VitTask::training_defaults();
+  o.max_steps = 4, o.validate_every = 2, o.schedule.warmup = 2;
+  std::ostringstream log;
+  for (const char* device : {"cpu", "sim"}) {
+    o.out_dir = dir.path(device), o.device = device;
+    ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
+  }
+  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
 }
 
 }  // namespace

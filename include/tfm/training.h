@@ -70,6 +70,9 @@ struct TrainingOptions {
   std::string init_from;
   bool force = false;             // a fresh run may replace the run already in out_dir
   std::string precision = "f32";  // the linear layers' products: f32 or bf16 (int8 is for inference only)
+  // Where the model trains: "cpu", or "cuda" (the GPU of a build with TFM_CUDA; a clear
+  // error where there is none). Checkpoints are the same on both.
+  std::string device = "cpu";
   // With several processes (mpirun): each keeps and updates only its share of Adam's
   // moments (ZeRO stage 1), gradients reduce-scattered and weights all-gathered, so that
   // the optimiser's memory per process falls by their number.

@@ -59,15 +59,16 @@ sanitizer_rows() {  # memcheck over the small cases; H200 machines refuse the to
 
 export bundle logs check
 export -f gtest_rows sanitizer_rows  # run by `timeout` through bash
-all=(env memory ops gtest large sanitizer)
+all=(env memory ops gtest large train sanitizer)
 wanted=("${@:-${all[@]}}")
 for s in "${wanted[@]}"; do
   case $s in
-    env) nvidia-smi >"$logs/nvidia-smi.log" 2>&1; stage env 60 "$check" --stage env ;;
-    memory) stage memory 60 "$check" --stage memory ;;
-    ops) stage ops 120 "$check" --stage ops ;;
-    gtest) stage gtest 90 bash -c gtest_rows ;;
-    large) stage large 120 "$check" --stage large ;;
+    env) nvidia-smi >"$logs/nvidia-smi.log" 2>&1; stage env 30 "$check" --stage env ;;
+    memory) stage memory 30 "$check" --stage memory ;;
+    ops) stage ops 60 "$check" --stage ops ;;
+    gtest) stage gtest 60 bash -c gtest_rows ;;
+    large) stage large 60 "$check" --stage large ;;
+    train) stage train 150 "$check" --stage train ;;
     sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;
     *) echo "run.sh: unknown stage $s (stages: ${all[*]})" >&2; exit 2 ;;
   esac

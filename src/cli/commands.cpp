@@ -28,6 +28,12 @@ ops::Precision precision_flag(const CLI::App& cmd) {
   return ops::parse_precision(root->get_option("--precision")->as<std::string>());
 }
 
+std::string device_flag(const CLI::App& cmd) {
+  const CLI::App* root = &cmd;
+  while (root->get_parent()) root = root->get_parent();
+  return root->get_option("--device")->as<std::string>();
+}
+
 void use_for_inference(nn::Module& model, const CLI::App& cmd) {
   model.products().set_precision(precision_flag(cmd));
   model.products().freeze();

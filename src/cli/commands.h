@@ -43,6 +43,8 @@ void help_without_subcommand(CLI::App& app, int& exit_code);
 // The precision `--precision` gives (a flag of the root command, which may also come
 // after the subcommand).
 ops::Precision precision_flag(const CLI::App& cmd);
+// The global --device's value ("cpu", "cuda"; "sim" in tests), checked where it is used.
+std::string device_flag(const CLI::App& cmd);
 
 // For inference: the model's products in --precision's, its weights frozen (their
 // converted copies made once, not per product).

@@ -77,6 +77,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     const std::string settings = model.empty() ? "" : model.dump();
     tfm::TrainingOptions training = o->training;
     training.precision = to_string(precision_flag(*cmd));
+    training.device = device_flag(*cmd);
     const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
     if (!o->mt.train_src.empty() || !o->mt.train_tgt.empty()) {
       refuse_flags(*cmd, {"--batch", "--seq-len", "--samples"}, "applies only to the copy task (tfm train without --train-src)");
@@ -99,6 +100,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     constexpr int64_t kBatches = tfm::CopyTask::kEpochBatches;
     if (!cmd->count("--epochs")) copy_training.epochs = std::max<int64_t>(1, (copy_training.max_steps + kBatches - 1) / kBatches);
     copy_training.precision = training.precision;
+    copy_training.device = training.device;
     const tfm::TrainingResult r = tfm::train(copy_training, copy, stop.token());
     const auto copied = std::find_if(r.metrics.begin(), r.metrics.end(), [](const auto& m) { return m.first == "copied"; });
     const bool all_copied = copy.samples == 0 || copied == r.metrics.end() || copied->second == 1.0;

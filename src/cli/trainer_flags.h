@@ -92,6 +92,7 @@ void add_training_flags_and_run(CLI::App* cmd, const std::shared_ptr<StackTrainC
     c->task.model = c->model_flags.settings();
     tfm::TrainingOptions training = c->training;
     training.precision = to_string(precision_flag(*cmd));
+    training.device = device_flag(*cmd);
     const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = tfm::train(training, c->task, stop.token()).stopped ? 130 : 0;
   });

@@ -52,7 +52,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   // its K children then share their sentence's memory: the cached encoder-decoder
   // keys and values are projected for B rows and indexed per beam (KVCache::rows),
   // never copied K times.
-  const ops::AttentionMask src_mask = models::padding_mask(src, pad);
+  const ops::AttentionMask src_mask = models::padding_mask(src, pad, model.device());
   Tensor memory = model.encode(src, src_mask);  // [batch, src_len, d_model]
   ops::AttentionMask beam_src_mask = src_mask;  // a row per beam
   std::vector<int64_t> max_len(B);

@@ -1,6 +1,7 @@
 #include "decode/embedding.h"
 
 #include "autograd/autograd.h"
+#include "ops/convert.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
@@ -16,7 +17,7 @@ Pooling parse_pooling(const std::string& name) {
 std::vector<float> sentence_vector(models::BERT& model, const std::vector<int>& ids, Pooling pool) {
   autograd::NoGradGuard no_grad;
   const int64_t len = static_cast<int64_t>(ids.size()), D = model.config().d_model;
-  const Tensor hidden = ops::contiguous(model.encode({ids, 1, len}));  // [1, len, d_model]
+  const Tensor hidden = ops::contiguous(ops::to(model.encode({ids, 1, len}), Device::CPU));  // [1, len, d_model]
   // [CLS] alone, or the mean over the tokens after it ([CLS] too for an empty sentence).
   const int64_t first = pool == Pooling::cls || len == 1 ? 0 : 1, last = pool == Pooling::cls ? 1 : len;
   std::vector<double> sum(static_cast<size_t>(D), 0.0);

@@ -55,17 +55,17 @@ ops::AttentionMask EncoderDecoder::target_mask(const Tokens& tgt) const {
   // The look-ahead mask hides a right-padded target's padding from every real position;
   // the key-padding mask is kept where it can be told from the start symbol (Marian
   // starts from the pad id, which must stay visible).
-  ops::AttentionMask mask = padding_mask(tgt, config_.pad_id, /*causal=*/true);
+  ops::AttentionMask mask = padding_mask(tgt, config_.pad_id, device(), /*causal=*/true);
   if (config_.bos_id == config_.pad_id) mask.key_padding = Tensor();
   return mask;
 }
 
 Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
   const ops::AttentionMask tgt_mask = target_mask(tgt);
-  const Unpadded unpadded = unpad(src, config_.pad_id);
+  const Unpadded unpadded = unpad(src, config_.pad_id, device());
   const auto& lengths = unpadded.sequences->length;
   if (std::find(lengths.begin(), lengths.end(), 0) != lengths.end()) {  // a source of padding alone attends to nothing
-    const ops::AttentionMask src_mask = padding_mask(src, config_.pad_id);
+    const ops::AttentionMask src_mask = padding_mask(src, config_.pad_id, device());
     return decode(encode(src, src_mask), src_mask, tgt, tgt_mask);
   }
   // The encoder runs on the source's real tokens only, one sentence after another: no

@@ -28,7 +28,7 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::Att
             "sequence of " << start + ids.cols() << " tokens exceeds the model's context of " << config_.max_len);
   Tensor x = tok_embed->forward(ids.ids);  // [batch, len, d_model]
   if (pos_embed) {
-    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols())));  // + [len, d_model]
+    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols(), device())));  // + [len, d_model]
   } else {
     x = sinusoids->forward(x, start);
   }
@@ -46,7 +46,7 @@ Tensor GPT::forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) 
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   TFM_CHECK(longest < config_.max_len, "sequence of " << longest + 1 << " tokens exceeds the model's context of " << config_.max_len);
   const Tensor positions = ops::to(Tensor::from_values<int32_t>({ids.rows(), 1}, std::vector<int32_t>(lengths.begin(), lengths.end())),
-                                   ids.ids.device());  // [batch, 1]
+                                   device());  // [batch, 1]
   Tensor x = tok_embed->forward(ids.ids);  // [batch, 1, d_model]
   x = pos_embed ? ops::add(x, ops::embedding(pos_embed->weight, positions)) : sinusoids->forward(x, positions);
   ops::AttentionMask causal;

@@ -1,17 +1,18 @@
 #include "models/tokens.h"
 
+#include "ops/convert.h"
 #include "ops/shape.h"
 
 namespace tfm::models {
 
-ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal) {
+ops::AttentionMask padding_mask(const Tokens& t, int pad_id, Device device, bool causal) {
   ops::AttentionMask m;
-  m.key_padding = ops::equal(t.ids, pad_id);
+  m.key_padding = ops::to(ops::equal(t.ids, pad_id), device);
   m.causal = causal;
   return m;
 }
 
-Unpadded unpad(const Tokens& t, int pad_id) {
+Unpadded unpad(const Tokens& t, int pad_id, Device device) {
   Unpadded u;
   std::vector<int64_t> positions;
   auto sequences = std::make_shared<ops::PackedSequences>();
@@ -21,7 +22,7 @@ Unpadded unpad(const Tokens& t, int pad_id) {
       if (t.at(r, c) != pad_id) positions.push_back(r * t.cols() + c);
     sequences->length.push_back(static_cast<int64_t>(positions.size()) - sequences->start.back());
   }
-  u.positions = Tensor::from_values(positions);
+  u.positions = ops::to(Tensor::from_values(positions), device);
   u.sequences = std::move(sequences);
   return u;
 }

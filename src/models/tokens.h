@@ -8,7 +8,9 @@
 
 namespace tfm::models {
 
-// A batch of token ids, padded with the model's pad id: an i32 tensor [rows, cols].
+// A batch of token ids, padded with the model's pad id: an i32 tensor [rows, cols] in
+// host memory (the models read it to pack sequences; nn::Embedding moves the ids to
+// its table's device).
 struct Tokens {
   Tensor ids;  // [rows, cols] i32
   Tokens() = default;
@@ -22,16 +24,17 @@ struct Tokens {
   std::vector<int> values() const { return ids.values<int32_t>(); }
 };
 
-// Key-padding mask (1 where the token is padding), optionally with the look-ahead mask.
-ops::AttentionMask padding_mask(const Tokens& t, int pad_id, bool causal = false);
+// Key-padding mask (1 where the token is padding) on `device`, optionally with the
+// look-ahead mask.
+ops::AttentionMask padding_mask(const Tokens& t, int pad_id, Device device, bool causal = false);
 
 // A batch's tokens without their padding: which of the [rows * cols] positions are
 // real tokens (row by row), and the sequences they make one after another.
 struct Unpadded {
-  Tensor positions;  // i64 [tokens]
+  Tensor positions;  // i64 [tokens], on the model's device
   std::shared_ptr<const ops::PackedSequences> sequences;
 };
-Unpadded unpad(const Tokens& t, int pad_id);
+Unpadded unpad(const Tokens& t, int pad_id, Device device);
 
 // The rows of x [t.rows(), t.cols(), features] at u's positions: [1, tokens, features].
 Tensor at_tokens(const Tensor& x, const Unpadded& u);

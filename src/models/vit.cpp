@@ -1,6 +1,7 @@
 #include "models/vit.h"
 
 #include "nn/init.h"
+#include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
@@ -32,8 +33,9 @@ Tensor ViT::forward(const Tensor& images, nn::AttentionMaps* maps) {
                                              << shape_str(images.shape()));
   const int64_t B = images.size(0), D = c.d_model;
   Tensor w = ops::reshape(patch_weight, {D, c.channels * c.patch * c.patch});            // the Conv2d as a matrix
-  Tensor patches = ops::linear(ops::patchify(images, c.patch), w, patch_bias, products());           // [batch, patches, d]
-  Tensor cls = ops::add(Tensor::zeros({B, 1, D}), cls_token);                       // [batch, 1, d]
+  const Tensor pixels = ops::to(images, device());  // images made on the host come to the model
+  Tensor patches = ops::linear(ops::patchify(pixels, c.patch), w, patch_bias, products());           // [batch, patches, d]
+  Tensor cls = ops::add(Tensor::zeros({B, 1, D}, device()), cls_token);                       // [batch, 1, d]
   Tensor x = ops::add(ops::concat({cls, patches}, 1), pos_embed);                   // [batch, patches + 1, d]
   x = encoder->forward(dropout(x, c.dropout), ops::AttentionMask{}, nullptr, maps);
   return head->forward(ops::reshape(ops::slice(x, 1, 0, 1), {B, D}));                           // [batch, classes]
@@ -42,7 +44,7 @@ Tensor ViT::forward(const Tensor& images, nn::AttentionMaps* maps) {
 Tensor cls_attention(const Tensor& w) {  // w: [batch, heads, patches + 1, patches + 1]
   const int64_t B = w.size(0), heads = w.size(1), n = w.size(3) - 1;
   Tensor out = Tensor::zeros({B, n});
-  const Tensor ww = ops::contiguous(w);
+  const Tensor ww = ops::contiguous(ops::to(w, Device::CPU));  // a map for people: on the host
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h) {
       const float* row = ww.data() + ((b * heads + h) * (n + 1)) * (n + 1);  // query 0 = [CLS]

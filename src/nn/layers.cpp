@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nn/trace.h"
+#include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
@@ -33,7 +34,7 @@ Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : Emb
 Embedding::Embedding(Tensor w, bool scale_by_sqrt_d) : weight(std::move(w)), scale_(scale_by_sqrt_d) { register_parameter("weight", weight); }
 
 Tensor Embedding::forward(const Tensor& ids) const {
-  Tensor e = ops::embedding(weight, ids);
+  Tensor e = ops::embedding(weight, ops::to(ids, weight.device()));  // ids made on the host come to the table
   return scale_ ? ops::scale(e, std::sqrt(static_cast<float>(weight.size(1)))) : e;
 }
 
@@ -59,7 +60,7 @@ Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
 }
 
 Tensor PositionalEncoding::forward(const Tensor& x, const Tensor& positions) const {
-  return trace(path(), dropout(ops::add(x, ops::embedding(table_, positions)), dropout_));  // ids past the table are an error there
+  return trace(path(), dropout(ops::add(x, ops::embedding(table_, ops::to(positions, table_.device()))), dropout_));  // ids past the table are an error there
 }
 
 }  // namespace tfm::nn

@@ -135,11 +135,7 @@ void Module::to(Device device) {
     *member = it->second;
   }
   products().set_precision(products().precision());  // frozen copies were of the old tensors
-}
-
-Device Module::device() const {
-  const auto named = named_parameters();
-  return named.empty() ? Device::CPU : named.front().second.device();
+  shared_->device = device;
 }
 
 void Module::train(bool on) {

@@ -55,7 +55,7 @@ class Module {
   // Moves every parameter and buffer of this model (the root) to `device`, tied
   // parameters staying tied, as torch.nn.Module.to does; before flatten_parameters().
   void to(Device device);
-  Device device() const;  // where its parameters are (the CPU for a model without any)
+  Device device() const { return shared_->device; }  // where its parameters are
 
   void train(bool on = true);
   void eval() { train(false); }
@@ -105,6 +105,7 @@ class Module {
     ops::LinearProducts products;
     std::unique_ptr<FlatParameters> flat;
     int64_t first_row = 0, rows = 0;  // set_batch_rows
+    Device device = Device::CPU;      // to()
   };
   void share(const std::shared_ptr<Shared>& shared);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;

@@ -1,5 +1,7 @@
 #include "ops/dispatch.h"
 
+#include <optional>
+
 #include "ops/cpu/kernels.h"
 #ifdef TFM_HAVE_CUDA
 #include "ops/cuda/kernels.h"
@@ -11,6 +13,7 @@ namespace tfm::ops {
 const Kernels& kernels(Device device) {
   switch (device) {
     case Device::CPU: return cpu::kernels();
+    case Device::Sim: return cpu::simulated_kernels();
     case Device::CUDA:
 #ifdef TFM_HAVE_CUDA
       return cuda::kernels();
@@ -19,6 +22,20 @@ const Kernels& kernels(Device device) {
 #endif
   }
   throw Error("this build of tfm has no kernels for " + to_string(device) + " tensors (configure with -DTFM_CUDA=ON where the CUDA toolkit is)");
+}
+
+Device usable_device(const std::string& name) {
+  const std::optional<Device> device = parse_device(name);
+  TFM_CHECK(device, "device '" << name << "' is not one of cpu, cuda");
+  try {
+    (void)kernels(*device);
+    (void)Tensor::empty({1}, DType::f32, *device);  // the device's memory answers
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.rfind("cuda: ", 0) == 0) why = why.substr(6);
+    throw Error("device " + name + ": " + why);
+  }
+  return *device;
 }
 
 Device device_of(const char* op, Tensors tensors) {

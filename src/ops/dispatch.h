@@ -3,6 +3,7 @@
 // tensors are on (ops/kernels.h).
 #include <functional>
 #include <initializer_list>
+#include <string>
 
 #include "ops/kernels.h"
 
@@ -10,6 +11,11 @@ namespace tfm::ops {
 
 // The kernels of `device`; a clear error where this build has none for it.
 const Kernels& kernels(Device device);
+
+// The device named `name` ("cpu", "cuda"; "sim", the simulated device of the tests),
+// after checking that this build and machine can compute on it: otherwise a one-line
+// error saying why ("device cuda: no usable GPU (...)").
+Device usable_device(const std::string& name);
 
 using Tensors = std::initializer_list<std::reference_wrapper<const Tensor>>;
 

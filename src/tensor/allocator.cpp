@@ -194,7 +194,7 @@ Allocator& allocator_for(Device device) {
 #ifdef TFM_HAVE_CUDA
   if (device == Device::CUDA) return cuda::allocator();
 #endif
-  TFM_CHECK(device == Device::CPU, "this build of tfm has no " << to_string(device)
+  TFM_CHECK(device == Device::CPU || device == Device::Sim, "this build of tfm has no " << to_string(device)
                                        << " support (configure with -DTFM_CUDA=ON where the CUDA toolkit is)");
   // Never destroyed: tensors held by other statics may be freed after main returns.
 #ifdef TFM_SANITIZED

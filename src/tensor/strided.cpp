@@ -139,10 +139,34 @@ Device common_device(const char* op, const Tensor& src, const Tensor& dst) {
 
 }  // namespace
 
+// The simulated device's: the same, its memory reachable while each call runs.
+class SimulatedMemory final : public DeviceMemory {
+ public:
+  void from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void strided_copy(const Tensor& src, Tensor& dst) override {
+    const SimulatedKernel allow;
+    host_.strided_copy(src, dst);
+  }
+  void strided_add(const Tensor& src, Tensor& dst) override {
+    const SimulatedKernel allow;
+    host_.strided_add(src, dst);
+  }
+  void fill(Tensor& t, float value) override {
+    const SimulatedKernel allow;
+    t.fill(value);
+  }
+
+ private:
+  HostMemory host_;
+};
+
 DeviceMemory& device_memory(Device device) {
   static HostMemory host;
+  static SimulatedMemory simulated;
   switch (device) {
     case Device::CPU: return host;
+    case Device::Sim: return simulated;
     case Device::CUDA:
 #ifdef TFM_HAVE_CUDA
       return cuda::memory();

@@ -79,8 +79,7 @@ void Tensor::not_on_host() const {
 
 void Tensor::copy_to_host(void* dst) const {
   const size_t bytes = static_cast<size_t>(numel()) * size_of(dtype());
-  if (device() == Device::CPU) std::memcpy(dst, device_ptr(), bytes);
-  else device_memory(device()).to_host(dst, device_ptr(), bytes);
+  device_memory(device()).to_host(dst, device_ptr(), bytes);
 }
 
 void Tensor::dtype_mismatch(DType wanted) const {
@@ -150,7 +149,7 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(float value) {
   TFM_CHECK(is_contiguous(), "fill needs a contiguous tensor");
-  if (device() != Device::CPU) return device_memory(device()).fill(*this, value);
+  if (!host_accessible(device())) return device_memory(device()).fill(*this, value);
   float* d = data();
   parallel_chunks(numel(), [&](int64_t begin, int64_t end) { std::fill(d + begin, d + end, value); });
 }

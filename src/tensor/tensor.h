@@ -83,7 +83,7 @@ class Tensor {
     return static_cast<T*>(raw_data());
   }
   void* raw_data() const {
-    if (device() != Device::CPU) not_on_host();
+    if (!host_accessible(device())) not_on_host();
     return device_ptr();
   }
   // Where the elements are on their own device: for that device's kernels only.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ops/embedding.h"
+#include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -99,9 +100,10 @@ MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& t
     if (targets[i] >= 0) rows.push_back(static_cast<int>(i)), m.labels.push_back(targets[i]);
   const int64_t D = model_.config().d_model;
   Tensor hidden = ops::reshape(model_.encode(x), {-1, D});                                        // [batch * len, d_model]
-  Tensor chosen = ops::embedding(hidden, Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows));  // [targets, d_model]
-  m.logits = model_.mlm_logits(chosen);                                                      // [targets, vocab]
-  m.loss = ops::cross_entropy(m.logits, Tensor::from_values(m.labels), 0.0f, -1);
+  const Tensor chosen_rows = ops::to(Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows), hidden.device());
+  Tensor chosen = ops::embedding(hidden, chosen_rows);  // [targets, d_model]
+  m.logits = model_.mlm_logits(chosen);                 // [targets, vocab]
+  m.loss = ops::cross_entropy(m.logits, ops::to(Tensor::from_values(m.labels), m.logits.device()), 0.0f, -1);
   m.targets = static_cast<int64_t>(rows.size());
   return m;
 }
@@ -112,7 +114,7 @@ Validation MaskedLmTraining::validate() {
     const uint64_t mask_key = substream(12345, static_cast<uint64_t>(batch)).next_u64();  // the same masking at every validation
     Masked m = masked_loss(valid_, starts, mask_key, 0);
     nll += m.loss.item() * static_cast<double>(m.targets);
-    const Tensor logits = ops::contiguous(m.logits);
+    const Tensor logits = ops::contiguous(ops::to(m.logits, Device::CPU));
     const int64_t V = logits.size(1);
     for (int64_t i = 0; i < m.targets; ++i) {
       const float* row = logits.data() + i * V;

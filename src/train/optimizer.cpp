@@ -13,7 +13,8 @@ namespace tfm::training {
 Adam::Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options) : options_(options) {
   int64_t total = 0;
   for (const auto& [name, p] : named_params) total += p.numel();
-  const Tensor exp_avg = Tensor::zeros({total}), exp_avg_sq = Tensor::zeros({total});  // the moments in two flat buffers
+  const Device device = named_params.empty() ? Device::CPU : named_params.front().second.device();
+  const Tensor exp_avg = Tensor::zeros({total}, device), exp_avg_sq = Tensor::zeros({total}, device);  // the moments in two flat buffers
   int64_t offset = 0;
   for (auto& [name, p] : named_params) {
     const Shape strides = contiguous_strides(p.shape());

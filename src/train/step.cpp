@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autograd/autograd.h"
+#include "ops/convert.h"
 #include "ops/loss.h"
 
 namespace tfm::training {
@@ -52,7 +53,7 @@ Seq2SeqBatch rows_of(const Seq2SeqBatch& batch, dist::Range r) {
 
 Tensor seq2seq_loss(models::EncoderDecoder& model, const Seq2SeqBatch& batch, float label_smoothing) {
   Tensor hidden = model.forward(batch.src, batch.tgt_in);  // [batch, tgt_len, d_model]
-  return model.generator->loss(hidden, batch.tgt_out.ids, label_smoothing, model.config().pad_id);
+  return model.generator->loss(hidden, ops::to(batch.tgt_out.ids, hidden.device()), label_smoothing, model.config().pad_id);
 }
 
 double train_step(models::EncoderDecoder& model, Adam& optimizer, const Seq2SeqBatch& batch, const StepOptions& options) {

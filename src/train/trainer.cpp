@@ -11,6 +11,7 @@
 
 #include "autograd/autograd.h"
 #include "decode/hf_checkpoint.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
@@ -104,6 +105,9 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   check_ranges(o_);
   precision_ = ops::parse_precision(o_.precision);
   TFM_CHECK(precision_ != ops::Precision::int8, "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
+  device_ = ops::usable_device(o_.device);
+  TFM_CHECK(device_ == Device::CPU || !o_.comm || o_.comm->size() == 1,
+            "data-parallel training (mpirun) runs on the CPU for now; --device " << o_.device << " trains in one process");
   if (root()) {  // the other processes write nothing
     io::create_directories(o_.out_dir);
     lock_.emplace(o_.out_dir);
@@ -190,10 +194,10 @@ namespace {
 
 // FNV-1a over the bytes of every weight.
 uint64_t weights_checksum(const nn::FlatParameters& flat) {
-  const Tensor values = flat.values;
+  const std::vector<float> values = flat.values.to_vector();
   const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
   uint64_t h = 1469598103934665603ull;
-  for (int64_t i = 0; i < values.numel() * static_cast<int64_t>(sizeof(float)); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  for (size_t i = 0; i < values.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
   return h;
 }
 
@@ -408,6 +412,7 @@ void Trainer::update_weights(const nn::FlatParameters& flat) {
 tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(precision_);
+  model.to(device_);  // before its parameters are laid out in one buffer there
   const nn::FlatParameters& flat = model.flatten_parameters();
   task.join(o_.comm);
   optimizer_ = std::make_unique<Adam>(optimized_parameters(model), o_.adam);

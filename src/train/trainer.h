@@ -165,6 +165,7 @@ class Trainer {
 
   TrainerOptions o_;
   ops::Precision precision_ = ops::Precision::f32;
+  Device device_ = Device::CPU;
   std::vector<std::pair<std::string, double>> last_metrics_;  // the last validation's
   std::ostream& out_;
   std::optional<io::DirectoryLock> lock_;

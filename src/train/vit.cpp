@@ -50,7 +50,7 @@ Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_
   for (int64_t start = first; start < first + count; start += 500) {
     std::vector<int64_t> idx(static_cast<size_t>(std::min<int64_t>(500, first + count - start)));
     std::iota(idx.begin(), idx.end(), start);
-    Tensor logits = ops::contiguous(model.forward(image_batch(set, idx)));  // [n, classes]
+    Tensor logits = ops::contiguous(ops::to(model.forward(image_batch(set, idx)), Device::CPU));  // [n, classes]
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(set.labels[static_cast<size_t>(i)]);
     e.loss += ops::cross_entropy(logits, Tensor::from_values(labels), 0.0f, -1).item() * static_cast<double>(idx.size());
@@ -199,7 +199,8 @@ class VitTraining : public TrainingTask {
     const std::vector<bool> flip(flips.begin() + mine.begin, flips.begin() + mine.end);
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(data_.train.labels[static_cast<size_t>(i)]);
-    return {ops::cross_entropy(model_->forward(image_batch(data_.train, idx, flip)), Tensor::from_values(labels), 0.0f, -1), mine.size()};
+    const Tensor logits = model_->forward(image_batch(data_.train, idx, flip));
+    return {ops::cross_entropy(logits, ops::to(Tensor::from_values(labels), logits.device()), 0.0f, -1), mine.size()};
   }
 
   // Each process evaluates its share of the held-out images.

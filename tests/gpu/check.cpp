@@ -1,18 +1,21 @@
 // The GPU check (scripts/gpu/NOTES.md says how a GPU window runs it): every (op, dtype)
 // the CUDA kernels claim, against the oracle and against the CPU, twice for
 // determinism, at the op table's small shapes and at the shapes of real models, with
-// the time of each on both devices. Each stage is one invocation, so a crash or a hang
+// the time of each on both devices, and every family's training against the CPU's. Each stage is one invocation, so a crash or a hang
 // in one leaves the others' rows; rows go to stdout as tab-separated lines starting
 // with "ROW", which scripts/gpu/run.sh gathers into one table.
 //
-//   tfm_gpu_check --stage env|memory|ops|large [--device cuda]
+//   tfm_gpu_check --stage env|memory|ops|large|train [--device cuda|sim|cpu]
 //   tfm_gpu_check --dry-run     every check of every stage, run nowhere (CI)
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,10 +33,16 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
+#include "io/safetensors.h"
+#include "models/encoder_decoder.h"
+#include "support/datasets.h"
 #include "support/op_cases.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 #include "tensor/strided.h"
+#include "tfm/training.h"
+#include "train/copy_task.h"
+#include "train/step.h"
 
 namespace tfm {
 namespace {
@@ -314,8 +323,118 @@ void stage_large() {
     });
 }
 
+// --- stage train: every family's training on the device against the CPU ---
+
+std::ostringstream g_training_log;  // the runs' progress: not the check's output
+
+// The training loss of every step of a run (its metrics.jsonl, logged at every step).
+Values train_losses(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  Values out;
+  for (std::string line; std::getline(in, line);)
+    if (const size_t at = line.find("\"train_loss\":"); at != std::string::npos) out.push_back(std::stod(line.substr(at + 13)));
+  return out;
+}
+
+// The worst norm-wise relative difference between two checkpoints' tensors.
+double checkpoint_difference(const std::string& a, const std::string& b) {
+  const io::SafeTensors x = io::read_safetensors(a), y = io::read_safetensors(b);
+  double worst = 0.0;
+  for (const auto& [name, t] : x.tensors) {
+    const Tensor* other = y.find(name);
+    if (!other) return INFINITY;
+    worst = std::max(worst, relative_error(op_cases::values_of(t), op_cases::values_of(*other)));
+  }
+  return worst;
+}
+
+// One family's 20 steps (dropout on) on the CPU and twice on the device: the loss of
+// every step within 1e-3 relative (the same dropout masks: the counter hash on both),
+// the device's two runs bitwise equal, and the weights at the end.
+void check_family(const std::string& family, const std::string& dir, const std::function<TrainingResult(const TrainingOptions&)>& train,
+                  TrainingOptions o) {
+  o.max_steps = 20, o.log_every = 1, o.validate_every = 0, o.force = true, o.schedule.warmup = 5;
+  auto run_on = [&](const std::string& device, const std::string& name, double* ms) {
+    o.device = device, o.out_dir = dir + "/" + family + "-" + name;
+    const double t0 = now_ms();
+    train(o);
+    *ms = (now_ms() - t0) / static_cast<double>(o.max_steps);
+    return train_losses(o.out_dir);
+  };
+  run({"train", family + " 20 steps: losses", "f32", "-"}, [&](Row& r) {
+    r.tolerance = 1e-3;
+    double again_ms = 0;
+    const Values cpu = run_on("cpu", "cpu", &r.cpu_ms), device = run_on(to_string(g_device), "device", &r.device_ms),
+                 again = run_on(to_string(g_device), "again", &again_ms);
+    TFM_CHECK(cpu.size() == 20 && device.size() == 20, family << ": " << cpu.size() << " and " << device.size() << " losses logged");
+    for (size_t i = 0; i < cpu.size(); ++i) r.error = std::max(r.error, std::fabs(device[i] - cpu[i]) / std::max(1.0, std::fabs(cpu[i])));
+    r.deterministic = bitwise_equal(device, again) ? "yes" : "no";
+  });
+  run({"train", family + " 20 steps: weights", "f32", "-"}, [&](Row& r) {
+    r.tolerance = 1e-3;
+    r.error = checkpoint_difference(dir + "/" + family + "-cpu/last.safetensors", dir + "/" + family + "-device/last.safetensors");
+  });
+}
+
+// One step's gradient of every parameter of an encoder-decoder (the copy task's model,
+// dropout on), on the device and on the CPU: the worst parameter's norm-wise error.
+void check_gradients() {
+  run({"train", "one step's gradients, every parameter", "f32", "copy-task model"}, [](Row& r) {
+    r.tolerance = 1e-4;
+    const models::TransformerConfig config = training::default_copy_model();
+    Rng data(3);
+    const training::Seq2SeqBatch batch = training::make_copy_batch(data, 32, 12, config.src_vocab);
+    std::map<std::string, Values> cpu;
+    for (Device d : {Device::CPU, g_device}) {
+      models::EncoderDecoder model(config);
+      Rng init(1);
+      model.init_parameters(init);
+      model.to(d);
+      model.train();
+      model.dropout_rng().set_state(7);
+      autograd::backward(training::seq2seq_loss(model, batch, 0.1f));
+      for (const auto& [name, p] : model.named_parameters()) {
+        if (d == Device::CPU) cpu[name] = op_cases::values_of(p.grad());
+        else r.error = std::max(r.error, relative_error(op_cases::values_of(p.grad()), cpu[name]));
+      }
+    }
+  });
+}
+
+void stage_train() {
+  check_gradients();
+  const testing::SyntheticCorpus corpus;
+  const testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the quick brown fox jumps over the lazy dog " + std::to_string(i % 7) + "\n";
+  testing::write_file(dir.path("text.txt"), text);
+  testing::write_quadrant_set(dir.path(""), "train", 512, 2);
+  testing::write_quadrant_set(dir.path(""), "t10k", 64, 3);
+
+  CopyTask copy;
+  copy.samples = 0;
+  check_family("copy", dir.path(""), [&](const TrainingOptions& o) { return tfm::train(o, copy, {}, &g_training_log); }, CopyTask::training_defaults());
+  TranslationTask mt;
+  mt.train_src = mt.valid_src = corpus.src, mt.train_tgt = mt.valid_tgt = corpus.tgt, mt.src_vocab = mt.tgt_vocab = corpus.vocab;
+  mt.model = R"({"d_model": 128, "heads": 4, "d_ff": 256, "encoder_layers": 2, "decoder_layers": 2})";
+  mt.max_tokens = 1000, mt.valid_sentences = 20;
+  check_family("translation", dir.path(""), [&](const TrainingOptions& o) { return tfm::train(o, mt, {}, &g_training_log); }, TranslationTask::training_defaults());
+  LanguageModelTask lm;
+  lm.data.text = dir.path("text.txt"), lm.sample_tokens = 0, lm.batch = 16;
+  lm.model = R"({"d_model": 128, "heads": 4, "d_ff": 256, "layers": 2, "max_len": 64})";
+  check_family("lm", dir.path(""), [&](const TrainingOptions& o) { return tfm::train(o, lm, {}, &g_training_log); }, LanguageModelTask::training_defaults());
+  MaskedLmTask bert;
+  bert.data.text = dir.path("text.txt"), bert.batch = 16;
+  bert.model = R"({"d_model": 128, "heads": 4, "d_ff": 256, "layers": 2, "max_len": 64})";
+  check_family("bert", dir.path(""), [&](const TrainingOptions& o) { return tfm::train(o, bert, {}, &g_training_log); }, MaskedLmTask::training_defaults());
+  VitTask vit;
+  vit.data_dir = dir.path(""), vit.batch = 64, vit.valid_images = 64;
+  vit.model = R"({"image_size": 8, "patch": 4, "classes": 4, "d_model": 64, "d_ff": 128, "layers": 2, "heads": 4})";
+  check_family("vit", dir.path(""), [&](const TrainingOptions& o) { return tfm::train(o, vit, {}, &g_training_log); }, VitTask::training_defaults());
+}
+
 int usage(const char* why) {
-  std::cerr << "tfm_gpu_check: " << why << "\nusage: tfm_gpu_check --stage env|memory|ops|large [--device cuda] | --dry-run\n";
+  std::cerr << "tfm_gpu_check: " << why << "\nusage: tfm_gpu_check --stage env|memory|ops|large|train [--device cuda|sim|cpu] | --dry-run\n";
   return 2;
 }
 
@@ -330,18 +449,19 @@ int main(int argc, char** argv) {
     if (a == "--dry-run") g_dry_run = true;
     else if (a == "--stage" && i + 1 < argc) stages.push_back(argv[++i]);
     else if (a == "--device" && i + 1 < argc) {
-      const std::string d = argv[++i];
-      if (d != "cuda" && d != "cpu") return usage(("unknown device " + d).c_str());
-      g_device = d == "cuda" ? Device::CUDA : Device::CPU;
+      const std::optional<Device> d = parse_device(argv[++i]);
+      if (!d) return usage((std::string("unknown device ") + argv[i]).c_str());
+      g_device = *d;
     } else return usage(("unknown argument " + a).c_str());
   }
-  if (g_dry_run && stages.empty()) stages = {"env", "memory", "ops", "large"};
+  if (g_dry_run && stages.empty()) stages = {"env", "memory", "ops", "large", "train"};
   if (stages.empty()) return usage("name a stage, or --dry-run");
   for (const std::string& s : stages) {
     if (s == "env") stage_env();
     else if (s == "memory") stage_memory();
     else if (s == "ops") stage_ops();
     else if (s == "large") stage_large();
+    else if (s == "train") stage_train();
     else return usage(("unknown stage " + s).c_str());
   }
   return 0;

@@ -6,6 +6,8 @@
 namespace tfm::ops::cpu {
 
 const Kernels& kernels();
+// The simulated device's (tensor/device.h): these, with its memory reachable while each runs.
+const Kernels& simulated_kernels();
 
 void binary(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out);
 void unary(Unary op, const Tensor& x, float s, Tensor& out);

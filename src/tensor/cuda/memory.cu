@@ -25,7 +25,12 @@ bool available(std::string* why) {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status == cudaSuccess && count > 0) return true;
   (void)cudaGetLastError();
-  if (why) *why = status != cudaSuccess ? std::string("no usable GPU (") + cudaGetErrorString(status) + ")" : "no GPU is visible";
+  if (!why) return false;
+  if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice)
+    *why = std::string("no usable GPU: no NVIDIA driver, or one older than CUDA ") + std::to_string(CUDART_VERSION / 1000) +
+           " (the CUDA runtime says: " + cudaGetErrorString(status) + ")";
+  else
+    *why = status != cudaSuccess ? std::string("no usable GPU (") + cudaGetErrorString(status) + ")" : "no GPU is visible";
   return false;
 }
 
