@@ -263,8 +263,7 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   }
   out_ << (better ? " (best)" : "") << std::endl;
   log_metrics(record.dump());
-  const std::filesystem::path dir(o_.out_dir);
-  if (root()) plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
+  if (root()) draw_curves();
   state_.elapsed_s = elapsed_s;
   save(task, "last.safetensors");
   if (better) save(task, "best.safetensors");
@@ -400,6 +399,18 @@ double Trainer::finish_gradients(nn::Module& model, double count, bool divide) {
   Tensor mine = make_view(grads, {shard_->end - shard_->begin}, {1}, shard_->begin);
   if (divide) ops::scale_(mine, static_cast<float>(1.0 / count));
   return clip_grad_norm(shard_->params, max_norm, o_.comm);
+}
+
+// A plot that cannot be drawn (no font on a bare machine, a full disk) costs the run its
+// picture, not its training: one warning, then the run goes on.
+void Trainer::draw_curves() {
+  const std::filesystem::path dir(o_.out_dir);
+  try {
+    plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
+  } catch (const Error& e) {
+    if (!curves_failed_) out_ << "warning: " << (dir / "curves.png").string() << " not drawn (" << e.what() << "); training goes on" << std::endl;
+    curves_failed_ = true;
+  }
 }
 
 void Trainer::update_weights(const nn::FlatParameters& flat) {

@@ -157,6 +157,8 @@ class Trainer {
   void write_checkpoint(TrainingTask& task, const std::string& name, std::vector<std::pair<std::string, Tensor>> optimizer) const;
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
   void log_metrics(const std::string& json_line) const;
+  void draw_curves();          // curves.png from metrics.jsonl; a failure warns once
+  bool curves_failed_ = false;
   void claim_out_dir();       // refuses another run's directory (without --force)
   void clear_previous_run();  // removes that run's files, once this run is under way
   bool previous_run_saved_model() const;
