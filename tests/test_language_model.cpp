@@ -58,7 +58,7 @@ TEST(Sampling, GreedyTopKAndTopPPickTheLikeliest) {
 // outgrow the context window (64 positions) in it get the tokens each gets alone; a
 // sequence whose callback throws ends with that exception and the others go on.
 TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
-  api::FamilyModel<models::GPT> lm(testing::fixture_path("threads/lm.safetensors"), "gpt", "a language model", "", "f32");
+  api::FamilyModel<models::GPT> lm(testing::fixture_path("threads/lm.safetensors"), "gpt", "a language model", ModelOptions{});
   struct Case {
     std::vector<int> prompt;
     float temperature;

@@ -26,7 +26,8 @@ namespace tfm {
 
 struct TranslatorOptions {
   std::string src_vocab, tgt_vocab;  // default: the vocabularies the checkpoint records
-  std::string precision = "f32";     // the linear layers' products: f32, bf16 or int8
+  std::string precision = "f32";     // the linear layers' products: f32, bf16 or int8 (int8: the CPU only)
+  std::string device = "cpu";        // where the model computes: cpu, or cuda (a GPU of a build with TFM_CUDA)
   int threads = 0;                   // threads in all (0: the process's OpenMP setting)
   int workers = 0;                   // batches searched at once, sharing the threads (0: one per thread)
   int64_t max_batch = 32;            // sentences per batch

@@ -24,6 +24,9 @@ ldd "${bins[@]}" | awk '/=> \// {print $3}' | sort -u |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 rm -rf .gpu-bundle && mkdir -p .gpu-bundle
 tar -C "$stage" -czf .gpu-bundle/bundle.tar.gz .
+# The Hugging Face fixtures the check's infer stage reads (../shared does not travel).
+hf=$(sed -n 's/^TFM_HF_FIXTURES:PATH=//p' build/CMakeCache.txt)
+if [ -d "$hf" ]; then cp -r "$hf" .gpu-bundle/hf; else echo "bundle.sh: no Hugging Face fixtures at '$hf': the infer stage will fail its HF rows" >&2; fi
 git rev-parse --short HEAD > .gpu-bundle/commit 2>/dev/null || echo unknown > .gpu-bundle/commit
 size=$(du -m .gpu-bundle/bundle.tar.gz | cut -f1)
 echo "bundle: .gpu-bundle/bundle.tar.gz, ${size} MiB, $(ls "$stage/lib" | wc -l) libraries"

@@ -3,7 +3,8 @@
 # unpacks .gpu-bundle/ (scripts/gpu/bundle.sh made it here), then runs each stage under
 # its own time limit, going on after a failure: environment, memory plumbing, the op
 # table against the oracle and the CPU (twice each, for determinism), the op table's
-# gtest, realistic shapes with timings, compute-sanitizer memcheck on the small cases.
+# gtest, realistic shapes with timings, every family's training and inference against
+# the CPU, compute-sanitizer memcheck and racecheck on the small cases.
 # Writes $OUT/table.txt, $OUT/rows.tsv and $OUT/logs.tar.gz, and prints the table last.
 #   scripts/gpu/run.sh [STAGE...]     (default: every stage)
 set -uo pipefail
@@ -45,21 +46,23 @@ gtest_rows() {  # the op table's gtest, as rows
   return $rc
 }
 
-sanitizer_rows() {  # memcheck over the small cases; H200 machines refuse the tool
+sanitizer_rows() {  # memcheck and racecheck over the small cases; some machines refuse the tool
   local tool
   tool=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  [ -n "$tool" ] || { printf 'ROW\tsanitizer\tmemcheck\t-\t-\t-\t-\t-\t-\t-\tskipped: no compute-sanitizer\n'; return 0; }
-  "$tool" --tool memcheck --error-exitcode 3 "$check" --stage ops >"$logs/memcheck.out" 2>&1
-  local rc=$?
-  tail -5 "$logs/memcheck.out"
-  local verdict="pass"
-  [ $rc -eq 0 ] || verdict="FAIL: exit $rc ($(grep -m1 -E 'ERROR|error|not supported' "$logs/memcheck.out" | tr '\t' ' ' | cut -c1-80))"
-  printf 'ROW\tsanitizer\tmemcheck (ops stage)\t-\t-\t-\t-\t-\t-\t-\t%s\n' "$verdict"
+  [ -n "$tool" ] || { printf 'ROW\tsanitizer\tcompute-sanitizer\t-\t-\t-\t-\t-\t-\t-\tskipped: no compute-sanitizer\n'; return 0; }
+  for t in memcheck racecheck; do
+    "$tool" --tool $t --error-exitcode 3 "$check" --stage ops >"$logs/$t.out" 2>&1
+    local rc=$?
+    tail -3 "$logs/$t.out"
+    local verdict="pass"
+    [ $rc -eq 0 ] || verdict="FAIL: exit $rc ($(grep -m1 -E 'ERROR|error|not supported' "$logs/$t.out" | tr '\t' ' ' | cut -c1-80))"
+    printf 'ROW\tsanitizer\t%s (ops stage)\t-\t-\t-\t-\t-\t-\t-\t%s\n' "$t" "$verdict"
+  done
 }
 
 export bundle logs check
 export -f gtest_rows sanitizer_rows  # run by `timeout` through bash
-all=(env memory ops gtest large train sanitizer)
+all=(env memory ops gtest large train infer sanitizer)
 wanted=("${@:-${all[@]}}")
 for s in "${wanted[@]}"; do
   case $s in
@@ -69,6 +72,7 @@ for s in "${wanted[@]}"; do
     gtest) stage gtest 60 bash -c gtest_rows ;;
     large) stage large 60 "$check" --stage large ;;
     train) stage train 150 "$check" --stage train ;;
+    infer) stage infer 90 "$check" --stage infer --fixtures tests/fixtures --hf-fixtures .gpu-bundle/hf ;;
     sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;
     *) echo "run.sh: unknown stage $s (stages: ${all[*]})" >&2; exit 2 ;;
   esac

@@ -17,7 +17,7 @@ namespace tfm {
 struct Classifier::Impl : api::FamilyModel<models::ViT> {
   std::vector<std::string> class_names;
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "vit", "a ViT from `tfm vit train`", "", o.precision),
+      : FamilyModel(path, "vit", "a ViT from `tfm vit train`", o),
         class_names(decode::recorded_classes(checkpoint.file.metadata, model.config().classes, path)) {}
 };
 

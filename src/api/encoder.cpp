@@ -12,7 +12,7 @@ namespace tfm {
 
 struct Encoder::Impl : api::FamilyModel<models::BERT> {
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "bert", "an encoder from `tfm bert train`", o.vocab, o.precision, data::Tokenizer::kPad) {}
+      : FamilyModel(path, "bert", "an encoder from `tfm bert train`", o, data::Tokenizer::kPad) {}
 };
 
 Encoder::Encoder(const std::string& checkpoint, const ModelOptions& options)

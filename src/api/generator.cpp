@@ -80,7 +80,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   std::thread worker;
 
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o.vocab, o.precision), worker([this] { run(); }) {}
+      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o), worker([this] { run(); }) {}
 
   // Finishes what was submitted, then stops the worker.
   ~Impl() {

@@ -1,6 +1,7 @@
 #include "api/inference.h"
 
 #include "io/checkpoint.h"
+#include "ops/dispatch.h"
 #include "ops/linear_products.h"
 
 namespace tfm::api {
@@ -22,8 +23,9 @@ TextAttention text_attention(const std::vector<int>& ids, const nn::AttentionMap
   return out;
 }
 
-void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const std::string& precision) {
-  const ops::Precision p = ops::parse_precision(precision);  // a bad name fails before the weights load
+void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const ModelOptions& options) {
+  const ops::Precision p = ops::parse_precision(options.precision);  // bad names fail before the weights load
+  model.to(ops::usable_device(options.device));
   io::load_parameters(model.named_parameters(), file, path);
   model.eval();
   model.products().set_precision(p);

@@ -14,6 +14,7 @@
 #include "data/text.h"
 #include "decode/translation_model.h"
 #include "decode/translator.h"
+#include "ops/dispatch.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
 
@@ -76,6 +77,7 @@ struct Translator::Impl {
     TFM_CHECK(o.batch_wait_us >= 0 && o.max_batch_tokens >= 0,
               "batch_wait_us and max_batch_tokens must not be negative, got " << o.batch_wait_us << " and " << o.max_batch_tokens);
     tm.model->products().set_precision(ops::parse_precision(o.precision));
+    tm.model->to(ops::usable_device(o.device));
     tm.model->products().freeze();
     threads = o.threads > 0 ? o.threads : omp_get_max_threads();
     const int count = o.workers > 0 ? o.workers : threads;

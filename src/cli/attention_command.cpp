@@ -71,6 +71,7 @@ void run(const Options& o, const CLI::App& cmd) {
   }
   tfm::TranslatorOptions translator_options;
   translator_options.precision = to_string(precision_flag(cmd));
+  translator_options.device = device_flag(cmd);
   tfm::Translator translator(o.model, translator_options);
   tfm::TranslationOptions greedy;
   greedy.beam = 1;

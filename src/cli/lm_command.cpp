@@ -57,7 +57,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
-    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd))});
+    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
     out.write(o->prompt);
     generator.generate(o->prompt, o->sampling, [&](const std::string& piece) {
       out.write(piece);  // stdout: each token shows as it comes; a failed write stops generation

@@ -61,6 +61,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         TFM_CHECK(!o->api_key.empty(), "TFM_API_KEY is set but empty: give a key, or unset it");
       }
     o->precision = to_string(precision_flag(*cmd));
+    o->device = device_flag(*cmd);
     o->threads = omp_get_max_threads();
     StopOnSignal stop;  // the first SIGINT or SIGTERM drains; a second ends the process at once
     try {

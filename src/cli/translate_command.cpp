@@ -27,6 +27,7 @@ void run(Options o, const CLI::App& cmd) {
   // Opened first, so that a directory or an unwritable path is refused before the model loads.
   io::TextOutput out_text(o.output);
   o.translator.precision = to_string(precision_flag(cmd));
+  o.translator.device = device_flag(cmd);
   if (o.greedy) o.search.beam = 1;
   tfm::Translator translator(o.model, o.translator);
   data::LineReader in(o.input);

@@ -80,7 +80,7 @@ std::vector<uint8_t> file_pixels(const Classifier& classifier, const std::string
 
 // One line per image file: its most likely class and that class's probability.
 std::string classify_files(const EvalOptions& e, const CLI::App& cmd) {
-  const Classifier classifier(e.checkpoint, {"", to_string(precision_flag(cmd))});
+  const Classifier classifier(e.checkpoint, {"", to_string(precision_flag(cmd)), device_flag(cmd)});
   std::string lines;
   for (const std::string& file : e.inputs) {
     const Classification c = classifier.classify(file_pixels(classifier, file), 1);

@@ -29,11 +29,6 @@ using namespace py::literals;
 
 namespace {
 
-// tfm computes on the CPU only until the CUDA backend lands (the CUDA issue).
-void check_device(const std::string& device) {
-  if (device != "cpu") throw py::value_error("device '" + device + "' is not available: this build of tfm runs on the cpu");
-}
-
 // A path argument: str, bytes or os.PathLike (pathlib.Path), without NUL bytes (which
 // would cut the path short where the system reads it).
 std::string path_of(const py::object& path) {
@@ -65,10 +60,9 @@ T wait_interruptibly(std::future<T>& future, const std::function<void()>& on_int
 template <class Model>
 auto model_init() {
   return py::init([](const py::object& path, const std::string& device, const std::string& precision, const py::object& vocab) {
-    check_device(device);
     const std::string checkpoint = path_of(path), vocabulary = vocab.is_none() ? "" : path_of(vocab);
     py::gil_scoped_release release;
-    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision});
+    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision, device});
   });
 }
 
@@ -114,11 +108,10 @@ void bind_translator(py::module_& m) {
   py::class_<tfm::Translator>(m, "Translator", "A translation model from `tfm train`, with a pool of workers")
       .def(py::init([](const py::object& path, const std::string& device, const std::string& precision, int threads, int workers,
                        const py::object& src_vocab, const py::object& tgt_vocab) {
-             check_device(device);
              const std::string checkpoint = path_of(path);
              tfm::TranslatorOptions o;
              o.src_vocab = src_vocab.is_none() ? "" : path_of(src_vocab), o.tgt_vocab = tgt_vocab.is_none() ? "" : path_of(tgt_vocab);
-             o.precision = precision, o.threads = threads, o.workers = workers;
+             o.precision = precision, o.device = device, o.threads = threads, o.workers = workers;
              py::gil_scoped_release release;
              return std::make_unique<tfm::Translator>(checkpoint, o);
            }),
@@ -206,10 +199,9 @@ void bind_encoder_and_classifier(py::module_& m) {
       .def_property_readonly("dim", &tfm::Encoder::dim);
   py::class_<tfm::Classifier>(m, "Classifier", "Image classes from a `tfm vit train` Vision Transformer")
       .def(py::init([](const py::object& path, const std::string& device, const std::string& precision) {
-             check_device(device);
              const std::string checkpoint = path_of(path);
              py::gil_scoped_release release;
-             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision});
+             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision, device});
            }),
            "path"_a, "device"_a = "cpu", "precision"_a = "f32")
       .def(
@@ -358,7 +350,8 @@ void bind_training(py::module_& m) {
       .def_readwrite("adam", &O::adam).def_readwrite("clip_norm", &O::clip_norm).def_readwrite("validate_every", &O::validate_every)
       .def_readwrite("save_every", &O::save_every).def_readwrite("patience", &O::patience)
       .def_readwrite("skip_nonfinite", &O::skip_nonfinite).def_readwrite("seed", &O::seed).def_readwrite("log_every", &O::log_every)
-      .def_readwrite("resume", &O::resume).def_readwrite("force", &O::force).def_readwrite("precision", &O::precision);
+      .def_readwrite("resume", &O::resume).def_readwrite("force", &O::force).def_readwrite("precision", &O::precision)
+      .def_readwrite("device", &O::device);
   settings_class<tfm::TextData>(m, "TextData", "A text to train on: text, valid_text, vocab (SentencePiece; empty: characters)")
       .def_readwrite("text", &tfm::TextData::text).def_readwrite("valid_text", &tfm::TextData::valid_text)
       .def_readwrite("vocab", &tfm::TextData::vocab);

@@ -26,10 +26,10 @@ std::vector<std::string> endpoints_of(const std::string& family) {
 }
 
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
-  const ModelOptions model_options{"", o.precision};
+  const ModelOptions model_options{"", o.precision, o.device};
   if (m.family == "translation") {
     TranslatorOptions t;
-    t.precision = o.precision, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;
+    t.precision = o.precision, t.device = o.device, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;
     t.max_batch_tokens = o.max_tokens, t.batch_wait_us = o.batch_wait_ms * 1000;
     t.on_batch = [&metrics, name = m.name](int64_t sentences, int64_t tokens) { metrics.batch(name, sentences, tokens); };
     m.translator = std::make_unique<Translator>(m.path, t);

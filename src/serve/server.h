@@ -20,6 +20,7 @@ struct ServerOptions {
   int port = 8080;                 // 0: any free port (the line printed on start says which)
   std::string api_key;             // when set, every request but GET /, /health and /favicon.ico needs it
   std::string precision = "f32";   // the models' products
+  std::string device = "cpu";      // where the models compute
   int threads = 0;                 // 0: the process's OpenMP setting
   int workers = 0;                 // translation batches searched at once (0: one per thread)
   int64_t batch = 32;              // sentences per translation batch

@@ -78,8 +78,8 @@ def test_the_gil_is_released_while_tfm_computes():
 def test_errors_are_exceptions_with_tfms_message():
     with pytest.raises(RuntimeError, match="/nonexistent.safetensors"):
         tfm.Translator("/nonexistent.safetensors")
-    with pytest.raises(ValueError, match="runs on the cpu"):
-        tfm.Translator(MT, device="cuda")
+    with pytest.raises(RuntimeError, match="device tpu"):
+        tfm.Translator(MT, device="tpu")
     with pytest.raises(RuntimeError, match="nbest"):
         tfm.Translator(MT).translate(["Hallo"], beam=2, nbest=3)
     with pytest.raises(RuntimeError, match="not a language model"):
