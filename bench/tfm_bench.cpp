@@ -17,6 +17,7 @@
 #include "decode/translator.h"
 #include "ops/cpu/gemm.h"
 #include "threads/openmp_wait.h"
+#include "ops/dispatch.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "tensor/storage.h"
@@ -52,6 +53,7 @@ struct TrainOptions {
   std::string preset = "base", vocab, src, tgt, batches_out;
   int64_t max_tokens = 4000, steps = 20, warmup = 3;
   tfm::ops::Precision precision = tfm::ops::Precision::f32;
+  std::string device = "cpu";
 };
 
 // The first warmup + steps batches of a shuffled epoch, as the trainer makes them.
@@ -74,9 +76,10 @@ void bench_train(const TrainOptions& o) {
   c.share_embeddings = true;
   tfm::models::EncoderDecoder model(c);
   model.products().set_precision(o.precision);
+  model.to(tfm::ops::usable_device(o.device));
+  model.flatten_parameters();  // as the Trainer trains
   tfm::Rng rng(1);
   model.init_parameters(rng);
-  model.flatten_parameters();  // as the Trainer trains
   tfm::training::Adam optimizer(model.named_parameters(), {});
   optimizer.set_lr(1e-4f);
   model.train();
@@ -91,7 +94,7 @@ void bench_train(const TrainOptions& o) {
     total += step_s.back();
     tokens += batches[static_cast<size_t>(i)].target_tokens(c.pad_id);
   }
-  std::cout << json{{"engine", "tfm"}, {"precision", to_string(o.precision)}, {"threads", omp_get_max_threads()},
+  std::cout << json{{"engine", "tfm"}, {"precision", to_string(o.precision)}, {"device", o.device}, {"threads", omp_get_max_threads()},
                     {"parameters", model.num_parameters()},
                     {"config", json::parse(c.to_json())}, {"steps", o.steps}, {"seconds", total}, {"target_tokens", tokens},
                     {"median_step_ms", median(step_s) * 1e3}, {"peak_tensor_mib", tfm::Storage::peak_bytes() / 1048576.0}}
@@ -211,6 +214,9 @@ int main(int argc, char** argv) {
   train->add_option("--steps", t.steps, "Timed steps")->capture_default_str();
   train->add_option("--warmup", t.warmup, "Untimed steps first")->capture_default_str();
   train->add_option("--batches-out", t.batches_out, "Write the batches (ids) here as JSON");
+  train->add_option("--device", t.device, "cpu or cuda (each step ends with its loss read back, so its time is the device's)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "sim"}));
   train->callback([&] {
     t.precision = tfm::ops::parse_precision(precision);
     bench_train(t);

@@ -72,6 +72,7 @@ for s in "${wanted[@]}"; do
     gtest) stage gtest 60 bash -c gtest_rows ;;
     large) stage large 60 "$check" --stage large ;;
     train) stage train 150 "$check" --stage train ;;
+    bench) stage bench 420 python3 bench/gpu/compare.py --tfm-bench "$bundle/tfm_bench" --data .gpu-bundle/data --out "$logs/bench" ;;
     infer) stage infer 90 "$check" --stage infer --fixtures tests/fixtures --hf-fixtures .gpu-bundle/hf ;;
     sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;
     *) echo "run.sh: unknown stage $s (stages: ${all[*]})" >&2; exit 2 ;;

@@ -78,7 +78,7 @@ def test_the_gil_is_released_while_tfm_computes():
 def test_errors_are_exceptions_with_tfms_message():
     with pytest.raises(RuntimeError, match="/nonexistent.safetensors"):
         tfm.Translator("/nonexistent.safetensors")
-    with pytest.raises(RuntimeError, match="device tpu"):
+    with pytest.raises(RuntimeError, match="device 'tpu' is not one of cpu, cuda"):
         tfm.Translator(MT, device="tpu")
     with pytest.raises(RuntimeError, match="nbest"):
         tfm.Translator(MT).translate(["Hallo"], beam=2, nbest=3)

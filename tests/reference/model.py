@@ -50,7 +50,7 @@ class EncoderDecoder(nn.Module):
         """src [batch, src_len], tgt [batch, tgt_len] token ids -> logits [batch, tgt_len, vocab]."""
         pad, d = self.cfg["pad_id"], self.cfg["d_model"]
         src_pad, tgt_pad = src == pad, tgt == pad
-        causal = torch.triu(torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool), diagonal=1)
+        causal = torch.triu(torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device), diagonal=1)
         x = self.src_pos(self.src_embed(src) * math.sqrt(d))
         y = self.tgt_pos(self.tgt_embed(tgt) * math.sqrt(d))
         h = self.transformer(x, y, tgt_mask=causal, src_key_padding_mask=src_pad,

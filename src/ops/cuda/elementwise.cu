@@ -167,6 +167,46 @@ __global__ void sum_to_kernel(const float* g, float* out, int64_t m, Walk kept, 
   }
 }
 
+// The common sum_to, a bias's gradient: g [rows, n] (contiguous) summed over its rows,
+// in two passes with a fixed order, as wide as the data: rows [k * kChunkRows, (k + 1) *
+// kChunkRows) of column c into partial [k, c], then each column's partials in order.
+// (The one-thread-per-column walk above took each of a base Transformer's biases
+// through 25,000 rows on 512 to 2,048 threads.)
+constexpr int64_t kChunkRows = 128;
+
+__global__ void column_partials_kernel(const float* g, float* partial, int64_t rows, int64_t n, int64_t chunks) {
+  TFM_GRID_STRIDE(i, chunks * n) {
+    const int64_t k = i / n, c = i % n, end = min(rows, (k + 1) * kChunkRows);
+    float acc = 0.0f;
+    for (int64_t r = k * kChunkRows; r < end; ++r) acc += g[r * n + c];
+    partial[i] = acc;
+  }
+}
+
+__global__ void column_totals_kernel(const float* partial, float* out, int64_t n, int64_t chunks) {
+  TFM_GRID_STRIDE(c, n) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * n + c];
+    out[c] = acc;
+  }
+}
+
+void column_sums(const Tensor& g, int64_t rows, int64_t n, Tensor& out) {
+  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  const Tensor partial = Tensor::empty({chunks, n}, DType::f32, g.device());
+  column_partials_kernel<<<blocks_for(chunks * n), kThreads, 0, stream()>>>(ptr<float>(g), ptr<float>(partial), rows, n, chunks);
+  check_launch("sum_to (column partials)");
+  column_totals_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(partial), ptr<float>(out), n, chunks);
+  check_launch("sum_to (column totals)");
+}
+
+// Whether out [.., n] (contiguous, leading 1s) is g [.., n] (contiguous) summed over
+// every dim but the last.
+bool sums_rows(const Tensor& g, const Tensor& out) {
+  return g.is_contiguous() && out.is_contiguous() && g.dim() >= 1 && out.numel() == g.size(-1) && out.dim() >= 1 &&
+         out.size(-1) == g.size(-1);
+}
+
 __global__ void scale_kernel(float* x, float s, int64_t n) {
   TFM_GRID_STRIDE(i, n) x[i] *= s;
 }
@@ -217,6 +257,7 @@ void dropout(const Tensor& x, float p, DropoutKey key, const PackedSequences* pa
 void sum_to(const Tensor& g, Tensor& out) {
   const int64_t m = out.numel();
   if (m == 0) return;
+  if (sums_rows(g, out) && g.numel() > 0) return column_sums(g, g.numel() / m, m, out);
   // out's shape right-aligned to g's: a dim of g is kept where out has it (stride
   // non-zero), summed where out has 1 there.
   const Shape& shape = g.shape();

@@ -4,11 +4,11 @@
 //
 // Frozen weights' converted copies (LinearProducts::frozen_copies) are not kept here
 // yet: bf16 products convert their weight at every call, which gives the same values.
-#include <cublasLt.h>
 
 #include <cstdint>
 #include <string>
 
+#include "ops/cuda/cublaslt.h"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
 
@@ -19,7 +19,7 @@ namespace {
 // A tfm::Error naming the cuBLASLt call unless it succeeded.
 void check_lt(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(std::string("cublasLt: ") + what + ": " + cublasLtGetStatusString(status));
+  throw Error(std::string("cublasLt: ") + what + ": " + TFM_LT(cublasLtGetStatusString)(status));
 }
 
 // This thread's cuBLASLt handle and workspace, made on first use: each host thread
@@ -31,12 +31,12 @@ struct LtContext {
   void* workspace = nullptr;
 
   LtContext() {
-    check_lt(cublasLtCreate(&handle), "cublasLtCreate");
+    check_lt(TFM_LT(cublasLtCreate)(&handle), "cublasLtCreate");
     check(cudaMalloc(&workspace, kWorkspaceBytes), "cudaMalloc (cuBLASLt workspace)");
   }
   ~LtContext() {  // at thread exit: nothing left to report to
     (void)cudaFree(workspace);
-    (void)cublasLtDestroy(handle);
+    (void)TFM_LT(cublasLtDestroy)(handle);
     (void)cudaGetLastError();
   }
   LtContext(const LtContext&) = delete;
@@ -51,11 +51,11 @@ LtContext& lt() {
 // Owners of cuBLASLt's descriptors, so that a failed call leaks none.
 struct MatmulDesc {
   cublasLtMatmulDesc_t desc = nullptr;
-  MatmulDesc() { check_lt(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"); }
-  ~MatmulDesc() { (void)cublasLtMatmulDescDestroy(desc); }
+  MatmulDesc() { check_lt(TFM_LT(cublasLtMatmulDescCreate)(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"); }
+  ~MatmulDesc() { (void)TFM_LT(cublasLtMatmulDescDestroy)(desc); }
   void transpose(cublasLtMatmulDescAttributes_t which, bool on) {
     const cublasOperation_t op = on ? CUBLAS_OP_T : CUBLAS_OP_N;
-    check_lt(cublasLtMatmulDescSetAttribute(desc, which, &op, sizeof(op)), "cublasLtMatmulDescSetAttribute (transpose)");
+    check_lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, which, &op, sizeof(op)), "cublasLtMatmulDescSetAttribute (transpose)");
   }
 };
 
@@ -64,25 +64,25 @@ struct MatmulDesc {
 struct Layout {
   cublasLtMatrixLayout_t layout = nullptr;
   Layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
-    check_lt(cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+    check_lt(TFM_LT(cublasLtMatrixLayoutCreate)(&layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
              "cublasLtMatrixLayoutCreate");
     if (batch == 1) return;
     const int32_t count = static_cast<int32_t>(batch);
-    check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+    check_lt(TFM_LT(cublasLtMatrixLayoutSetAttribute)(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
              "cublasLtMatrixLayoutSetAttribute (batch count)");
-    check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+    check_lt(TFM_LT(cublasLtMatrixLayoutSetAttribute)(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
              "cublasLtMatrixLayoutSetAttribute (batch stride)");
   }
-  ~Layout() { (void)cublasLtMatrixLayoutDestroy(layout); }
+  ~Layout() { (void)TFM_LT(cublasLtMatrixLayoutDestroy)(layout); }
 };
 
 struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
-  Preference() { check_lt(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate"); }
-  ~Preference() { (void)cublasLtMatmulPreferenceDestroy(pref); }
+  Preference() { check_lt(TFM_LT(cublasLtMatmulPreferenceCreate)(&pref), "cublasLtMatmulPreferenceCreate"); }
+  ~Preference() { (void)TFM_LT(cublasLtMatmulPreferenceDestroy)(pref); }
   template <class T>
   void set(cublasLtMatmulPreferenceAttributes_t which, T value) {
-    check_lt(cublasLtMatmulPreferenceSetAttribute(pref, which, &value, sizeof(value)), "cublasLtMatmulPreferenceSetAttribute");
+    check_lt(TFM_LT(cublasLtMatmulPreferenceSetAttribute)(pref, which, &value, sizeof(value)), "cublasLtMatmulPreferenceSetAttribute");
   }
 };
 
@@ -143,12 +143,12 @@ void run(const Product& p) {
   pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
   cublasLtMatmulHeuristicResult_t chosen{};
   int found = 0;
-  check_lt(cublasLtMatmulAlgoGetHeuristic(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref, 1,
+  check_lt(TFM_LT(cublasLtMatmulAlgoGetHeuristic)(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref, 1,
                                           &chosen, &found),
            "cublasLtMatmulAlgoGetHeuristic");
   TFM_CHECK(found > 0, "cublasLt: no algorithm for a " << p.m << " x " << p.n << " x " << p.k << " product");
   const float alpha = 1.0f, beta = p.beta;
-  check_lt(cublasLtMatmul(context.handle, desc.desc, &alpha, p.b, first.layout, p.a, second.layout, &beta, p.c, out.layout, p.c,
+  check_lt(TFM_LT(cublasLtMatmul)(context.handle, desc.desc, &alpha, p.b, first.layout, p.a, second.layout, &beta, p.c, out.layout, p.c,
                           out.layout, &chosen.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
 }
