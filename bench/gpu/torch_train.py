@@ -25,6 +25,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--precision", choices=["f32", "bf16"], default="bf16")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--profile", action="store_true", help="print the GPU kernels' total times over the timed steps (torch.profiler) to stderr")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -38,7 +39,10 @@ def main():
     loss_fn = torch.nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=cfg["pad_id"])
     step_s, tokens = [], 0
     torch.cuda.reset_peak_memory_stats()
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) if a.profile else None
     for i, b in enumerate(batches):
+        if profiler and i == a.warmup:
+            profiler.start()
         t0 = time.perf_counter()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             logits = step_model(b["src"], b["tgt_in"])
@@ -50,6 +54,9 @@ def main():
         if i >= a.warmup:
             step_s.append(time.perf_counter() - t0)
             tokens += int((b["tgt_out"] != cfg["pad_id"]).sum())
+    if profiler:
+        profiler.stop()
+        print(profiler.key_averages().table(sort_by="cuda_time_total", row_limit=25), file=sys.stderr)
     print(json.dumps({"engine": "pytorch " + torch.__version__ + (" compile" if a.compile else " eager"), "precision": a.precision,
                       "device": torch.cuda.get_device_name(), "parameters": sum(p.numel() for p in model.parameters()),
                       "steps": len(step_s), "seconds": sum(step_s), "target_tokens": tokens,

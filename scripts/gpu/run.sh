@@ -53,15 +53,26 @@ sanitizer_rows() {  # memcheck and racecheck over the small cases; some machines
   for t in memcheck racecheck; do
     "$tool" --tool $t --error-exitcode 3 "$check" --stage ops >"$logs/$t.out" 2>&1
     local rc=$?
-    tail -3 "$logs/$t.out"
+    tail -3 "$logs/$t.out" | grep -v '^ROW'  # the check's own rows are the ops stage's
     local verdict="pass"
     [ $rc -eq 0 ] || verdict="FAIL: exit $rc ($(grep -m1 -E 'ERROR|error|not supported' "$logs/$t.out" | tr '\t' ' ' | cut -c1-80))"
     printf 'ROW\tsanitizer\t%s (ops stage)\t-\t-\t-\t-\t-\t-\t-\t%s\n' "$t" "$verdict"
   done
 }
 
+profile_rows() {  # where a training step's time goes, tfm's kernels and PyTorch's, in bf16
+  local data=.gpu-bundle/data out=$logs/profile
+  mkdir -p "$out"
+  TFM_CUDA_PROFILE=1 "$bundle/tfm_bench" --precision bf16 train --device cuda --preset base --vocab $data/vocab.model \
+    --src $data/train.de.gz --tgt $data/train.en.gz --max-tokens 25000 --steps 3 --warmup 1 --batches-out "$out/batches.json" \
+    >"$out/tfm.json" 2>"$out/tfm.txt"
+  python3 bench/gpu/torch_train.py --config "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["config"]))' "$out/tfm.json")" \
+    --batches "$out/batches.json" --precision bf16 --warmup 1 --profile >"$out/torch.json" 2>"$out/torch.txt"
+  head -30 "$out/tfm.txt"
+}
+
 export bundle logs check
-export -f gtest_rows sanitizer_rows  # run by `timeout` through bash
+export -f gtest_rows sanitizer_rows profile_rows  # run by `timeout` through bash
 all=(env memory ops gtest large train infer sanitizer)
 wanted=("${@:-${all[@]}}")
 for s in "${wanted[@]}"; do
@@ -72,6 +83,7 @@ for s in "${wanted[@]}"; do
     gtest) stage gtest 60 bash -c gtest_rows ;;
     large) stage large 60 "$check" --stage large ;;
     train) stage train 150 "$check" --stage train ;;
+    profile) stage profile 200 bash -c profile_rows ;;
     bench) stage bench 420 python3 bench/gpu/compare.py --tfm-bench "$bundle/tfm_bench" --data .gpu-bundle/data --out "$logs/bench" ;;
     infer) stage infer 90 "$check" --stage infer --fixtures tests/fixtures --hf-fixtures .gpu-bundle/hf ;;
     sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;

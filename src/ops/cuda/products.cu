@@ -151,6 +151,7 @@ void run(const Product& p) {
   check_lt(TFM_LT(cublasLtMatmul)(context.handle, desc.desc, &alpha, p.b, first.layout, p.a, second.layout, &beta, p.c, out.layout, p.c,
                           out.layout, &chosen.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
+  check_launch(p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
 }
 
 // f32 -> bf16 bits, round to nearest even, NaN kept a quiet NaN: tensor/float_formats.h's to_bf16.

@@ -1,8 +1,15 @@
 // CUDA's allocator and DeviceMemory (tensor/device_memory.h): copies, strided copy and
 // add, fill. The strided kernels walk up to kMaxDims dimensions, one thread an element.
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <vector>
 
 #include "tensor/allocator.h"
 #include "tensor/cuda/runtime.h"
@@ -18,7 +25,54 @@ void check(cudaError_t status, const char* what) {
   throw Error(std::string("cuda: ") + what + ": " + cudaGetErrorString(status));
 }
 
-void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+namespace {
+
+// TFM_CUDA_PROFILE=1: every launch waits for its kernel, and the time since the last
+// one (the host's work for it, and the kernel) is added to its name; the totals are
+// printed to standard error at exit, largest first. Timings of a whole step are then
+// not the real ones (no overlap), but each kernel's share is.
+class Profile {
+ public:
+  static Profile* get() {
+    static Profile* const profile = std::getenv("TFM_CUDA_PROFILE") ? new Profile : nullptr;
+    return profile;
+  }
+  void mark(const char* name) {
+    (void)cudaStreamSynchronize(stream());
+    const auto now = std::chrono::steady_clock::now();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    Entry& e = entries_[name];
+    e.seconds += std::chrono::duration<double>(now - last_).count(), ++e.calls;
+    last_ = now;
+  }
+  ~Profile() = default;
+
+ private:
+  struct Entry {
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  Profile() { std::atexit([] { get()->print(); }); }
+  void print() const {
+    std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    double total = 0;
+    for (const auto& [name, e] : rows) total += e.seconds;
+    std::fprintf(stderr, "TFM_CUDA_PROFILE: %.1f ms in all\n%-40s %8s %10s %6s\n", total * 1e3, "kernel", "calls", "ms", "%");
+    for (const auto& [name, e] : rows)
+      std::fprintf(stderr, "%-40s %8lld %10.2f %6.1f\n", name.c_str(), static_cast<long long>(e.calls), e.seconds * 1e3, 100 * e.seconds / total);
+  }
+  std::mutex mutex_;
+  std::map<std::string, Entry> entries_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+void check_launch(const char* kernel) {
+  check(cudaGetLastError(), kernel);
+  if (Profile* p = Profile::get()) p->mark(kernel);
+}
 
 bool available(std::string* why) {
   int count = 0;

@@ -19,7 +19,8 @@ namespace tfm::cuda {
 
 // A one-line tfm::Error naming `what` and CUDA's message, unless `status` is success.
 void check(cudaError_t status, const char* what);
-// The last launch's error (an invalid configuration, a missing kernel image), named.
+// The last launch's error (an invalid configuration, a missing kernel image), named;
+// with TFM_CUDA_PROFILE set, the kernel's time too (memory.cu).
 void check_launch(const char* kernel);
 
 // This thread's stream.
