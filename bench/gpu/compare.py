@@ -2,7 +2,8 @@
 """The GPU training benchmark, side by side in one run (scripts/gpu/run.sh, stage
 bench): tfm_bench trains the `base` preset on Multi30k batches of --max-tokens tokens
 on the GPU in f32 and bf16, then bench/gpu/torch_train.py trains PyTorch's twin of the
-model on the very same batches, eager in f32 and bf16 and torch.compile'd in bf16.
+model on the very same batches, eager in f32 and bf16 (flash attention; and with
+PyTorch's own choice, cuDNN's, which builds a graph per shape) and torch.compile'd in bf16.
 Prints one row per run in the GPU check's format (ROW, tab-separated: stage, check,
 dtype, shape, error, tol, det, device_ms, cpu_ms, result) and keeps each run's JSON
 line in --out."""
@@ -41,7 +42,8 @@ def main():
     shape = f"base, {a.max_tokens} tokens/batch"
     batches = os.path.join(a.out, "batches.json")
     eager = {}
-    runs = [("tfm", p) for p in ("f32", "bf16")] + [("eager", p) for p in ("f32", "bf16")] + ([] if a.no_compile else [("compile", "bf16")])
+    runs = [("tfm", p) for p in ("f32", "bf16")] + [("eager", p) for p in ("f32", "bf16")] + [("cudnn", "bf16")]
+    runs += [] if a.no_compile else [("compile", "bf16")]
     config = None
     for engine, precision in runs:
         name = f"{engine}_{precision}"
@@ -56,7 +58,8 @@ def main():
                 if config is None:
                     raise RuntimeError("no batches: tfm_bench did not run")
                 cmd = [sys.executable, os.path.join(HERE, "torch_train.py"), "--config", config, "--batches", batches, "--precision", precision]
-                r = run(cmd + (["--compile"] if engine == "compile" else []), os.path.join(a.out, name + ".log"), 600)
+                flags = {"compile": ["--compile"], "cudnn": ["--cudnn-sdpa"]}.get(engine, [])
+                r = run(cmd + flags, os.path.join(a.out, name + ".log"), 600)
         except Exception as e:  # noqa: BLE001 - each run's failure is a row, the others go on
             row(f"{engine} train step", precision, shape, 0.0, "FAIL: " + str(e).replace("\t", " ")[:150])
             continue

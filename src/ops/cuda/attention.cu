@@ -1,7 +1,8 @@
 // Attention on the GPU (ops/cpu/attention.cpp's counterpart), in plain kernels: one
-// block per query row and head for the scores, mask, softmax, dropout and weighted sum
-// of the values; backward one thread per gradient element, summing in a fixed order
-// (no atomics, so two runs are bitwise equal). A fused FlashAttention kernel comes later.
+// warp per query row and head for the scores (each dot product split across the lanes,
+// so a key row is one coalesced read), mask, softmax, dropout and weighted sum of the
+// values; backward one thread per gradient element, summing in a fixed order (no
+// atomics, so two runs are bitwise equal). A fused FlashAttention kernel comes later.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,8 +14,6 @@
 namespace tfm::ops::cuda {
 
 namespace {
-
-constexpr int kRowThreads = 128;  // a power of two: block_reduce halves it
 
 // One operand as the kernels see it: [batch, time, heads * d_k] with any batch and row
 // strides, or packed sequences [1, rows, heads * d_k] (row i of sequence b is row
@@ -76,32 +75,25 @@ __device__ bool dropped(const Geometry& s, int64_t b, int64_t h, int64_t i, int6
          s.dropout_p;
 }
 
-__device__ float dot(const float* a, const float* b, int64_t n) {
-  float acc = 0.0f;
-  for (int64_t c = 0; c < n; ++c) acc += a[c] * b[c];
-  return acc;
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = 4;  // warps, each a row of probs
+
+// The warp's sum and maximum, by a fixed butterfly (the same order every run); every
+// lane gets the result.
+__device__ float warp_sum(float v) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float warp_max(float v) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return a > b ? a : b; }
-};
-struct SumOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-// The block's values combined by a fixed tree (the same order every run); every thread
-// gets the result.
-template <class Op>
-__device__ float block_reduce(float v, float* scratch, Op op) {
-  scratch[threadIdx.x] = v;
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) scratch[threadIdx.x] = op(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-    __syncthreads();
-  }
-  const float out = scratch[0];
-  __syncthreads();  // before the next reduction overwrites it
-  return out;
+// a . b over n values, the lanes taking every 32nd: coalesced reads of both rows.
+__device__ float warp_dot(const float* a, const float* b, int64_t n, int lane) {
+  float acc = 0.0f;
+  for (int64_t c = lane; c < n; c += kWarp) acc += a[c] * b[c];
+  return warp_sum(acc);
 }
 
 struct Forward {
@@ -125,57 +117,56 @@ __device__ int64_t visible_keys(const Forward& f, int64_t b, int64_t i) {
 // Key (or value) j of query row b: row key_rows[b, j] of k and v when indexed (decoding), else b's.
 __device__ int64_t key_batch(const Forward& f, int64_t b, int64_t j) { return f.key_rows ? f.key_rows[b * f.s.tk + j] : b; }
 
-// Query row i of batch row b, head h: scores, mask and softmax into p (the row of
-// probs), dropout into d, then the weighted sum of the visible values.
-__device__ void attend(const Forward& f, int64_t b, int64_t h, int64_t i, float* p, float* d, float* scratch) {
+// Query row i of batch row b, head h, by one warp: scores, mask and softmax into p
+// (the row of probs), dropout into d, then the weighted sum of the visible values.
+__device__ void attend(const Forward& f, int64_t b, int64_t h, int64_t i, float* p, float* d, int lane) {
   const int64_t tk = f.s.tk, dk = f.s.dk;
-  const float neg_inf = -INFINITY;
   if (i >= f.q.size(b)) {  // past a packed sequence's end: probabilities 0, no output row
-    for (int64_t j = threadIdx.x; j < tk; j += blockDim.x) p[j] = 0.0f;
+    for (int64_t j = lane; j < tk; j += kWarp) p[j] = 0.0f;
     return;
   }
   const int64_t visible = visible_keys(f, b, i);
   const float* qi = f.q.row(b, i) + h * dk;
-  float mx = neg_inf;
-  for (int64_t j = threadIdx.x; j < tk; j += blockDim.x) {
+  for (int64_t j = 0; j < tk; ++j) {  // (j, b, i alone decide `seen`: the warp takes one branch)
     const bool seen = j < visible && !(f.padding && f.padding[b * tk + j]);
-    const float score = seen ? f.s.scale * dot(qi, f.k.row(key_batch(f, b, j), j) + h * dk, dk) : neg_inf;
-    p[j] = score;
-    mx = score > mx ? score : mx;
+    const float score = seen ? f.s.scale * warp_dot(qi, f.k.row(key_batch(f, b, j), j) + h * dk, dk, lane) : -INFINITY;
+    if (lane == 0) p[j] = score;
   }
-  mx = block_reduce(mx, scratch, MaxOp{});
-  const bool none = mx == neg_inf;  // every key masked: attend nowhere (all probabilities 0)
+  __syncwarp();
+  float mx = -INFINITY;
+  for (int64_t j = lane; j < tk; j += kWarp) mx = fmaxf(mx, p[j]);
+  mx = warp_max(mx);
+  const bool none = mx == -INFINITY;  // every key masked: attend nowhere (all probabilities 0)
   float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < tk; j += blockDim.x) {
+  for (int64_t j = lane; j < tk; j += kWarp) {
     const float e = none ? 0.0f : expf(p[j] - mx);
     p[j] = e;
     sum += e;
   }
-  sum = block_reduce(sum, scratch, SumOp{});
+  sum = warp_sum(sum);
   const float inv = none ? 0.0f : 1.0f / sum, keep_scale = 1.0f / (1.0f - f.s.dropout_p);
-  for (int64_t j = threadIdx.x; j < tk; j += blockDim.x) {
+  for (int64_t j = lane; j < tk; j += kWarp) {
     p[j] *= inv;
     if (d) d[j] = dropped(f.s, b, h, i, j) ? 0.0f : p[j] * keep_scale;
   }
-  __syncthreads();  // the row's probabilities, written by the whole block, are read by each thread below
+  __syncwarp();  // the row's probabilities, written by the whole warp, are read by each lane below
   const float* w = d ? d : p;
   float* o = f.out.row(b, i) + h * dk;
-  for (int64_t c = threadIdx.x; c < dk; c += blockDim.x) {
+  for (int64_t c = lane; c < dk; c += kWarp) {
     float acc = 0.0f;
     for (int64_t j = 0; j < visible; ++j) acc += w[j] * f.v.row(key_batch(f, b, j), j)[h * dk + c];
     o[c] = acc;
   }
 }
 
-// One block per (b, h, i) row of probs, in the loop's order.
+// One warp per (b, h, i) row of probs.
 __global__ void attention_kernel(Forward f) {
-  __shared__ float scratch[kRowThreads];
-  const int64_t rows = f.s.B * f.s.heads * f.s.tq;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {  // the same rows for the whole block
+  const int64_t rows = f.s.B * f.s.heads * f.s.tq, warps = int64_t{gridDim.x} * kRowsPerBlock;
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarp; row < rows; row += warps) {
     const int64_t i = row % f.s.tq, bh = row / f.s.tq;
     float* d = f.dropped_probs ? f.dropped_probs + row * f.s.tk : nullptr;
-    attend(f, bh / f.s.heads, bh % f.s.heads, i, f.probs + row * f.s.tk, d, scratch);
-    __syncthreads();  // the next row's first writes wait for this row's last reads
+    attend(f, bh / f.s.heads, bh % f.s.heads, i, f.probs + row * f.s.tk, d, lane);
   }
 }
 
@@ -188,8 +179,8 @@ struct Backward {
 };
 
 // Row (b, h, i) of dS = P * (dP - rowsum(dP * P)) * scale, dP = dO V^T (through the
-// dropout mask); with dropout also the row's dropped probabilities. Keys j < tk_b.
-__device__ void score_gradient_row(const Backward& w, int64_t b, int64_t h, int64_t i, int64_t row, float* scratch) {
+// dropout mask), by one warp; with dropout also the row's dropped probabilities. Keys j < tk_b.
+__device__ void score_gradient_row(const Backward& w, int64_t b, int64_t h, int64_t i, int64_t row, int lane) {
   const int64_t tk = w.s.tk, dk = w.s.dk, keys = w.k.size(b);
   if (i >= w.q.size(b)) return;  // past a packed sequence's end: never read
   const float* p = w.probs + row * tk;
@@ -197,9 +188,14 @@ __device__ void score_gradient_row(const Backward& w, int64_t b, int64_t h, int6
   const float* go = w.g.row(b, i) + h * dk;
   const bool dropout = w.s.dropout_p > 0.0f;
   const float keep_scale = 1.0f / (1.0f - w.s.dropout_p);
+  for (int64_t j = 0; j < keys; ++j) {
+    const float dp = warp_dot(go, w.v.row(b, j) + h * dk, dk, lane);
+    if (lane == 0) ds[j] = dp;
+  }
+  __syncwarp();
   float partial = 0.0f;
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
-    float dp = dot(go, w.v.row(b, j) + h * dk, dk);
+  for (int64_t j = lane; j < keys; j += kWarp) {
+    float dp = ds[j];
     if (dropout) {
       const bool drop = dropped(w.s, b, h, i, j);
       dp = drop ? 0.0f : dp * keep_scale;
@@ -208,16 +204,16 @@ __device__ void score_gradient_row(const Backward& w, int64_t b, int64_t h, int6
     ds[j] = dp;
     partial += dp * p[j];
   }
-  const float total = block_reduce(partial, scratch, SumOp{});
-  for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each thread its own j
+  const float total = warp_sum(partial);
+  for (int64_t j = lane; j < keys; j += kWarp) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each lane its own j
 }
 
 __global__ void score_gradient_kernel(Backward w) {
-  __shared__ float scratch[kRowThreads];
-  const int64_t rows = w.s.B * w.s.heads * w.s.tq;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+  const int64_t rows = w.s.B * w.s.heads * w.s.tq, warps = int64_t{gridDim.x} * kRowsPerBlock;
+  const int lane = threadIdx.x % kWarp;
+  for (int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarp; row < rows; row += warps) {
     const int64_t i = row % w.s.tq, bh = row / w.s.tq;
-    score_gradient_row(w, bh / w.s.heads, bh % w.s.heads, i, row, scratch);
+    score_gradient_row(w, bh / w.s.heads, bh % w.s.heads, i, row, lane);
   }
 }
 
@@ -278,7 +274,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   f.padding = mask.key_padding.defined() ? ptr<bool>(mask.key_padding) : nullptr;
   f.key_rows = c.key_rows.defined() ? ptr<int32_t>(c.key_rows) : nullptr;
   f.causal = mask.causal;
-  attention_kernel<<<blocks_for(rows, 1), kRowThreads, 0, stream()>>>(f);
+  attention_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * kWarp, 0, stream()>>>(f);
   check_launch("attention_kernel");
 }
 
@@ -299,7 +295,7 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.weights = weights.defined() ? ptr<float>(weights) : ptr<float>(probs);
   w.ds = ptr<float>(ds);
   if (rows > 0) {
-    score_gradient_kernel<<<blocks_for(rows, 1), kRowThreads, 0, stream()>>>(w);
+    score_gradient_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * kWarp, 0, stream()>>>(w);
     check_launch("score_gradient_kernel");
   }
   query_gradient_kernel<<<blocks_for(w.s.B * w.s.tq * D), kThreads, 0, stream()>>>(w);

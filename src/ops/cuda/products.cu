@@ -5,8 +5,11 @@
 // Frozen weights' converted copies (LinearProducts::frozen_copies) are not kept here
 // yet: bf16 products convert their weight at every call, which gives the same values.
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "ops/cuda/cublaslt.h"
 #include "ops/cuda/kernels.h"
@@ -117,7 +120,59 @@ __global__ void scale_kernel(float* c, float beta, int64_t n) {
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS's first
 // operand is our B, its second our A, and a row-major [r, c] matrix is a column-major
-// [c, r] one with the same leading dimension.
+// [c, r] one with the same leading dimension. A plan (descriptors and the heuristic's
+// algorithm) is made once per problem and kept: the heuristic took about 100 us of the
+// host per product, a base Transformer's bf16 step makes about 250 of them in some 15
+// shapes, and the host time showed as half the step (TFM_CUDA_PROFILE, H200).
+struct Plan {
+  MatmulDesc desc;
+  Layout first, second, out;
+  cublasLtMatmulAlgo_t algo{};
+
+  Plan(const Product& p, LtContext& context)
+      : first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
+        second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
+        out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c) {
+    desc.transpose(CUBLASLT_MATMUL_DESC_TRANSA, p.trans_b);
+    desc.transpose(CUBLASLT_MATMUL_DESC_TRANSB, p.trans_a);
+    const size_t element = p.type == CUDA_R_32F ? 4 : 2;
+    Preference pref;
+    pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{LtContext::kWorkspaceBytes});
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, element));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, element));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
+    cublasLtMatmulHeuristicResult_t chosen{};
+    int found = 0;
+    check_lt(TFM_LT(cublasLtMatmulAlgoGetHeuristic)(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref,
+                                                    1, &chosen, &found),
+             "cublasLtMatmulAlgoGetHeuristic");
+    TFM_CHECK(found > 0, "cublasLt: no algorithm for a " << p.m << " x " << p.n << " x " << p.k << " product");
+    algo = chosen.algo;
+  }
+};
+
+// What makes two products one plan: shapes, layouts, type and the operands' alignments.
+using PlanKey = std::array<int64_t, 16>;
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    size_t h = 0;
+    for (int64_t v : k) h = h * 1000003u ^ std::hash<int64_t>{}(v);
+    return h;
+  }
+};
+
+const Plan& plan_for(const Product& p, LtContext& context) {
+  thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  const size_t element = p.type == CUDA_R_32F ? 4 : 2;
+  const PlanKey key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch, p.type,
+                    alignment(p.a, p.lda, p.stride_a, element), alignment(p.b, p.ldb, p.stride_b, element), alignment(p.c, p.ldc, p.stride_c, 4)};
+  auto it = plans.find(key);
+  if (it != plans.end()) return *it->second;
+  if (plans.size() >= 4096) plans.clear();  // batches of ever new shapes: start afresh rather than grow
+  return *plans.emplace(key, std::make_unique<Plan>(p, context)).first->second;
+}
+
 void run(const Product& p) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   if (p.k == 0) {  // an empty sum (c is contiguous at every call site)
@@ -127,29 +182,11 @@ void run(const Product& p) {
     return;
   }
   TFM_CHECK(p.batch <= INT32_MAX, "matmul: " << p.batch << " products in one batch");
-  const size_t element = p.type == CUDA_R_32F ? 4 : 2;
-  MatmulDesc desc;
-  desc.transpose(CUBLASLT_MATMUL_DESC_TRANSA, p.trans_b);
-  desc.transpose(CUBLASLT_MATMUL_DESC_TRANSB, p.trans_a);
-  const Layout first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b);   // our B
-  const Layout second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a);  // our A
-  const Layout out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c);
   LtContext& context = lt();
-  Preference pref;
-  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{LtContext::kWorkspaceBytes});
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, element));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, element));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
-  cublasLtMatmulHeuristicResult_t chosen{};
-  int found = 0;
-  check_lt(TFM_LT(cublasLtMatmulAlgoGetHeuristic)(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref, 1,
-                                          &chosen, &found),
-           "cublasLtMatmulAlgoGetHeuristic");
-  TFM_CHECK(found > 0, "cublasLt: no algorithm for a " << p.m << " x " << p.n << " x " << p.k << " product");
+  const Plan& plan = plan_for(p, context);
   const float alpha = 1.0f, beta = p.beta;
-  check_lt(TFM_LT(cublasLtMatmul)(context.handle, desc.desc, &alpha, p.b, first.layout, p.a, second.layout, &beta, p.c, out.layout, p.c,
-                          out.layout, &chosen.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
+  check_lt(TFM_LT(cublasLtMatmul)(context.handle, plan.desc.desc, &alpha, p.b, plan.first.layout, p.a, plan.second.layout, &beta, p.c,
+                                  plan.out.layout, p.c, plan.out.layout, &plan.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
   check_launch(p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
 }
