@@ -265,7 +265,7 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
   // Packed sequences (lengths 3, 1, 2) without padding: self-attention and, with
   // padded queries, encoder-decoder attention.
   ops::AttentionMask packed;
-  packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(ops::PackedSequences{{0, 3, 4}, {3, 1, 2}});
+  packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(std::vector<int64_t>{0, 3, 4}, std::vector<int64_t>{3, 1, 2});
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, packed, 0.25f, 7); },
                    (V{random_tensor({1, 6, 18}, 1)}), kTol);
   packed.packed_queries = nullptr;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -16,8 +18,30 @@ namespace tfm::ops {
 // batches), and attention never scores a padded key.
 struct PackedSequences {
   std::vector<int64_t> start, length;
+  PackedSequences() = default;
+  PackedSequences(std::vector<int64_t> starts, std::vector<int64_t> lengths) : start(std::move(starts)), length(std::move(lengths)) {}
   int64_t batch() const { return static_cast<int64_t>(start.size()); }
   int64_t longest() const { return length.empty() ? 0 : *std::max_element(length.begin(), length.end()); }
+
+  // start and length as one i64 tensor [2, batch] on `device`, for its kernels: made by
+  // the first call there and kept, since a forward's and backward's every attention and
+  // dropout share one packing (on the GPU each copy from the host waited for the queued
+  // work: about 70 waits a step of the base Transformer, now one).
+  const Tensor& on(Device device) const {
+    const std::lock_guard<std::mutex> lock(copy_mutex_);
+    if (!copy_.defined() || copy_.device() != device) {
+      std::vector<int64_t> both(start);
+      both.insert(both.end(), length.begin(), length.end());
+      const Tensor host = Tensor::from_values<int64_t>({2, batch()}, both);
+      copy_ = Tensor::empty(host.shape(), DType::i64, device);
+      copy_.copy_from(host);
+    }
+    return copy_;
+  }
+
+ private:
+  mutable std::mutex copy_mutex_;
+  mutable Tensor copy_;
 };
 
 struct AttentionMask {

@@ -29,27 +29,20 @@ struct Side {
   __device__ int64_t size(int64_t b) const { return length ? length[b] : time; }
 };
 
-// A packing's start and length, copied to the device (kept alive by the caller until
-// the kernels are queued; freeing is stream-ordered).
+// A packing's start and length on the device ([2, batch], made once per packing:
+// PackedSequences::on), or null pointers.
 struct DevicePacking {
-  Tensor start, length;
+  const int64_t *start = nullptr, *length = nullptr;
 };
-
-Tensor on_device(const std::vector<int64_t>& values) {
-  const Tensor host = Tensor::from_values<int64_t>(values);
-  Tensor out = Tensor::empty(host.shape(), DType::i64, Device::CUDA);
-  out.copy_from(host);
-  return out;
-}
 
 DevicePacking device_packing(const PackedSequences* packed) {
   if (!packed) return {};
-  return {on_device(packed->start), on_device(packed->length)};
+  const int64_t* both = ptr<int64_t>(packed->on(Device::CUDA));
+  return {both, both + packed->batch()};
 }
 
 Side side(const Tensor& t, const PackedSequences* packed, const DevicePacking& on_gpu) {
-  return {ptr<float>(t), t.strides()[0], t.strides()[1], packed ? ptr<int64_t>(on_gpu.start) : nullptr,
-          packed ? ptr<int64_t>(on_gpu.length) : nullptr, packed ? packed->longest() : t.size(1)};
+  return {ptr<float>(t), t.strides()[0], t.strides()[1], on_gpu.start, on_gpu.length, packed ? packed->longest() : t.size(1)};
 }
 
 // The sizes of one call (tq and tk padded lengths, dk a head's width) and its dropout.

@@ -243,13 +243,9 @@ void dropout(const Tensor& x, float p, DropoutKey key, const PackedSequences* pa
   if (n == 0) return;
   const float keep_scale = 1.0f / (1.0f - p);  // on the host, as the CPU computes it
   const int64_t rows = packed ? packed->batch() : (x.dim() > 0 ? x.size(0) : 1);
-  Tensor starts;  // the sequences' first tokens, on the device
-  if (packed) {
-    starts = Tensor::empty({rows}, DType::i64, Device::CUDA);
-    starts.copy_from(Tensor::from_values<int64_t>(packed->start));
-  }
+  const int64_t* starts = packed ? ptr<int64_t>(packed->on(Device::CUDA)) : nullptr;  // the sequences' first tokens
   dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(x), ptr<float>(out), n, p, keep_scale, key.key, key.first_row,
-                                                           n / rows, packed ? ptr<int64_t>(starts) : nullptr, rows,
+                                                           n / rows, starts, rows,
                                                            packed ? n / x.size(1) : 0, relu);
   check_launch("dropout");
 }
