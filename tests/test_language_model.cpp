@@ -12,6 +12,7 @@
 #include "decode/sampling.h"
 #include "ops/random.h"
 #include "support/compare.h"
+#include "support/devices.h"
 #include "support/fixture.h"
 #include "support/process.h"
 #include "tfm/training.h"
@@ -255,14 +256,8 @@ TEST(LanguageModelTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
 TEST(LanguageModelTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
   TempDir dir;
   testing::write_file(dir.path("text.txt"), repeated_text());
-  std::ostringstream log;
-  ASSERT_FALSE(run_training(tiny_run(dir, "cpu", 8), log).stopped) << log.str();
-  LmRun first = tiny_run(dir, "sim", 4), rest = tiny_run(dir, "sim", 8);
-  first.options.device = rest.options.device = "sim";
-  ASSERT_FALSE(run_training(first, log).stopped) << log.str();
-  rest.options.resume = dir.path("sim/last.safetensors");
-  ASSERT_FALSE(run_training(rest, log).stopped) << log.str();
-  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
+  const LmRun run = tiny_run(dir, "", 8);
+  testing::expect_the_simulated_device_trains_and_resumes_as_the_cpu(dir.path(""), run.options, run.task);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "support/compare.h"
+#include "support/devices.h"
 #include "support/process.h"
 #include "train/masked_lm.h"
 
@@ -97,12 +97,7 @@ TEST(MaskedLmTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
   task.batch = 8;
   TrainingOptions o = MaskedLmTask::training_defaults();
   o.max_steps = 4, o.validate_every = 2, o.schedule.warmup = 2;
-  std::ostringstream log;
-  for (const char* device : {"cpu", "sim"}) {
-    o.out_dir = dir.path(device), o.device = device;
-    ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
-  }
-  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
+  testing::expect_the_simulated_device_trains_as_the_cpu(dir.path(""), o, task);
 }
 
 }  // namespace

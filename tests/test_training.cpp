@@ -14,6 +14,7 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "support/compare.h"
+#include "support/devices.h"
 #include "support/process.h"
 #include "tfm/training.h"
 #include "train/copy_task.h"
@@ -68,17 +69,9 @@ TEST(CopyTask, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
   CopyTask task;
   task.model = R"({"d_model": 32, "d_ff": 64, "heads": 2})";
   task.samples = 2, task.batch = 8;
-  training::TrainerOptions o = CopyTask::training_defaults();
-  o.max_steps = 6, o.out_dir = dir.path("cpu");
-  std::ostringstream log;
-  const std::vector<double> cpu = training::run_copy_task(o, task, log).losses;
-  o.device = "sim", o.max_steps = 3, o.out_dir = dir.path("sim");
-  std::vector<double> sim = training::run_copy_task(o, task, log).losses;
-  o.max_steps = 6, o.resume = dir.path("sim/last.safetensors");
-  const std::vector<double> rest = training::run_copy_task(o, task, log).losses;
-  sim.insert(sim.end(), rest.begin(), rest.end());
-  EXPECT_EQ(sim, cpu);
-  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
+  TrainingOptions o = CopyTask::training_defaults();
+  o.max_steps = 6;
+  testing::expect_the_simulated_device_trains_and_resumes_as_the_cpu(dir.path(""), o, task);
 }
 
 // tfm::train's stop token ends the run after its current step, saved; it resumes from there.

@@ -28,6 +28,7 @@
 #include "io/safetensors.h"
 #include "ops/softmax.h"
 #include "support/datasets.h"
+#include "support/devices.h"
 #include "support/fixture.h"
 #include "support/compare.h"
 #include "support/process.h"
@@ -286,14 +287,8 @@ TEST(TranslationTraining, ResumeEndsWithTheSameWeightsAsAnUninterruptedRun) {
 // CPU's weights bit for bit.
 TEST(TranslationTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
   TempDir dir;
-  std::ostringstream log;
-  ASSERT_FALSE(run_training(tiny_run(dir, "cpu", 8), log).stopped) << log.str();
-  MtRun first = tiny_run(dir, "sim", 4), rest = tiny_run(dir, "sim", 8);
-  first.options.device = rest.options.device = "sim";
-  ASSERT_FALSE(run_training(first, log).stopped) << log.str();
-  rest.options.resume = dir.path("sim/last.safetensors");
-  ASSERT_FALSE(run_training(rest, log).stopped) << log.str();
-  testing::expect_same_checkpoint_tensors(dir.path("cpu/last.safetensors"), dir.path("sim/last.safetensors"));
+  const MtRun run = tiny_run(dir, "", 8);
+  testing::expect_the_simulated_device_trains_and_resumes_as_the_cpu(dir.path(""), run.options, run.task);
 }
 
 TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {

@@ -11,6 +11,7 @@
 // comment says so, otherwise they and all outputs are contiguous.
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -79,6 +80,27 @@ struct Claim {
   std::string op;
   DType dtype;
 };
+
+// What a complete device claims: everything in f32; the products also in bf16 (and in
+// int8 where `int8_products`); conversions between every dtype; integer ids and indices.
+inline std::vector<Claim> complete_claims(bool int8_products) {
+  std::vector<Claim> out;
+  for (const char* op : {"add", "mul", "scale", "relu", "gelu", "gelu_tanh", "silu", "tanh", "dropout", "relu_dropout", "softmax",
+                         "log_softmax", "layer_norm", "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy",
+                         "matmul", "linear", "linear_relu", "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares",
+                         "adam_update", "top_log_probs", "uniform_", "normal_", "sample", "sinusoids"})
+    out.push_back({op, DType::f32});
+  for (const char* op : {"linear", "linear_relu", "linear_cross_entropy"}) out.push_back({op, DType::bf16});
+  if (int8_products)
+    for (const char* op : {"linear", "linear_relu"}) out.push_back({op, DType::i8});
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::i64, DType::i32, DType::i8, DType::u8, DType::boolean})
+    out.push_back({"to", t});
+  out.push_back({"from_pixels", DType::u8});
+  out.push_back({"arange", DType::i32});
+  out.push_back({"equal", DType::i32});
+  for (DType t : {DType::i32, DType::boolean}) out.push_back({"gather_rows", t});
+  return out;
+}
 
 struct Kernels {
   Device device;
@@ -159,3 +181,15 @@ struct Kernels {
 };
 
 }  // namespace tfm::ops
+
+// Every entry of the table in its order, for each device's declarations and table:
+// TFM_KERNEL_ENTRIES(X) is X(binary) X(unary) ... X(from_pixels).
+#define TFM_KERNEL_ENTRIES(X)                                                                                          \
+  X(binary) X(unary) X(dropout) X(sum_to) X(scale_in_place) X(softmax) X(softmax_backward) X(top_log_probs)         \
+  X(layer_norm) X(layer_norm_backward) X(attention) X(attention_backward) X(smoothed_loss) X(matmul) X(linear)      \
+  X(linear_backward) X(embedding) X(embedding_backward) X(arange) X(gather_rows) X(gather_rows_backward) X(patchify) \
+  X(equal) X(sum) X(adam) X(random_fill) X(sample) X(sinusoids) X(convert) X(from_pixels)
+// A device's kernel `entry`, declared with the table's signature (in the device's namespace).
+#define TFM_DECLARE_KERNEL(entry) std::remove_pointer_t<decltype(::tfm::ops::Kernels::entry)> entry;
+// `.entry = entry,` in a device's table.
+#define TFM_KERNEL_ENTRY(entry) .entry = entry,

@@ -47,4 +47,19 @@ template <> constexpr DType dtype_of<int8_t>() { return DType::i8; }
 template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
 
+// Calls f(T{}) with the C++ type T of `dtype`'s elements (every device's conversions).
+template <class F>
+void with_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(float{});
+    case DType::bf16: return f(bf16_bits{});
+    case DType::f16: return f(f16_bits{});
+    case DType::i64: return f(int64_t{});
+    case DType::i32: return f(int32_t{});
+    case DType::i8: return f(int8_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::boolean: return f(bool{});
+  }
+}
+
 }  // namespace tfm

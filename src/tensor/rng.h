@@ -4,13 +4,7 @@
 // (key, element index), so results do not depend on the number of threads.
 #include <cstdint>
 
-// The counter hashes are compiled for the GPU's kernels too, so both devices draw the
-// same dropout masks.
-#ifdef __CUDACC__
-#define TFM_HOST_DEVICE __host__ __device__
-#else
-#define TFM_HOST_DEVICE
-#endif
+#include "tensor/host_device.h"  // the counter hashes: both devices draw the same dropout masks
 
 namespace tfm {
 

@@ -42,53 +42,10 @@ void adam(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq
   });
 }
 
-namespace {
-
-template <class S>
-auto widen(S v) {
-  if constexpr (std::is_same_v<S, bf16_bits>) return from_bf16(v.bits);
-  else if constexpr (std::is_same_v<S, f16_bits>) return from_f16(v.bits);
-  else return v;
-}
-
-// One element of type S as type D (the rules in ops/convert.h).
-template <class D, class S>
-D convert_value(S s) {
-  const auto v = widen(s);
-  using V = decltype(v);
-  if constexpr (std::is_same_v<D, bf16_bits>) return {to_bf16(static_cast<float>(v))};
-  else if constexpr (std::is_same_v<D, f16_bits>) return {to_f16(static_cast<float>(v))};
-  else if constexpr (std::is_same_v<D, bool>) return v != V{0};
-  else if constexpr (std::is_floating_point_v<V> && std::is_integral_v<D>) {
-    if (std::isnan(v)) return D{0};
-    if (v <= static_cast<V>(std::numeric_limits<D>::min())) return std::numeric_limits<D>::min();
-    if (v >= static_cast<V>(std::numeric_limits<D>::max())) return std::numeric_limits<D>::max();
-    return static_cast<D>(v);
-  } else {
-    return static_cast<D>(v);
-  }
-}
-
-// Calls f(T{}) with the C++ type of `dtype`'s elements.
-template <class F>
-void with_type(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f32: return f(float{});
-    case DType::bf16: return f(bf16_bits{});
-    case DType::f16: return f(f16_bits{});
-    case DType::i64: return f(int64_t{});
-    case DType::i32: return f(int32_t{});
-    case DType::i8: return f(int8_t{});
-    case DType::u8: return f(uint8_t{});
-    case DType::boolean: return f(bool{});
-  }
-}
-
-}  // namespace
 
 void convert(const Tensor& src, Tensor& dst) {
-  with_type(src.dtype(), [&](auto s) {
-    with_type(dst.dtype(), [&](auto d) {
+  with_dtype(src.dtype(), [&](auto s) {
+    with_dtype(dst.dtype(), [&](auto d) {
       using S = decltype(s);
       using D = decltype(d);
       const S* in = src.data_as<S>();

@@ -19,7 +19,7 @@ struct Sim<R (*)(Args...)> {
   }
 };
 
-#define TFM_SIMULATED(entry) .entry = Sim<decltype(Kernels::entry)>::call<&Kernels::entry>
+#define TFM_SIMULATED(entry) .entry = Sim<decltype(Kernels::entry)>::call<&Kernels::entry>,
 
 std::string describe() { return "simulated (the CPU's kernels over memory that only they may touch)"; }
 
@@ -30,36 +30,7 @@ const Kernels& simulated_kernels() {
       .device = Device::Sim,
       .claims = kernels().claims,
       .describe = describe,
-      TFM_SIMULATED(binary),
-      TFM_SIMULATED(unary),
-      TFM_SIMULATED(dropout),
-      TFM_SIMULATED(sum_to),
-      TFM_SIMULATED(scale_in_place),
-      TFM_SIMULATED(softmax),
-      TFM_SIMULATED(softmax_backward),
-      TFM_SIMULATED(top_log_probs),
-      TFM_SIMULATED(layer_norm),
-      TFM_SIMULATED(layer_norm_backward),
-      TFM_SIMULATED(attention),
-      TFM_SIMULATED(attention_backward),
-      TFM_SIMULATED(smoothed_loss),
-      TFM_SIMULATED(matmul),
-      TFM_SIMULATED(linear),
-      TFM_SIMULATED(linear_backward),
-      TFM_SIMULATED(embedding),
-      TFM_SIMULATED(embedding_backward),
-      TFM_SIMULATED(arange),
-      TFM_SIMULATED(gather_rows),
-      TFM_SIMULATED(gather_rows_backward),
-      TFM_SIMULATED(patchify),
-      TFM_SIMULATED(equal),
-      TFM_SIMULATED(sum),
-      TFM_SIMULATED(adam),
-      TFM_SIMULATED(random_fill),
-      TFM_SIMULATED(sample),
-      TFM_SIMULATED(sinusoids),
-      TFM_SIMULATED(convert),
-      TFM_SIMULATED(from_pixels),
+      TFM_KERNEL_ENTRIES(TFM_SIMULATED)
   };
   return table;
 }

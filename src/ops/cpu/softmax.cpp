@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ops/cpu/kernels.h"
+#include "ops/host_rules.h"
 #include "ops/cpu/rows.h"
 #include "ops/cpu/vec_math.h"
 #include "threads/parallel.h"
@@ -58,38 +59,6 @@ void softmax_backward(const Tensor& y, const Tensor& g, bool log, Tensor& dx) {
   });
 }
 
-namespace {
-
-// One row's top_log_probs; nothing where the row is not finite.
-std::optional<std::vector<std::pair<double, int64_t>>> top_log_probs_row(const float* logits, int64_t V, int64_t count,
-                                                                         const std::vector<int>& excluded, bool renormalize) {
-  double lse = log_sum_exp_row(logits, V);
-  if (!std::isfinite(lse)) return std::nullopt;
-  if (renormalize) {  // the excluded ids' share of the probability taken out of the normaliser
-    double excluded_mass = 0.0;
-    for (size_t i = 0; i < excluded.size(); ++i) {
-      const int e = excluded[i];
-      const bool repeated = std::find(excluded.begin(), excluded.begin() + i, e) != excluded.begin() + i;  // Marian: pad is the start
-      if (e >= 0 && e < V && !repeated) excluded_mass += std::exp(static_cast<double>(logits[e]) - lse);
-    }
-    lse += std::log1p(-std::min(excluded_mass, 1.0));
-    if (!std::isfinite(lse)) return std::nullopt;
-  }
-  std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
-  float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
-  for (int64_t v = vec::first_above(logits, 0, V, bar); v < V; v = vec::first_above(logits, v + 1, V, bar)) {
-    if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
-    auto at = std::upper_bound(top.begin(), top.end(), logits[v], [](float x, const auto& e) { return x > e.first; });
-    top.insert(at, {logits[v], v});
-    if (static_cast<int64_t>(top.size()) > count) top.pop_back();
-    if (static_cast<int64_t>(top.size()) == count) bar = top.back().first;
-  }
-  std::vector<std::pair<double, int64_t>> out;
-  for (const auto& [logit, v] : top) out.push_back({logit - lse, v});
-  return out;
-}
-
-}  // namespace
 
 bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
                    const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best) {
@@ -98,7 +67,9 @@ bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& 
   std::atomic<bool> finite{true};
   parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
     if (!wanted[r]) return;
-    auto top = top_log_probs_row(logits.data() + r * V, V, count, excluded, renormalize);
+    const float* row = logits.data() + r * V;
+    auto top = top_log_probs_row(row, log_sum_exp_row(row, V), V, count, excluded, renormalize,
+                                 [&](int64_t from, float bar) { return vec::first_above(row, from, V, bar); });
     if (top) best[r] = std::move(*top);
     else finite = false;
   });

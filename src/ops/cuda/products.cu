@@ -14,6 +14,7 @@
 #include "ops/cuda/cublaslt.h"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
+#include "tensor/float_formats.h"
 
 namespace tfm::ops::cuda {
 
@@ -189,13 +190,6 @@ void run(const Product& p) {
                                   plan.out.layout, p.c, plan.out.layout, &plan.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
   check_launch(p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
-}
-
-// f32 -> bf16 bits, round to nearest even, NaN kept a quiet NaN: tensor/float_formats.h's to_bf16.
-__device__ uint16_t to_bf16(float x) {
-  const uint32_t u = __float_as_uint(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 __global__ void to_bf16_kernel(const float* x, uint16_t* out, int64_t n) {

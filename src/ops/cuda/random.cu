@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/cuda/kernels.h"
+#include "ops/host_rules.h"
 #include "ops/cuda/launch.cuh"
 #include "tensor/error.h"
 #include "tensor/rng.h"
@@ -75,37 +76,6 @@ __global__ void greedy_kernel(const float* logits, int64_t rows, int64_t vocab, 
   }
 }
 
-// One row's sampled token, as cpu/random.cpp's sample_row at a temperature > 0 (the
-// same steps on the host: std::partial_sort's order among equal logits is its own).
-int sample_row(const float* logits, int64_t vocab, const Sampling& o, Rng rng) {
-  // Nothing can be ranked or sampled by NaN: an error, not a silent pick of token 0.
-  TFM_CHECK(std::all_of(logits, logits + vocab, [](float x) { return std::isfinite(x); }),
-            "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
-  // Candidates by decreasing logit; softmax at the temperature over those kept.
-  std::vector<int> order(static_cast<size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  const int64_t k = o.top_k > 0 ? std::min(o.top_k, vocab) : vocab;
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
-  order.resize(static_cast<size_t>(k));
-  std::vector<double> p(order.size());
-  double total = 0;
-  for (size_t i = 0; i < order.size(); ++i) total += p[i] = std::exp((logits[order[i]] - logits[order[0]]) / o.temperature);
-  size_t keep = order.size();
-  if (o.top_p < 1.0f) {
-    double mass = 0;
-    for (keep = 0; keep < order.size();) {
-      mass += p[keep++] / total;
-      if (mass >= o.top_p) break;
-    }
-    total = std::accumulate(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(keep), 0.0);
-  }
-  double u = rng.uniform() * total;
-  for (size_t i = 0; i < keep; ++i) {
-    if (u < p[i]) return order[i];
-    u -= p[i];
-  }
-  return order[keep - 1];
-}
 
 // table [max_len, d_model]: pair i of position pos (one thread each) is
 // sin and cos of pos / 10000^(2i / d_model), in double as cpu/random.cpp's sinusoids;

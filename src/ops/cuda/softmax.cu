@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ops/cuda/kernels.h"
+#include "ops/host_rules.h"
 #include "ops/cuda/launch.cuh"
 
 namespace tfm::ops::cuda {
@@ -92,37 +93,6 @@ __global__ void log_sum_exp_kernel(const float* x, float* lse, int64_t rows, int
   }
 }
 
-// One row's top_log_probs from its logits and log-sum-exp, as cpu/softmax.cpp's
-// top_log_probs_row (the same steps, the same tie-breaking); nothing where the row is
-// not finite.
-std::optional<std::vector<std::pair<double, int64_t>>> top_log_probs_row(const float* logits, float row_lse, int64_t V, int64_t count,
-                                                                         const std::vector<int>& excluded, bool renormalize) {
-  double lse = row_lse;
-  if (!std::isfinite(lse)) return std::nullopt;
-  if (renormalize) {  // the excluded ids' share of the probability taken out of the normaliser
-    double excluded_mass = 0.0;
-    for (size_t i = 0; i < excluded.size(); ++i) {
-      const int e = excluded[i];
-      const bool repeated = std::find(excluded.begin(), excluded.begin() + i, e) != excluded.begin() + i;  // Marian: pad is the start
-      if (e >= 0 && e < V && !repeated) excluded_mass += std::exp(static_cast<double>(logits[e]) - lse);
-    }
-    lse += std::log1p(-std::min(excluded_mass, 1.0));
-    if (!std::isfinite(lse)) return std::nullopt;
-  }
-  std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
-  float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
-  for (int64_t v = 0; v < V; ++v) {
-    if (!(logits[v] > bar)) continue;  // (the CPU's first_above: NaN never is)
-    if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
-    auto at = std::upper_bound(top.begin(), top.end(), logits[v], [](float x, const auto& e) { return x > e.first; });
-    top.insert(at, {logits[v], v});
-    if (static_cast<int64_t>(top.size()) > count) top.pop_back();
-    if (static_cast<int64_t>(top.size()) == count) bar = top.back().first;
-  }
-  std::vector<std::pair<double, int64_t>> out;
-  for (const auto& [logit, v] : top) out.push_back({logit - lse, v});
-  return out;
-}
 
 }  // namespace
 
@@ -156,7 +126,11 @@ bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& 
   bool finite = true;
   for (int64_t r = 0; r < n; ++r) {
     if (!wanted[r]) continue;
-    auto top = top_log_probs_row(host_logits.data() + r * V, host_lse[r], V, count, excluded, renormalize);
+    const float* row = host_logits.data() + r * V;
+    auto top = top_log_probs_row(row, host_lse[r], V, count, excluded, renormalize, [&](int64_t from, float bar) {
+      while (from < V && !(row[from] > bar)) ++from;  // (NaN never is)
+      return from;
+    });
     if (top) best[r] = std::move(*top);
     else finite = false;
   }
