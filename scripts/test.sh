@@ -3,6 +3,8 @@
 #  1. the Release build: unit, finite-difference, PyTorch reference, CLI, crash-safety,
 #     and the thread matrix (tests/test_threads.cpp: every path at 1-16 threads); then
 #     every build/tfm command line of the README, at small sizes (tests/readme_commands.sh);
+#     and packs the GPU check's bundle (scripts/gpu/bundle.sh; the CUDA code is compiled in
+#     that build where nvcc is, its tests skip without a GPU, and the simulated device runs them);
 #  2. the checked build (clang, AddressSanitizer + UndefinedBehaviorSanitizer, every
 #     report fatal): the same suite, plus each libFuzzer target replaying its seeds and
 #     fuzz/regressions/ and fuzzing for 10 s (scripts/fuzz.sh fuzzes longer). Three
@@ -34,6 +36,7 @@ fi
 # One test at a time: each already uses every core through OpenMP.
 stage "release tests" ctest --test-dir build --output-on-failure "${left_out[@]}"
 stage "README commands" tests/readme_commands.sh build
+stage "GPU bundle" scripts/gpu/bundle.sh  # what a GPU window carries (scripts/gpu/NOTES.md): it must build here
 configure_checked() { CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null; }
 stage "checked build" eval 'configure_checked && cmake --build build-checked -j"$(nproc)"'
 stage "checked tests" env LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" ctest --test-dir build-checked --output-on-failure \
