@@ -208,11 +208,13 @@ TEST(Cli, NoCommandListsTheCommands) {
   EXPECT_NE(run_tfm("").output.find("translate"), std::string::npos);
 }
 
-TEST(Cli, VersionNamesTheCommitAndTheCpuInstructions) {
+TEST(Cli, VersionNamesTheCommitTheCpuInstructionsAndTheGpu) {
   CliResult r = run_tfm("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.output.rfind("tfm 0.2.0 (commit ", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("CPU instructions in use (oneDNN): "), std::string::npos) << r.output;
+  // The GPU --device cuda would use ("CUDA: NVIDIA H200 (sm_90, ...)"), or why none ("CUDA: none (...)").
+  EXPECT_NE(r.output.find("\nCUDA: "), std::string::npos) << r.output;
 }
 
 // tfm sets libgomp's spin count (src/ops/openmp_wait.cpp) unless the environment chose a wait.

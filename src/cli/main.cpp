@@ -23,8 +23,17 @@
 
 namespace {
 
+// The GPU that --device cuda would use, or why there is none.
+std::string gpu() {
+  try {
+    return tfm::ops::kernels(tfm::ops::usable_device("cuda")).describe();
+  } catch (const tfm::Error& e) {
+    return std::string("CUDA: none (") + e.what() + ")";
+  }
+}
+
 std::string version() {
-  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\n" + tfm::ops::kernels(tfm::Device::CPU).describe() +
+  return std::string("tfm 0.2.0 (commit ") + TFM_GIT_COMMIT + ")\n" + tfm::ops::kernels(tfm::Device::CPU).describe() + "\n" + gpu() +
          "\nOpenMP: " + tfm::openmp_wait_setting();
 }
 
@@ -70,7 +79,7 @@ int run(int argc, char** argv) {
   CLI::App app{"tfm: a Transformer engine and toolkit (\"Attention Is All You Need\" and its family)"};
   int exit_code = 0;
   tfm::cli::help_without_subcommand(app, exit_code);
-  app.set_version_flag("--version", version, "Print the version, git commit and CPU instructions in use, then exit");
+  app.set_version_flag("--version", version, "Print the version, git commit, CPU instructions in use and GPU, then exit");
   int threads = 0;
   app.add_option("--threads", threads, "Worker threads, 1 to 1024 (default: the cores this process may run on, or OMP_NUM_THREADS; under mpirun, those it binds the process to)")
       ->check(tfm::cli::in_range(1, 1024))  // before the action below, which then parses a valid number

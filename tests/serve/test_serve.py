@@ -181,6 +181,35 @@ def test_classify_png_jpeg_and_base64(server):
     assert status == 400 and "neither PNG nor JPEG" in error["error"]["message"]
 
 
+def test_every_endpoint_on_the_simulated_device_answers_as_on_the_cpu(server):
+    """`tfm serve --device sim`: the models on the simulated device (the CPU's kernels over
+    memory no other code may read, as a GPU's) give the CPU server's answers exactly."""
+    image = base64.b64encode(png(fashion_images(1)[0], 28, 28)).decode()
+    requests = [("/v1/translate", {"sentences": SENTENCES[:3], "beam": 4, "attention": True}),
+                ("/v1/translate", {"sentences": SENTENCES[:2], "beam": 1}),
+                ("/v1/generate", {"model": "lm", "prompt": "ROMEO:", "max_new_tokens": 20, "temperature": 0}),
+                ("/v1/generate", {"model": "lm", "prompt": "ROMEO:", "max_new_tokens": 20, "temperature": 0.8, "seed": 5}),
+                ("/v1/completions", {"model": "lm", "prompt": "JULIET:", "max_tokens": 10, "temperature": 0}),
+                ("/v1/embed", {"sentences": SENTENCES[:2]}),
+                ("/v1/classify", {"images": [image]}),
+                ("/v1/attention", {"model": "mt", "text": SENTENCES[0]}),
+                ("/v1/attention", {"model": "lm", "text": "ROMEO:", "max_new_tokens": 5}),
+                ("/v1/attention", {"model": "bert", "text": SENTENCES[0]}),
+                ("/v1/attention", {"model": "vit", "image": image})]
+    sim = Server("--device", "sim", "--model", MT, "--model", f"lm={LM}", "--model", BERT, "--model", VIT)
+    try:
+        for path, body in requests:
+            status, _, got = sim.post(path, body)
+            want = server.post(path, body)[2]
+            assert status == 200, (path, got)
+            for answer in (got, want):  # a request's id and time are its own
+                if isinstance(answer, dict):
+                    answer.pop("id", None), answer.pop("created", None)
+            assert got == want, path
+    finally:
+        assert sim.stop() == 0
+
+
 @pytest.mark.parametrize("path, body, status, message", [
     ("/v1/translate", "{not json", 400, "not valid JSON"),
     ("/v1/translate", [1, 2], 400, "JSON object"),
