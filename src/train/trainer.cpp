@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -106,8 +107,6 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   precision_ = ops::parse_precision(o_.precision);
   TFM_CHECK(precision_ != ops::Precision::int8, "--precision int8 is for inference (translate, generate, eval); train in f32 or bf16");
   device_ = ops::usable_device(o_.device);
-  TFM_CHECK(device_ == Device::CPU || !o_.comm || o_.comm->size() == 1,
-            "data-parallel training (mpirun) runs on the CPU for now; --device " << o_.device << " trains in one process");
   if (root()) {  // the other processes write nothing
     io::create_directories(o_.out_dir);
     lock_.emplace(o_.out_dir);
@@ -287,6 +286,25 @@ void complete_gradients(const nn::FlatParameters& flat, int64_t begin, int64_t e
   }
 }
 
+// Floats [begin, end) of a flat buffer as host memory for the communicator: the
+// buffer's own on the CPU; on another device a host copy, written back by done(). (The
+// processes of a job on GPUs sum through host memory over MPI until NCCL does it on
+// the devices.)
+class HostFloats {
+ public:
+  HostFloats(const Tensor& buffer, int64_t begin, int64_t end) : view_(make_view(buffer, {end - begin}, {1}, begin)) {
+    if (view_.device() != Device::CPU) copy_ = view_.to_vector();
+  }
+  float* data() { return view_.device() == Device::CPU ? view_.data() : copy_.data(); }
+  void done() {
+    if (view_.device() != Device::CPU) view_.copy_from(Tensor::from_vector(view_.shape(), copy_));
+  }
+
+ private:
+  Tensor view_;
+  std::vector<float> copy_;
+};
+
 // A bucket of `mb` MiB in floats; 0: every parameter in one bucket.
 int64_t bucket_floats(double mb) {
   return mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::min(mb * (1 << 20) / 4, 1e18))) : INT64_MAX;
@@ -324,6 +342,8 @@ class BucketReducer {
     std::fill(waiting_.begin(), waiting_.end(), 0);
     start_ready();
     comm_->wait();
+    for (HostFloats& sum : sums_) sum.done();
+    sums_.clear();
   }
 
  private:
@@ -333,8 +353,8 @@ class BucketReducer {
     for (; started_ < buckets_.size() && waiting_[started_] == 0; ++started_) {
       const auto [begin, end] = buckets_[started_];
       complete_gradients(flat_, begin, end);
-      Tensor grads = flat_.grads;  // a handle: the sum is made in the buffer
-      comm_->start_sum(grads.data() + begin, end - begin);
+      sums_.emplace_back(flat_.grads, begin, end);  // the sum is made in the buffer (or its host copy)
+      comm_->start_sum(sums_.back().data(), end - begin);
     }
   }
 
@@ -344,6 +364,7 @@ class BucketReducer {
   std::unordered_map<const TensorImpl*, size_t> bucket_of_;
   std::vector<int64_t> waiting_;  // parameters of each bucket whose gradient is not complete yet
   size_t started_ = 0;           // buckets [0, started_) are being summed
+  std::deque<HostFloats> sums_;  // the started sums' memory, until finish() (a deque: it stays put)
 };
 
 }  // namespace
@@ -395,7 +416,9 @@ double Trainer::finish_gradients(nn::Module& model, double count, bool divide) {
     return clip_grad_norm(model.parameters(), max_norm);
   }
   complete_gradients(flat, 0, grads.numel());
-  o_.comm->reduce_scatter_sum(grads.data(), shard_->counts);  // this process's share summed
+  HostFloats all(grads, 0, grads.numel());
+  o_.comm->reduce_scatter_sum(all.data(), shard_->counts);  // this process's share summed
+  all.done();
   Tensor mine = make_view(grads, {shard_->end - shard_->begin}, {1}, shard_->begin);
   if (divide) ops::scale_(mine, static_cast<float>(1.0 / count));
   return clip_grad_norm(shard_->params, max_norm, o_.comm);
@@ -416,8 +439,9 @@ void Trainer::draw_curves() {
 void Trainer::update_weights(const nn::FlatParameters& flat) {
   optimizer_->step();
   if (!shard_) return;
-  Tensor values = flat.values;
+  HostFloats values(flat.values, 0, flat.values.numel());
   o_.comm->all_gather_parts(values.data(), shard_->counts);
+  values.done();
 }
 
 tfm::TrainingResult Trainer::run(TrainingTask& task) {

@@ -230,6 +230,18 @@ def test_a_sharded_optimizer_computes_what_one_process_computes(work):
     assert_close(losses(work / "zero-3"), losses(work / "zero-1"), "the continued runs' losses")
 
 
+@pytest.mark.parametrize("shard", [False, True])
+def test_processes_on_the_simulated_device_compute_what_they_compute_on_the_cpu(work, shard):
+    """--device sim (the CPU's kernels over memory that no other code may read, as a GPU's):
+    the sums between processes go through host copies, and 2 processes give the CPU's
+    2 processes' weights bit for bit, with and without the sharded optimiser."""
+    args = LM + ["--steps", "10", "--seed", "8"] + (["--shard-optimizer"] if shard else [])
+    for device in ("cpu", "sim"):
+        run = tfm(args + ["--device", device, "--out", f"dev-{device}-{shard}"], processes=2, cwd=work)
+        assert run.returncode == 0, run.stdout + run.stderr
+    assert weights(work / f"dev-sim-{shard}" / "last.safetensors") == weights(work / f"dev-cpu-{shard}" / "last.safetensors")
+
+
 def test_commands_other_than_training_refuse_several_processes(work):
     run = tfm(["info", f"{FIXTURES}/lm.safetensors"], processes=2, cwd=work)
     assert run.returncode != 0
