@@ -1,13 +1,12 @@
+// The Trainer: options, resume, checkpoints, validation and the loop (the run directory:
+// run_directory.cpp; the processes' sums: data_parallel.cpp; the schedules: schedule.cpp).
 #include "train/trainer.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
-#include <deque>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "autograd/autograd.h"
@@ -16,32 +15,12 @@
 #include "ops/elementwise.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
-#include "train/curves.h"
+#include "train/data_parallel.h"
 #include "train/progress.h"
 
 namespace tfm::training {
 
 using nlohmann::json;
-
-float learning_rate(const Schedule& schedule, int64_t step) {
-  using Kind = Schedule::Kind;
-  const auto& [kind, lr, min_lr, warmup, decay_steps, d_model] = schedule;
-  const double s = static_cast<double>(std::max<int64_t>(step, 1));
-  switch (kind) {
-    case Kind::Noam: {  // min_lr: a floor under the decay, not under the warm-up
-      const float v = noam_lr(step, d_model, lr, warmup);
-      return step > warmup ? std::max(v, min_lr) : v;
-    }
-    case Kind::Constant: return warmup > 0 && s < warmup ? static_cast<float>(lr * s / warmup) : lr;
-    case Kind::Cosine: {
-      if (warmup > 0 && s < warmup) return static_cast<float>(lr * s / warmup);  // nanoGPT's get_lr
-      if (s >= decay_steps) return min_lr;
-      const double ratio = (s - warmup) / std::max<double>(1.0, static_cast<double>(decay_steps - warmup));
-      return static_cast<float>(min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (lr - min_lr));
-    }
-  }
-  return lr;
-}
 
 double Validation::score() const {
   for (const auto& [name, value] : metrics)
@@ -50,20 +29,6 @@ double Validation::score() const {
 }
 
 namespace {
-
-// The files a training run writes into its directory (the lock file aside).
-std::vector<std::string> run_files(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    const bool step_n = name.starts_with("step-") && name.ends_with(".safetensors");
-    if (step_n || name == "last.safetensors" || name == "best.safetensors" || name == "metrics.jsonl" || name == "curves.png")
-      names.push_back(name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 // Accuracies are percentages (0-100), printed with a % sign as `vit eval` prints them.
 const char* unit_of(const std::string& metric) { return metric.ends_with("accuracy") ? "%" : ""; }
@@ -136,81 +101,6 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   }
 }
 
-// Another run's files would mix with this one's: its metrics appended to, its best
-// model replaced by a worse one. --force removes them, but only once the run has got
-// past its own checks (clear_previous_run, from run()): a mistyped flag must not cost
-// the previous model. A run that saved no checkpoint (killed before its first) left
-// nothing to resume or lose: its metrics are replaced without --force.
-void Trainer::claim_out_dir() {
-  previous_run_ = run_files(o_.out_dir);
-  if (previous_run_.empty()) return;
-  const std::string last = (std::filesystem::path(o_.out_dir) / "last.safetensors").string();
-  TFM_CHECK(o_.force || !previous_run_saved_model(), o_.out_dir << " already holds a training run (" << previous_run_names() << "); "
-                                 << (std::filesystem::exists(last) ? "continue it with --resume " + last + ", or " : "")
-                                 << "start a new one there with --force (which deletes those files) or in another --out");
-}
-
-bool Trainer::previous_run_saved_model() const {
-  return std::any_of(previous_run_.begin(), previous_run_.end(), [](const std::string& n) { return n.ends_with(".safetensors"); });
-}
-
-std::string Trainer::previous_run_names() const {
-  std::string names;
-  for (const std::string& name : previous_run_) names += (names.empty() ? "" : ", ") + name;
-  return names;
-}
-
-void Trainer::clear_previous_run() {
-  if (previous_run_.empty()) return;
-  const std::filesystem::path dir(o_.out_dir);
-  for (const std::string& name : previous_run_) {
-    std::error_code ec;
-    std::filesystem::remove(dir / name, ec);
-    TFM_CHECK(!ec, "cannot remove " << (dir / name).string() << " (" << ec.message() << ")");
-  }
-  out_ << (previous_run_saved_model() ? "--force: removed the previous run's " : "removed the files of a run that saved no checkpoint: ")
-       << previous_run_names() << " from " << o_.out_dir << "\n";
-  previous_run_.clear();
-}
-
-// A run killed after logging steps it never saved logs them again once resumed:
-// those lines (and one cut short by the kill) are dropped before anything is appended.
-void Trainer::trim_metrics() const {
-  const std::string path = (std::filesystem::path(o_.out_dir) / "metrics.jsonl").string();
-  std::ifstream in(path);
-  std::string kept;
-  bool dropped = false;
-  for (std::string line; std::getline(in, line);) {
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    const bool keep = j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() <= state_.step;
-    if (keep) kept += line + "\n";
-    dropped |= !keep;
-  }
-  if (dropped) io::write_file_atomic(path, kept);
-}
-
-namespace {
-
-// FNV-1a over the bytes of every weight.
-uint64_t weights_checksum(const nn::FlatParameters& flat) {
-  const std::vector<float> values = flat.values.to_vector();
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < values.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  return h;
-}
-
-}  // namespace
-
-void Trainer::check_replicas(const nn::Module& model) const {
-  if (!o_.comm || o_.comm->size() == 1) return;
-  const uint64_t mine = weights_checksum(*model.flat_parameters());
-  const std::vector<std::string> all = o_.comm->all_gather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
-  for (size_t r = 1; r < all.size(); ++r)
-    TFM_CHECK(all[r] == all[0], "after step " << state_.step << ", the weights of rank " << r << " differ from rank 0's: the processes' "
-                                              "sums disagreed, and the run cannot go on (please report it)");
-}
-
 // Collective: every process calls it (the others' shares of the optimiser are gathered);
 // rank 0 writes, and the others return once it has: one that returned first and exited
 // (Ctrl-C's last save) would make the launcher stop rank 0 in the middle of writing.
@@ -232,12 +122,6 @@ void Trainer::write_checkpoint(TrainingTask& task, const std::string& name, std:
   c.optimizer = std::move(optimizer);
   c.train_state = state.dump();
   io::save_checkpoint((std::filesystem::path(o_.out_dir) / name).string(), task.model().named_parameters(), c);
-}
-
-void Trainer::log_metrics(const std::string& json_line) const {
-  if (!root()) return;
-  std::ofstream f(std::filesystem::path(o_.out_dir) / "metrics.jsonl", std::ios::app);
-  f << json_line << "\n";
 }
 
 bool Trainer::validate(TrainingTask& task, double elapsed_s) {
@@ -273,140 +157,6 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   return false;
 }
 
-namespace {
-
-// Gives the parameters in [begin, end) of the flat buffers that have no gradient this
-// step a gradient of zeros, so that every process sums the same ranges.
-void complete_gradients(const nn::FlatParameters& flat, int64_t begin, int64_t end) {
-  for (const nn::FlatParameters::Entry& e : flat.entries) {
-    TensorImpl* p = e.param.impl();
-    if (e.offset < begin || e.offset >= end || p->grad) continue;
-    Tensor(p->grad_slot).fill(0.0f);
-    p->grad = p->grad_slot;
-  }
-}
-
-// Floats [begin, end) of a flat buffer as host memory for the communicator: the
-// buffer's own on the CPU; on another device a host copy, written back by done(). (The
-// processes of a job on GPUs sum through host memory over MPI until NCCL does it on
-// the devices.)
-class HostFloats {
- public:
-  HostFloats(const Tensor& buffer, int64_t begin, int64_t end) : view_(make_view(buffer, {end - begin}, {1}, begin)) {
-    if (view_.device() != Device::CPU) copy_ = view_.to_vector();
-  }
-  float* data() { return view_.device() == Device::CPU ? view_.data() : copy_.data(); }
-  void done() {
-    if (view_.device() != Device::CPU) view_.copy_from(Tensor::from_vector(view_.shape(), copy_));
-  }
-
- private:
-  Tensor view_;
-  std::vector<float> copy_;
-};
-
-// A bucket of `mb` MiB in floats; 0: every parameter in one bucket.
-int64_t bucket_floats(double mb) {
-  return mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::min(mb * (1 << 20) / 4, 1e18))) : INT64_MAX;
-}
-
-// Starts the sum across processes of each of one step's buckets of the flat gradient
-// buffer as soon as the gradients of all its parameters are complete (during the step's
-// last backward pass, which reaches the output layers' parameters, first in the buffer,
-// first), in buffer order on every process, and the rest once the pass is over.
-class BucketReducer {
- public:
-  // Null comm: no sums. 0 MiB: one bucket, complete once the backward pass is over.
-  BucketReducer(const nn::FlatParameters& flat, dist::Communicator* comm, double bucket_mb)
-      : flat_(flat), comm_(comm), buckets_(flat.buckets(bucket_floats(bucket_mb))), waiting_(buckets_.size(), 0) {
-    size_t b = 0;
-    for (const nn::FlatParameters::Entry& e : flat.entries) {
-      while (e.offset >= buckets_[b].second) ++b;
-      bucket_of_[e.param.impl()] = b;
-      ++waiting_[b];
-    }
-  }
-  // For the step's last backward pass (null alone).
-  autograd::LeafDone leaf_done() {
-    if (!comm_) return nullptr;
-    return [this](TensorImpl* leaf) {
-      auto it = bucket_of_.find(leaf);
-      if (it != bucket_of_.end() && --waiting_[it->second] == 0) start_ready();
-    };
-  }
-  // Starts the buckets not started yet (whose parameters the pass never reached, or
-  // all of them where this process had no share of the step's batches), and waits for
-  // every sum to complete.
-  void finish() {
-    if (!comm_) return;
-    std::fill(waiting_.begin(), waiting_.end(), 0);
-    start_ready();
-    comm_->wait();
-    for (HostFloats& sum : sums_) sum.done();
-    sums_.clear();
-  }
-
- private:
-  // Starts the complete buckets that follow the last one started (the same order on
-  // every process, whatever order the pass completed them in).
-  void start_ready() {
-    for (; started_ < buckets_.size() && waiting_[started_] == 0; ++started_) {
-      const auto [begin, end] = buckets_[started_];
-      complete_gradients(flat_, begin, end);
-      sums_.emplace_back(flat_.grads, begin, end);  // the sum is made in the buffer (or its host copy)
-      comm_->start_sum(sums_.back().data(), end - begin);
-    }
-  }
-
-  const nn::FlatParameters& flat_;
-  dist::Communicator* comm_;
-  std::vector<std::pair<int64_t, int64_t>> buckets_;
-  std::unordered_map<const TensorImpl*, size_t> bucket_of_;
-  std::vector<int64_t> waiting_;  // parameters of each bucket whose gradient is not complete yet
-  size_t started_ = 0;           // buckets [0, started_) are being summed
-  std::deque<HostFloats> sums_;  // the started sums' memory, until finish() (a deque: it stays put)
-};
-
-}  // namespace
-
-std::vector<std::pair<std::string, Tensor>> Trainer::optimized_parameters(const nn::Module& model) {
-  if (!o_.shard_optimizer || !o_.comm || o_.comm->size() == 1) {
-    if (o_.shard_optimizer)
-      out_ << "note: --shard-optimizer shares the optimiser among the processes of an mpirun job; alone, it changes nothing" << std::endl;
-    return model.named_parameters();
-  }
-  const nn::FlatParameters& flat = *model.flat_parameters();
-  const std::vector<int64_t> cuts = flat.cuts(o_.comm->size());
-  Shard s;
-  for (size_t r = 0; r + 1 < cuts.size(); ++r) s.counts.push_back(cuts[r + 1] - cuts[r]);
-  s.begin = cuts[static_cast<size_t>(o_.comm->rank())], s.end = cuts[static_cast<size_t>(o_.comm->rank()) + 1];
-  std::vector<std::pair<std::string, Tensor>> mine;
-  for (const nn::FlatParameters::Entry& e : flat.entries)
-    if (e.offset >= s.begin && e.offset < s.end) mine.emplace_back(e.name, e.param), s.params.push_back(e.param);
-  shard_ = std::move(s);
-  return mine;
-}
-
-std::vector<std::pair<std::string, Tensor>> Trainer::optimizer_state(const nn::Module& model) const {
-  if (!shard_) return optimizer_->state();
-  // Each process's moments in the flat buffers' layout, then every share gathered.
-  const nn::FlatParameters& flat = *model.flat_parameters();
-  const int64_t total = flat.values.numel();
-  Tensor exp_avg = Tensor::zeros({total}), exp_avg_sq = Tensor::zeros({total});
-  std::unordered_map<std::string, Tensor> mine;
-  for (const auto& [name, t] : optimizer_->state()) mine.emplace(name, t);
-  std::vector<std::pair<std::string, Tensor>> all;
-  for (const nn::FlatParameters::Entry& e : flat.entries)
-    for (auto [prefix, buffer] : {std::pair{"exp_avg.", &exp_avg}, std::pair{"exp_avg_sq.", &exp_avg_sq}}) {
-      Tensor view = make_view(*buffer, e.param.shape(), contiguous_strides(e.param.shape()), e.offset);
-      if (auto it = mine.find(prefix + e.name); it != mine.end()) view.copy_from(it->second);
-      all.emplace_back(prefix + e.name, view);
-    }
-  o_.comm->all_gather_parts(exp_avg.data(), shard_->counts);
-  o_.comm->all_gather_parts(exp_avg_sq.data(), shard_->counts);
-  return all;
-}
-
 double Trainer::finish_gradients(nn::Module& model, double count, bool divide) {
   const nn::FlatParameters& flat = *model.flat_parameters();
   Tensor grads = flat.grads;  // a handle: the buffer itself is changed
@@ -422,18 +172,6 @@ double Trainer::finish_gradients(nn::Module& model, double count, bool divide) {
   Tensor mine = make_view(grads, {shard_->end - shard_->begin}, {1}, shard_->begin);
   if (divide) ops::scale_(mine, static_cast<float>(1.0 / count));
   return clip_grad_norm(shard_->params, max_norm, o_.comm);
-}
-
-// A plot that cannot be drawn (no font on a bare machine, a full disk) costs the run its
-// picture, not its training: one warning, then the run goes on.
-void Trainer::draw_curves() {
-  const std::filesystem::path dir(o_.out_dir);
-  try {
-    plot_training_curves((dir / "metrics.jsonl").string(), (dir / "curves.png").string());
-  } catch (const Error& e) {
-    if (!curves_failed_) out_ << "warning: " << (dir / "curves.png").string() << " not drawn (" << e.what() << "); training goes on" << std::endl;
-    curves_failed_ = true;
-  }
 }
 
 void Trainer::update_weights(const nn::FlatParameters& flat) {

@@ -26,12 +26,10 @@
 #include "tensor/rng.h"
 #include "tfm/training.h"
 #include "train/optimizer.h"
+#include "train/schedule.h"
 
 namespace tfm::training {
 
-using tfm::Schedule;  // tfm/training.h
-// The learning rate at `step` (counted from 1).
-float learning_rate(const Schedule& schedule, int64_t step);
 
 // The public options (tfm::TrainingOptions: the command line's flags) and what only the
 // library sets.
