@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "io/safetensors.h"
+#include "support/fixture.h"
 #include "support/process.h"
 
 namespace {
@@ -215,6 +216,25 @@ TEST(Cli, VersionNamesTheCommitTheCpuInstructionsAndTheGpu) {
   EXPECT_NE(r.output.find("CPU instructions in use (oneDNN): "), std::string::npos) << r.output;
   // The GPU --device cuda would use ("CUDA: NVIDIA H200 (sm_90, ...)"), or why none ("CUDA: none (...)").
   EXPECT_NE(r.output.find("\nCUDA: "), std::string::npos) << r.output;
+}
+
+// OMP_NUM_THREADS, which the thread count defaults to, in --threads' range (the review's
+// C2: 100,000 threads aborted translate and crashed generate, --threads 2 or not: a
+// worker thread starts from the environment's count).
+TEST(Cli, OmpNumThreadsOutsideTheThreadRangeIsRefusedInOneLine) {
+  using tfm::testing::run_command;
+  const std::string kTfm = TFM_BINARY, model = tfm::testing::fixture_path("threads/lm.safetensors");
+  for (const char* bad : {"100000", "1025", "0", "four", "4,100000"})
+    for (const char* threads : {"", "--threads 2 "}) {
+      const CliResult r = run_command(std::string("OMP_NUM_THREADS=") + bad + " " + kTfm + " " + threads + "generate " + model + " --max-new-tokens 3");
+      EXPECT_EQ(r.code, 1) << bad << ": " << r.output;
+      // (libgomp adds its own line for the values it cannot read)
+      EXPECT_NE(r.output.find(std::string("tfm: error: OMP_NUM_THREADS=") + bad +
+                              ": thread counts are whole numbers from 1 to 1024, as --threads takes them\n"),
+                std::string::npos)
+          << bad << ": " << r.output;
+    }
+  EXPECT_EQ(run_command("OMP_NUM_THREADS=3 " + kTfm + " generate " + model + " --max-new-tokens 3").code, 0);
 }
 
 // tfm sets libgomp's spin count (src/ops/openmp_wait.cpp) unless the environment chose a wait.

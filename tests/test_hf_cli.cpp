@@ -283,5 +283,24 @@ TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
   EXPECT_NE(r.output.find("'num_hidden_layers' is 2.5, not an integer"), std::string::npos) << r.output;
 }
 
+// A GPT-2 whose n_embd is past every bound and whose n_inner is null (4 n_embd): refused
+// by name, its feed-forward width never computed by an overflowing product (the review's
+// C4: UBSan's signed overflow in the checked build).
+TEST(HfCli, AnHugeEmbeddingWidthIsRefusedWithoutOverflow) {
+  testing::TempDir tmp;
+  const std::string src = testing::hf_fixture_path("gpt2_tiny"), dir = tmp.path("gpt2");
+  std::filesystem::copy(src, dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(src + "/config.json"));
+  config["n_embd"] = int64_t{4611686018427387904};
+  config["n_inner"] = nullptr;
+  testing::write_file(dir + "/config.json", config.dump());
+  const testing::CliResult r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("d_model"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace tfm

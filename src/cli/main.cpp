@@ -114,6 +114,9 @@ int run(int argc, char** argv) {
   // In a job of several processes, only training uses them; any other command would run
   // once per process, each writing the same output.
   app.parse_complete_callback([&app] {
+    // Before OpenMP makes its threads (a worker thread's start from OMP_NUM_THREADS, not
+    // from --threads, so that one bad value is refused whatever the flags).
+    if (const std::string problem = tfm::openmp_threads_problem(); !problem.empty()) throw tfm::Error(problem);
     const tfm::dist::Communicator* job = tfm::dist::launched_job();
     if (!job || job->size() == 1) return;
     const CLI::App* leaf = &app;

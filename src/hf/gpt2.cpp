@@ -1,5 +1,8 @@
 // GPT-2: learned positions, pre-norm blocks with gelu_new (GELU's tanh form), ln_f, the
 // head tied to the token embedding; Conv1D weights stored [in, out].
+#include <algorithm>
+#include <cstdint>
+
 #include "hf/families.h"
 
 namespace tfm::hf {
@@ -14,7 +17,9 @@ models::StackConfig gpt2_config(const Directory& d) {
   c.max_len = setting<int64_t>(d, "n_positions", 1024);
   c.d_model = setting<int64_t>(d, "n_embd", 768);
   c.heads = setting<int64_t>(d, "n_head", 12);
-  c.d_ff = setting<int64_t>(d, "n_inner", 4 * c.d_model);
+  // n_inner null: 4 n_embd, clamped so that an n_embd past any bound cannot overflow the
+  // product before validated() refuses it by name.
+  c.d_ff = setting<int64_t>(d, "n_inner", 4 * std::clamp<int64_t>(c.d_model, 0, INT64_MAX / 4));
   c.layers = setting<int64_t>(d, "n_layer", 12);
   c.dropout = setting<float>(d, "resid_pdrop", 0.1f);
   c.activation = nn::parse_activation(activation(d, "activation_function", "gelu_new"));

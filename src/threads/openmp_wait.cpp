@@ -20,7 +20,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 namespace tfm {
 namespace {
@@ -51,6 +53,22 @@ std::string openmp_wait_setting() {
   if (!policy && !spin) setting += " spin for libgomp's default 300,000 pause iterations, then sleep";
   if (!policy && spin && std::string(spin) == kSpinCount) setting += " (tfm's default)";
   return setting;
+}
+
+std::string openmp_threads_problem() {
+  const char* value = std::getenv("OMP_NUM_THREADS");
+  if (!value || !*value) return "";
+  const std::string text = value;
+  size_t at = 0;
+  while (at <= text.size()) {  // a list, one count per nesting level: "4,2"
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const bool digits = !item.empty() && item.size() <= 4 && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(item) < 1 || std::stoi(item) > 1024)
+      return "OMP_NUM_THREADS=" + text + ": thread counts are whole numbers from 1 to 1024, as --threads takes them";
+    at = end + 1;
+  }
+  return "";
 }
 
 }  // namespace tfm

@@ -13,4 +13,9 @@ void choose_openmp_wait(char** argv);
 // One line for `tfm --version`: the wait in effect.
 std::string openmp_wait_setting();
 
+// What is wrong with OMP_NUM_THREADS, which the thread count defaults to, or "" where it
+// is unset or whole numbers from 1 to 1024 (--threads' range): OpenMP takes any number,
+// and 100,000 threads ended in an abort or a segmentation fault.
+std::string openmp_threads_problem();
+
 }  // namespace tfm
