@@ -2,8 +2,8 @@
 # The README stays true: every `build/tfm` command line of README.md's shell blocks
 # runs, verbatim except for the size substitutions listed below, in a fresh directory
 # laid out like a checkout (build/ and ../shared/ are links to the real ones). Commands
-# that make a model (vocab and the trainers) run first, in README order, then every
-# other one in README order, so that each finds the model it reads.
+# that make a model run first (vocabularies, then the trainers), in README order, then
+# every other one in README order, so that each finds the model it reads.
 #
 #   tests/readme_commands.sh [BUILD_DIR]      (default: build)
 #
@@ -70,17 +70,29 @@ mapfile -t all < <(commands | grep -E '(^D=|build/tfm|scripts/idx_to_folder\.py)
 sets_up() { [[ "$1" == D=* || "$1" == *scripts/idx_to_folder.py* ]]; }
 makes_model() { [[ "$1" =~ build/tfm\ (vocab|train|lm\ train|vit\ train|bert\ train)( |$) ]]; }
 ordered=()
+makes_vocab() { [[ "$1" =~ build/tfm\ vocab( |$) ]]; }
 for c in "${all[@]}"; do sets_up "$c" && ordered+=("$c"); done
-for c in "${all[@]}"; do ! sets_up "$c" && makes_model "$c" && ordered+=("$c"); done
+for c in "${all[@]}"; do ! sets_up "$c" && makes_vocab "$c" && ordered+=("$c"); done  # before the trainers that read them
+for c in "${all[@]}"; do ! sets_up "$c" && makes_model "$c" && ! makes_vocab "$c" && ordered+=("$c"); done
 for c in "${all[@]}"; do ! sets_up "$c" && ! makes_model "$c" && ordered+=("$c"); done
+
+# The GPU's commands (--device cuda) run where `tfm --version` names a GPU, and are
+# listed as skipped elsewhere.
+gpu=0
+"$build/tfm" --version | grep -q '^CUDA: none' || gpu=1
 
 # The copy task's exit status 3 says that not every sample was copied: the README's
 # run copies them all, one of 20 steps does not.
 succeeded() { [[ $1 == 0 || ($1 == 3 && "$2" == "build/tfm train --steps 20") ]]; }
 
-ran=0 failed=0
+ran=0 failed=0 skipped=0
 for c in "${ordered[@]}"; do
   if [[ "$c" == D=* ]]; then eval "export $c"; continue; fi
+  if [[ $gpu == 0 && "$c" == *"--device cuda"* ]]; then
+    skipped=$((skipped + 1))
+    echo "skip  (no GPU) $c"
+    continue
+  fi
   start=$SECONDS
   status=0
   if [[ "$c" == "build/tfm serve "* ]]; then
@@ -97,5 +109,5 @@ for c in "${ordered[@]}"; do
     echo "$out" | tail -5 | sed 's/^/      /'
   fi
 done
-echo "readme: $ran passed, $failed failed"
+echo "readme: $ran passed, $failed failed, $skipped skipped (no GPU)"
 [[ $failed == 0 && $ran -gt 0 ]]
