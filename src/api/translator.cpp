@@ -49,7 +49,9 @@ struct Piece {
 int64_t padded_tokens(size_t sentences, int64_t longest) { return static_cast<int64_t>(sentences) * longest; }
 
 decode::SearchOptions search_options(const TranslationOptions& o, const models::TransformerConfig& model) {
-  TFM_CHECK(o.beam >= 1, "beam must be at least 1, got " << o.beam);
+  // At most 64, as `tfm translate --beam` and the server take it: a beam of 2^40 asked the
+  // memory of 2^40 hypotheses (the review's C3, from Python).
+  TFM_CHECK(o.beam >= 1 && o.beam <= 64, "beam must be from 1 to 64, got " << o.beam);
   TFM_CHECK(o.nbest >= 1 && o.nbest <= o.beam, "nbest " << o.nbest << " must be between 1 and the beam, " << o.beam);
   TFM_CHECK(std::isfinite(o.length_penalty), "length_penalty must be a finite number, got " << o.length_penalty);
   TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0,

@@ -121,6 +121,7 @@ void bind_translator(py::module_& m) {
           "translate",
           [](tfm::Translator& t, const std::vector<std::string>& sources, int64_t beam, int64_t nbest, float length_penalty, float max_len_a,
              int64_t max_len_b, bool return_scores, bool return_attention) {
+            if (beam < 1 || beam > 64) throw py::value_error("beam must be from 1 to 64 (as tfm translate --beam), got " + std::to_string(beam));
             auto pending = t.submit(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention});
             std::vector<tfm::Translation> out = wait_interruptibly(pending);
             if (!return_scores)

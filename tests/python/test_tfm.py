@@ -82,6 +82,8 @@ def test_errors_are_exceptions_with_tfms_message():
         tfm.Translator(MT, device="tpu")
     with pytest.raises(RuntimeError, match="nbest"):
         tfm.Translator(MT).translate(["Hallo"], beam=2, nbest=3)
+    with pytest.raises(ValueError, match="beam must be from 1 to 64"):  # the review's C3: 2**40 exhausted the memory
+        tfm.Translator(MT).translate(["Hallo"], beam=2**40)
     with pytest.raises(RuntimeError, match="not a language model"):
         tfm.Generator(MT)
     with pytest.raises(RuntimeError, match="threads and workers must be from 0"):
