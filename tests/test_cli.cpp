@@ -2,8 +2,12 @@
 // training runs that never overwrite another run or turn into another task.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -235,6 +239,26 @@ TEST(Cli, OmpNumThreadsOutsideTheThreadRangeIsRefusedInOneLine) {
           << bad << ": " << r.output;
     }
   EXPECT_EQ(run_command("OMP_NUM_THREADS=3 " + kTfm + " generate " + model + " --max-new-tokens 3").code, 0);
+}
+
+// --threads holds for generation's worker thread too, which would otherwise start from
+// OMP_NUM_THREADS (8 here: 9 threads in all with --threads 1, before the fix).
+TEST(Cli, GenerationComputesWithTheThreadsGiven) {
+  const std::string command = "OMP_NUM_THREADS=8 " + std::string(TFM_BINARY) + " --threads 1 generate " +
+                              tfm::testing::fixture_path("threads/lm.safetensors") + " --max-new-tokens 100000 > /dev/null 2>&1 & echo $!";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  long pid = 0;
+  ASSERT_EQ(std::fscanf(pipe, "%ld", &pid), 1);
+  ::pclose(pipe);
+  int most = 0, samples = 0;
+  for (int i = 0; i < 100; ++i, ::usleep(5000)) {  // the first half second of its generation
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Threads:", 0) == 0) most = std::max(most, std::stoi(line.substr(8))), ++samples;
+  }
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
+  ASSERT_GT(samples, 0) << "generation ended before it could be seen";
+  EXPECT_LE(most, 3) << "threads of `tfm --threads 1 generate` (the main thread, the worker, an OpenMP team of 1)";
 }
 
 // tfm sets libgomp's spin count (src/ops/openmp_wait.cpp) unless the environment chose a wait.

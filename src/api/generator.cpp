@@ -1,5 +1,7 @@
 #include "tfm/generator.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -79,8 +81,13 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   std::atomic<int64_t> running{0}, tokens{0};  // for stats()
   std::thread worker;
 
+  // The worker computes with the creating thread's thread count (--threads, a library
+  // caller's omp_set_num_threads): a new thread would start from OMP_NUM_THREADS or every core.
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o), worker([this] { run(); }) {}
+      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o), worker([this, threads = omp_get_max_threads()] {
+          omp_set_num_threads(threads);
+          run();
+        }) {}
 
   // Finishes what was submitted, then stops the worker.
   ~Impl() {
