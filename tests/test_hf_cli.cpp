@@ -258,13 +258,18 @@ TEST(HfCli, ConvertedCheckpointsWorkFromAnotherDirectory) {
 }
 
 // A tokenizer that is not the model's, or a configuration of the wrong types, is one line.
-TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
-  testing::TempDir tmp;
-  const std::string src = testing::hf_fixture_path("bert_tiny_uncased"), dir = tmp.path("bert");
+// A copy of a fixture directory that the test may change (the fixtures are read-only).
+void writable_copy(const std::string& src, const std::string& dir) {
   std::filesystem::copy(src, dir);
   std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
   for (const auto& f : std::filesystem::directory_iterator(dir))
     std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+}
+
+TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
+  testing::TempDir tmp;
+  const std::string src = testing::hf_fixture_path("bert_tiny_uncased"), dir = tmp.path("bert");
+  writable_copy(src, dir);
   const std::string vocab = testing::read_file(src + "/vocab.txt");
   testing::write_file(dir + "/vocab.txt", vocab + "extra1\nextra2\n");
   testing::CliResult r = run_tfm("info --model " + dir + " 2>&1");
@@ -289,10 +294,7 @@ TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
 TEST(HfCli, AnHugeEmbeddingWidthIsRefusedWithoutOverflow) {
   testing::TempDir tmp;
   const std::string src = testing::hf_fixture_path("gpt2_tiny"), dir = tmp.path("gpt2");
-  std::filesystem::copy(src, dir);
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
-  for (const auto& f : std::filesystem::directory_iterator(dir))
-    std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  writable_copy(src, dir);
   nlohmann::json config = nlohmann::json::parse(testing::read_file(src + "/config.json"));
   config["n_embd"] = int64_t{4611686018427387904};
   config["n_inner"] = nullptr;

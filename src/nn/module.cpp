@@ -134,7 +134,7 @@ void Module::to(Device device) {
     }
     *member = it->second;
   }
-  products().set_precision(products().precision());  // frozen copies were of the old tensors
+  products().drop_copies();  // they were of the old tensors
   shared_->device = device;
 }
 

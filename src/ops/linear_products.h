@@ -57,6 +57,11 @@ class LinearProducts {
     precision_ = p;
     copies_.reset();
   }
+  // Drops the copies made so far (the weights moved: nn::Module::to).
+  void drop_copies() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    copies_.reset();
+  }
   // The weights will not change from now on (inference): keep their converted copies.
   // Training, whose weights change every step, must not freeze.
   void freeze() { frozen_ = true; }
