@@ -23,6 +23,7 @@
 #include "tensor/storage.h"
 #include "tensor/rng.h"
 #include "tfm/translator.h"
+#include "train/seq2seq.h"
 #include "train/step.h"
 
 namespace {
@@ -80,15 +81,16 @@ void bench_train(const TrainOptions& o) {
   model.flatten_parameters();  // as the Trainer trains
   tfm::Rng rng(1);
   model.init_parameters(rng);
-  tfm::training::Adam optimizer(model.named_parameters(), {});
-  optimizer.set_lr(1e-4f);
+  tfm::training::OptimizationStep step(model, {}, std::cerr);  // the Trainer's step (no clipping, one process)
   model.train();
   std::vector<double> step_s;
   int64_t tokens = 0;
   double total = 0;
   for (int64_t i = 0; i < o.warmup + o.steps; ++i) {
     const auto t0 = Clock::now();
-    tfm::training::train_step(model, optimizer, batches[static_cast<size_t>(i)], {});
+    const tfm::training::Seq2SeqBatch& b = batches[static_cast<size_t>(i)];
+    step.gradients([&](int64_t) { return tfm::training::BatchLoss{tfm::training::seq2seq_loss(model, b, 0.1f), b.target_tokens(c.pad_id)}; }, i, i + 1);
+    step.update(1e-4f);
     if (i < o.warmup) continue;
     step_s.push_back(seconds_since(t0));
     total += step_s.back();

@@ -43,17 +43,13 @@ void expect_adamw_steps_match(const testing::ModelFixture& f, nn::Module& model,
   training::Schedule schedule{training::Schedule::Kind::Cosine, s["lr"].get<float>(), s["min_lr"].get<float>(), s["warmup"].get<int64_t>(),
                            s["decay_steps"].get<int64_t>(), 0};
   training::AdamOptions adam{0.0f, 0.9f, s["beta2"].get<float>(), 1e-8f, s["weight_decay"].get<float>(), /*decoupled=*/true};
-  training::Adam optimizer(model.named_parameters(), adam);
+  training::OptimizationStep optimization(model, {adam, s["clip"].get<double>()}, std::cout);  // the Trainer's step
   std::vector<float> expected = f.get("train.losses").to_vector();
   double worst = 0.0;
   for (size_t step = 1; step <= expected.size(); ++step) {
-    optimizer.set_lr(training::learning_rate(schedule, static_cast<int64_t>(step)));
-    optimizer.zero_grad();
-    Tensor loss = loss_of();
-    autograd::backward(loss);
-    training::clip_grad_norm(model.parameters(), s["clip"].get<double>());
-    optimizer.step();
-    const double want = expected[step - 1], got = loss.item();
+    const double got = optimization.gradients([&](int64_t) { return training::BatchLoss{loss_of(), 1}; }, 0, 1).loss;
+    optimization.update(training::learning_rate(schedule, static_cast<int64_t>(step)));
+    const double want = expected[step - 1];
     EXPECT_NEAR(got, want, kLossTol * std::abs(want)) << "step " << step;
     worst = std::max(worst, std::abs(got - want) / std::abs(want));
   }

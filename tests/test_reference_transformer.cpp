@@ -12,6 +12,7 @@
 #include "ops/shape.h"
 #include "support/compare.h"
 #include "support/fixture.h"
+#include "train/seq2seq.h"
 #include "train/step.h"
 
 namespace tfm {
@@ -46,15 +47,16 @@ TEST_P(ReferenceTransformer, FiveAdamStepsMatchPyTorch) {
   testing::ModelFixture f = testing::load_model_fixture("model_" + GetParam() + ".safetensors");
   auto settings = nlohmann::json::parse(f.file.metadata.at("fixture.train"));
   auto model = f.make_model();
-  training::AdamOptions adam;  // paper defaults: betas (0.9, 0.98), eps 1e-9
-  training::Adam optimizer(model->named_parameters(), adam);
+  // The Trainer's step, Adam with the paper's defaults: betas (0.9, 0.98), eps 1e-9.
+  training::OptimizationStep optimization(*model, {training::AdamOptions{}, settings["clip"].get<double>()}, std::cout);
   training::Seq2SeqBatch batch{f.tokens("input.src"), f.tokens("input.tgt_in"), f.tokens("input.tgt_out")};
-  training::StepOptions options{settings["smoothing"].get<float>(), settings["clip"].get<double>()};
+  const float smoothing = settings["smoothing"].get<float>();
   std::vector<float> expected = f.get("train.losses").to_vector();
   double worst = 0.0;
   for (size_t step = 1; step <= expected.size(); ++step) {
-    optimizer.set_lr(training::noam_lr(static_cast<int64_t>(step), f.config.d_model, settings["factor"].get<float>(), settings["warmup"].get<int64_t>()));
-    const double loss = training::train_step(*model, optimizer, batch, options);
+    const double loss =
+        optimization.gradients([&](int64_t) { return training::BatchLoss{training::seq2seq_loss(*model, batch, smoothing), 1}; }, 0, 1).loss;
+    optimization.update(training::noam_lr(static_cast<int64_t>(step), f.config.d_model, settings["factor"].get<float>(), settings["warmup"].get<int64_t>()));
     EXPECT_NEAR(loss, expected[step - 1], kLossTol * std::abs(expected[step - 1])) << "step " << step;
     worst = std::max(worst, std::abs(loss - expected[step - 1]) / std::abs(expected[step - 1]));
   }

@@ -243,14 +243,13 @@ TEST(Schedule, NoamWarmsUpThenDecays) {
 }
 
 TEST(ClipGradNorm, ScalesToTheGlobalNorm) {
-  Tensor a = Tensor::zeros({2}), b = Tensor::zeros({1});
-  a.set_requires_grad(true), b.set_requires_grad(true);
-  // Gradients (3, 4) and (12): global norm 13.
-  Tensor ga = Tensor::from_vector({2}, {3, 4}), gb = Tensor::from_vector({1}, {12});
-  a.impl()->grad = ga.impl_ptr(), b.impl()->grad = gb.impl_ptr();
-  EXPECT_NEAR(training::clip_grad_norm({a, b}, 6.5), 13.0, 1e-9);
-  EXPECT_NEAR(a.grad().data()[0], 1.5, 1e-5);
-  EXPECT_NEAR(b.grad().data()[0], 6.0, 1e-5);
+  // Gradients (3, 4) and (12) in one flat buffer: global norm 13.
+  Tensor grads = Tensor::from_vector({3}, {3, 4, 12});
+  EXPECT_EQ(training::clip_grad_norm(grads, 6.5).to_vector(), (std::vector<float>{169, 0})) << "the sum of squares before clipping";
+  EXPECT_NEAR(grads.data()[0], 1.5, 1e-5);
+  EXPECT_NEAR(grads.data()[2], 6.0, 1e-5);
+  EXPECT_NEAR(training::clip_grad_norm(grads, 100.0).to_vector()[0], 42.25, 1e-5) << "below the bound: left as they are";
+  EXPECT_NEAR(grads.data()[2], 6.0, 1e-5);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 
 #include "autograd/autograd.h"
 #include "data/batching.h"
-#include "train/step.h"
+#include "train/seq2seq.h"
 #include "data/text.h"
 #include "data/vocab.h"
 #include "decode/beam_search.h"

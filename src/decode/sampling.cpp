@@ -54,9 +54,9 @@ void GenerationBatch::join(std::vector<int> prompt, const SamplingOptions& o, st
   waiting_.push_back({std::move(prompt), o, Rng(o.seed), 0, model_.config().max_len, std::move(on_token), std::move(on_done)});
 }
 
-bool GenerationBatch::take(Sequence& s, const Tensor& logits) {
+bool GenerationBatch::take(Sequence& s, const std::function<int()>& pick) {
   try {
-    const int token = ops::sample(logits, s.o.sampling(), s.rng).values<int32_t>()[0];
+    const int token = pick();
     s.tokens.push_back(token);
     ++s.produced;
     if (s.on_token) s.on_token(token);
@@ -74,7 +74,7 @@ void GenerationBatch::prefill(Sequence s) {
   const int64_t n = std::min<int64_t>(s.keep, static_cast<int64_t>(s.tokens.size()));
   std::vector<nn::KVCache> alone;
   const Tensor logits = last_logits(model_, std::vector<int>(s.tokens.end() - n, s.tokens.end()), &alone);
-  if (!take(s, logits)) return;
+  if (!take(s, [&] { return ops::sample(logits, s.o.sampling(), s.rng).values<int32_t>()[0]; })) return;
   s.keep = model_.config().max_len / 2 + 1;  // a later restart keeps half the window
   if (alone[0].length + 1 > model_.config().max_len) return waiting_.push_back(std::move(s));
   if (caches_.empty()) caches_.resize(alone.size());
@@ -92,24 +92,30 @@ void GenerationBatch::step() {
   const int64_t batch = static_cast<int64_t>(running_.size());
   std::vector<int> last;
   for (const Sequence& s : running_) last.push_back(s.tokens.back());
-  Tensor logits;
+  std::vector<int> tokens;  // every row's, drawn in one call and brought back in one copy
   try {
-    logits = model_.forward({last, batch, 1}, &caches_);  // [batch, 1, vocab]
-  } catch (...) {  // no sequence can go on: each hears why
-    for (Sequence& s : running_) s.on_done(std::current_exception());
-    running_.clear(), caches_.clear();
-    return;
+    const Tensor logits = model_.forward({last, batch, 1}, &caches_);  // [batch, 1, vocab]
+    std::vector<ops::Sampling> settings;
+    std::vector<Rng*> generators;
+    for (Sequence& s : running_) settings.push_back(s.o.sampling()), generators.push_back(&s.rng);
+    tokens = ops::sample(ops::reshape(logits, {batch, logits.size(2)}), settings, generators).values<int32_t>();
+  } catch (...) {  // no sequence can go on
+    return fail_running(std::current_exception());
   }
-  logits = ops::reshape(logits, {batch, logits.size(2)});
   for (int64_t b = batch - 1; b >= 0; --b) {  // from the end: rows after b move up as b leaves
     Sequence& s = running_[b];
-    const bool more = take(s, ops::slice(logits, 0, b, b + 1));
+    const bool more = take(s, [&] { return tokens[static_cast<size_t>(b)]; });
     const bool outgrown = more && caches_[0].lengths[b] + 1 > model_.config().max_len;
     if (more && !outgrown) continue;
     for (nn::KVCache& c : caches_) c.release(b);
     if (outgrown) waiting_.push_back(std::move(s));
     running_.erase(running_.begin() + b);
   }
+}
+
+void GenerationBatch::fail_running(std::exception_ptr why) {
+  for (Sequence& s : running_) s.on_done(why);
+  running_.clear(), caches_.clear();
 }
 
 }  // namespace tfm::decode

@@ -58,8 +58,9 @@ class GenerationBatch {
     std::function<void(int)> on_token;
     std::function<void(std::exception_ptr)> on_done;
   };
-  // Hands `s` its next token; false where it is finished (on_done called).
-  bool take(Sequence& s, const Tensor& logits);
+  // Hands `s` its next token, drawn by `pick`; false where it is finished (on_done called).
+  bool take(Sequence& s, const std::function<int()>& pick);
+  void fail_running(std::exception_ptr why);  // every running sequence hears why, and ends
   void prefill(Sequence s);
   models::GPT& model_;
   std::vector<Sequence> waiting_;  // to run from their last `keep` tokens: joined, or outgrew the context window

@@ -45,6 +45,11 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   return unique;
 }
 
+void FlatParameters::zero_stale_gradients() const {
+  for (const Entry& e : entries)
+    if (!e.param.impl()->grad) Tensor(e.param.impl()->grad_slot).fill(0.0f);
+}
+
 std::vector<std::pair<int64_t, int64_t>> FlatParameters::buckets(int64_t max_floats) const {
   std::vector<std::pair<int64_t, int64_t>> out;
   for (size_t i = 0; i < entries.size(); ++i) {

@@ -33,6 +33,9 @@ struct FlatParameters {
   // The buffer cut into `parts` consecutive ranges of whole parameters of about equal
   // size (the sharded optimiser's shares): part p is [cuts[p], cuts[p + 1]).
   std::vector<int64_t> cuts(int parts) const;
+  // Zeroes the gradient slots of the parameters that have no gradient this step (what
+  // an earlier step left there), so that `grads` holds exactly this step's gradients.
+  void zero_stale_gradients() const;
 };
 
 class Module {

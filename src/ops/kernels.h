@@ -37,13 +37,19 @@ enum class Binary {
 // x * s, max(x, 0), x * Phi(x), GELU's tanh approximation (GPT-2's gelu_new), x * sigmoid(x), tanh(x)
 enum class Unary { scale, relu, gelu, gelu_tanh, silu, tanh };
 
-// One Adam step's settings for a parameter (torch.optim.Adam's update order).
+// One Adam step's settings (torch.optim.Adam's update order).
 struct AdamUpdate {
   float beta1, beta2, eps;
   float step_size;  // lr / (1 - beta1^step)
   float bc2_sqrt;   // sqrt(1 - beta2^step)
   float l2;         // weight decay added to the gradient (Adam), or 0
-  float shrink;     // 1 - lr * weight_decay, applied to the parameter first (AdamW), or 1
+  float shrink;     // 1 - lr * weight_decay, applied first to the parameters that decay (AdamW), or 1
+};
+// One parameter of an Adam step: its values, gradient and moments (contiguous, one
+// shape), and whether AdamUpdate::shrink applies to it.
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq;
+  bool decays = false;
 };
 
 // A label-smoothed loss's target distribution for one row, as (weight of the true
@@ -71,6 +77,11 @@ struct Sampling {
   int64_t top_k = 0;         // keep the k most likely tokens; 0: all
   float top_p = 1.0f;        // keep the smallest set whose probability reaches p; 1: all
 };
+// One row's sampling and its draw: draw `counter` of the tensor/rng.h stream.
+struct SampledRow {
+  Sampling sampling;
+  uint64_t counter = 0;
+};
 
 // What ops::uniform_ and ops::normal_ fill a tensor with.
 enum class Distribution { uniform, normal };  // U(a, b); N(0, 1) * a
@@ -88,7 +99,7 @@ inline std::vector<Claim> complete_claims(bool int8_products) {
   for (const char* op : {"add", "mul", "scale", "relu", "gelu", "gelu_tanh", "silu", "tanh", "dropout", "relu_dropout", "softmax",
                          "log_softmax", "layer_norm", "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy",
                          "matmul", "linear", "linear_relu", "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares",
-                         "adam_update", "top_log_probs", "uniform_", "normal_", "sample", "sinusoids"})
+                         "clip_grad_norm", "adam_update", "top_log_probs", "uniform_", "normal_", "sample", "sinusoids"})
     out.push_back({op, DType::f32});
   for (const char* op : {"linear", "linear_relu", "linear_cross_entropy"}) out.push_back({op, DType::bf16});
   if (int8_products)
@@ -132,10 +143,12 @@ struct Kernels {
   void (*attention)(const AttentionCall& call, Tensor& out, Tensor& probs);
   void (*attention_backward)(const AttentionCall& call, const Tensor& probs, const Tensor& g, Tensor& dq, Tensor& dk, Tensor& dv);
 
-  // The label-smoothed losses (ops/loss.h): the sum over rows of logits [rows, vocab]
-  // (targets i32 [rows]) of each row's loss; with `grad`, the rows' gradients
-  // (p - q) * inv_n go there.
-  double (*smoothed_loss)(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad);
+  // The label-smoothed losses (ops/loss.h): total (f32, one element) = the sum over
+  // rows of logits [rows, vocab] (targets i32 [rows]) of each row's loss, in double in
+  // row order, divided by `divisor`; with `grad`, the rows' gradients (p - q) * inv_n go
+  // there. The total stays on the device: nothing waits for it.
+  void (*smoothed_loss)(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad,
+                        double divisor, Tensor& total);
 
   // Products (ops/matmul.h). matmul: out = op(a) op(b) + beta out over equal leading
   // dims, op transposing the last two where asked.
@@ -160,18 +173,26 @@ struct Kernels {
   void (*patchify)(const Tensor& images, int64_t patch, Tensor& out);
   void (*equal)(const Tensor& x, int64_t value, Tensor& out);
 
-  // Reductions (ops/reduce.h), in double, in an order that does not depend on the
-  // thread count: the sum of x's elements, or of their squares.
-  double (*sum)(const Tensor& x, bool squares);
+  // Reductions (ops/reduce.h): the sum of x's elements, or of their squares, in double in
+  // an order that does not depend on the thread count, divided by `divisor`, into out
+  // (f32, one or two elements): out[0] is its float rounding, out[1] (where there) the
+  // rest, so that out[0] + out[1] in double keeps 48 bits of it. The result stays on the
+  // device: nothing waits for it.
+  void (*sum)(const Tensor& x, bool squares, double divisor, Tensor& out);
 
-  // Optimiser (ops/optimizer.h): param, exp_avg and exp_avg_sq updated in place.
-  void (*adam)(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamUpdate& u);
+  // Optimiser (ops/optimizer.h). x *= min(1, max_norm / (sqrt(s) + 1e-6)) with s =
+  // squares[0] + squares[1] (f32 [2], sum's two-float form) in double, read on the
+  // device: torch.nn.utils.clip_grad_norm_'s scaling.
+  void (*clip_to_norm)(Tensor& x, const Tensor& squares, float max_norm);
+  // One Adam step of every parameter listed, in one pass: params and moments in place.
+  void (*adam)(const std::vector<AdamTensors>& params, const AdamUpdate& u);
 
   // Random numbers (ops/random.h). Element i of a fill takes draw `counter + i` of the
-  // tensor/rng.h stream (two, counter + 2i and + 2i + 1, for a normal); a row of
-  // `sample` takes draw counter + row: the values a sequential Rng gives.
+  // tensor/rng.h stream (two, counter + 2i and + 2i + 1, for a normal): the values a
+  // sequential Rng gives. Row r of `sample` picks ids[r] from logits [rows, vocab] as
+  // rows[r] says (each row its own settings and draw).
   void (*random_fill)(Tensor& t, Distribution d, float a, float b, uint64_t counter);
-  void (*sample)(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& ids);
+  void (*sample)(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& ids);
   // The sinusoid position table [max_len, d_model] (ops/random.h says which).
   void (*sinusoids)(Tensor& table, bool split);
 
@@ -188,7 +209,7 @@ struct Kernels {
   X(binary) X(unary) X(dropout) X(sum_to) X(scale_in_place) X(softmax) X(softmax_backward) X(top_log_probs)         \
   X(layer_norm) X(layer_norm_backward) X(attention) X(attention_backward) X(smoothed_loss) X(matmul) X(linear)      \
   X(linear_backward) X(embedding) X(embedding_backward) X(arange) X(gather_rows) X(gather_rows_backward) X(patchify) \
-  X(equal) X(sum) X(adam) X(random_fill) X(sample) X(sinusoids) X(convert) X(from_pixels)
+  X(equal) X(sum) X(clip_to_norm) X(adam) X(random_fill) X(sample) X(sinusoids) X(convert) X(from_pixels)
 // A device's kernel `entry`, declared with the table's signature (in the device's namespace).
 #define TFM_DECLARE_KERNEL(entry) std::remove_pointer_t<decltype(::tfm::ops::Kernels::entry)> entry;
 // `.entry = entry,` in a device's table.

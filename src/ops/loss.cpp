@@ -20,7 +20,7 @@ int64_t check_targets(const char* name, const Tensor& targets, int64_t rows, int
   TFM_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1,
             name << ": targets must be an i32 tensor [rows], got " << to_string(targets.dtype()) << " " << shape_str(targets.shape()));
   TFM_CHECK(targets.size(0) == rows, name << ": " << targets.size(0) << " targets for " << rows << " rows");
-  const Tensor ids = dense(to(targets, Device::CPU));
+  const Tensor ids = dense(to(targets, Device::CPU));  // (free where the caller has them on the host)
   const int32_t* t = ids.data_as<int32_t>();
   int64_t valid = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -30,12 +30,17 @@ int64_t check_targets(const char* name, const Tensor& targets, int64_t rows, int
   return valid;
 }
 
-// The saved gradients, times the incoming (scalar) gradient.
+// The targets on the logits' device (given there, or on the host: checked there, then
+// copied without a wait).
+Tensor on_device(const Tensor& targets, const Tensor& logits) { return dense(to(targets, logits.device())); }
+
+// The saved gradients times the incoming gradient g []: a float where g is in host
+// memory (1 costs nothing), else g broadcast on its device (nothing waits for it).
 std::vector<Tensor> scaled(const std::vector<Tensor>& grads, const Tensor& g) {
-  const float s = g.item();
-  if (s == 1.0f) return grads;
+  const bool host = g.device() == Device::CPU;
+  if (host && g.item() == 1.0f) return grads;
   std::vector<Tensor> out;
-  for (const Tensor& t : grads) out.push_back(t.defined() ? scale(t, s) : Tensor());
+  for (const Tensor& t : grads) out.push_back(!t.defined() ? Tensor() : host ? scale(t, g.item()) : mul(t, g));
   return out;
 }
 
@@ -45,12 +50,12 @@ std::vector<Tensor> scaled(const std::vector<Tensor>& grads, const Tensor& g) {
 // [rows, vocab] buffer kept for backward (neither the logits nor the
 // log-probabilities outlive the forward pass). Shared by both loss forms.
 Tensor smoothed_loss(const char* name, const Tensor& logits, const Tensor& targets, int skip_id, SmoothedTarget q, double normalizer) {
-  auto fn = kernel(name, &Kernels::smoothed_loss, {logits, targets});
+  auto fn = kernel(name, &Kernels::smoothed_loss, {logits});
   expect_dtype(name, "the logits", logits, DType::f32);
   const bool grad = autograd::grad_enabled() && logits.requires_grad();
   Tensor dx = grad ? Tensor::empty(logits.shape(), DType::f32, logits.device()) : Tensor();
-  const double total = fn(dense(logits), dense(targets), skip_id, q, static_cast<float>(1.0 / normalizer), grad ? &dx : nullptr);
-  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer), logits.device());
+  Tensor out = Tensor::empty({}, DType::f32, logits.device());
+  fn(dense(logits), on_device(targets, logits), skip_id, q, static_cast<float>(1.0 / normalizer), grad ? &dx : nullptr, normalizer, out);
   if (!grad) return out;
   return autograd::record(out, name, {logits}, [dx](const Tensor& g) { return scaled({dx}, g); });
 }
@@ -76,7 +81,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, float smoothin
 Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tensor& bias, const Tensor& targets, float smoothing,
                             int ignore_index, const LinearProducts& products) {
   const char* name = "linear_cross_entropy";
-  auto loss_rows = kernel(name, &Kernels::smoothed_loss, {x_in, weight, bias, targets});
+  auto loss_rows = kernel(name, &Kernels::smoothed_loss, {x_in, weight, bias});
   auto product = kernel(name, &Kernels::linear, {x_in});
   TFM_CHECK(x_in.dim() == 2 && weight.dim() == 2 && x_in.size(1) == weight.size(1),
             name << ": input " << shape_str(x_in.shape()) << " does not fit weight " << shape_str(weight.shape()));
@@ -96,24 +101,27 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   Tensor db = grad && b.defined() ? Tensor::zeros({vocab}, device) : Tensor();
 
   // Rows a chunk at a time: the logits (then their gradient) of one chunk exist at once.
-  // On the GPU, whose kernel's loss is waited for at each chunk, chunks of up to 256 MiB
-  // of logits (a base Transformer's 12,500 target tokens over 8,000 words: 2 waits, not 13).
+  // On the GPU chunks of up to 256 MiB of logits, for fewer and larger products (a base
+  // Transformer's 12,500 target tokens over 8,000 words: 2 chunks, not 13).
   const int64_t kChunk = device == Device::CUDA ? std::max<int64_t>(1024, (int64_t{256} << 20) / (4 * std::max<int64_t>(vocab, 1))) : 1024;
   const Tensor chunk_buffer = Tensor::empty({std::min(rows, kChunk), vocab}, DType::f32, device);
-  double total = 0.0;
+  const int64_t chunks = std::max<int64_t>(1, (rows + kChunk - 1) / kChunk);
+  // One chunk's loss is the mean itself; several chunks' sums are added up after.
+  Tensor out = Tensor::empty({}, DType::f32, device), chunk_sums = chunks > 1 ? Tensor::empty({chunks}, DType::f32, device) : Tensor();
   for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
     const int64_t m = std::min(kChunk, rows - r0);
     const Tensor xc = slice(x, 0, r0, r0 + m);
-    Tensor logits = slice(chunk_buffer, 0, 0, m);
+    Tensor logits = slice(chunk_buffer, 0, 0, m), total = chunks > 1 ? slice(chunk_sums, 0, r0 / kChunk, r0 / kChunk + 1) : out;
     product(products, xc, w, b, false, logits);
-    total += loss_rows(logits, slice(ids, 0, r0, r0 + m), ignore_index, q, inv_n, grad ? &logits : nullptr);
+    loss_rows(logits, slice(ids, 0, r0, r0 + m), ignore_index, q, inv_n, grad ? &logits : nullptr, chunks > 1 ? 1.0 : normalizer, total);
     if (!grad) continue;
     // The chunk's share of the linear layer's backward: dx = g w, dw += g^T x, db += the sum of g's rows.
     Tensor dxc = slice(dx, 0, r0, r0 + m);
     kernel(name, &Kernels::linear_backward, {logits})(products.precision(), logits, xc, w, dxc, dw, r0 == 0 ? 0.0f : 1.0f);
     if (db.defined()) strided_add(sum_to(logits, {vocab}), db);
   }
-  Tensor out = Tensor::full({}, static_cast<float>(total / normalizer), device);
+  if (chunks > 1) kernel(name, &Kernels::sum, {out})(chunk_sums, false, normalizer, out);
+  if (rows == 0) out.fill(0.0f);
   if (!grad) return out;
   return autograd::record(out, name, {x_in, weight, bias}, [dx, dw, db](const Tensor& g) { return scaled({dx, dw, db}, g); });
 }

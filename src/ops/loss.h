@@ -1,7 +1,9 @@
 #pragma once
 // Fused label-smoothed losses over logits [rows, vocab] (log-softmax included, so
 // the generator's logits go in directly). Targets are class ids, an i32 tensor [rows];
-// those equal to the padding id are ignored.
+// those equal to the padding id are ignored. Give them on the host (they are checked
+// there, then copied to the logits' device without a wait) or on the logits' device
+// (copied back to be checked: a wait). The loss is a scalar on the logits' device.
 
 #include "ops/linear_products.h"
 #include "tensor/tensor.h"

@@ -21,13 +21,35 @@ void uniform_(Tensor& t, float lo, float hi, Rng& rng) { fill("uniform_", t, Dis
 
 void normal_(Tensor& t, float std, Rng& rng) { fill("normal_", t, Distribution::normal, std, 0.0f, rng, 2); }
 
-Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng) {
+namespace {
+
+Tensor sample_rows(const Tensor& logits, const std::vector<SampledRow>& rows) {
   auto fn = kernel("sample", &Kernels::sample, {logits});
   TFM_CHECK(logits.dim() == 2 && logits.size(1) > 0, "sample: logits must be [rows, vocab], got " << shape_str(logits.shape()));
+  TFM_CHECK(static_cast<int64_t>(rows.size()) == logits.size(0), "sample: " << rows.size() << " rows' settings for logits " << shape_str(logits.shape()));
   expect_dtype("sample", "the logits", logits, DType::f32);
   Tensor ids = Tensor::empty({logits.size(0)}, DType::i32, logits.device());
-  fn(dense(logits), s, rng.state(), ids);
+  fn(dense(logits), rows, ids);
+  return ids;
+}
+
+}  // namespace
+
+Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng) {
+  std::vector<SampledRow> rows;
+  for (int64_t r = 0; r < logits.size(0); ++r) rows.push_back({s, rng.state() + static_cast<uint64_t>(r)});
+  Tensor ids = sample_rows(logits, rows);
   if (s.temperature > 0.0f) rng.set_state(rng.state() + static_cast<uint64_t>(logits.size(0)));
+  return ids;
+}
+
+Tensor sample(const Tensor& logits, const std::vector<Sampling>& settings, const std::vector<Rng*>& generators) {
+  TFM_CHECK(settings.size() == generators.size(), "sample: " << settings.size() << " rows' settings, " << generators.size() << " generators");
+  std::vector<SampledRow> rows;
+  for (size_t r = 0; r < settings.size(); ++r) rows.push_back({settings[r], generators[r]->state()});
+  Tensor ids = sample_rows(logits, rows);
+  for (size_t r = 0; r < settings.size(); ++r)
+    if (settings[r].temperature > 0.0f) generators[r]->set_state(generators[r]->state() + 1);
   return ids;
 }
 

@@ -4,6 +4,8 @@
 // an op comes from the generator's counter + i, so a device may compute the elements in
 // any order and still gives the values a sequential loop would; the generator then
 // moves past the draws used. And the sinusoid position table.
+#include <vector>
+
 #include "ops/kernels.h"  // Sampling
 #include "tensor/rng.h"
 #include "tensor/tensor.h"
@@ -18,6 +20,9 @@ void normal_(Tensor& t, float std, Rng& rng);            // N(0, std^2), in plac
 // likely and then the smallest set of those whose probability reaches top_p. A row
 // that is not finite is a clear error.
 Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng);
+// The same with row r's own settings and generator (a batch of requests: one call and
+// one transfer back for all of them).
+Tensor sample(const Tensor& logits, const std::vector<Sampling>& settings, const std::vector<Rng*>& generators);
 
 // The sinusoid positions of "Attention Is All You Need", [max_len, d_model], with
 // angle(pos, i) = pos / 10000^(2i/d_model): interleaved (the paper's, the Annotated

@@ -10,7 +10,7 @@
 #include "models/config.h"
 #include "tensor/rng.h"
 #include "tfm/training.h"
-#include "train/step.h"
+#include "train/seq2seq.h"
 #include "train/trainer.h"
 
 namespace tfm::training {

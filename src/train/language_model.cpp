@@ -73,7 +73,7 @@ class LanguageModelTraining : public TextStreamTask {
     }
     const models::Tokens input(x, static_cast<int64_t>(starts.size()), T);
     Tensor logits = ops::reshape(model_.forward(input), {-1, model_.config().vocab});  // [batch * context, vocab]
-    return ops::cross_entropy(logits, ops::to(Tensor::from_values(y), logits.device()), 0.0f, /*ignore_index=*/-1);
+    return ops::cross_entropy(logits, Tensor::from_values(y), 0.0f, /*ignore_index=*/-1);
   }
 
   const tfm::LanguageModelTask& o_;

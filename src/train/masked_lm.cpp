@@ -103,7 +103,7 @@ MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& t
   const Tensor chosen_rows = ops::to(Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows), hidden.device());
   Tensor chosen = ops::embedding(hidden, chosen_rows);  // [targets, d_model]
   m.logits = model_.mlm_logits(chosen);                 // [targets, vocab]
-  m.loss = ops::cross_entropy(m.logits, ops::to(Tensor::from_values(m.labels), m.logits.device()), 0.0f, -1);
+  m.loss = ops::cross_entropy(m.logits, Tensor::from_values(m.labels), 0.0f, -1);
   m.targets = static_cast<int64_t>(rows.size());
   return m;
 }

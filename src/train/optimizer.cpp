@@ -30,12 +30,14 @@ void Adam::step() {
   const double bias_correction2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(step_));
   ops::AdamUpdate u{b1, b2, options_.eps, static_cast<float>(options_.lr / bias_correction1),
                     static_cast<float>(std::sqrt(bias_correction2)), options_.decoupled ? 0.0f : wd, 1.0f};
+  u.shrink = options_.decoupled ? 1.0f - options_.lr * wd : 1.0f;  // (AdamW decays matrices only)
+  std::vector<ops::AdamTensors> update;
   for (Slot& s : slots_) {
     const Tensor g = s.param.grad();
     if (!g.defined()) continue;  // as torch.optim: a parameter without a gradient is left alone
-    u.shrink = options_.decoupled && s.param.dim() >= 2 ? 1.0f - options_.lr * wd : 1.0f;
-    ops::adam_update(s.param, g, s.exp_avg, s.exp_avg_sq, u);
+    update.push_back({s.param, g, s.exp_avg, s.exp_avg_sq, s.param.dim() >= 2});
   }
+  ops::adam_update(update, u);
 }
 
 void Adam::zero_grad() {
@@ -74,19 +76,16 @@ float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup) {
                             std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5)));
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, dist::Communicator* across) {
-  double squares = 0.0;
-  for (const Tensor& p : params)
-    if (p.grad().defined()) squares += ops::sum_of_squares(p.grad());
-  const double total = std::sqrt(dist::sum_over(across, {squares})[0]);
-  const double coef = max_norm / (total + 1e-6);
-  if (coef < 1.0) {
-    for (const Tensor& p : params) {
-      Tensor g = p.grad();
-      if (g.defined()) ops::scale_(g, static_cast<float>(coef));
-    }
+Tensor clip_grad_norm(Tensor grads, double max_norm, dist::Communicator* across) {
+  Tensor squares = ops::sum_of_squares(grads);
+  if (across) {  // the processes' sums added up on the host, in the same two floats
+    const std::vector<float> mine = squares.to_vector();
+    const double all = dist::sum_over(across, {static_cast<double>(mine[0]) + mine[1]})[0];
+    const float high = static_cast<float>(all);
+    squares.copy_from(Tensor::from_vector({2}, {high, static_cast<float>(all - high)}));
   }
-  return total;
+  if (std::isfinite(max_norm)) ops::clip_to_norm(grads, squares, static_cast<float>(max_norm));
+  return squares;
 }
 
 }  // namespace tfm::training

@@ -18,7 +18,7 @@ using tfm::AdamOptions;  // tfm/training.h
 class Adam {
  public:
   Adam(std::vector<std::pair<std::string, Tensor>> named_params, AdamOptions options);
-  void step();  // one update of every parameter that has a gradient
+  void step();  // one update of every parameter that has a gradient, in one pass
   void zero_grad();
   void set_lr(float lr) { options_.lr = lr; }
   float lr() const { return options_.lr; }
@@ -42,9 +42,12 @@ class Adam {
 // lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step counted from 1.
 float noam_lr(int64_t step, int64_t d_model, float factor, int64_t warmup);
 
-// Scales all gradients so their global L2 norm is at most max_norm (as
-// torch.nn.utils.clip_grad_norm_); returns the norm before clipping. With `across`, params
-// are this process's share of the model's and the norm is the whole model's.
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, dist::Communicator* across = nullptr);
+// Scales the gradients in `grads` (a flat gradient buffer, or a process's range of one)
+// so that their global L2 norm is at most max_norm (infinite: leaves them), as
+// torch.nn.utils.clip_grad_norm_ does; returns their sum of squares before clipping,
+// on their device as ops::sum_of_squares gives it (f32 [2]), where nothing waits for it. With `across`, grads are this
+// process's share of the model's and the sum is the whole model's (a wait: the
+// processes' shares are summed on the host).
+Tensor clip_grad_norm(Tensor grads, double max_norm, dist::Communicator* across = nullptr);
 
 }  // namespace tfm::training

@@ -106,7 +106,7 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
 // (Ctrl-C's last save) would make the launcher stop rank 0 in the middle of writing.
 void Trainer::save(TrainingTask& task, const std::string& name) {
   check_replicas(task.model());
-  std::vector<std::pair<std::string, Tensor>> optimizer = optimizer_state(task.model());
+  std::vector<std::pair<std::string, Tensor>> optimizer = step_->optimizer_state();
   if (root()) write_checkpoint(task, name, std::move(optimizer));
   if (o_.comm) {
     std::vector<double> written{0.0};
@@ -157,38 +157,12 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   return false;
 }
 
-double Trainer::finish_gradients(nn::Module& model, double count, bool divide) {
-  const nn::FlatParameters& flat = *model.flat_parameters();
-  Tensor grads = flat.grads;  // a handle: the buffer itself is changed
-  const double max_norm = o_.clip_norm > 0 ? o_.clip_norm : INFINITY;
-  if (!shard_) {
-    if (divide) ops::scale_(grads, static_cast<float>(1.0 / count));
-    return clip_grad_norm(model.parameters(), max_norm);
-  }
-  complete_gradients(flat, 0, grads.numel());
-  HostFloats all(grads, 0, grads.numel());
-  o_.comm->reduce_scatter_sum(all.data(), shard_->counts);  // this process's share summed
-  all.done();
-  Tensor mine = make_view(grads, {shard_->end - shard_->begin}, {1}, shard_->begin);
-  if (divide) ops::scale_(mine, static_cast<float>(1.0 / count));
-  return clip_grad_norm(shard_->params, max_norm, o_.comm);
-}
-
-void Trainer::update_weights(const nn::FlatParameters& flat) {
-  optimizer_->step();
-  if (!shard_) return;
-  HostFloats values(flat.values, 0, flat.values.numel());
-  o_.comm->all_gather_parts(values.data(), shard_->counts);
-  values.done();
-}
-
 tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(precision_);
   model.to(device_);  // before its parameters are laid out in one buffer there
-  const nn::FlatParameters& flat = model.flatten_parameters();
+  step_ = std::make_unique<OptimizationStep>(model, StepOptions{o_.adam, o_.clip_norm, o_.comm, o_.bucket_mb, o_.shard_optimizer}, out_);
   task.join(o_.comm);
-  optimizer_ = std::make_unique<Adam>(optimized_parameters(model), o_.adam);
   if (resumed_info_ && !o_.init_from.empty()) {
     task.check_resumable(*resumed_info_, o_.init_from);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.init_from);  // a checkpoint's optimizer moments are left
@@ -198,7 +172,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   } else if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);
-    optimizer_->load_state(resumed_info_->optimizer, state_.step);
+    step_->optimizer().load_state(resumed_info_->optimizer, state_.step);
     resumed_file_ = {};  // the weights are in the model now
     if (root()) trim_metrics();
     out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
@@ -215,7 +189,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
   if (o_.comm && o_.comm->size() > 1)
     out_ << "data parallel: " << o_.comm->size() << " processes, each computing its share of every batch"
-         << (shard_ ? " and updating its share of the weights (sharded optimiser state)" : "") << std::endl;
+         << (o_.shard_optimizer ? " and updating its share of the weights (sharded optimiser state)" : "") << std::endl;
 
   auto stop_requested = [&] { return o_.stop.stop_requested(); };
   const auto start = std::chrono::steady_clock::now();
@@ -246,41 +220,23 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
       batches = task.begin_epoch(state_.epoch, o_.seed);
     }
     const int64_t end = std::min(state_.batch + o_.accumulate, batches);
-    optimizer_->set_lr(learning_rate(o_.schedule, state_.step + 1));
-    for (Tensor& p : model.parameters()) p.zero_grad();  // a sharded optimiser holds only some of them
-    // The step's loss is the mean over every token (image...) of its batches, on every
-    // process: each batch's summed loss goes backward, the gradients are summed across
-    // the processes and divided by the count. (One batch of one process goes backward as
-    // it is: the same mean, without the two roundings.)
-    const bool one_batch = end - state_.batch == 1 && !o_.comm;
-    double loss_sum = 0;
-    int64_t local_items = 0, local_count = 0;
-    BucketReducer reducer(flat, shard_ ? nullptr : o_.comm, o_.bucket_mb);  // a sharded optimiser's sum comes after
-    for (int64_t i = state_.batch; i < end; ++i) {
+    const float lr = learning_rate(o_.schedule, state_.step + 1);
+    const auto batch_loss = [&](int64_t i) {
       // Each batch's dropout streams come from (run, epoch, batch): the same on every
       // process, whether or not it has a share of the batch (and so draws at all).
       model.dropout_rng().set_state(substream(state_.dropout_rng, static_cast<uint64_t>(state_.epoch), static_cast<uint64_t>(i)).state());
-      TrainingTask::BatchLoss b = task.batch_loss(i);
-      const int64_t n = b.averaged_over > 0 ? b.averaged_over : b.items;
-      local_items += b.items, local_count += n;
-      if (!b.loss.defined()) continue;  // this process's share of the batch is empty
-      autograd::backward(one_batch ? b.loss : ops::scale(b.loss, static_cast<float>(n)), i + 1 == end ? reducer.leaf_done() : nullptr);
-      loss_sum += b.loss.item() * static_cast<double>(n);
-    }
-    reducer.finish();
-    // The step's totals over the processes, and whether any of them is asked to stop or
-    // out of time: every process then takes the same decisions.
-    const bool time_up = o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60;
-    const std::vector<double> totals = dist::sum_over(o_.comm, {loss_sum, static_cast<double>(local_count), static_cast<double>(local_items),
-                                                                stop_requested() ? 1.0 : 0.0, time_up ? 1.0 : 0.0});
-    const double count = totals[1];
-    const int64_t items = static_cast<int64_t>(totals[2]);
-    const bool stop_now = totals[3] > 0, out_of_time = totals[4] > 0;
-    const double loss = count > 0 ? totals[0] / count : 0.0;
-    const double grad_norm = finish_gradients(model, count, !one_batch && count > 0);
+      return task.batch_loss(i);
+    };
+    // Whether any process is asked to stop or out of time: every process then takes the same decisions.
+    const auto flags = [&] {
+      const bool time_up = o_.max_minutes > 0 && elapsed() >= o_.max_minutes * 60;
+      return std::vector<double>{stop_requested() ? 1.0 : 0.0, time_up ? 1.0 : 0.0};
+    };
+    const StepGradients g = step_->gradients(batch_loss, state_.batch, end, flags);
+    const bool stop_now = g.flags[0] > 0, out_of_time = g.flags[1] > 0;
     state_.batch = end;
-    if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
-      const std::string what = std::isfinite(loss) ? "gradient" : "loss";
+    if (!g.finite()) {
+      const std::string what = std::isfinite(g.loss) ? "gradient" : "loss";
       TFM_CHECK(o_.skip_nonfinite, "non-finite " << what << " at step " << state_.step + 1 << " (epoch " << state_.epoch
                                                  << "); stopped without saving it, the last checkpoint is intact "
                                                     "(--skip-nonfinite skips such steps instead)");
@@ -292,12 +248,12 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
       continue;
     }
     skipped_in_a_row = 0;
-    update_weights(flat);
+    step_->update(lr);
     ++state_.step;
-    progress.update(state_.step, loss, optimizer_->lr(), items, "epoch " + std::to_string(state_.epoch));
+    progress.update(state_.step, g.loss, lr, g.items, "epoch " + std::to_string(state_.epoch));
     const bool last_step = state_.step >= total;
     if (state_.step % o_.log_every == 0 || last_step)  // the last step too: a short run's loss curve is not empty
-      log_metrics(json{{"step", state_.step}, {"epoch", state_.epoch}, {"train_loss", loss}, {"lr", optimizer_->lr()}, {"elapsed_s", elapsed()}}
+      log_metrics(json{{"step", state_.step}, {"epoch", state_.epoch}, {"train_loss", g.loss}, {"lr", lr}, {"elapsed_s", elapsed()}}
                       .dump());
     if (o_.save_every > 0 && state_.step % o_.save_every == 0) save(task, "step-" + std::to_string(state_.step) + ".safetensors");
     if (o_.validate_every > 0 && state_.step % o_.validate_every == 0) {

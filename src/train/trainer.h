@@ -27,6 +27,7 @@
 #include "tfm/training.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/step.h"
 
 namespace tfm::training {
 
@@ -72,13 +73,7 @@ class TrainingTask {
   // Prepares epoch `epoch` (from 1) and returns its number of batches. The batch
   // order must depend only on (seed, epoch) so that a resumed run sees the same data.
   virtual int64_t begin_epoch(int64_t epoch, uint64_t seed) = 0;
-  struct BatchLoss {
-    Tensor loss;         // scalar mean loss of the batch
-    int64_t items = 0;   // tokens or images, for throughput
-    // What the loss is a mean over (target tokens, images, masked tokens): a step's loss
-    // is the mean over all of them in its batches. 0: `items`.
-    int64_t averaged_over = 0;
-  };
+  using BatchLoss = training::BatchLoss;  // train/step.h
   virtual BatchLoss batch_loss(int64_t index) = 0;
   // Runs without gradients; the Trainer switches the model to eval() and back.
   virtual Validation validate() = 0;
@@ -138,18 +133,6 @@ class Trainer {
   bool root() const { return !o_.comm || o_.comm->rank() == 0; }
   // Every process's weights are the same (their sums agree); checked before each save.
   void check_replicas(const nn::Module& model) const;
-  // The parameters this process's optimiser updates: all of them, or with a sharded
-  // optimiser (shard_optimizer, several processes) its share, which it sets shard_ to.
-  std::vector<std::pair<std::string, Tensor>> optimized_parameters(const nn::Module& model);
-  // The optimiser's moments of every parameter, gathered from the processes' shares.
-  std::vector<std::pair<std::string, Tensor>> optimizer_state(const nn::Module& model) const;
-  // Divides the step's summed gradients by its count (where `divide`) and clips them;
-  // returns their norm before clipping. Where the optimiser is sharded, this process's
-  // share alone, summed across the processes first; the norm is the whole model's.
-  double finish_gradients(nn::Module& model, double count, bool divide);
-  // Adam's update of this process's parameters (all of them, unless the optimiser is
-  // sharded: then every process's updated share is gathered).
-  void update_weights(const nn::FlatParameters& flat);
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
   void write_checkpoint(TrainingTask& task, const std::string& name, std::vector<std::pair<std::string, Tensor>> optimizer) const;
@@ -172,15 +155,7 @@ class Trainer {
   std::vector<std::string> previous_run_;  // another run's files in out_dir, removed by clear_previous_run
   io::SafeTensors resumed_file_;
   std::optional<io::Checkpoint> resumed_info_;
-  std::unique_ptr<Adam> optimizer_;
-  // ZeRO stage 1 (shard_optimizer with several processes): process r's optimiser updates
-  // the parameters in [cuts[r], cuts[r + 1]) of the flat buffers alone.
-  struct Shard {
-    std::vector<int64_t> counts;  // floats of each process's share
-    int64_t begin = 0, end = 0;   // this process's
-    std::vector<Tensor> params;   // the parameters in it
-  };
-  std::optional<Shard> shard_;
+  std::unique_ptr<OptimizationStep> step_;  // made by run()
   State state_;
 };
 

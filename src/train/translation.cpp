@@ -9,7 +9,7 @@
 #include "eval/metrics.h"
 #include "tensor/error.h"
 #include "train/model_settings.h"
-#include "train/step.h"
+#include "train/seq2seq.h"
 #include "train/trainer.h"
 
 namespace tfm::training {

@@ -200,7 +200,7 @@ class VitTraining : public TrainingTask {
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(data_.train.labels[static_cast<size_t>(i)]);
     const Tensor logits = model_->forward(image_batch(data_.train, idx, flip));
-    return {ops::cross_entropy(logits, ops::to(Tensor::from_values(labels), logits.device()), 0.0f, -1), mine.size()};
+    return {ops::cross_entropy(logits, Tensor::from_values(labels), 0.0f, -1), mine.size()};
   }
 
   // Each process evaluates its share of the held-out images.

@@ -53,7 +53,7 @@
 #include "tfm/training.h"
 #include "tfm/translator.h"
 #include "train/copy_task.h"
-#include "train/step.h"
+#include "train/seq2seq.h"
 
 namespace tfm {
 namespace {
@@ -345,7 +345,7 @@ std::vector<LargeCase> large_cases() {
                [](Device d) { return V{random({1 << 24}, 26, d), random({1 << 24}, 27, d), random({1 << 24}, 28, d, 0.1f), random({1 << 24}, 29, d, 0.01f)}; },
                [](const V& x) {
                  Tensor p = x[0].detach().clone(), m = x[2].detach().clone(), v = ops::mul(x[3].detach(), x[3].detach());
-                 ops::adam_update(p, x[1].detach(), m, v, {0.9f, 0.98f, 1e-9f, 1e-3f, 0.5f, 0.0f, 1.0f});
+                 ops::adam_update({{p, x[1].detach(), m, v, true}}, {0.9f, 0.98f, 1e-9f, 1e-3f, 0.5f, 0.0f, 0.999f});
                  return ops::concat({p, m, v}, 0);
                },
                false});

@@ -346,13 +346,30 @@ std::vector<OpCase> cases() {
                [](const auto& v) { return Values{std::accumulate(v[0].begin(), v[0].end(), 0.0)}; }});
   c.push_back({"mean", {f32({3, 5}, 37)}, [](const auto& x, DType) { return ops::mean(x[0]); },
                [](const auto& v) { return Values{std::accumulate(v[0].begin(), v[0].end(), 0.0) / 15.0}; }});
-  c.push_back({"sum_of_squares", {f32({5000}, 38)},
-               [](const auto& x, DType) { return ops::to(Tensor::full({}, static_cast<float>(ops::sum_of_squares(x[0]))), x[0].device()); },
+  c.push_back({"sum_of_squares", {f32({5000}, 38)}, [](const auto& x, DType) { return ops::slice(ops::sum_of_squares(x[0]), 0, 0, 1); },
                [](const auto& v) { return Values{dot(v[0], v[0])}; }, false});
+  // Gradients (scaled by 3 to exceed the bound) clipped to norm 2 against their sum of squares.
+  c.push_back({"clip_grad_norm", {f32({40}, 44)},
+               [](const auto& x, DType) {
+                 Tensor g = ops::scale(x[0], 3.0f).detach();
+                 ops::clip_to_norm(g, ops::sum_of_squares(g), 2.0f);
+                 return g;
+               },
+               [](const auto& v) {
+                 const double coef = 2.0 / (3.0 * std::sqrt(dot(v[0], v[0])) + 1e-6);
+                 Values out;
+                 for (double x : v[0]) out.push_back(3.0 * x * coef);
+                 return out;
+               },
+               false});
+  // One pass over two parameters: elements [0, 20) a matrix that decays (shrink 0.999), [20, 30) a vector that does not.
   c.push_back({"adam_update", {f32({30}, 39), f32({30}, 40), f32({30}, 41), f32({30}, 42, 0.0, 1.0)},
                [](const auto& x, DType) {
                  Tensor p = x[0].clone(), m = x[2].clone(), v = x[3].clone();
-                 ops::adam_update(p, x[1], m, v, {0.9f, 0.98f, 1e-9f, 0.01f, 0.5f, 0.001f, 0.999f});
+                 auto part = [](const Tensor& t, int64_t a, int64_t b, const Shape& shape) { return ops::reshape(ops::slice(t, 0, a, b), shape); };
+                 ops::adam_update({{part(p, 0, 20, {4, 5}), part(x[1], 0, 20, {4, 5}), part(m, 0, 20, {4, 5}), part(v, 0, 20, {4, 5}), true},
+                                   {part(p, 20, 30, {10}), part(x[1], 20, 30, {10}), part(m, 20, 30, {10}), part(v, 20, 30, {10}), false}},
+                                  {0.9f, 0.98f, 1e-9f, 0.01f, 0.5f, 0.001f, 0.999f});
                  return ops::concat({p, m, v}, 0);
                },
                [](const auto& v) {
@@ -361,7 +378,7 @@ std::vector<OpCase> cases() {
                    const double g = v[1][i] + 0.001 * v[0][i];
                    m.push_back(0.9 * v[2][i] + 0.1 * g);
                    s.push_back(0.98 * v[3][i] + 0.02 * g * g);
-                   p.push_back(0.999 * v[0][i] - 0.01 * m.back() / (std::sqrt(s.back()) / 0.5 + 1e-9));
+                   p.push_back((i < 20 ? 0.999 : 1.0) * v[0][i] - 0.01 * m.back() / (std::sqrt(s.back()) / 0.5 + 1e-9));
                  }
                  p.insert(p.end(), m.begin(), m.end());
                  p.insert(p.end(), s.begin(), s.end());

@@ -43,7 +43,8 @@ double row_loss(const float* x, float* lp, int64_t vocab, int t, int skip_id, co
 
 }  // namespace
 
-double smoothed_loss(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad) {
+void smoothed_loss(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad,
+                   double divisor, Tensor& total_out) {
   const int64_t rows = logits.size(0), vocab = logits.size(1);
   const int32_t* t = targets.data_as<int32_t>();
   std::vector<double> row_losses(rows, 0.0);
@@ -57,7 +58,7 @@ double smoothed_loss(const Tensor& logits, const Tensor& targets, int skip_id, c
   }
   double total = 0.0;  // in row order: the same for any thread count
   for (double v : row_losses) total += v;
-  return total;
+  total_out.data()[0] = static_cast<float>(total / divisor);
 }
 
 }  // namespace tfm::ops::cpu

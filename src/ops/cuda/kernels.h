@@ -14,4 +14,8 @@ const Kernels& kernels();
 // One function per entry of ops/kernels.h's table, with its signature.
 TFM_KERNEL_ENTRIES(TFM_DECLARE_KERNEL)
 
+// (partial[0] + partial[1] + ... in order, in double) / divisor into out (f32, one or two
+// elements: ops/kernels.h's sum), on the device: how the sums end as the CPU's do (reduce.cu).
+void add_in_order(const double* partial, int64_t n, double divisor, Tensor& out);
+
 }  // namespace tfm::ops::cuda

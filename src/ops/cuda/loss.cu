@@ -1,8 +1,8 @@
 // The label-smoothed losses' kernel on the GPU: log-softmax, loss and gradient, a
-// block a row; the rows' losses are added up on the host in row order, as the CPU does.
+// block a row; the rows' losses are added up in row order, as the CPU does, on the device.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
@@ -89,22 +89,18 @@ __global__ void smoothed_loss_kernel(const float* logits, const int32_t* targets
 
 }  // namespace
 
-double smoothed_loss(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad) {
+void smoothed_loss(const Tensor& logits, const Tensor& targets, int skip_id, const SmoothedTarget& q, float inv_n, Tensor* grad,
+                   double divisor, Tensor& total) {
   const int64_t rows = logits.size(0), vocab = logits.size(1);
-  if (rows == 0) return 0.0;
   // (The front end has checked the targets: each in [0, vocab) or skip_id.)
-  Tensor losses = Tensor::empty({rows}, DType::i64, Device::CUDA);  // doubles: 8 bytes each
-  smoothed_loss_kernel<<<blocks_for(rows, 1), kThreads, 0, stream()>>>(ptr<float>(logits), ptr<int32_t>(targets), rows, vocab, skip_id, q,
-                                                                       inv_n, grad ? ptr<float>(*grad) : nullptr,
-                                                                       static_cast<double*>(losses.device_ptr()));
-  check_launch("smoothed_loss");
-  std::vector<double> row_losses(static_cast<size_t>(rows));
-  check(cudaMemcpyAsync(row_losses.data(), losses.device_ptr(), row_losses.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()),
-        "smoothed_loss: copy the losses back");
-  check(cudaStreamSynchronize(stream()), "smoothed_loss");
-  double total = 0.0;  // in row order, as the CPU adds them
-  for (double v : row_losses) total += v;
-  return total;
+  Tensor losses = Tensor::empty({std::max<int64_t>(rows, 1)}, DType::i64, Device::CUDA);  // doubles: 8 bytes each
+  double* row_losses = static_cast<double*>(losses.device_ptr());
+  if (rows > 0) {
+    smoothed_loss_kernel<<<blocks_for(rows, 1), kThreads, 0, stream()>>>(ptr<float>(logits), ptr<int32_t>(targets), rows, vocab, skip_id, q,
+                                                                         inv_n, grad ? ptr<float>(*grad) : nullptr, row_losses);
+    check_launch("smoothed_loss");
+  }
+  add_in_order(row_losses, rows, divisor, total);
 }
 
 }  // namespace tfm::ops::cuda

@@ -100,14 +100,14 @@ void random_fill(Tensor& t, Distribution d, float a, float b, uint64_t counter) 
   check_launch("random_fill");
 }
 
-// Greedy rows are picked on the GPU (only the finiteness flags come back); sampled
-// ones on the host from the logits copied back, so the pick is the CPU's exactly.
-void sample(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& ids) {
-  const int64_t rows = logits.size(0), vocab = logits.size(1);
-  if (rows == 0) return;
-  if (s.temperature <= 0.0f) {
-    Tensor finite = Tensor::empty({rows}, DType::u8, Device::CUDA);
-    greedy_kernel<<<blocks_for(rows, 1), kThreads, 0, stream()>>>(ptr<float>(logits), rows, vocab, ptr<int32_t>(ids), ptr<uint8_t>(finite));
+// Greedy batches are picked on the GPU (only the finiteness flags come back); a batch
+// with sampled rows on the host from the logits copied back, so the picks are the CPU's exactly.
+void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& ids) {
+  const int64_t n = logits.size(0), vocab = logits.size(1);
+  if (n == 0) return;
+  if (std::all_of(rows.begin(), rows.end(), [](const SampledRow& r) { return r.sampling.temperature <= 0.0f; })) {
+    Tensor finite = Tensor::empty({n}, DType::u8, Device::CUDA);
+    greedy_kernel<<<blocks_for(n, 1), kThreads, 0, stream()>>>(ptr<float>(logits), n, vocab, ptr<int32_t>(ids), ptr<uint8_t>(finite));
     check_launch("sample");
     const std::vector<uint8_t> ok = finite.values<uint8_t>();
     TFM_CHECK(std::all_of(ok.begin(), ok.end(), [](uint8_t f) { return f != 0; }),
@@ -115,9 +115,9 @@ void sample(const Tensor& logits, const Sampling& s, uint64_t counter, Tensor& i
     return;
   }
   const std::vector<float> host = logits.values<float>();
-  std::vector<int32_t> picks(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) picks[r] = sample_row(host.data() + r * vocab, vocab, s, Rng(counter + static_cast<uint64_t>(r)));
-  ids.copy_from(Tensor::from_values<int32_t>({rows}, picks));
+  std::vector<int32_t> picks(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) picks[r] = sample_row(host.data() + r * vocab, vocab, rows[r].sampling, Rng(rows[r].counter));
+  ids.copy_from(Tensor::from_values<int32_t>({n}, picks));
 }
 
 void sinusoids(Tensor& table, bool split) {
