@@ -155,27 +155,54 @@ double converted(double x, DType dtype) {
   return NAN;
 }
 
-// Attention over q [B, tq, H*dk], k and v [B, tk, H*dk] with padded keys and the
-// causal horizon: [B, tq, H*dk].
+// Dropout's probability and stream in the cases that drop.
+constexpr float kP = 0.3f;
+constexpr uint64_t kKey = 99;
+
+// How the attention oracle finds and masks keys: key padding [B, tk] (empty: none), the
+// causal horizon, dropout of the probabilities (kP, kKey), and decoding's key rows (key
+// j of query row b is key j of row key_rows[b tk + j] of k and v; empty: of row b).
+struct AttentionSetup {
+  std::vector<uint8_t> padding;
+  bool causal = false, dropout = false;
+  std::vector<int> key_rows;
+};
+
+// Attention over q [B, tq, H*dk], k and v [B, tk, H*dk] (or [any, tk, H*dk] with key
+// rows): [B, tq, H*dk].
 Values attention(const Values& q, const Values& k, const Values& v, int64_t B, int64_t tq, int64_t tk, int64_t H, int64_t dk,
-                 const std::vector<uint8_t>& padding, bool causal) {
+                 const AttentionSetup& setup) {
   const int64_t D = H * dk;
   Values out(static_cast<size_t>(B * tq * D), 0.0);
+  auto key_row = [&](int64_t b, int64_t j) { return (setup.key_rows.empty() ? b : setup.key_rows[b * tk + j]) * tk + j; };
+  auto keep = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (!setup.dropout) return 1.0;
+    const bool drop = hash_uniform(kKey, dropout_index(b, attention_dropout_place(h, i, j))) < kP;
+    return drop ? 0.0 : 1.0 / (1.0 - static_cast<double>(kP));
+  };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < tq; ++i) {
         Values s(static_cast<size_t>(tk), -INFINITY);
         for (int64_t j = 0; j < tk; ++j) {
-          if ((causal && j > i + tk - tq) || (!padding.empty() && padding[b * tk + j])) continue;
+          if ((setup.causal && j > i + tk - tq) || (!setup.padding.empty() && setup.padding[b * tk + j])) continue;
           double acc = 0.0;
-          for (int64_t c = 0; c < dk; ++c) acc += q[(b * tq + i) * D + h * dk + c] * k[(b * tk + j) * D + h * dk + c];
+          for (int64_t c = 0; c < dk; ++c) acc += q[(b * tq + i) * D + h * dk + c] * k[key_row(b, j) * D + h * dk + c];
           s[j] = acc / std::sqrt(static_cast<double>(dk));
         }
         const Values lp = log_softmax_row(s.data(), tk);
         for (int64_t j = 0; j < tk; ++j)
           for (int64_t c = 0; c < dk; ++c)
-            if (std::isfinite(lp[j])) out[(b * tq + i) * D + h * dk + c] += std::exp(lp[j]) * v[(b * tk + j) * D + h * dk + c];
+            if (std::isfinite(lp[j])) out[(b * tq + i) * D + h * dk + c] += std::exp(lp[j]) * keep(b, h, i, j) * v[key_row(b, j) * D + h * dk + c];
       }
+  return out;
+}
+
+// Columns [first, first + n) of each row of `rows` values of width `width`.
+Values columns(const Values& x, int64_t width, int64_t first, int64_t n) {
+  Values out;
+  for (size_t r = 0; r < x.size(); r += static_cast<size_t>(width))
+    out.insert(out.end(), x.begin() + static_cast<int64_t>(r) + first, x.begin() + static_cast<int64_t>(r) + first + n);
   return out;
 }
 
@@ -226,8 +253,6 @@ std::vector<OpCase> cases() {
   c.push_back({"silu", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::silu(x[0]); }, elementwise(silu)});
   c.push_back({"tanh", {f32({40}, 7, -3, 3)}, [](const auto& x, DType) { return ops::tanh(x[0]); },
                elementwise([](double x) { return std::tanh(x); })});
-  constexpr float kP = 0.3f;
-  constexpr uint64_t kKey = 99;
   auto dropped = [](bool relu, size_t per_row) {  // element i: sample i / per_row, place i % per_row
     return [relu, per_row](const std::vector<Values>& v) {
       Values r(v[0].size());
@@ -264,14 +289,33 @@ std::vector<OpCase> cases() {
                  }
                  return r;
                }});
-  // attention: key padding in one case, the causal mask with more keys than queries in the other
+  // attention: key padding; the causal mask with more keys than queries; q, k and v
+  // slices of one projection [2, 3, 12]; dropout of the probabilities; decoding's key
+  // rows (one query a row, keys in any rows of k and v, no gradient)
   const std::vector<uint8_t> padding{0, 0, 0, 1, 0, 0, 1, 1};
   c.push_back({"attention", {f32({2, 3, 4}, 14), f32({2, 4, 4}, 15), f32({2, 4, 4}, 16)},
                [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask(padding, false, x[0].device())); },
-               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, padding, false); }});
+               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, {padding}); }});
   c.push_back({"attention", {f32({2, 3, 4}, 17), f32({2, 5, 4}, 18), f32({2, 5, 4}, 19)},
                [](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask({}, true, x[0].device())); },
-               [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 5, 2, 2, {}, true); }});
+               [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 5, 2, 2, {{}, true}); }});
+  c.push_back({"attention", {f32({2, 3, 12}, 45)},
+               [](const auto& x, DType) {
+                 auto part = [&](int64_t i) { return ops::slice(x[0], 2, 4 * i, 4 * i + 4); };
+                 return ops::attention(part(0), part(1), part(2), 2, padding_mask({}, true, x[0].device()));
+               },
+               [](const auto& v) { return attention(columns(v[0], 12, 0, 4), columns(v[0], 12, 4, 4), columns(v[0], 12, 8, 4), 2, 3, 3, 2, 2, {{}, true}); }});
+  c.push_back({"attention", {f32({2, 3, 4}, 46), f32({2, 4, 4}, 47), f32({2, 4, 4}, 48)},
+               [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask(padding, false, x[0].device()), kP, kKey); },
+               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, {padding, false, true}); }});
+  const std::vector<int> key_rows{2, 0, 1, 1, 2, 0};  // query row 0's keys 0, 1, 2 in rows 2, 0, 1 of the cache; row 1's in 1, 2, 0
+  c.push_back({"attention", {f32({2, 1, 4}, 49), f32({3, 3, 4}, 50), f32({3, 3, 4}, 51)},
+               [key_rows](const auto& x, DType) {
+                 autograd::NoGradGuard no_grad;
+                 const Tensor rows = ops::to(Tensor::from_values<int32_t>({2, 3}, key_rows), x[0].device());
+                 return ops::attention(x[0], x[1], x[2], 2, padding_mask({}, false, x[0].device()), 0.0f, {}, nullptr, rows);
+               },
+               [key_rows](const auto& v) { return attention(v[0], v[1], v[2], 2, 1, 3, 2, 2, {{}, false, false, key_rows}); }, false});
   const Input targets = ints({5}, {2, 0, 6, 1, 3});  // 0 is the ignored (padding) id
   c.push_back({"cross_entropy", {f32({5, 7}, 20, -3, 3), targets},
                [](const auto& x, DType) { return ops::cross_entropy(x[0], x[1], 0.1f, 0); },
