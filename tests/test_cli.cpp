@@ -375,6 +375,37 @@ TEST(Cli, AFreshRunRefusesADirectoryHoldingAnotherRunUnlessForced) {
   EXPECT_EQ(tfm::testing::read_file(early + "/metrics.jsonl").find("\"step\":1,"), std::string::npos) << "the old run's metrics remain";
 }
 
+// The review's L1: a resumed run goes on in its checkpoint's directory, never in another
+// run's (the default one included), unless forced.
+TEST(Cli, AResumedRunGoesOnInItsOwnDirectoryAndRefusesAnotherRuns) {
+  tfm::testing::TempDir dir;
+  const std::string a = dir.path("a"), b = dir.path("b");
+  ASSERT_EQ(copy_task(a, "--steps 2").code, 0);
+  ASSERT_EQ(copy_task(b, "--steps 3").code, 0);
+  const std::string b_last = tfm::testing::read_file(b + "/last.safetensors"), b_metrics = tfm::testing::read_file(b + "/metrics.jsonl");
+
+  CliResult into_b = run_tfm("train --batch 4 --seq-len 4 --samples 0 --steps 4 --resume " + a + "/last.safetensors --out " + b);
+  EXPECT_EQ(into_b.code, 1);
+  EXPECT_EQ(into_b.output, "tfm: error: " + b + " holds another training run (best.safetensors, curves.png, last.safetensors, metrics.jsonl) than the one " +
+                               a + "/last.safetensors continues; continue it in its own directory (--out " + a +
+                               ", the default) or in an empty one, or replace that run with --force (which deletes those files)\n");
+  EXPECT_EQ(tfm::testing::read_file(b + "/last.safetensors"), b_last);
+  EXPECT_EQ(tfm::testing::read_file(b + "/metrics.jsonl"), b_metrics);
+
+  // Without --out, in the checkpoint's directory (run from elsewhere: the default runs/copy is not touched).
+  CliResult in_place = run_tfm("train --batch 4 --seq-len 4 --samples 0 --steps 4 --resume " + a + "/last.safetensors");
+  EXPECT_EQ(in_place.code, 0) << in_place.output;
+  EXPECT_NE(in_place.output.find("checkpoints in " + a), std::string::npos) << in_place.output;
+  EXPECT_NE(run_tfm("info " + a + "/last.safetensors").output.find("\"step\":4"), std::string::npos);
+
+  // A copy of the run's last checkpoint resumes into the run's directory; --force replaces another run.
+  std::filesystem::copy_file(a + "/last.safetensors", dir.path("copy.safetensors"));
+  EXPECT_EQ(run_tfm("train --batch 4 --seq-len 4 --samples 0 --steps 5 --resume " + dir.path("copy.safetensors") + " --out " + a).code, 0);
+  CliResult forced = run_tfm("train --batch 4 --seq-len 4 --samples 0 --steps 6 --resume " + a + "/last.safetensors --out " + b + " --force");
+  EXPECT_EQ(forced.code, 0) << forced.output;
+  EXPECT_NE(run_tfm("info " + b + "/last.safetensors").output.find("\"step\":6"), std::string::npos);
+}
+
 // `tfm train --resume` without data flags is the copy task's: a translation checkpoint
 // is refused, never continued (and overwritten) as a copy task.
 // The copy task takes the model flags (--dropout, --post-norm, --config); a resumed run refuses ones that disagree with its checkpoint.

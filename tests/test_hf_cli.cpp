@@ -279,6 +279,21 @@ TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
   r = run_tfm("info --model " + dir + " 2>&1");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.output.find("vocab.txt: is empty"), std::string::npos) << r.output;
+  // The review's W3: a shorter vocab.txt, or one that repeats a token, is not the model's either.
+  size_t hundred_lines = 0;
+  for (int i = 0; i < 100; ++i) hundred_lines = vocab.find('\n', hundred_lines) + 1;
+  testing::write_file(dir + "/vocab.txt", vocab.substr(0, hundred_lines));
+  r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("vocab.txt: holds 100 tokens, but config.json's vocabulary is 312 (the tokenizer is not this model's)"),
+            std::string::npos) << r.output;
+  std::string repeated = vocab;
+  const size_t second_line = repeated.find('\n') + 1;
+  repeated.replace(second_line, repeated.find('\n', second_line) - second_line, "[CLS]");
+  testing::write_file(dir + "/vocab.txt", repeated);
+  r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("vocab.txt: line 3 repeats the token '[CLS]' of line 2"), std::string::npos) << r.output;
   testing::write_file(dir + "/vocab.txt", vocab);
   std::string config = testing::read_file(src + "/config.json");
   config.replace(config.find("\"num_hidden_layers\": 2"), std::string("\"num_hidden_layers\": 2").size(), "\"num_hidden_layers\": 2.5");

@@ -88,6 +88,14 @@ TEST(ImageFiles, DecodesEveryPngColourTypeToGreyOrRgb) {
   std::vector<uint8_t> wide;  // 16-bit: the high byte is the sample, the low one is noise
   for (uint8_t v : rgb) wide.insert(wide.end(), {v, static_cast<uint8_t>(255 - v)});
   EXPECT_EQ(decoded({4, 3, PNG_COLOR_TYPE_RGB, 16, true, rows_of(wide, 24)}).pixels, rgb);
+  // 16-bit grey, as Pillow reads it (mode I, clipped to 0..255 in L or RGB): 0..255 stays, more is 255 (the review's W7)
+  std::vector<uint8_t> grey16, clipped;
+  for (size_t p = 0; p < 12; ++p) {
+    const int v = p < 6 ? g[p] : 256 * static_cast<int>(p) + 3;
+    grey16.insert(grey16.end(), {static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v & 255)});
+    clipped.push_back(static_cast<uint8_t>(std::min(v, 255)));
+  }
+  EXPECT_EQ(decoded({4, 3, PNG_COLOR_TYPE_GRAY, 16, false, rows_of(grey16, 8)}).pixels, clipped);
 }
 
 TEST(ImageFiles, DecodesPalettesAndLowBitDepths) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/image.h"
 #include "data/tokenizer.h"
 #include "data/vocab.h"
 #include "decode/beam_search.h"
@@ -24,6 +25,7 @@
 #include "models/json_fields.h"
 #include "models/stack_config.h"
 #include "models/vit.h"
+#include "support/datasets.h"
 #include "support/process.h"
 #include "tensor/error.h"
 #include "tfm/training.h"
@@ -225,6 +227,45 @@ struct FamilyRuns {
 FamilyRuns& runs() {
   static FamilyRuns r;
   return r;
+}
+
+// `checkpoint` with every float set to 3e38 (the review's st2/*_big_3e38): finite weights
+// whose products overflow.
+std::string overflowing_copy(const std::string& checkpoint, const std::string& out) {
+  io::SafeTensors file = io::read_safetensors(checkpoint);
+  for (auto& [name, t] : file.tensors)
+    if (t.dtype() == DType::f32) t.fill(3e38f);
+  io::write_safetensors(out, file.tensors, file.metadata);
+  return out;
+}
+
+// The review's W2: every family refuses to print non-finite outputs as results.
+TEST(FamilyCli, NonFiniteOutputsOfEveryFamilyAreErrors) {
+  TempDir dir;
+  const std::string bert = overflowing_copy(runs().bert, dir.path("bert.safetensors"));
+  write_file(dir.path("in.txt"), "the cat sat\n");
+  testing::CliResult embed = run_tfm("embed --model " + bert + " < " + dir.path("in.txt"));
+  EXPECT_EQ(embed.code, 1);
+  EXPECT_EQ(embed.output, "tfm: error: the model's embeddings are not finite (NaN or infinity): its weights are corrupted or too large\n");
+
+  std::filesystem::create_directories(dir.path("images"));
+  testing::write_quadrant_set(dir.path("images"), "t10k", 8, 3);
+  const models::StackConfig c = models::StackConfig::from_json(
+      R"({"image_size": 8, "patch": 4, "classes": 4, "channels": 1, "d_model": 16, "heads": 2, "d_ff": 32, "layers": 1})", "vit", "vit");
+  io::save_checkpoint(dir.path("vit_ok.safetensors"), models::ViT(c).named_parameters(), {"vit", c.to_json(), {}, "", {}});
+  EXPECT_EQ(run_tfm("vit eval --model " + dir.path("vit_ok.safetensors") + " --data " + dir.path("images")).code, 0);
+  const std::string vit = overflowing_copy(dir.path("vit_ok.safetensors"), dir.path("vit.safetensors"));
+  const std::string tail = " are not finite (NaN or infinity): its weights are corrupted or too large\n";
+  testing::CliResult eval = run_tfm("vit eval --model " + vit + " --data " + dir.path("images"));
+  EXPECT_EQ(eval.code, 1);
+  EXPECT_EQ(eval.output, "tfm: error: the model's class scores" + tail);
+  write_file(dir.path("image.png"), data::encode_png({8, 8, 1, std::vector<uint8_t>(64, 64)}));
+  testing::CliResult classify = run_tfm("vit eval --model " + vit + " -i " + dir.path("image.png"));
+  EXPECT_EQ(classify.output, "tfm: error: the model's class scores" + tail);
+  testing::CliResult attention = run_tfm("attention --model " + vit + " --image 0 --data " + dir.path("images") + " -o " + dir.path("a.png"));
+  EXPECT_EQ(attention.code, 1);
+  EXPECT_NE(attention.output.find("are not finite"), std::string::npos) << attention.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("a.png")));
 }
 
 TEST(FamilyCli, InfoDescribesEveryFamily) {

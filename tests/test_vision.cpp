@@ -92,6 +92,36 @@ TEST(VitTraining, LearnsQuadrantsAndEvaluates) {
   EXPECT_NE(mt.output.find("--src, --tgt, --kind and --head are for translation models"), std::string::npos) << mt.output;
 }
 
+// The review's W8: a ViT trained on Fashion-MNIST-style files keeps its class names and
+// its test files through `tfm export --hf` and back (10 classes in a directory named
+// *fashion*, the quadrant images standing in for Fashion-MNIST's).
+TEST(VitTraining, AnExportedMnistStyleModelKeepsItsClassNamesAndTestFiles) {
+  TempDir dir;
+  const std::string data = dir.path("fashion-like");
+  std::filesystem::create_directories(data);
+  write_quadrant_set(data, "train", 200, 2);
+  write_quadrant_set(data, "t10k", 20, 3);
+  VitTask task;
+  task.data_dir = data;
+  task.model = R"({"image_size": 8, "patch": 4, "classes": 10, "d_model": 16, "d_ff": 32, "layers": 1, "heads": 2})";
+  task.batch = 32, task.valid_images = 20;
+  TrainingOptions o = VitTask::training_defaults();
+  o.out_dir = dir.path("run"), o.epochs = 1, o.validate_every = 0;
+  std::ostringstream log;
+  ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
+  const std::string checkpoint = dir.path("run/last.safetensors"), hf = dir.path("hf");
+  testing::CliResult x = testing::run_tfm("export --model " + checkpoint + " --hf " + hf);
+  ASSERT_EQ(x.code, 0) << x.output;
+  const std::string config = testing::read_file(hf + "/config.json");
+  EXPECT_NE(config.find("\"4\": \"Coat\""), std::string::npos) << config;
+  EXPECT_NE(config.find("\"tfm_mnist_style\": true"), std::string::npos) << config;
+  for (const std::string& model : {checkpoint, hf}) {
+    testing::CliResult e = testing::run_tfm("vit eval --model " + model + " --data " + data);
+    EXPECT_EQ(e.code, 0) << model << ": " << e.output;
+    EXPECT_NE(e.output.find(" 0 T-shirt/top"), std::string::npos) << model << ": " << e.output;
+  }
+}
+
 // On the simulated device (tensor/device.h), with validation: the CPU's weights bit for bit.
 TEST(VitTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
   TempDir dir;

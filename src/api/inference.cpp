@@ -3,6 +3,7 @@
 #include "io/checkpoint.h"
 #include "ops/dispatch.h"
 #include "ops/linear_products.h"
+#include "tensor/error.h"
 
 namespace tfm::api {
 
@@ -12,6 +13,7 @@ AttentionWeights weights_of(const std::vector<Tensor>& maps) {
   for (const Tensor& m : maps) {  // [1, heads, queries, keys]
     w.heads = m.size(1), w.queries = m.size(2), w.keys = m.size(3);
     const std::vector<float> v = m.to_vector();
+    expect_finite(v.data(), v.size(), "attention weights");
     w.values.insert(w.values.end(), v.begin(), v.end());
   }
   return w;

@@ -31,7 +31,7 @@ struct Options {
 void run_vit(const Options& o, const CLI::App& cmd) {
   TFM_CHECK(!o.translation_flags, "--src, --tgt, --kind and --head are for translation models; a ViT's heatmap takes --image, --layer and --data");
   const LoadedVit vit = load_vit(o.model);
-  TFM_CHECK(vit.class_names.empty(), o.model << ": a ViT trained on an image folder; --image draws the MNIST-style test images of --data");
+  TFM_CHECK(!vit.classes.resizes, o.model << ": a ViT trained on an image folder; --image draws the MNIST-style test images of --data");
   models::ViT* model = vit.model.get();
   use_for_inference(*model, cmd);
   const models::StackConfig& c = model->config();
@@ -46,14 +46,17 @@ void run_vit(const Options& o, const CLI::App& cmd) {
     autograd::NoGradGuard no_grad;
     logits = ops::contiguous(model->forward(training::image_batch(test, {o.image}), &maps));
   }
+  expect_finite(logits.data(), static_cast<size_t>(logits.numel()), "class scores");
   const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
-  const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], vit.class_names, c.classes, o.data_dir),
-                    guess = class_name(predicted, vit.class_names, c.classes, o.data_dir);
+  const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], vit.classes.names, c.classes, o.data_dir),
+                    guess = class_name(predicted, vit.classes.names, c.classes, o.data_dir);
   const Tensor attention = models::cls_attention(maps.self[static_cast<size_t>(layer)]);  // [1, patches]
   const std::vector<uint8_t> pixels(test.pixels.begin() + o.image * test.rows * test.cols,
                                     test.pixels.begin() + (o.image + 1) * test.rows * test.cols);
   const int grid = static_cast<int>(c.image_size / c.patch);
-  viz::image_attention(pixels, static_cast<int>(test.rows), static_cast<int>(test.cols), attention.to_vector(), grid, grid,
+  const std::vector<float> weights = attention.to_vector();
+  expect_finite(weights.data(), weights.size(), "attention weights");
+  viz::image_attention(pixels, static_cast<int>(test.rows), static_cast<int>(test.cols), weights, grid, grid,
                        "image " + std::to_string(o.image) + ": label " + label + ", predicted " + guess + "; layer " + std::to_string(layer),
                        o.out);
   std::cout << "label " << label << ", predicted " << guess << "\nwrote " << o.out << "\n";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/family_checkpoint.h"
 #include "models/vit.h"
 #include "nn/module.h"
 #include "ops/linear_products.h"
@@ -50,11 +51,12 @@ std::string device_flag(const CLI::App& cmd);
 // converted copies made once, not per product).
 void use_for_inference(nn::Module& model, const CLI::App& cmd);
 
-// A ViT checkpoint from `tfm vit train`, loaded and in eval mode, with the class names of
-// the image folder it was trained on (empty: MNIST-style files, numbered classes).
+// A ViT checkpoint from `tfm vit train` (or a Hugging Face ViT), loaded and in eval mode,
+// with its recorded classes (an image folder's names, resized images; or MNIST-style
+// files', maybe named).
 struct LoadedVit {
   std::unique_ptr<models::ViT> model;
-  std::vector<std::string> class_names;
+  decode::VitClasses classes;
 };
 LoadedVit load_vit(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "cli/trainer_flags.h"
 
+#include <filesystem>
+
 #include "cli/validators.h"
 
 namespace tfm::cli {
@@ -7,7 +9,8 @@ namespace tfm::cli {
 TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : options_(options) {
   using O = tfm::TrainingOptions;
   auto* g = cmd->add_option_group("training");
-  add(g, "--out", [](O& o) -> auto& { return o.out_dir; }, "Directory for checkpoints (last, best, step-N), metrics.jsonl and curves.png");
+  out_ = add(g, "--out", [](O& o) -> auto& { return o.out_dir; },
+             "Directory for checkpoints (last, best, step-N), metrics.jsonl and curves.png (with --resume: the checkpoint's own)");
   add(g, "--steps", [](O& o) -> auto& { return o.max_steps; }, "Optimisation steps (0: until --epochs are done)")->check(at_least<int64_t>(0));
   add(g, "--epochs", [](O& o) -> auto& { return o.epochs; }, "Passes over the training data")->check(at_least<int64_t>(1));
   add(g, "--max-minutes", [](O& o) -> auto& { return o.max_minutes; }, "Stop (and save) after this much training time (0: no limit)")
@@ -35,8 +38,9 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
   add(g, "--seed", [](O& o) -> auto& { return o.seed; }, "Random seed (initialisation, data order, dropout)");
   add(g, "--log-every", [](O& o) -> auto& { return o.log_every; }, "Log interval in steps when output is not a terminal")
       ->check(at_least<int64_t>(1));
-  add(g, "--resume", [](O& o) -> auto& { return o.resume; }, "Continue the run saved in this checkpoint (its last.safetensors)")
-      ->check(CLI::ExistingFile);
+  resume_ = add(g, "--resume", [](O& o) -> auto& { return o.resume; }, "Continue the run saved in this checkpoint (its last.safetensors)")
+                ->check(CLI::ExistingFile)
+                ->each([this](const std::string& checkpoint) { resume_in_place(options_, checkpoint); });
   add(g, "--init-from", [](O& o) -> auto& { return o.init_from; },
       "Start a new run from these weights (fine-tuning): a checkpoint or a Hugging Face model directory, whose architecture and "
       "vocabulary the run takes")
@@ -53,6 +57,13 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
 
 void TrainerFlags::given_onto(tfm::TrainingOptions& target) const {
   for (const auto& set : set_if_given_) set(target);
+  if (resume_->count() > 0) resume_in_place(target, target.resume);
+}
+
+void TrainerFlags::resume_in_place(tfm::TrainingOptions& o, const std::string& checkpoint) const {
+  if (out_->count() > 0) return;
+  const std::filesystem::path home = std::filesystem::path(checkpoint).parent_path();
+  o.out_dir = home.empty() ? "." : home.string();
 }
 
 void add_text_flags(CLI::App* cmd, tfm::TextData& data) {

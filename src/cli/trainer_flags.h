@@ -28,6 +28,9 @@ class TrainerFlags {
   // Sets the fields of the flags given on `target` (another task's defaults: `tfm train`
   // binds the flags to translation's and may run the copy task).
   void given_onto(tfm::TrainingOptions& target) const;
+  // --resume without --out: the run goes on in the checkpoint's own directory (not the
+  // family's default one, which may hold another run).
+  void resume_in_place(tfm::TrainingOptions& o, const std::string& checkpoint) const;
 
   // Adds option `name` (a flag for a bool) bound to field(options), which given_onto sets
   // on another struct too.
@@ -47,6 +50,8 @@ class TrainerFlags {
  private:
   tfm::TrainingOptions& options_;
   std::vector<std::function<void(tfm::TrainingOptions&)>> set_if_given_;
+  CLI::Option* out_ = nullptr;
+  CLI::Option* resume_ = nullptr;
 };
 
 // --text, --valid, --vocab: the text a language model or masked LM trains on.

@@ -40,7 +40,7 @@ std::string evaluation_report(const training::Evaluation& e, const LoadedVit& vi
     int64_t total = 0;
     for (int64_t p = 0; p < classes; ++p) total += e.confusion[static_cast<size_t>(t * classes + p)];
     const double acc = total ? 100.0 * static_cast<double>(e.confusion[static_cast<size_t>(t * classes + t)]) / static_cast<double>(total) : 0.0;
-    const std::string name = class_name(t, vit.class_names, classes, data_dir);
+    const std::string name = class_name(t, vit.classes.names, classes, data_dir);
     report += format("%2ld %-12s %6.2f%% |", static_cast<long>(t), name == std::to_string(t) ? "" : name.c_str(), acc);
     for (int64_t p = 0; p < classes; ++p) report += format(" %4ld", static_cast<long>(e.confusion[static_cast<size_t>(t * classes + p)]));
     report += "\n";
@@ -52,10 +52,10 @@ std::string evaluation_report(const training::Evaluation& e, const LoadedVit& vi
 // the model's classes, for a model trained on a folder; else the test split of MNIST-style files.
 data::ImageSet test_images(const LoadedVit& vit, const std::string& data_dir) {
   const models::StackConfig& c = vit.model->config();
-  if (!vit.class_names.empty()) {
+  if (vit.classes.resizes) {
     TFM_CHECK(!data::holds_idx_files(data_dir), data_dir << ": MNIST-style files, but the model was trained on an image folder "
                                                              "(evaluate it on one: --data DIR/<class>/<image>.png|jpg|jpeg)");
-    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.class_names, "the model"), c.channels, c.image_size);
+    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.classes.names, "the model"), c.channels, c.image_size);
   }
   const data::ImageSet test = data::read_image_split(data_dir, /*train=*/false, c.classes);
   TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size,
@@ -108,7 +108,9 @@ void add_eval_command(CLI::App* vit, int& exit_code) {
       const LoadedVit vit = load_vit(e->checkpoint);
       use_for_inference(*vit.model, *eval);
       const data::ImageSet test = test_images(vit, e->data_dir);
-      out.write(evaluation_report(training::evaluate_images(*vit.model, test, 0, test.count), vit, e->data_dir));
+      const training::Evaluation evaluation = training::evaluate_images(*vit.model, test, 0, test.count);
+      if (!evaluation.finite) fail_not_finite("class scores");
+      out.write(evaluation_report(evaluation, vit, e->data_dir));
     }
     out.finish();
     exit_code = 0;
@@ -118,16 +120,14 @@ void add_eval_command(CLI::App* vit, int& exit_code) {
 }  // namespace
 
 std::string class_name(int64_t label, const std::vector<std::string>& names, int64_t classes, const std::string& data_dir) {
-  static const char* const kFashion[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-                                         "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
   if (!names.empty()) return names[static_cast<size_t>(label)];
-  const bool fashion = classes == 10 && data_dir.find("fashion") != std::string::npos && label >= 0 && label < 10;
-  return fashion ? kFashion[label] : std::to_string(label);
+  const std::vector<std::string> idx = training::idx_class_names(data_dir, classes);
+  return label >= 0 && label < static_cast<int64_t>(idx.size()) ? idx[static_cast<size_t>(label)] : std::to_string(label);
 }
 
 LoadedVit load_vit(const std::string& path) {
   decode::FamilyCheckpoint c = decode::open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
-  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_classes(c.file.metadata, c.config.classes, path)};
+  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_vit_classes(c.file.metadata, c.config.classes, path)};
   io::load_parameters(vit.model->named_parameters(), c.file, path);
   vit.model->eval();
   return vit;

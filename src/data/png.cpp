@@ -4,6 +4,7 @@
 // runs in a function of plain C types that returns false instead.
 #include <png.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -41,22 +42,26 @@ void on_read(png_structp png, png_bytep out, size_t n) {
 struct PngShape {
   png_uint_32 width = 0, height = 0;
   int channels = 0;
+  bool grey16 = false;  // 16-bit grey rows, to clip
 };
 
 // Reads the header and asks for 8-bit grey or RGB rows: palettes looked up, grey of
-// 1, 2 or 4 bits widened, 16-bit samples cut to their high byte (Pillow's RGB;16B),
-// alpha (and a tRNS chunk) dropped, interlaced passes assembled.
+// 1, 2 or 4 bits widened, 16-bit samples cut to their high byte (Pillow's RGB;16B and
+// LA;16B), alpha (and a tRNS chunk) dropped, interlaced passes assembled. 16-bit grey
+// stays 16-bit: Pillow reads it as integers (mode I) and clips them to 0..255 when it
+// makes L or RGB pixels of them, which decode_png does too.
 bool read_header(png_structp png, png_infop info, PngShape& shape) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_info(png, info);
   const int type = png_get_color_type(png, info);
   if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (type == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) < 8) png_set_expand_gray_1_2_4_to_8(png);
-  png_set_strip_16(png);
+  shape.grey16 = type == PNG_COLOR_TYPE_GRAY && png_get_bit_depth(png, info) == 16;
+  if (!shape.grey16) png_set_strip_16(png);
   png_set_strip_alpha(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  shape = {png_get_image_width(png, info), png_get_image_height(png, info), png_get_channels(png, info)};
+  shape.width = png_get_image_width(png, info), shape.height = png_get_image_height(png, info), shape.channels = png_get_channels(png, info);
   return true;
 }
 
@@ -87,11 +92,15 @@ Image decode_png(std::string_view bytes, const std::string& origin) {
   PngShape shape;
   TFM_CHECK(reader.info && read_header(reader.png, reader.info, shape), origin << ": not a readable PNG (" << source.message << ")");
   check_dimensions(shape.width, shape.height, origin);
-  Image image{shape.height, shape.width, shape.channels, std::vector<uint8_t>(size_t{shape.width} * shape.height * shape.channels)};
+  const size_t samples = size_t{shape.width} * shape.height * shape.channels, bytes_per_sample = shape.grey16 ? 2 : 1;
+  std::vector<uint8_t> raw(samples * bytes_per_sample);
   std::vector<png_bytep> rows(shape.height);
-  for (size_t y = 0; y < rows.size(); ++y) rows[y] = image.pixels.data() + y * shape.width * shape.channels;
+  for (size_t y = 0; y < rows.size(); ++y) rows[y] = raw.data() + y * shape.width * shape.channels * bytes_per_sample;
   TFM_CHECK(read_rows(reader.png, rows.data()), origin << ": not a readable PNG (" << source.message << ")");
-  return image;
+  if (shape.grey16)  // big-endian samples, clipped to 0..255
+    for (size_t i = 0; i < samples; ++i) raw[i] = static_cast<uint8_t>(std::min(255, raw[2 * i] << 8 | raw[2 * i + 1]));
+  raw.resize(samples);
+  return Image{shape.height, shape.width, shape.channels, std::move(raw)};
 }
 
 namespace {

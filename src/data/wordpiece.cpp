@@ -1,6 +1,8 @@
 #include "data/wordpiece.h"
 
 #include <filesystem>
+#include <string_view>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "data/text.h"
@@ -108,8 +110,14 @@ void check_supported(const TokenizerConfig& config) {
 }  // namespace
 
 WordPiece WordPiece::load(const std::string& dir) {
-  const std::filesystem::path d(dir);
-  return WordPiece(read_lines((d / "vocab.txt").string()), TokenizerConfig::read((d / "tokenizer_config.json").string()));
+  const std::string vocab = (std::filesystem::path(dir) / "vocab.txt").string();
+  std::vector<std::string> pieces = read_lines(vocab);
+  std::unordered_map<std::string_view, size_t> first;  // a repeated token would leave an id that no text gives
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto [at, fresh] = first.emplace(pieces[i], i);
+    TFM_CHECK(fresh, vocab << ": line " << i + 1 << " repeats the token '" << pieces[i] << "' of line " << at->second + 1);
+  }
+  return WordPiece(std::move(pieces), TokenizerConfig::read((std::filesystem::path(dir) / "tokenizer_config.json").string()));
 }
 
 WordPiece::WordPiece(std::vector<std::string> pieces, const TokenizerConfig& config)

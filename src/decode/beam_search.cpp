@@ -99,8 +99,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     std::vector<uint8_t> real(static_cast<size_t>(n));  // filler beams need no extensions
     for (int64_t r = 0; r < n; ++r) real[r] = std::isfinite(beams[r].log_prob);
     std::vector<std::vector<std::pair<double, int64_t>>> best;
-    TFM_CHECK(ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, {pad, o.bos}, config.renormalize, real, best),
-              "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
+    if (!ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, {pad, o.bos}, config.renormalize, real, best)) fail_not_finite("scores");
     if (config.forced_eos)  // Hugging Face's ForcedEOSTokenLogitsProcessor: at the limit, the end symbol with log-probability 0
       for (size_t j = 0; j < live.size(); ++j)
         if (step >= max_len[live[j]])

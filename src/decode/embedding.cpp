@@ -23,7 +23,9 @@ std::vector<float> sentence_vector(models::BERT& model, const std::vector<int>& 
   std::vector<double> sum(static_cast<size_t>(D), 0.0);
   for (int64_t t = first; t < last; ++t)
     for (int64_t i = 0; i < D; ++i) sum[static_cast<size_t>(i)] += hidden.data()[t * D + i] / static_cast<double>(last - first);
-  return std::vector<float>(sum.begin(), sum.end());
+  std::vector<float> out(sum.begin(), sum.end());
+  expect_finite(out.data(), out.size(), "embeddings");
+  return out;
 }
 
 }  // namespace tfm::decode

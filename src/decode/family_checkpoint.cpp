@@ -8,17 +8,24 @@
 
 namespace tfm::decode {
 
-std::string image_folder_record(const std::vector<std::string>& classes) { return nlohmann::json{{"classes", classes}}.dump(); }
+std::string classes_record(const std::vector<std::string>& classes) { return nlohmann::json{{"classes", classes}}.dump(); }
 
-std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin) {
-  const auto it = metadata.find(kImageFolderKey);
+std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin,
+                                          const char* key) {
+  const auto it = metadata.find(key);
   if (it == metadata.end()) return {};
   const nlohmann::json record = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
   const bool names = record.is_object() && record.contains("classes") && record["classes"].is_array() &&
                      std::all_of(record["classes"].begin(), record["classes"].end(), [](const nlohmann::json& n) { return n.is_string(); });
   TFM_CHECK(names && static_cast<int64_t>(record["classes"].size()) == classes,
-            origin << ": the image folder record in the metadata is malformed (expected " << classes << " class names)");
+            origin << ": the record " << key << " in the metadata is malformed (expected " << classes << " class names)");
   return record["classes"].get<std::vector<std::string>>();
+}
+
+VitClasses recorded_vit_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin) {
+  std::vector<std::string> folder = recorded_classes(metadata, classes, origin);
+  if (!folder.empty()) return {std::move(folder), true};
+  return {recorded_classes(metadata, classes, origin, kIdxClassesKey), false};
 }
 
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,

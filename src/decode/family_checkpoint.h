@@ -24,10 +24,23 @@ struct FamilyCheckpoint {
 // order, as {"classes": [...]} under this key. A model that records them resizes the
 // images it is given, as its training did (a Hugging Face ViT records its labels so).
 inline constexpr const char* kImageFolderKey = "tfm.image_folder";
-std::string image_folder_record(const std::vector<std::string>& classes);
-// The class names a checkpoint's metadata records (empty for a ViT trained on MNIST-style
-// files), checked to be `classes` names.
-std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin);
+// What a ViT trained on MNIST-style files may record in the same form: its classes'
+// names (Fashion-MNIST's), kept through `tfm export` and back. Such a model takes
+// images of its own size, unresized.
+inline constexpr const char* kIdxClassesKey = "tfm.idx_classes";
+std::string classes_record(const std::vector<std::string>& classes);
+// The class names recorded under `key` (empty where none), checked to be `classes` names.
+std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin,
+                                          const char* key = kImageFolderKey);
+
+// A ViT checkpoint's classes: their names (empty: none recorded, numbered classes), and
+// whether the model resizes the images it is given (an image folder's or a Hugging Face
+// ViT's names recorded).
+struct VitClasses {
+  std::vector<std::string> names;
+  bool resizes = false;
+};
+VitClasses recorded_vit_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin);
 
 // `made_by` completes "is a <kind> checkpoint, not <made_by>"; `spm` overrides a
 // recorded SentencePiece path.

@@ -43,11 +43,13 @@ void check_image_processor(const hf::Directory& d, int64_t image_size) {
 }
 
 // A tokenizer of more tokens than the model's vocabulary would hand it ids it has no row
-// for; an empty vocabulary file reads every word as unknown.
-void check_tokenizer_size(int64_t tokens, int64_t vocab, const std::string& file) {
+// for; an empty vocabulary file reads every word as unknown. With `exact` (BERT's
+// vocab.txt, whose line count is vocab_size in every checkpoint of the family), a shorter
+// one is not the model's either: its ids would name other rows.
+void check_tokenizer_size(int64_t tokens, int64_t vocab, const std::string& file, bool exact = false) {
   TFM_CHECK(std::filesystem::file_size(file) > 0, file << ": is empty");
-  TFM_CHECK(tokens <= vocab, file << ": holds " << tokens << " tokens, but config.json's vocabulary is " << vocab
-                                  << " (the tokenizer is not this model's)");
+  TFM_CHECK(exact ? tokens == vocab : tokens <= vocab, file << ": holds " << tokens << " tokens, but config.json's vocabulary is " << vocab
+                                                          << " (the tokenizer is not this model's)");
 }
 
 }  // namespace
@@ -73,11 +75,13 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" || kind == "bert") {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
-    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file(kind == "gpt" ? "vocab.json" : "vocab.txt"));
+    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file(kind == "gpt" ? "vocab.json" : "vocab.txt"), kind == "bert");
     meta["tfm.tokenizer"] = t.record();
   } else {
     check_image_processor(d, config.at("image_size").get<int64_t>());
-    meta[kImageFolderKey] = image_folder_record(class_names(d, config.at("classes").get<int64_t>()));  // labels; images resized
+    // Its labels; images resized, unless tfm exported it from MNIST-style files' training.
+    const bool mnist_style = d.config.value("tfm_mnist_style", nlohmann::json(false)) == true;
+    meta[mnist_style ? kIdxClassesKey : kImageFolderKey] = classes_record(class_names(d, config.at("classes").get<int64_t>()));
   }
   return file;
 }

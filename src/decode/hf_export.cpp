@@ -59,10 +59,10 @@ void write_stack_tokenizer(const io::Checkpoint& info, const std::string& checkp
   io::write_file_atomic(dir + "/" + kTfmTokenizer, record.dump(2));
 }
 
-std::vector<std::string> class_names(const io::Checkpoint& info, const std::string& checkpoint) {
+hf::VitLabels vit_labels(const io::Checkpoint& info, const std::string& checkpoint) {
   if (info.model_kind != "vit") return {};
-  const int64_t classes = json::parse(info.config_json).at("classes").get<int64_t>();
-  return recorded_classes(info.metadata, classes, checkpoint);
+  const VitClasses classes = recorded_vit_classes(info.metadata, json::parse(info.config_json).at("classes").get<int64_t>(), checkpoint);
+  return {classes.names, !classes.resizes};
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ void export_hf(const std::string& checkpoint, const std::string& dir) {
   io::NamedTensors params;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);
-  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, class_names(info, checkpoint), checkpoint);
+  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, vit_labels(info, checkpoint), checkpoint);
   const auto tokenizer = info.metadata.find("tfm.tokenizer");
   if (info.model_kind == "gpt" && tokenizer != info.metadata.end()) {  // generation ends at the end of text, where the tokenizer has one
     const int end = data::Tokenizer::from_record(tokenizer->second, checkpoint).end_of_text();

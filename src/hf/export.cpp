@@ -91,7 +91,8 @@ Exported bert(models::StackConfig c, io::NamedTensors params, const std::string&
   return e;
 }
 
-Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const std::vector<std::string>& classes, const std::string& origin) {
+Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const VitLabels& labels, const std::string& origin) {
+  const std::vector<std::string>& classes = labels.names;
   refuse_unless(c.norm_first && c.final_norm, origin, "norm_first false or final_norm false (ViT is pre-norm with a final LayerNorm)", "vit");
   json id2label = json::object(), label2id = json::object();
   for (int64_t i = 0; i < c.classes; ++i) {
@@ -105,6 +106,7 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
                                  {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", decimal(c.norm_eps)}, {"qkv_bias", true},
                                  {"hidden_dropout_prob", decimal(c.dropout)}, {"attention_probs_dropout_prob", decimal(c.dropout)}, {"id2label", id2label},
                                  {"label2id", label2id}};
+  if (labels.mnist_style) e.json_files["config.json"]["tfm_mnist_style"] = true;
   // tfm's pixels: x / 127.5 - 1, which is ViTImageProcessor's rescale by 1/255 then (x - 0.5) / 0.5
   const json half(std::vector<double>(static_cast<size_t>(c.channels), 0.5));
   e.json_files["preprocessor_config.json"] = {{"image_processor_type", "ViTImageProcessor"}, {"do_resize", true},
@@ -118,13 +120,13 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
 }  // namespace
 
 Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
-                      const std::vector<std::string>& classes, const std::string& origin) {
+                      const VitLabels& labels, const std::string& origin) {
   if (kind == "encoder_decoder") return marian(models::TransformerConfig::from_json(config_json, origin), parameters, origin);
   TFM_CHECK(kind == "gpt" || kind == "bert" || kind == "vit", origin << ": a " << kind << " model has no Hugging Face form in tfm");
   const models::StackConfig c = models::StackConfig::from_json(config_json, origin, kind);
   if (kind == "gpt") return gpt2(c, parameters, origin);
   if (kind == "bert") return bert(c, std::move(parameters), origin);
-  return vit(c, parameters, classes, origin);
+  return vit(c, parameters, labels, origin);
 }
 
 }  // namespace tfm::hf

@@ -18,8 +18,15 @@ struct Exported {
   io::NamedTensors tensors;                          // model.safetensors
 };
 
-// `kind` and `config_json` as a checkpoint records them; `classes`: a ViT's labels.
-Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
-                      const std::vector<std::string>& classes, const std::string& origin);
+// A ViT's labels (empty: LABEL_i) and whether it was trained on MNIST-style files (its
+// images unresized: config.json then says so as "tfm_mnist_style", for tfm to read back).
+struct VitLabels {
+  std::vector<std::string> names;
+  bool mnist_style = false;
+};
+
+// `kind` and `config_json` as a checkpoint records them.
+Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters, const VitLabels& labels,
+                      const std::string& origin);
 
 }  // namespace tfm::hf

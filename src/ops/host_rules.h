@@ -22,8 +22,7 @@ namespace tfm::ops {
 // reaching top_p, with the row's generator.
 inline int sample_row(const float* logits, int64_t vocab, const Sampling& o, Rng rng) {
   // Nothing can be ranked or sampled by NaN: an error, not a silent pick of token 0.
-  TFM_CHECK(std::all_of(logits, logits + vocab, [](float x) { return std::isfinite(x); }),
-            "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
+  expect_finite(logits, static_cast<size_t>(vocab), "scores");
   if (o.temperature <= 0.0f) return static_cast<int>(std::max_element(logits, logits + vocab) - logits);
   // Candidates by decreasing logit; softmax at the temperature over those kept.
   std::vector<int> order(static_cast<size_t>(vocab));

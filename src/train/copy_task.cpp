@@ -4,6 +4,7 @@
 
 #include "decode/beam_search.h"
 #include "tensor/error.h"
+#include "train/schedule.h"
 #include "train/model_settings.h"
 #include "train/trainer.h"
 
@@ -155,6 +156,12 @@ CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask&
       << (options.max_steps > 0 ? std::to_string(options.max_steps) : "unlimited") << " steps of batch " << o.batch << std::endl;
   task.result.run = trainer.run(task);
   return task.result;
+}
+
+tfm::TrainingOptions copy_training_defaults() {
+  tfm::TrainingOptions t = paper_training("runs/copy", /*warmup=*/200, /*clip_norm=*/0, /*validate_every=*/0);
+  t.max_steps = tfm::CopyTask::kEpochBatches;
+  return t;
 }
 
 }  // namespace tfm::training

@@ -29,4 +29,7 @@ Seq2SeqBatch make_copy_batch(Rng& rng, int64_t batch, int64_t seq_len, int64_t v
 
 CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask& task, std::ostream& out);
 
+// The family's settings of the training loop (tfm::CopyTask::training_defaults()).
+tfm::TrainingOptions copy_training_defaults();
+
 }  // namespace tfm::training

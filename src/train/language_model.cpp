@@ -9,6 +9,7 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/schedule.h"
 #include "train/text_data.h"
 
 namespace tfm::training {
@@ -95,6 +96,10 @@ tfm::TrainingResult run_language_model_training(const TrainerOptions& options, c
   Trainer trainer(options, out);
   LanguageModelTraining task(o, ModelSettings(o.config, o.model), trainer.started_from(), trainer.started_from_path(), out);
   return trainer.run(task);
+}
+
+tfm::TrainingOptions language_model_training_defaults() {
+  return steps_of_windows(cosine_training("runs/lm", 1e-3f, 1e-4f, /*warmup=*/100, /*beta2=*/0.99f, /*weight_decay=*/0.1f), 2000, 250);
 }
 
 }  // namespace tfm::training

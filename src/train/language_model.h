@@ -18,4 +18,7 @@ models::StackConfig default_language_model();
 
 tfm::TrainingResult run_language_model_training(const TrainerOptions& options, const tfm::LanguageModelTask& task, std::ostream& out);
 
+// The family's settings of the training loop (tfm::LanguageModelTask::training_defaults()).
+tfm::TrainingOptions language_model_training_defaults();
+
 }  // namespace tfm::training

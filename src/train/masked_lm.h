@@ -27,4 +27,7 @@ tfm::TrainingResult run_masked_lm_training(const TrainerOptions& options, const 
 // share): row r's choices come from the stream (key, first_row + r), whoever draws them.
 std::vector<int> mask_tokens(models::Tokens& batch, const data::Tokenizer& tokenizer, double fraction, uint64_t key, int64_t first_row = 0);
 
+// The family's settings of the training loop (tfm::MaskedLmTask::training_defaults()).
+tfm::TrainingOptions masked_lm_training_defaults();
+
 }  // namespace tfm::training

@@ -31,6 +31,20 @@ std::vector<std::string> run_files(const std::string& dir) {
   return names;
 }
 
+// Whether two files hold the same bytes.
+bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  if (std::filesystem::file_size(a, ec) != std::filesystem::file_size(b, ec) || ec) return false;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::vector<char> ba(1 << 20), bb(1 << 20);
+  while (fa && fb) {
+    fa.read(ba.data(), static_cast<std::streamsize>(ba.size()));
+    fb.read(bb.data(), static_cast<std::streamsize>(bb.size()));
+    if (fa.gcount() != fb.gcount() || !std::equal(ba.begin(), ba.begin() + fa.gcount(), bb.begin())) return false;
+  }
+  return fa.eof() && fb.eof();
+}
+
 }  // namespace
 
 // Another run's files would mix with this one's: its metrics appended to, its best
@@ -45,6 +59,23 @@ void Trainer::claim_out_dir() {
   TFM_CHECK(o_.force || !previous_run_saved_model(), o_.out_dir << " already holds a training run (" << previous_run_names() << "); "
                                  << (std::filesystem::exists(last) ? "continue it with --resume " + last + ", or " : "")
                                  << "start a new one there with --force (which deletes those files) or in another --out");
+}
+
+// A resumed run goes on in a directory that holds its own run (the checkpoint is one of
+// its files, or a copy of its last.safetensors) or none: the run of another checkpoint
+// there would lose its last state and get this run's metrics (without --force, which
+// removes them as for a fresh run).
+void Trainer::claim_out_dir_to_resume() {
+  namespace fs = std::filesystem;
+  previous_run_ = run_files(o_.out_dir);
+  std::error_code ec;
+  const fs::path home = fs::path(o_.resume).parent_path().empty() ? fs::path(".") : fs::path(o_.resume).parent_path();
+  const fs::path last = fs::path(o_.out_dir) / "last.safetensors";
+  const bool own = fs::equivalent(home, o_.out_dir, ec) || (fs::exists(last) && same_bytes(last, o_.resume));
+  if (previous_run_.empty() || own) return previous_run_.clear();
+  TFM_CHECK(o_.force || !previous_run_saved_model(), o_.out_dir << " holds another training run (" << previous_run_names() << ") than the one "
+                                 << o_.resume << " continues; continue it in its own directory (--out " << home.string()
+                                 << ", the default) or in an empty one, or replace that run with --force (which deletes those files)");
 }
 
 bool Trainer::previous_run_saved_model() const {

@@ -76,6 +76,7 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
     io::create_directories(o_.out_dir);
     lock_.emplace(o_.out_dir);
     if (o_.resume.empty()) claim_out_dir();
+    else claim_out_dir_to_resume();
   }
   TFM_CHECK(o_.resume.empty() || o_.init_from.empty(), "--resume continues a run and --init-from starts one from weights: give one of them");
   if (!o_.init_from.empty()) {

@@ -8,6 +8,7 @@
 #include "decode/translator.h"
 #include "eval/metrics.h"
 #include "tensor/error.h"
+#include "train/schedule.h"
 #include "train/model_settings.h"
 #include "train/seq2seq.h"
 #include "train/trainer.h"
@@ -174,6 +175,12 @@ tfm::TrainingResult run_translation_training(const TrainerOptions& options, cons
   schedule.d_model = task.d_model();
   trainer.set_schedule(schedule);
   return trainer.run(task);
+}
+
+tfm::TrainingOptions translation_training_defaults() {
+  tfm::TrainingOptions t = paper_training("runs/translation", /*warmup=*/1000, /*clip_norm=*/1.0, /*validate_every=*/500);
+  t.epochs = 30;
+  return t;
 }
 
 }  // namespace tfm::training

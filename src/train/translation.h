@@ -13,4 +13,7 @@ namespace tfm::training {
 
 tfm::TrainingResult run_translation_training(const TrainerOptions& options, const tfm::TranslationTask& task, std::ostream& out);
 
+// The family's settings of the training loop (tfm::TranslationTask::training_defaults()).
+tfm::TrainingOptions translation_training_defaults();
+
 }  // namespace tfm::training

@@ -15,6 +15,7 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/schedule.h"
 #include "train/model_settings.h"
 #include "train/progress.h"
 
@@ -42,6 +43,11 @@ Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indice
   return ops::from_pixels(x);
 }
 
+std::vector<std::string> idx_class_names(const std::string& data_dir, int64_t classes) {
+  if (classes != 10 || data_dir.find("fashion") == std::string::npos) return {};
+  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+}
+
 Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_t first, int64_t count) {
   autograd::NoGradGuard no_grad;
   const int64_t classes = model.config().classes;
@@ -51,6 +57,7 @@ Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_
     std::vector<int64_t> idx(static_cast<size_t>(std::min<int64_t>(500, first + count - start)));
     std::iota(idx.begin(), idx.end(), start);
     Tensor logits = ops::contiguous(ops::to(model.forward(image_batch(set, idx)), Device::CPU));  // [n, classes]
+    e.finite = e.finite && std::all_of(logits.data(), logits.data() + logits.numel(), [](float x) { return std::isfinite(x); });
     std::vector<int> labels;
     for (int64_t i : idx) labels.push_back(set.labels[static_cast<size_t>(i)]);
     e.loss += ops::cross_entropy(logits, Tensor::from_values(labels), 0.0f, -1).item() * static_cast<double>(idx.size());
@@ -168,7 +175,9 @@ class VitTraining : public TrainingTask {
 
   io::Checkpoint describe() const override {
     io::Checkpoint c{"vit", model_->config().to_json(), {}, "", {}};
-    if (!classes_.empty()) c.metadata[decode::kImageFolderKey] = decode::image_folder_record(classes_);
+    if (!classes_.empty()) c.metadata[decode::kImageFolderKey] = decode::classes_record(classes_);
+    const std::vector<std::string> idx = classes_.empty() ? idx_class_names(o_.data_dir, model_->config().classes) : std::vector<std::string>{};
+    if (!idx.empty()) c.metadata[decode::kIdxClassesKey] = decode::classes_record(idx);  // named in `vit eval` and an export
     return c;
   }
 
@@ -239,6 +248,13 @@ tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::V
   Trainer trainer(options, out);
   VitTraining task(o, trainer.started_from(), trainer.started_from_path(), out);
   return trainer.run(task);
+}
+
+tfm::TrainingOptions vit_training_defaults() {
+  tfm::TrainingOptions t = cosine_training("runs/vit", 1e-3f, 1e-5f, /*warmup=*/300, /*beta2=*/0.999f, /*weight_decay=*/0.05f);
+  t.epochs = 16;
+  t.validate_every = 430;  // about once an epoch at batch 128
+  return t;
 }
 
 }  // namespace tfm::training

@@ -35,10 +35,18 @@ struct Evaluation {
   int64_t images = 0, correct = 0;
   double loss = 0;
   std::vector<int64_t> confusion;  // [true class][predicted class], classes x classes
+  bool finite = true;              // every class score was (a report needs it; training's validation records the NaN)
   double accuracy() const { return images ? static_cast<double>(correct) / static_cast<double>(images) : 0.0; }
 };
 
+// The names of the classes of the MNIST-style files in `data_dir`: Fashion-MNIST's for a
+// directory of 10 classes named *fashion* (the Debian package's), else none.
+std::vector<std::string> idx_class_names(const std::string& data_dir, int64_t classes);
+
 // Accuracy, mean cross-entropy and confusion matrix of `model` on images [first, first + count) of `set`.
 Evaluation evaluate_images(models::ViT& model, const data::ImageSet& set, int64_t first, int64_t count);
+
+// The family's settings of the training loop (tfm::VitTask::training_defaults()).
+tfm::TrainingOptions vit_training_defaults();
 
 }  // namespace tfm::training

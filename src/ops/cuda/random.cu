@@ -110,8 +110,7 @@ void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& i
     greedy_kernel<<<blocks_for(n, 1), kThreads, 0, stream()>>>(ptr<float>(logits), n, vocab, ptr<int32_t>(ids), ptr<uint8_t>(finite));
     check_launch("sample");
     const std::vector<uint8_t> ok = finite.values<uint8_t>();
-    TFM_CHECK(std::all_of(ok.begin(), ok.end(), [](uint8_t f) { return f != 0; }),
-              "the model's scores are not finite (NaN or infinity): its weights are corrupted or too large");
+    if (!std::all_of(ok.begin(), ok.end(), [](uint8_t f) { return f != 0; })) fail_not_finite("scores");
     return;
   }
   const std::vector<float> host = logits.values<float>();
