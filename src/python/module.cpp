@@ -122,8 +122,9 @@ void bind_translator(py::module_& m) {
           [](tfm::Translator& t, const std::vector<std::string>& sources, int64_t beam, int64_t nbest, float length_penalty, float max_len_a,
              int64_t max_len_b, bool return_scores, bool return_attention) {
             if (beam < 1 || beam > 64) throw py::value_error("beam must be from 1 to 64 (as tfm translate --beam), got " + std::to_string(beam));
-            auto pending = t.submit(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention});
-            std::vector<tfm::Translation> out = wait_interruptibly(pending);
+            std::stop_source cancel;  // Ctrl-C drops the sentences no worker has begun (a batch being searched ends first)
+            auto pending = t.submit(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention}, {}, cancel.get_token());
+            std::vector<tfm::Translation> out = wait_interruptibly(pending, [&] { cancel.request_stop(); });
             if (!return_scores)
               for (tfm::Translation& one : out) one.scores.clear();
             return out;

@@ -75,6 +75,19 @@ def test_the_gil_is_released_while_tfm_computes():
     assert ticks > 10
 
 
+def test_ctrl_c_cancels_the_translation_it_interrupts():
+    """The review's C3: the sentences no worker has begun are dropped, so the translator
+    is free at once for the next call."""
+    translator = tfm.Translator(MT, workers=1)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        translator.translate(SENTENCES * 5000, beam=4)
+    started = time.monotonic()
+    assert translator.translate(SENTENCES[:1], beam=1)
+    assert time.monotonic() - started < 5, "the interrupted request's sentences were still searched"
+
+
 def test_errors_are_exceptions_with_tfms_message():
     with pytest.raises(RuntimeError, match="/nonexistent.safetensors"):
         tfm.Translator("/nonexistent.safetensors")
