@@ -301,6 +301,14 @@ TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
   r = run_tfm("info --model " + dir + " 2>&1");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.output.find("'num_hidden_layers' is 2.5, not an integer"), std::string::npos) << r.output;
+  // The review's U1: no token type embedding is refused by name, not "internal error: map::at".
+  config = testing::read_file(src + "/config.json");
+  config.replace(config.find("\"type_vocab_size\": 2"), std::string("\"type_vocab_size\": 2").size(), "\"type_vocab_size\": 0");
+  testing::write_file(dir + "/config.json", config);
+  r = run_tfm("info --model " + dir + " 2>&1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("config.json: type_vocab_size 0 is not supported (BERT adds a token type embedding: at least 1 type)"),
+            std::string::npos) << r.output;
 }
 
 // A GPT-2 whose n_embd is past every bound and whose n_inner is null (4 n_embd): refused

@@ -148,7 +148,8 @@ TEST(OutputCli, AFailedWriteToStandardOutputIsAnError) {
   TempDir dir;
   write_file(dir.path("hyp.txt"), "a cat sits\n");
   for (const std::string args : {"score --hyp " + dir.path("hyp.txt") + " --ref " + dir.path("hyp.txt"),
-                                 "info " + testing::fixture_path("model_post_relu.safetensors")}) {
+                                 "info " + testing::fixture_path("model_post_relu.safetensors"), std::string("--help"), std::string("--version"),
+                                 std::string("translate --help")}) {
     testing::CliResult r = testing::run_command("{ " + std::string(TFM_BINARY) + " " + args + " > /dev/full; }");
     EXPECT_EQ(r.code, 1) << args;
     EXPECT_EQ(r.output, "tfm: error: writing stdout: No space left on device\n") << args;

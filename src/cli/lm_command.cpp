@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "io/checkpoint.h"
 #include "io/output_file.h"
+#include "models/json_fields.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
 #include "train/language_model.h"
@@ -25,7 +26,7 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   auto c = std::make_shared<StackTrainCommand<tfm::LanguageModelTask>>(cmd, training::default_language_model());
   add_text_flags(cmd, c->task.data);
   ModelFlags& m = c->model_flags;
-  m.bind(m.group()->add_option("--context", c->model.max_len, "Context window in tokens")->capture_default_str()->check(at_least<int64_t>(1)),
+  m.bind(m.group()->add_option("--context", c->model.max_len, "Context window in tokens")->capture_default_str()->check(in_range<int64_t>(1, models::kMaxPositions)),
          "max_len");
   m.bind(m.group()->add_flag("!--sinusoidal", c->model.learned_positions, "The paper's sinusoidal positions instead of a learned table"),
          "learned_positions");
@@ -48,7 +49,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(in_range(0.0f, 100.0f));
   cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(in_range(0.0f, 1.0f));
-  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->add_option("--output,-o", o->output,
                   "Output text ('-': standard output, token by token); a file is replaced only once generation completes")

@@ -132,7 +132,17 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
     tfm::io::check_stdout();  // output lost to a full disk must not end with status 0
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return prints_once() ? app.exit(e) : 0;  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: which a full disk loses, too
+      if (!prints_once()) return 0;
+      app.exit(e);
+      try {
+        tfm::io::check_stdout();
+      } catch (const tfm::Error& lost) {
+        report_error(lost.what());
+        return 1;
+      }
+      return 0;
+    }
     // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".
     std::string message = e.what();
     if (const size_t at = message.find(": must be "); at != std::string::npos) message.erase(at, 1);

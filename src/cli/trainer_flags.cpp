@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "cli/validators.h"
+#include "models/json_fields.h"
 
 namespace tfm::cli {
 
@@ -35,7 +36,7 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
   add(g, "--patience", [](O& o) -> auto& { return o.patience; }, "Early stop after N validations without a better score (0: never)")
       ->check(at_least<int64_t>(0));
   add(g, "--skip-nonfinite", [](O& o) -> auto& { return o.skip_nonfinite; }, "Skip steps with a non-finite loss or gradient instead of stopping");
-  add(g, "--seed", [](O& o) -> auto& { return o.seed; }, "Random seed (initialisation, data order, dropout)");
+  add(g, "--seed", [](O& o) -> auto& { return o.seed; }, "Random seed (initialisation, data order, dropout)")->check(at_least<int64_t>(0));
   add(g, "--log-every", [](O& o) -> auto& { return o.log_every; }, "Log interval in steps when output is not a terminal")
       ->check(at_least<int64_t>(1));
   resume_ = add(g, "--resume", [](O& o) -> auto& { return o.resume; }, "Continue the run saved in this checkpoint (its last.safetensors)")
@@ -77,10 +78,15 @@ ModelFlags::ModelFlags(CLI::App* cmd, models::StackConfig& model, std::string& c
     : model_(model), group_(cmd->add_option_group("model")) {
   group_->add_option("--config", config_path, "Model configuration as a JSON file (family " + model.family + "); the flags below override it")
       ->check(CLI::ExistingFile);
-  bind(group_->add_option("--layers", model.layers, "Transformer layers")->capture_default_str()->check(at_least<int64_t>(1)), "layers");
-  bind(group_->add_option("--heads", model.heads, "Attention heads")->capture_default_str()->check(at_least<int64_t>(1)), "heads");
-  bind(group_->add_option("--d-model", model.d_model, "Model width")->capture_default_str()->check(at_least<int64_t>(1)), "d_model");
-  bind(group_->add_option("--d-ff", model.d_ff, "Feed-forward width")->capture_default_str()->check(at_least<int64_t>(1)), "d_ff");
+  // The configuration's bounds (models/json_fields.h), so that a flag's error names the flag.
+  bind(group_->add_option("--layers", model.layers, "Transformer layers")->capture_default_str()->check(in_range<int64_t>(1, models::kMaxLayers)),
+       "layers");
+  bind(group_->add_option("--heads", model.heads, "Attention heads")->capture_default_str()->check(in_range<int64_t>(1, models::kMaxWidth)),
+       "heads");
+  bind(group_->add_option("--d-model", model.d_model, "Model width")->capture_default_str()->check(in_range<int64_t>(1, models::kMaxWidth)),
+       "d_model");
+  bind(group_->add_option("--d-ff", model.d_ff, "Feed-forward width")->capture_default_str()->check(in_range<int64_t>(1, models::kMaxFeedForward)),
+       "d_ff");
   bind(group_->add_option("--dropout", model.dropout, "Dropout probability")->capture_default_str()->check(below(0.0f, 1.0f)), "dropout");
 }
 

@@ -26,6 +26,8 @@ models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weig
   c.activation = nn::parse_activation(activation(d, "hidden_act", "gelu"));
   c.norm_eps = 1e-12f, c.norm_first = false, c.final_norm = false;
   c.type_vocab = setting<int64_t>(d, "type_vocab_size", 2);
+  TFM_CHECK(c.type_vocab >= 1, d.file("config.json") << ": type_vocab_size " << c.type_vocab
+                                                     << " is not supported (BERT adds a token type embedding: at least 1 type)");
   const std::string p = bert_prefix(weights);
   c.pooler = has_tensor(weights, p + "pooler.dense.weight") && has_tensor(weights, "cls.seq_relationship.weight");
   TFM_CHECK(has_tensor(weights, "cls.predictions.transform.dense.weight"),

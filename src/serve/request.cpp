@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
+#include <vector>
 
 namespace tfm::serve {
 
@@ -17,8 +19,20 @@ std::string listing(std::initializer_list<std::string_view> names) {
 }  // namespace
 
 RequestBody::RequestBody(const std::string& body, std::initializer_list<std::string_view> known, bool lenient) {
-  json_ = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // A field given twice would take its last value silently (as nlohmann's parser does),
+  // while another reader of the same body takes the first: refused.
+  std::vector<std::set<std::string>> keys;  // of each object being read
+  std::string repeated;
+  const auto watch = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end) keys.pop_back();
+    if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second && repeated.empty()) repeated = parsed.get<std::string>();
+    return true;
+  };
+  json_ = nlohmann::json::parse(body, watch, /*allow_exceptions=*/false);
   if (json_.is_discarded()) throw HttpError(400, "the body is not valid JSON");
+  if (!repeated.empty()) throw HttpError(400, "the field '" + repeated + "' is given twice");
   if (!json_.is_object()) throw HttpError(400, "the body must be a JSON object");
   if (lenient) return;
   for (const auto& [name, value] : json_.items()) {

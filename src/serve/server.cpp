@@ -111,6 +111,9 @@ httplib::Server::HandlerResponse check_body(const httplib::Request& req, httplib
   if (req.has_header("Transfer-Encoding")) return refuse(411, "send the body with a Content-Length, not chunked");
   if (!req.has_header("Content-Length")) return refuse(411, "a POST needs a Content-Length");
   const std::string length = req.get_header_value("Content-Length");
+  // Lengths that disagree frame the body two ways (request smuggling behind a proxy): RFC 9112 §6.3.
+  for (size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
+    if (req.get_header_value("Content-Length", i) != length) return refuse(400, "the request's Content-Length headers disagree");
   if (length.empty() || length.size() > 18 || length.find_first_not_of("0123456789") != std::string::npos)
     return refuse(400, "Content-Length is not a number of bytes: " + length);
   if (std::stoll(length) > max_body) return refuse(413, "the body is larger than the server's --max-body");

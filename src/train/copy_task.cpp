@@ -153,7 +153,8 @@ CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask&
   CopyTraining task(o, options.seed, config);
   out << "copy task: vocabulary " << config.src_vocab << ", length " << o.seq_len << ", " << config.encoder_layers << "+"
       << config.decoder_layers << " layers, d_model " << config.d_model << ", "
-      << (options.max_steps > 0 ? std::to_string(options.max_steps) : "unlimited") << " steps of batch " << o.batch << std::endl;
+      << (options.max_steps > 0 ? std::to_string(options.max_steps) : std::to_string(options.epochs * tfm::CopyTask::kEpochBatches))
+      << " steps of batch " << o.batch << std::endl;
   task.result.run = trainer.run(task);
   return task.result;
 }

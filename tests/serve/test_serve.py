@@ -259,6 +259,13 @@ def test_http_edges(server):
     status, response, out = server.request("GET", "/v1/translate")
     assert status == 405 and response.getheader("Allow") == "POST" and "takes POST" in out["error"]["message"]
     assert "not valid HTTP" in raw_request(server, b"GARBAGE\r\n\r\n")
+    # the review's W5: two Content-Lengths that disagree frame the body two ways (request smuggling)
+    body = b'{"sentences": ["Ein Hund."]}'
+    two = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    assert two.startswith("HTTP/1.1 400") and "Content-Length headers disagree" in two
+    # and F6's duplicate JSON fields: not the last one silently
+    status, _, out = server.post("/v1/translate", '{"sentences": ["Ein Hund."], "beam": 1, "beam": 4}')
+    assert status == 400 and out["error"]["message"] == "the field 'beam' is given twice"
     # curl -d's form type, above httplib's own 8 KB limit for forms, is read as JSON
     body = json.dumps({"sentences": ["Ein Hund."] * 8, "beam": 1}) + " " * 9000
     assert server.post("/v1/translate", body, {"Content-Type": "application/x-www-form-urlencoded"})[0] == 200
