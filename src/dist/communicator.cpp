@@ -3,6 +3,9 @@
 #include <cstring>
 
 #include "tensor/error.h"
+#ifdef TFM_HAVE_NCCL
+#include "dist/nccl/nccl_communicator.h"
+#endif
 
 namespace tfm::dist {
 
@@ -45,6 +48,15 @@ std::vector<std::string> gather_strings(Communicator& comm, const std::vector<st
 std::vector<double> sum_over(Communicator* comm, std::vector<double> values) {
   if (comm) comm->sum(values);
   return values;
+}
+
+std::unique_ptr<Communicator> device_communicator(Communicator& job, bool gpu) {
+#ifdef TFM_HAVE_NCCL
+  if (gpu && job.size() > 1) return nccl_communicator(job);
+#else
+  (void)job, (void)gpu;
+#endif
+  return nullptr;
 }
 
 }  // namespace tfm::dist

@@ -2,10 +2,12 @@
 // The processes of one data-parallel training job, and the collectives training needs:
 // sums of gradient buckets that run behind the backward pass (as PyTorch DDP's), and
 // sums and gathers of a few values (token counts, validation results, stop requests).
-// One implementation per transport: MPI (mpi_communicator.cpp, in builds with MPI);
+// One implementation per transport: MPI (mpi_communicator.cpp, in builds with MPI), and
+// NCCL between GPUs over it (nccl/nccl_communicator.cpp, in builds with CUDA and MPI);
 // one process alone needs none (the Trainer's default). The launcher's job:
 // launched_job.h.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   Range share(int64_t n) const { return dist::share(n, rank(), size()); }
+  // Whether the float buffers of start_sum, reduce_scatter_sum and all_gather_parts are
+  // in the GPU's memory (NCCL's) rather than the host's.
+  virtual bool takes_device_memory() const { return false; }
 
   // Starts summing data[0, n) across the processes, in place, and returns at once. Sums
   // run one after another in the order they were started, which must be the same on
@@ -52,5 +57,9 @@ std::vector<std::string> gather_strings(Communicator& comm, const std::vector<st
 
 // The sums of `values` across the processes of `comm`, or `values` where comm is null.
 std::vector<double> sum_over(Communicator* comm, std::vector<double> values);
+
+// The communicator that sums `job`'s buffers where the gradients are on `gpu` (true: a
+// GPU): NCCL's over the job's, where this build has it; null: the job's own.
+std::unique_ptr<Communicator> device_communicator(Communicator& job, bool gpu);
 
 }  // namespace tfm::dist

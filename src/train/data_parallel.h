@@ -18,22 +18,24 @@ namespace tfm::training {
 // step a gradient of zeros, so that every process sums the same ranges.
 void complete_gradients(const nn::FlatParameters& flat, int64_t begin, int64_t end);
 
-// Floats [begin, end) of a flat buffer as host memory for the communicator: the
-// buffer's own on the CPU; on another device a host copy, written back by done(). (The
-// processes of a job on GPUs sum through host memory over MPI until NCCL does it on
-// the devices.)
-class HostFloats {
+// Floats [begin, end) of a flat buffer as `comm` takes them: the buffer's own where it
+// is in the memory the communicator reads (the host's, or a GPU's for NCCL); else a
+// host copy, written back by done() (a job on GPUs without NCCL sums through the host).
+class CommFloats {
  public:
-  HostFloats(const Tensor& buffer, int64_t begin, int64_t end) : view_(make_view(buffer, {end - begin}, {1}, begin)) {
-    if (view_.device() != Device::CPU) copy_ = view_.to_vector();
+  CommFloats(const Tensor& buffer, int64_t begin, int64_t end, const dist::Communicator& comm)
+      : view_(make_view(buffer, {end - begin}, {1}, begin)),
+        own_(view_.device() == (comm.takes_device_memory() ? Device::CUDA : Device::CPU)) {
+    if (!own_) copy_ = view_.to_vector();
   }
-  float* data() { return view_.device() == Device::CPU ? view_.data() : copy_.data(); }
+  float* data() { return own_ ? static_cast<float*>(view_.device_ptr()) : copy_.data(); }
   void done() {
-    if (view_.device() != Device::CPU) view_.copy_from(Tensor::from_vector(view_.shape(), copy_));
+    if (!own_) view_.copy_from(Tensor::from_vector(view_.shape(), copy_));
   }
 
  private:
   Tensor view_;
+  bool own_;
   std::vector<float> copy_;
 };
 
@@ -72,7 +74,7 @@ class BucketReducer {
     std::fill(waiting_.begin(), waiting_.end(), 0);
     start_ready();
     comm_->wait();
-    for (HostFloats& sum : sums_) sum.done();
+    for (CommFloats& sum : sums_) sum.done();
     sums_.clear();
   }
 
@@ -83,7 +85,7 @@ class BucketReducer {
     for (; started_ < buckets_.size() && waiting_[started_] == 0; ++started_) {
       const auto [begin, end] = buckets_[started_];
       complete_gradients(flat_, begin, end);
-      sums_.emplace_back(flat_.grads, begin, end);  // the sum is made in the buffer (or its host copy)
+      sums_.emplace_back(flat_.grads, begin, end, *comm_);  // the sum is made in the buffer (or its host copy)
       comm_->start_sum(sums_.back().data(), end - begin);
     }
   }
@@ -94,7 +96,7 @@ class BucketReducer {
   std::unordered_map<const TensorImpl*, size_t> bucket_of_;
   std::vector<int64_t> waiting_;  // parameters of each bucket whose gradient is not complete yet
   size_t started_ = 0;           // buckets [0, started_) are being summed
-  std::deque<HostFloats> sums_;  // the started sums' memory, until finish() (a deque: it stays put)
+  std::deque<CommFloats> sums_;  // the started sums' memory, until finish() (a deque: it stays put)
 };
 
 }  // namespace tfm::training

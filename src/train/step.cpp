@@ -78,7 +78,7 @@ Tensor OptimizationStep::finish_gradients(double count, bool divide) {
     return clip_grad_norm(grads, max_norm);
   }
   complete_gradients(flat_, 0, grads.numel());
-  HostFloats all(grads, 0, grads.numel());
+  CommFloats all(grads, 0, grads.numel(), *o_.comm);
   o_.comm->reduce_scatter_sum(all.data(), shard_->counts);  // this process's share summed
   all.done();
   Tensor mine = make_view(grads, {shard_->end - shard_->begin}, {1}, shard_->begin);
@@ -90,7 +90,7 @@ void OptimizationStep::update(float lr) {
   optimizer_->set_lr(lr);
   optimizer_->step();
   if (!shard_) return;
-  HostFloats values(flat_.values, 0, flat_.values.numel());
+  CommFloats values(flat_.values, 0, flat_.values.numel(), *o_.comm);
   o_.comm->all_gather_parts(values.data(), shard_->counts);
   values.done();
 }

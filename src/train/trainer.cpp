@@ -161,8 +161,12 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
 tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(precision_);
+  // Between GPUs, NCCL sums the gradients where this build has it; it also chooses each
+  // process's GPU, so it comes before the model moves there.
+  if (o_.comm) gpu_sums_ = dist::device_communicator(*o_.comm, device_ == Device::CUDA);
+  dist::Communicator* sums = gpu_sums_ ? gpu_sums_.get() : o_.comm;
   model.to(device_);  // before its parameters are laid out in one buffer there
-  step_ = std::make_unique<OptimizationStep>(model, StepOptions{o_.adam, o_.clip_norm, o_.comm, o_.bucket_mb, o_.shard_optimizer}, out_);
+  step_ = std::make_unique<OptimizationStep>(model, StepOptions{o_.adam, o_.clip_norm, sums, o_.bucket_mb, o_.shard_optimizer}, out_);
   task.join(o_.comm);
   if (resumed_info_ && !o_.init_from.empty()) {
     task.check_resumable(*resumed_info_, o_.init_from);

@@ -156,7 +156,8 @@ class Trainer {
   std::vector<std::string> previous_run_;  // another run's files in out_dir, removed by clear_previous_run
   io::SafeTensors resumed_file_;
   std::optional<io::Checkpoint> resumed_info_;
-  std::unique_ptr<OptimizationStep> step_;  // made by run()
+  std::unique_ptr<dist::Communicator> gpu_sums_;  // NCCL's, between GPUs (null: o_.comm's)
+  std::unique_ptr<OptimizationStep> step_;         // made by run()
   State state_;
 };
 
