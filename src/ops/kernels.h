@@ -37,6 +37,9 @@ enum class Binary {
 // x * s, max(x, 0), x * Phi(x), GELU's tanh approximation (GPT-2's gelu_new), x * sigmoid(x), tanh(x)
 enum class Unary { scale, relu, gelu, gelu_tanh, silu, tanh };
 
+// The most ids ops::top_log_probs leaves out of a row's candidates.
+inline constexpr size_t kMaxExcluded = 8;
+
 // One Adam step's settings (torch.optim.Adam's update order).
 struct AdamUpdate {
   float beta1, beta2, eps;
@@ -131,8 +134,13 @@ struct Kernels {
   // Softmax (ops/softmax.h): over the last dim, or its logarithm.
   void (*softmax)(const Tensor& x, bool log, Tensor& y);
   void (*softmax_backward)(const Tensor& y, const Tensor& g, bool log, Tensor& dx);
-  bool (*top_log_probs)(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
-                        const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best);
+  // Beam search's candidates (ops::top_log_probs): row r of out [rows, 2 count + 1 + E]
+  // (E = excluded.size(), at most kMaxExcluded) holds, for row r of logits [rows, V], the
+  // `count` largest logits but the excluded ids', largest first (ties: the lower id first;
+  // NaN and -inf never; missing ones -inf), their ids (as floats, exact: vocabularies are
+  // below 2^24; missing ones -1), the row's log-sum-exp, and the excluded ids' logits (NaN
+  // for an id outside the row). One copy of it back is a decoding step's one wait.
+  void (*top_log_probs)(const Tensor& logits, int64_t count, const std::vector<int>& excluded, Tensor& out);
 
   // Layer norm over the last dim; mean and rstd [rows] are kept for backward.
   void (*layer_norm)(const Tensor& x, const Tensor& w, const Tensor& b, float eps, Tensor& y, Tensor& mean, Tensor& rstd);

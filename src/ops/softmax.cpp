@@ -1,5 +1,9 @@
 #include "ops/softmax.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
 #include "autograd/autograd.h"
 #include "ops/dispatch.h"
 #include "tensor/error.h"
@@ -21,6 +25,27 @@ Tensor softmax_op(const char* name, const Tensor& x, bool log) {
   });
 }
 
+// One row's (log-probability, id) pairs from its record of the kernel's out (ops/kernels.h's
+// top_log_probs); nothing where the row is not finite.
+std::optional<std::vector<std::pair<double, int64_t>>> log_probs_of(const float* record, int64_t count, const std::vector<int>& excluded,
+                                                                     bool renormalize) {
+  double lse = record[2 * count];
+  if (!std::isfinite(lse)) return std::nullopt;
+  if (renormalize) {  // the excluded ids' share of the probability taken out of the normaliser
+    double excluded_mass = 0.0;
+    for (size_t i = 0; i < excluded.size(); ++i) {
+      const float logit = record[2 * count + 1 + static_cast<int64_t>(i)];
+      const bool repeated = std::find(excluded.begin(), excluded.begin() + i, excluded[i]) != excluded.begin() + i;  // Marian: pad is the start
+      if (!std::isnan(logit) && !repeated) excluded_mass += std::exp(static_cast<double>(logit) - lse);
+    }
+    lse += std::log1p(-std::min(excluded_mass, 1.0));
+    if (!std::isfinite(lse)) return std::nullopt;
+  }
+  std::vector<std::pair<double, int64_t>> out;
+  for (int64_t k = 0; k < count && record[count + k] >= 0; ++k) out.push_back({record[k] - lse, static_cast<int64_t>(record[count + k])});
+  return out;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x) { return softmax_op("softmax", x, false); }
@@ -32,8 +57,21 @@ bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& 
   auto fn = kernel("top_log_probs", &Kernels::top_log_probs, {logits});
   TFM_CHECK(logits.dim() == 2 && static_cast<int64_t>(wanted.size()) == logits.size(0),
             "top_log_probs: logits " << shape_str(logits.shape()) << " for " << wanted.size() << " rows");
+  TFM_CHECK(count >= 1 && excluded.size() <= kMaxExcluded, "top_log_probs: " << count << " candidates, " << excluded.size() << " ids excluded");
   expect_dtype("top_log_probs", "the logits", logits, DType::f32);
-  return fn(dense(logits), count, excluded, renormalize, wanted, best);
+  const int64_t n = logits.size(0), width = 2 * count + 1 + static_cast<int64_t>(excluded.size());
+  Tensor out = Tensor::empty({n, width}, DType::f32, logits.device());
+  fn(dense(logits), count, excluded, out);
+  const std::vector<float> records = out.to_vector();  // the step's one copy back
+  best.assign(static_cast<size_t>(n), {});
+  bool finite = true;
+  for (int64_t r = 0; r < n; ++r) {
+    if (!wanted[r]) continue;
+    auto top = log_probs_of(records.data() + r * width, count, excluded, renormalize);
+    if (top) best[r] = std::move(*top);
+    else finite = false;
+  }
+  return finite;
 }
 
 }  // namespace tfm::ops

@@ -341,6 +341,24 @@ std::vector<LargeCase> large_cases() {
   c.push_back({"embedding", "f32", "[10000,512][4096]", [targets](Device d) { return V{random({10000, 512}, 24, d), targets(d)}; },
                [](const V& x) { return ops::embedding(x[0], x[1]); }});
   c.push_back({"sum", "f32", "[16M]", [](Device d) { return V{random({1 << 24}, 25, d)}; }, [](const V& x) { return ops::sum(x[0]); }});
+  c.push_back({"clip_grad_norm", "f32", "[16M]", [](Device d) { return V{random({1 << 24}, 30, d)}; },
+               [](const V& x) {
+                 Tensor g = x[0].detach().clone();
+                 ops::clip_to_norm(g, ops::sum_of_squares(g), 1.0f);
+                 return g;
+               },
+               false});
+  // beam search's step at batch 32, beam 4 over 32,000 words: 8 candidates of each row, pad and bos left out
+  c.push_back({"top_log_probs", "f32", "[128,32000]", [](Device d) { return V{random({128, 32000}, 31, d, 4.0f)}; },
+               [](const V& x) {
+                 std::vector<std::vector<std::pair<double, int64_t>>> best;
+                 TFM_CHECK(ops::top_log_probs(x[0], 8, {0, 2}, true, std::vector<uint8_t>(128, 1), best), "not finite");
+                 std::vector<float> flat;
+                 for (const auto& row : best)
+                   for (const auto& [lp, id] : row) flat.push_back(static_cast<float>(lp)), flat.push_back(static_cast<float>(id));
+                 return Tensor::from_vector({static_cast<int64_t>(flat.size())}, flat);
+               },
+               false});
   c.push_back({"adam_update", "f32", "[16M]",
                [](Device d) { return V{random({1 << 24}, 26, d), random({1 << 24}, 27, d), random({1 << 24}, 28, d, 0.1f), random({1 << 24}, 29, d, 0.01f)}; },
                [](const V& x) {

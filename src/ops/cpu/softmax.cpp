@@ -1,12 +1,10 @@
 // Softmax kernels: rows over the last dimension, and beam search's best candidates.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "ops/cpu/kernels.h"
-#include "ops/host_rules.h"
 #include "ops/cpu/rows.h"
 #include "ops/cpu/vec_math.h"
 #include "threads/parallel.h"
@@ -60,20 +58,29 @@ void softmax_backward(const Tensor& y, const Tensor& g, bool log, Tensor& dx) {
 }
 
 
-bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
-                   const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best) {
-  const int64_t n = logits.size(0), V = logits.size(1);
-  best.assign(static_cast<size_t>(n), {});
-  std::atomic<bool> finite{true};
+void top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, Tensor& out) {
+  const int64_t n = logits.size(0), V = logits.size(1), width = out.size(1);
   parallel_for(n, n * V > (1 << 15), [&](int64_t r) {
-    if (!wanted[r]) return;
     const float* row = logits.data() + r * V;
-    auto top = top_log_probs_row(row, log_sum_exp_row(row, V), V, count, excluded, renormalize,
-                                 [&](int64_t from, float bar) { return vec::first_above(row, from, V, bar); });
-    if (top) best[r] = std::move(*top);
-    else finite = false;
+    float* o = out.data() + r * width;
+    std::vector<std::pair<float, int64_t>> top;  // (logit, id), kept sorted, best first
+    float bar = -std::numeric_limits<float>::infinity();  // what an entry must beat: the worst kept once `top` is full
+    for (int64_t v = vec::first_above(row, 0, V, bar); v < V; v = vec::first_above(row, v + 1, V, bar)) {
+      if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
+      auto at = std::upper_bound(top.begin(), top.end(), row[v], [](float x, const auto& e) { return x > e.first; });
+      top.insert(at, {row[v], v});
+      if (static_cast<int64_t>(top.size()) > count) top.pop_back();
+      if (static_cast<int64_t>(top.size()) == count) bar = top.back().first;
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      const bool found = k < static_cast<int64_t>(top.size());
+      o[k] = found ? top[k].first : -std::numeric_limits<float>::infinity();
+      o[count + k] = found ? static_cast<float>(top[k].second) : -1.0f;
+    }
+    o[2 * count] = log_sum_exp_row(row, V);
+    for (size_t e = 0; e < excluded.size(); ++e)
+      o[2 * count + 1 + static_cast<int64_t>(e)] = excluded[e] >= 0 && excluded[e] < V ? row[excluded[e]] : std::numeric_limits<float>::quiet_NaN();
   });
-  return finite;
 }
 
 }  // namespace tfm::ops::cpu

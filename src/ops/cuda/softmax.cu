@@ -1,13 +1,11 @@
 // Softmax kernels on the GPU: rows over the last dimension (one warp a row), and beam
-// search's best candidates (each row's log-normaliser here, the pick on the host).
+// search's best candidates with each row's log-normaliser (the log-probabilities are
+// made from them on the host, by the front end, as for every device).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <optional>
 
 #include "ops/cuda/kernels.h"
-#include "ops/host_rules.h"
 #include "ops/cuda/launch.cuh"
 
 namespace tfm::ops::cuda {
@@ -81,15 +79,75 @@ __global__ void softmax_backward_kernel(const float* y, const float* g, float* d
   }
 }
 
-// lse [rows]: each row's log-sum-exp, max + log sum e^(x - max) in float as
+// lse[r * stride]: each row's log-sum-exp, max + log sum e^(x - max) in float as
 // cpu/softmax.cpp's log_sum_exp_row, one warp a row.
-__global__ void log_sum_exp_kernel(const float* x, float* lse, int64_t rows, int64_t n) {
+__global__ void log_sum_exp_kernel(const float* x, float* lse, int64_t stride, int64_t rows, int64_t n) {
   const int lane = threadIdx.x & 31;
   for (int64_t r = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / 32; r < rows; r += int64_t{gridDim.x} * kWarpsPerBlock) {
     const float* xr = x + r * n;
     const float mx = row_max(xr, n, lane);
     const float s = row_exp_sum(xr, nullptr, n, mx, lane);
-    if (lane == 0) lse[r] = mx + logf(s);
+    if (lane == 0) lse[r * stride] = mx + logf(s);
+  }
+}
+
+// The ids top_log_probs leaves out, as a kernel argument.
+struct Excluded {
+  int ids[kMaxExcluded];
+  int n;
+  __device__ bool has(int64_t j) const {
+    for (int i = 0; i < n; ++i)
+      if (ids[i] == j) return true;
+    return false;
+  }
+};
+
+// (v, id) ranks before (w, other): the larger logit, then the lower id (none, -1, last).
+__device__ bool ranks_before(float v, int64_t id, float w, int64_t other) { return other < 0 || (id >= 0 && (v > w || (v == w && id < other))); }
+
+// Row r's candidates into out's record (ops/kernels.h), a block a row: `count` rounds,
+// each the block's best id ranked after the previous round's pick (a plain, correct
+// selection: count passes over the row; a faster one is issue 35's).
+__global__ void top_logits_kernel(const float* logits, int64_t rows, int64_t V, int64_t count, Excluded excluded, float* out, int64_t width) {
+  __shared__ float warp_v[32];
+  __shared__ int64_t warp_id[32];
+  __shared__ float pick_v;
+  __shared__ int64_t pick_id;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* x = logits + r * V;
+    float* o = out + r * width;
+    float prev_v = INFINITY;
+    int64_t prev_id = -1;
+    for (int64_t k = 0; k < count; ++k) {
+      float v = -INFINITY;
+      int64_t id = -1;
+      for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+        const float xj = x[j];
+        const bool after = xj < prev_v || (xj == prev_v && j > prev_id);
+        if (xj > -INFINITY && after && !excluded.has(j) && ranks_before(xj, j, v, id)) v = xj, id = j;  // (NaN fails the first test)
+      }
+      for (int o2 = 16; o2 > 0; o2 >>= 1) {
+        const float ov = __shfl_xor_sync(kAllLanes, v, o2);
+        const int64_t oid = __shfl_xor_sync(kAllLanes, id, o2);
+        if (ranks_before(ov, oid, v, id)) v = ov, id = oid;
+      }
+      __syncthreads();  // the previous round's readers are done with the shared values
+      if ((threadIdx.x & 31) == 0) warp_v[threadIdx.x / 32] = v, warp_id[threadIdx.x / 32] = id;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        for (unsigned w = 1; w < blockDim.x / 32; ++w)
+          if (ranks_before(warp_v[w], warp_id[w], v, id)) v = warp_v[w], id = warp_id[w];
+        pick_v = v, pick_id = id;
+        o[k] = id >= 0 ? v : -INFINITY;
+        o[count + k] = static_cast<float>(id);
+      }
+      __syncthreads();
+      prev_v = pick_v, prev_id = pick_id;
+    }
+    if (threadIdx.x < excluded.n) {
+      const int e = excluded.ids[threadIdx.x];
+      o[2 * count + 1 + threadIdx.x] = e >= 0 && e < V ? x[e] : NAN;
+    }
   }
 }
 
@@ -111,30 +169,16 @@ void softmax_backward(const Tensor& y, const Tensor& g, bool log, Tensor& dx) {
   check_launch("softmax_backward");
 }
 
-// The log-normalisers come from the GPU; the logits are copied back whole for the
-// candidate scan, which runs on the host exactly as the CPU's (beam search asks for a
-// few rows of one vocabulary each step).
-bool top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, bool renormalize,
-                   const std::vector<uint8_t>& wanted, std::vector<std::vector<std::pair<double, int64_t>>>& best) {
-  const int64_t n = logits.size(0), V = logits.size(1);
-  best.assign(static_cast<size_t>(n), {});
-  if (n == 0) return true;
-  Tensor lse = Tensor::empty({n}, DType::f32, Device::CUDA);
-  log_sum_exp_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream()>>>(ptr<float>(logits), ptr<float>(lse), n, V);
+void top_log_probs(const Tensor& logits, int64_t count, const std::vector<int>& excluded, Tensor& out) {
+  const int64_t n = logits.size(0), V = logits.size(1), width = out.size(1);
+  if (n == 0) return;
+  Excluded e{};
+  e.n = static_cast<int>(excluded.size());  // (at most kMaxExcluded: the front end checks)
+  std::copy(excluded.begin(), excluded.end(), e.ids);
+  top_logits_kernel<<<blocks_for(n, 1), kThreads, 0, stream()>>>(ptr<float>(logits), n, V, count, e, ptr<float>(out), width);
   check_launch("top_log_probs");
-  const std::vector<float> host_lse = lse.values<float>(), host_logits = logits.values<float>();
-  bool finite = true;
-  for (int64_t r = 0; r < n; ++r) {
-    if (!wanted[r]) continue;
-    const float* row = host_logits.data() + r * V;
-    auto top = top_log_probs_row(row, host_lse[r], V, count, excluded, renormalize, [&](int64_t from, float bar) {
-      while (from < V && !(row[from] > bar)) ++from;  // (NaN never is)
-      return from;
-    });
-    if (top) best[r] = std::move(*top);
-    else finite = false;
-  }
-  return finite;
+  log_sum_exp_kernel<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream()>>>(ptr<float>(logits), ptr<float>(out) + 2 * count, width, n, V);
+  check_launch("top_log_probs");
 }
 
 }  // namespace tfm::ops::cuda
