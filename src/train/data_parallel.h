@@ -3,6 +3,8 @@
 // each step's gradient buckets summed across the processes as the backward pass completes
 // them, through host memory where the buffers are on a device.
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <deque>
 #include <unordered_map>
 #include <utility>
@@ -38,6 +40,15 @@ class CommFloats {
   bool own_;
   std::vector<float> copy_;
 };
+
+// FNV-1a of `bytes` bytes, continuing from `h`: a fingerprint of data that processes compare.
+uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603ull);
+// "<count> <what>, fnv <hash in hex>": a task's data_fingerprint().
+inline std::string fingerprint(size_t count, const std::string& what, uint64_t hash) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return std::to_string(count) + " " + what + ", fnv " + hex;
+}
 
 // A bucket of `mb` MiB in floats; 0: every parameter in one bucket.
 int64_t bucket_floats(double mb);

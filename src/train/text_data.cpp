@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tensor/error.h"
+#include "train/data_parallel.h"
 
 namespace tfm::training {
 
@@ -81,6 +82,10 @@ void TextStreamTask::for_each_valid_batch(const std::function<void(const std::ve
     for (int64_t w = b * kBatch; w < std::min(windows, (b + 1) * kBatch); ++w) starts.push_back(w * window_);
     f(starts, b);
   }
+}
+
+std::string TextStreamTask::data_fingerprint() const {
+  return fingerprint(train_.size(), "training tokens", fnv1a(train_.data(), train_.size() * sizeof(int)));
 }
 
 }  // namespace tfm::training

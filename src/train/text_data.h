@@ -34,6 +34,7 @@ class TextStreamTask : public TrainingTask {
     return {kind_, config_json, {}, "", {{"tfm.tokenizer", tokenizer_.record()}}};
   }
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override;
+  std::string data_fingerprint() const override;
   // Start offsets of batch `index`'s windows, drawn from (seed, epoch, index).
   std::vector<int64_t> window_starts(int64_t index, Rng& rng) const;
   // Calls f with the start offsets of consecutive whole windows of the held-out text, 32

@@ -186,6 +186,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     task.init_parameters(init);
     state_.dropout_rng = o_.seed * 7919 + 1;
   }
+  check_same_job(task);
   const Schedule& lr = o_.schedule;
   TFM_CHECK(std::isfinite(lr.lr) && lr.lr >= 0, "the learning rate must be a finite number of at least 0 (got " << lr.lr << ")");
   TFM_CHECK(lr.kind != Schedule::Kind::Cosine || (lr.min_lr >= 0 && lr.min_lr <= lr.lr),

@@ -84,6 +84,9 @@ class TrainingTask {
   // splits its work among the processes and combines their results, so that every
   // process returns the same validation.
   void join(dist::Communicator* comm) { comm_ = comm; }
+  // What the task trains on, in a few words that change with it ("29000 pairs, fnv
+  // 1a2b..."), which every process of a job must agree on ("": nothing to compare).
+  virtual std::string data_fingerprint() const { return ""; }
   // What `items` counts, for the progress line ("tok", "img").
   virtual std::string unit() const { return "tok"; }
   // A line printed after the summary at the end of the run (samples, accuracy...); may be empty.
@@ -133,6 +136,9 @@ class Trainer {
   bool root() const { return !o_.comm || o_.comm->rank() == 0; }
   // Every process's weights are the same (their sums agree); checked before each save.
   void check_replicas(const nn::Module& model) const;
+  // Every process of the job was given the same model settings, training flags, data and
+  // starting weights; checked at the start, each difference named.
+  void check_same_job(TrainingTask& task) const;
   std::string score_name_ = "score";
   void save(TrainingTask& task, const std::string& name);
   void write_checkpoint(TrainingTask& task, const std::string& name, std::vector<std::pair<std::string, Tensor>> optimizer) const;

@@ -8,6 +8,7 @@
 #include "decode/translator.h"
 #include "eval/metrics.h"
 #include "tensor/error.h"
+#include "train/data_parallel.h"
 #include "train/schedule.h"
 #include "train/model_settings.h"
 #include "train/seq2seq.h"
@@ -48,6 +49,15 @@ class TranslationTraining : public TrainingTask {
     return {seq2seq_loss(*model_, b, o_.label_smoothing), b.target_tokens(model_->config().pad_id)};
   }
   Validation validate() override;
+  std::string data_fingerprint() const override {
+    uint64_t h = fnv1a(nullptr, 0);
+    for (const data::Example& e : train_.examples)
+      for (const std::vector<int>* side : {&e.src, &e.tgt}) {
+        const uint64_t n = side->size();
+        h = fnv1a(side->data(), n * sizeof(int), fnv1a(&n, sizeof n, h));
+      }
+    return fingerprint(train_.examples.size(), "training pairs", h);
+  }
 
  private:
   const tfm::TranslationTask& o_;

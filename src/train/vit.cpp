@@ -15,6 +15,7 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/data_parallel.h"
 #include "train/schedule.h"
 #include "train/model_settings.h"
 #include "train/progress.h"
@@ -187,6 +188,11 @@ class VitTraining : public TrainingTask {
   }
 
   std::string unit() const override { return "img"; }
+  std::string data_fingerprint() const override {
+    const data::ImageSet& t = data_.train;
+    return fingerprint(static_cast<size_t>(t.count), "training images",
+                       fnv1a(t.labels.data(), t.labels.size() * sizeof(int32_t), fnv1a(t.pixels.data(), t.pixels.size())));
+  }
 
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override {
     seed_ = seed, epoch_ = epoch;

@@ -169,6 +169,23 @@ def test_a_process_that_cannot_read_its_data_fails_the_job_with_its_message(work
     assert "tfm: error: rank 1 of 2: --text: File does not exist: missing.txt" in run.stderr, run.stderr
 
 
+@pytest.mark.parametrize("rank1, what", [(["--text", "reversed.txt"], "training data"), (["--layers", "2"], "model settings"),
+                                         (["--seed", "6"], "training flags")])
+def test_processes_given_different_data_flags_or_models_are_refused_at_start(work, rank1, what):
+    """The review's W6 and U3: a rank with other data (a stale copy on one host), another
+    architecture or other flags is named at start, before any step mixes them."""
+    lines = open(f"{FIXTURES}/lm.txt").read().splitlines()
+    (work / "reversed.txt").write_text("\n".join(reversed(lines)) + "\n")
+    base = [TFM, "--threads", "1"] + LM + ["--steps", "5", "--out", f"mixed_{what.replace(' ', '_')}", "--seed", "5"]
+    other = list(base)
+    other[other.index(rank1[0]) + 1] = rank1[1]
+    job = [*MPIRUN, "-np", "1", *base, ":", "-np", "1", *other]
+    run = subprocess.run(job, cwd=work, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert f"the processes of this job were given different {what}: rank 1's are" in run.stderr, run.stderr
+    assert not (work / f"mixed_{what.replace(' ', '_')}" / "last.safetensors").exists()
+
+
 def test_ctrl_c_stops_every_process_after_the_same_step_and_saves_once(work):
     # A log line every 25 steps: mpirun stops forwarding the processes' output on Ctrl-C, and
     # rank 0 of a model this small, logging every step (a millisecond each), would fill the
