@@ -12,10 +12,12 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "serve/endpoints.h"
 #include "serve/web_page.h"
+#include "tensor/error.h"
 
 namespace tfm::serve {
 
@@ -25,15 +27,23 @@ namespace {
 // connection lives, so a fixed pool of a few threads is exhausted by as many slow
 // clients. This one grows a thread whenever every thread is busy, up to
 // --max-connections; idle threads wait for the next connection.
+//
+// Where the system refuses another thread (a task or memory limit: a container, a
+// systemd unit), the connection waits for one of the threads already running, and the
+// server goes on (the review's C1: the refusal had aborted it). The first thread is
+// started with the pool, so that one always runs.
 class ConnectionPool : public httplib::TaskQueue {
  public:
-  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {}
+  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    TFM_CHECK(start_thread(), "cannot start a thread to serve connections (a task or memory limit?)");
+  }
   ~ConnectionPool() override { shutdown(); }
 
   void enqueue(std::function<void()> job) override {
     const std::lock_guard<std::mutex> lock(mutex_);
     jobs_.push_back(std::move(job));
-    if (busy_ + jobs_.size() > threads_.size() && threads_.size() < max_threads_) threads_.emplace_back([this] { work(); });
+    if (busy_ + jobs_.size() > threads_.size() && threads_.size() < max_threads_) start_thread();
     ready_.notify_one();
   }
 
@@ -49,6 +59,16 @@ class ConnectionPool : public httplib::TaskQueue {
   }
 
  private:
+  // False where the system refuses (std::thread's EAGAIN); the mutex is held.
+  bool start_thread() {
+    try {
+      threads_.emplace_back([this] { work(); });
+      return true;
+    } catch (const std::system_error&) {
+      return false;
+    }
+  }
+
   void work() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
@@ -58,7 +78,10 @@ class ConnectionPool : public httplib::TaskQueue {
       jobs_.pop_front();
       ++busy_;
       lock.unlock();
-      job();
+      try {
+        job();
+      } catch (...) {  // out of memory inside httplib's reading or writing: that connection is lost, the server is not
+      }
       lock.lock();
       --busy_;
     }
