@@ -9,91 +9,27 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
+#include "serve/connection_pool.h"
 #include "serve/endpoints.h"
 #include "serve/web_page.h"
-#include "tensor/error.h"
 
 namespace tfm::serve {
 
 namespace {
 
-// httplib serves each connection on a thread of its task queue for as long as the
-// connection lives, so a fixed pool of a few threads is exhausted by as many slow
-// clients. This one grows a thread whenever every thread is busy, up to
-// --max-connections; idle threads wait for the next connection.
-//
-// Where the system refuses another thread (a task or memory limit: a container, a
-// systemd unit), the connection waits for one of the threads already running, and the
-// server goes on (the review's C1: the refusal had aborted it). The first thread is
-// started with the pool, so that one always runs.
-class ConnectionPool : public httplib::TaskQueue {
+// httplib's task queue: the connection pool (serve/connection_pool.h).
+class ConnectionQueue : public httplib::TaskQueue {
  public:
-  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    TFM_CHECK(start_thread(), "cannot start a thread to serve connections (a task or memory limit?)");
-  }
-  ~ConnectionPool() override { shutdown(); }
-
-  void enqueue(std::function<void()> job) override {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(std::move(job));
-    if (busy_ + jobs_.size() > threads_.size() && threads_.size() < max_threads_) start_thread();
-    ready_.notify_one();
-  }
-
-  // Finishes every connection queued, then joins the threads.
-  void shutdown() override {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    ready_.notify_all();
-    for (std::thread& t : threads_)
-      if (t.joinable()) t.join();
-  }
+  explicit ConnectionQueue(size_t max_threads) : pool_(max_threads) {}
+  void enqueue(std::function<void()> job) override { pool_.enqueue(std::move(job)); }
+  void shutdown() override { pool_.shutdown(); }
 
  private:
-  // False where the system refuses (std::thread's EAGAIN); the mutex is held.
-  bool start_thread() {
-    try {
-      threads_.emplace_back([this] { work(); });
-      return true;
-    } catch (const std::system_error&) {
-      return false;
-    }
-  }
-
-  void work() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      std::function<void()> job = std::move(jobs_.front());
-      jobs_.pop_front();
-      ++busy_;
-      lock.unlock();
-      try {
-        job();
-      } catch (...) {  // out of memory inside httplib's reading or writing: that connection is lost, the server is not
-      }
-      lock.lock();
-      --busy_;
-    }
-  }
-
-  const size_t max_threads_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  size_t busy_ = 0;
-  bool stopping_ = false;
+  ConnectionPool pool_;
 };
 
 // httplib listens with a backlog of 5: a burst of connections beyond it waited a second
@@ -154,7 +90,7 @@ class Server {
                         [this] { return static_cast<double>(life_.depth()); }});
     metrics_.add_gauge({"tfm_queue_limit", "Requests admitted at once (--max-queue).", "", [this] { return static_cast<double>(options_.max_queue); }});
     routes();
-    http_.new_task_queue = [this] { return new ConnectionPool(static_cast<size_t>(options_.max_connections)); };
+    http_.new_task_queue = [this] { return new ConnectionQueue(static_cast<size_t>(options_.max_connections)); };
     http_.set_payload_max_length(static_cast<size_t>(o.max_body));
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) { return check_body(req, res, options_.max_body); });
     http_.set_socket_options([](int sock) {  // SO_REUSEADDR only: httplib's SO_REUSEPORT let two servers share a port

@@ -25,11 +25,8 @@ JPEG = os.path.join(os.path.dirname(__file__), "..", "fixtures", "serve", "fashi
 class Server:
     """A `tfm serve` process; its stderr lines are kept in `lines`."""
 
-    def __init__(self, *args, memory_kb=None):
-        command = [TFM, "serve", "--port", "0", *args]
-        if memory_kb:  # under an address-space limit (ulimit -v), as in a container
-            command = ["sh", "-c", f'ulimit -v {memory_kb} && exec "$@"', "sh", *command]
-        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([TFM, "serve", "--port", "0", *args], stderr=subprocess.PIPE, text=True)
         self.lines, self.port = [], None
         listening = threading.Event()
 
@@ -395,26 +392,3 @@ def test_bad_command_lines_get_one_line(args, message):
     errors = [line for line in r.stderr.splitlines() if line.startswith("tfm: error:")]
     assert r.returncode != 0 and len(errors) == 1 and message in errors[0], r.stderr
 
-
-def test_a_server_that_cannot_start_more_threads_goes_on(tmp_path):
-    """The review's C1: under a memory limit that refuses a thread per connection (each
-    reserves its stack), 300 connections held open leave the server running: those it has
-    no thread for wait for one, /health answers once they go, SIGTERM ends it with 0."""
-    probe = Server("--model", f"lm={LM}")
-    with open(f"/proc/{probe.proc.pid}/status") as status:
-        idle_kb = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
-    assert probe.stop() == 0
-    server = Server("--model", f"lm={LM}", memory_kb=idle_kb + 400_000)  # room for ~40 thread stacks
-    import socket
-    held = []
-    for _ in range(300):
-        c = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        held.append(c)
-    time.sleep(1)
-    assert server.proc.poll() is None, "".join(server.lines)
-    for c in held:
-        c.close()
-    status, _, out = server.request("GET", "/health")
-    assert status == 200 and out["status"] == "ok"
-    assert server.stop() == 0
