@@ -138,7 +138,7 @@ TEST(ImageFiles, RefusesBrokenFilesWithOneLineNamingThem) {
   const uint32_t crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(huge.data() + 12), 17));
   for (int i = 0; i < 4; ++i) huge[29 + i] = static_cast<char>(crc >> (24 - 8 * i));
   EXPECT_EQ(error_of([&] { data::decode_image(huge + png.substr(33), "huge.png"); }),
-            "huge.png: the image is 60000x60000 pixels, more than the 67108864 tfm reads");
+            "huge.png: 60000x60000 pixels, more than the 67108864 tfm reads");
   testing::TempDir dir;
   EXPECT_NE(error_of([&] { data::read_image(dir.path("missing.png")); }).find("missing.png: cannot open the image"), std::string::npos);
 }

@@ -22,8 +22,9 @@ struct Image {
 // PNG (grey, grey + alpha, RGB, RGBA, palette; 1 to 16 bits; interlaced or not) or JPEG
 // (grey or colour; CMYK is refused), told apart by their first bytes. Throws
 // std::runtime_error with one line naming `origin` where the bytes are neither, cannot be
-// decoded, or claim more than 67,108,864 pixels (8,192 x 8,192).
-TFM_API Image decode_image(std::string_view bytes, const std::string& origin = "the image");
+// decoded, or claim more than `max_pixels` pixels (at most 67,108,864: 8,192 x 8,192),
+// before their pixels are allocated.
+TFM_API Image decode_image(std::string_view bytes, const std::string& origin = "the image", int64_t max_pixels = int64_t{1} << 26);
 // The file at `path`, named in errors.
 TFM_API Image read_image(const std::string& path);
 

@@ -42,6 +42,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   limits->add_option("--max-queue", o->max_queue, "Requests admitted at once (503 with Retry-After beyond)")
       ->capture_default_str()->check(in_range<int64_t>(1, 1 << 20));
   limits->add_option("--max-body", o->max_body, "Bytes of a request body (413 beyond)")->capture_default_str()->check(in_range<int64_t>(1, 1 << 30));
+  limits->add_option("--max-image-pixels", o->max_image_pixels,
+                     "Pixels of a request's images together, as their headers claim, refused (400) before they are decoded")
+      ->capture_default_str()->check(in_range<int64_t>(1, int64_t{1} << 26));
   limits->add_option("--max-connections", o->max_connections, "Connections served at once (more wait for a free one)")
       ->capture_default_str()->check(in_range(1, 65536));
   limits->add_option("--timeout", o->timeout, "Seconds a request may take (504 beyond)")->capture_default_str()->check(in_range(0.001, 86400.0));

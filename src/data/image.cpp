@@ -1,5 +1,6 @@
 #include "data/image.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -9,15 +10,16 @@
 
 namespace tfm::data {
 
-void check_dimensions(int64_t width, int64_t height, const std::string& origin) {
-  TFM_CHECK(width > 0 && height > 0, origin << ": the image has no pixels (" << width << "x" << height << ")");
-  TFM_CHECK(width * height <= kMaxImagePixels, origin << ": the image is " << width << "x" << height << " pixels, more than the "
-                                                      << kMaxImagePixels << " tfm reads");
+void check_dimensions(int64_t width, int64_t height, const std::string& origin, int64_t max_pixels) {
+  TFM_CHECK(width > 0 && height > 0, origin << ": no pixels (" << width << "x" << height << ")");
+  TFM_CHECK(width * height <= std::min(max_pixels, kMaxImagePixels),
+            origin << ": " << width << "x" << height << " pixels, more than the " << std::min(max_pixels, kMaxImagePixels)
+                   << (max_pixels < kMaxImagePixels ? " allowed here" : " tfm reads"));
 }
 
-Image decode_image(std::string_view bytes, const std::string& origin) {
-  if (bytes.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) return decode_png(bytes, origin);
-  if (bytes.substr(0, 3) == std::string_view("\xff\xd8\xff", 3)) return decode_jpeg(bytes, origin);
+Image decode_image(std::string_view bytes, const std::string& origin, int64_t max_pixels) {
+  if (bytes.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8)) return decode_png(bytes, origin, max_pixels);
+  if (bytes.substr(0, 3) == std::string_view("\xff\xd8\xff", 3)) return decode_jpeg(bytes, origin, max_pixels);
   throw Error(origin + ": neither PNG nor JPEG (by its first bytes)");
 }
 

@@ -2,11 +2,10 @@
 // Image files: PNG and JPEG decoded to 8-bit pixels with 1 (grey) or 3 (RGB) channels,
 // as Pillow's Image.open(f).convert("L" or "RGB") gives them: alpha dropped (not
 // composited), palettes looked up, grey of 1, 2 or 4 bits stretched to 0..255, interlaced
-// PNGs and progressive JPEGs assembled, 16-bit samples cut to their high byte (Pillow's
-// way for colour; its 16-bit grey mode it clips to 255 instead, which tfm does not
-// follow). CMYK JPEGs are refused. Every error is one line naming the file (or `origin`),
-// and a file whose header claims more than kMaxImagePixels is refused before anything is
-// allocated for it.
+// PNGs and progressive JPEGs assembled, 16-bit colour cut to its high byte and 16-bit
+// grey clipped to 0..255 (Pillow's ways). CMYK JPEGs are refused. Every error is one line
+// naming the file (or `origin`), and a file whose header claims more than kMaxImagePixels
+// (or a caller's smaller budget) is refused before anything is allocated for it.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,8 +23,9 @@ struct Image {
   uint8_t at(int64_t y, int64_t x, int64_t c) const { return pixels[static_cast<size_t>((y * width + x) * channels + c)]; }
 };
 
-// PNG or JPEG, told apart by their first bytes; `origin` names the bytes in errors.
-Image decode_image(std::string_view bytes, const std::string& origin);
+// PNG or JPEG, told apart by their first bytes; `origin` names the bytes in errors; one
+// claiming more than `max_pixels` is refused.
+Image decode_image(std::string_view bytes, const std::string& origin, int64_t max_pixels = kMaxImagePixels);
 // The file at `path` (a regular file of at most 256 MiB).
 Image read_image(const std::string& path);
 

@@ -81,12 +81,12 @@ struct JpegReader {
 
 }  // namespace
 
-Image decode_jpeg(std::string_view bytes, const std::string& origin) {
+Image decode_jpeg(std::string_view bytes, const std::string& origin, int64_t max_pixels) {
   JpegReader reader;
   JpegShape shape;
   TFM_CHECK(read_header(reader.info, reader.errors, bytes, shape), origin << ": not a readable JPEG (" << reader.errors.message << ")");
   TFM_CHECK(!shape.cmyk, origin << ": a CMYK JPEG, which tfm does not read (convert it to RGB)");
-  check_dimensions(shape.width, shape.height, origin);
+  check_dimensions(shape.width, shape.height, origin, max_pixels);
   Image image{shape.height, shape.width, shape.channels, std::vector<uint8_t>(size_t{shape.width} * shape.height * shape.channels)};
   TFM_CHECK(read_rows(reader.info, reader.errors, image.pixels.data(), size_t{shape.width} * shape.channels),
             origin << ": not a readable JPEG (" << reader.errors.message << ")");

@@ -86,12 +86,12 @@ struct PngReader {
 
 }  // namespace
 
-Image decode_png(std::string_view bytes, const std::string& origin) {
+Image decode_png(std::string_view bytes, const std::string& origin, int64_t max_pixels) {
   PngSource source{bytes};
   PngReader reader(source);
   PngShape shape;
   TFM_CHECK(reader.info && read_header(reader.png, reader.info, shape), origin << ": not a readable PNG (" << source.message << ")");
-  check_dimensions(shape.width, shape.height, origin);
+  check_dimensions(shape.width, shape.height, origin, max_pixels);
   const size_t samples = size_t{shape.width} * shape.height * shape.channels, bytes_per_sample = shape.grey16 ? 2 : 1;
   std::vector<uint8_t> raw(samples * bytes_per_sample);
   std::vector<png_bytep> rows(shape.height);

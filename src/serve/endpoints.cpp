@@ -160,12 +160,14 @@ nlohmann::json weights_json(const AttentionWeights& w) {
 }
 
 // The images of a classify or attention request, decoded for model `m`: `raw`, the
-// request's body itself (Content-Type image/...), else base64 strings from its JSON.
-std::vector<uint8_t> image_pixels(const std::vector<std::string>& images, bool raw, const ServedModel& m) {
+// request's body itself (Content-Type image/...), else base64 strings from its JSON; at
+// most max_pixels pixels in all.
+std::vector<uint8_t> image_pixels(const std::vector<std::string>& images, bool raw, const ServedModel& m, int64_t max_pixels) {
   std::vector<uint8_t> pixels;
+  int64_t budget = max_pixels;  // the request's, for all of its images
   for (size_t i = 0; i < images.size(); ++i) {
     try {
-      const std::vector<uint8_t> one = model_pixels(raw ? images[i] : decode_base64(images[i]), *m.classifier);
+      const std::vector<uint8_t> one = model_pixels(raw ? images[i] : decode_base64(images[i]), *m.classifier, budget);
       pixels.insert(pixels.end(), one.begin(), one.end());
     } catch (const HttpError& e) {
       throw HttpError(400, images.size() > 1 ? "image " + std::to_string(i + 1) + ": " + e.what() : std::string(e.what()));
@@ -323,7 +325,7 @@ void classify(Context& c, Call& call) {
   if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images"});
   ServedModel& m = c.models.pick(raw ? call.req.get_param_value("model") : b->text("model", ""), "vit", call.endpoint);
   const std::vector<std::string> images = raw ? std::vector<std::string>{call.req.body} : b->texts("images", c.options.max_items);
-  const std::vector<uint8_t> pixels = image_pixels(images, raw, m);
+  const std::vector<uint8_t> pixels = image_pixels(images, raw, m, c.options.max_image_pixels);
   const std::shared_ptr<void> ticket = c.life.admit();
   const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
   const Classification k = m.classifier->classify(pixels, static_cast<int64_t>(images.size()));
@@ -347,7 +349,7 @@ void attention(Context& c, Call& call) {
   nlohmann::json out = {{"model", m.name}, {"family", m.family}};
   if (m.family == "vit") {
     const std::vector<std::string> image = raw ? std::vector<std::string>{call.req.body} : b->texts("image", 1, /*single_ok=*/true);
-    const std::vector<uint8_t> pixels = image_pixels(image, raw, m);
+    const std::vector<uint8_t> pixels = image_pixels(image, raw, m, c.options.max_image_pixels);
     const std::shared_ptr<void> ticket = c.life.admit();
     const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
     const Classification k = m.classifier->classify(pixels, 1);

@@ -31,6 +31,7 @@ struct ServerOptions {
   int64_t max_new_tokens = 1024;   // tokens a generation request may ask for
   int64_t max_queue = 256;         // requests admitted at once (the next gets 503)
   int64_t max_body = 4 << 20;      // bytes of a request body (413 beyond)
+  int64_t max_image_pixels = 16 << 20;  // pixels of a request's images together, as their headers claim (400 beyond)
   int max_connections = 256;       // connections served at once (more wait for one to close)
   double timeout = 60;             // seconds a request may take (504 beyond)
   double drain_timeout = 30;       // seconds to finish admitted requests after a stop (503 beyond)

@@ -181,6 +181,43 @@ def test_classify_png_jpeg_and_base64(server):
     assert status == 400 and "neither PNG nor JPEG" in error["error"]["message"]
 
 
+def memory_kb(pid, kind="VmRSS"):
+    """The process's resident memory now (VmRSS), or its peak so far (VmHWM)."""
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(kind + ":"))
+
+
+def test_image_bombs_are_refused_and_large_images_decoded_two_at_a_time(server):
+    """The review's W1: a 62 KB PNG claiming 8000 x 8000 pixels is refused by its header
+    (--max-image-pixels, 16M by default, for a request's images together); 8 concurrent
+    4000 x 4000 images are decoded two at a time and their memory given back after."""
+    bomb = png(bytes(8000 * 8000), 8000, 8000)
+    assert len(bomb) < 100_000
+    status, _, error = server.post("/v1/classify", bomb, {"Content-Type": "image/png"})
+    assert status == 400 and "the image: 8000x8000 pixels, more than the 16777216 allowed here" in error["error"]["message"]
+    small = Server("--model", VIT, "--max-image-pixels", "1000")
+    two = {"images": [base64.b64encode(png(fashion_images(1)[0], 28, 28)).decode()] * 2}
+    status, _, error = small.post("/v1/classify", two)  # 784 pixels each: the second is past the request's 1000
+    assert status == 400 and error["error"]["message"] == ("image 2: the image: 28x28 pixels, more than the 216 allowed here "
+                                                           "(--max-image-pixels: for all of a request's images together)")
+    assert small.stop() == 0
+    with open(f"/proc/{server.proc.pid}/clear_refs", "w") as clear:
+        clear.write("5")  # the peak (VmHWM) from here on
+    before = memory_kb(server.proc.pid)
+    large = png(bytes(4000 * 4000), 4000, 4000)  # decoded, then refused: the model takes 28 x 28
+    answers = []
+    threads = [threading.Thread(target=lambda: answers.append(server.post("/v1/classify", large, {"Content-Type": "image/png"})[0]))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == [400] * 8
+    # two 16 MB decodes at once: 34 MB above the resident memory before (8 at once: 127 MB)
+    assert memory_kb(server.proc.pid, "VmHWM") - before < 80_000, "more than two images were decoded at once"
+    assert memory_kb(server.proc.pid) - before < 20_000, "the decoded images' memory was kept"
+
+
 def test_every_endpoint_on_the_simulated_device_answers_as_on_the_cpu(server):
     """`tfm serve --device sim`: the models on the simulated device (the CPU's kernels over
     memory no other code may read, as a GPU's) give the CPU server's answers exactly."""
