@@ -102,12 +102,16 @@ class Server {
       if (!res.body.empty()) return;
       if (res.status == 413) return reply_error(res, 413, "the body is larger than the server's --max-body");
       if (req.method.empty() || req.path.empty()) return reply_error(res, res.status, "the request is not valid HTTP/1.1");
-      if (res.status == 404 || (res.status == 400 && methods_.count(req.path))) {
-        if (!methods_.count(req.path))
-          return reply_error(res, 404, "no such endpoint: " + req.method + " " + req.path + " (see docs/SERVING.md)");
+      const bool known = methods_.count(req.path) > 0, method_allowed = known && methods_.at(req.path) == req.method;
+      if (res.status == 404 || (res.status == 400 && known && !method_allowed)) {
+        if (!known) return reply_error(res, 404, "no such endpoint: " + req.method + " " + req.path + " (see docs/SERVING.md)");
         res.set_header("Allow", methods_.at(req.path));
         return reply_error(res, 405, req.path + " takes " + methods_.at(req.path) + ", not " + req.method);
       }
+      // httplib reads at most 100 header lines of at most 8 KiB each (its build's limits)
+      // and answers 400 for more: a large cookie or token, most likely (the review's W4).
+      if (res.status == 400 && method_allowed)
+        return reply_error(res, 431, "the request's headers could not be read: at most 100 headers of at most 8192 bytes each");
       reply_error(res, res.status, req.method + " " + req.path + " failed with HTTP status " + std::to_string(res.status));
     });
   }

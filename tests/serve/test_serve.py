@@ -296,6 +296,9 @@ def test_http_edges(server):
     status, response, out = server.request("GET", "/v1/translate")
     assert status == 405 and response.getheader("Allow") == "POST" and "takes POST" in out["error"]["message"]
     assert "not valid HTTP" in raw_request(server, b"GARBAGE\r\n\r\n")
+    # the review's W4: a header of 8 KiB or more (a large cookie or token) is not a wrong method
+    big = raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8192 + b"\r\nConnection: close\r\n\r\n")
+    assert big.startswith("HTTP/1.1 431") and "at most 100 headers of at most 8192 bytes each" in big, big[:300]
     # the review's W5: two Content-Lengths that disagree frame the body two ways (request smuggling)
     body = b'{"sentences": ["Ein Hund."]}'
     two = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
