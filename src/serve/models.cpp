@@ -82,7 +82,11 @@ ServedModel& ModelSet::pick(const std::string& name, const std::string& family, 
   for (auto& m : models_)
     if (m->family == family) found.push_back(m.get());
   if (found.empty()) throw HttpError(400, endpoint + " needs a " + family + " model, and none is served (served: " + summary() + ")");
-  if (found.size() > 1) throw HttpError(400, "several " + family + " models are served (" + summary() + "): name one in 'model'");
+  if (found.size() > 1) {
+    std::string names;
+    for (const ServedModel* m : found) names += (names.empty() ? "" : ", ") + m->name;
+    throw HttpError(400, "several " + family + " models are served (" + names + "): name one in 'model'");
+  }
   return *found[0];
 }
 

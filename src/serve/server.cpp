@@ -63,7 +63,7 @@ bool authorized(const httplib::Request& req, const std::string& key) {
 httplib::Server::HandlerResponse check_body(const httplib::Request& req, httplib::Response& res, int64_t max_body) {
   if (req.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
   auto refuse = [&](int status, const std::string& message) {
-    res.set_header("Connection", "close");
+    if (req.get_header_value("Connection") != "close") res.set_header("Connection", "close");  // (httplib adds it where the client said so)
     reply_error(res, status, message);
     return httplib::Server::HandlerResponse::Handled;
   };
@@ -165,7 +165,9 @@ class Server {
       call.deadline = call.started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout));
       try {
         if (needs_key && !options_.api_key.empty() && !authorized(req, options_.api_key))
-          throw HttpError(401, "this server needs an API key: send it as 'Authorization: Bearer KEY' or 'X-API-Key: KEY'");
+          throw HttpError(401, req.has_header("Authorization") || req.has_header("X-API-Key")
+                                   ? "the API key is not this server's"
+                                   : "this server needs an API key: send it as 'Authorization: Bearer KEY' or 'X-API-Key: KEY'");
         handler(call);
       } catch (const HttpError& e) {
         reply_error(res, e.status, e.what(), e.retry_after);

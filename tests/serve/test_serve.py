@@ -296,6 +296,8 @@ def test_http_edges(server):
     status, response, out = server.request("GET", "/v1/translate")
     assert status == 405 and response.getheader("Allow") == "POST" and "takes POST" in out["error"]["message"]
     assert "not valid HTTP" in raw_request(server, b"GARBAGE\r\n\r\n")
+    closing = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 999999999\r\n\r\n")
+    assert closing.startswith("HTTP/1.1 413") and closing.count("Connection: close") == 1  # the review's U5: not twice
     # the review's W4: a header of 8 KiB or more (a large cookie or token) is not a wrong method
     big = raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 8192 + b"\r\nConnection: close\r\n\r\n")
     assert big.startswith("HTTP/1.1 431") and "at most 100 headers of at most 8192 bytes each" in big, big[:300]
@@ -329,7 +331,8 @@ def test_api_key():
     try:
         status, response, out = s.post("/v1/translate", {"sentences": ["Ein Hund."]})
         assert status == 401 and "API key" in out["error"]["message"] and response.getheader("WWW-Authenticate") == "Bearer"
-        assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesam"})[0] == 401
+        status, _, out = s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesam"})
+        assert status == 401 and out["error"]["message"] == "the API key is not this server's"  # the review's U5
         assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "Bearer sesame"})[0] == 200
         assert s.request("GET", "/metrics", headers={"X-API-Key": "sesame"})[0] == 200
         assert s.post("/v1/translate", {"sentences": ["Ein Hund."]}, {"Authorization": "bearer sesame"})[0] == 200
