@@ -266,6 +266,26 @@ void writable_copy(const std::string& src, const std::string& dir) {
     std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
 }
 
+// The review's U2: a config.json's errors name its own keys, not tfm's fields.
+TEST(HfCli, ConfigErrorsNameTheirKeys) {
+  testing::TempDir tmp;
+  const auto error_with = [&](const std::string& fixture, const std::string& from, const std::string& to) {
+    const std::string dir = tmp.path(fixture + std::to_string(std::hash<std::string>{}(to)));
+    writable_copy(testing::hf_fixture_path(fixture), dir);
+    std::string config = testing::read_file(dir + "/config.json");
+    config.replace(config.find(from), from.size(), to);
+    testing::write_file(dir + "/config.json", config);
+    const testing::CliResult r = run_tfm("info --model " + dir + " 2>&1");
+    EXPECT_EQ(r.code, 1) << r.output;
+    return r.output.substr(r.output.find("config.json: ") + 13);
+  };
+  EXPECT_EQ(error_with("bert_tiny_uncased", "\"num_attention_heads\": 4,", ""),
+            "hidden_size 32 is not divisible by num_attention_heads 12\n");  // transformers' default, as there
+  EXPECT_EQ(error_with("bert_tiny_uncased", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 0"), "num_hidden_layers 0 outside [1, 1024]\n");
+  EXPECT_EQ(error_with("marian_opus_mt_tiny_de_en", "\"encoder_attention_heads\": 4", "\"encoder_attention_heads\": 0"),
+            "decoder_attention_heads 4 differs from encoder_attention_heads 0 (tfm's translation models use one value for both stacks)\n");
+}
+
 TEST(HfCli, MismatchedTokenizersAndBadSettingsAreOneLine) {
   testing::TempDir tmp;
   const std::string src = testing::hf_fixture_path("bert_tiny_uncased"), dir = tmp.path("bert");
@@ -324,7 +344,7 @@ TEST(HfCli, AnHugeEmbeddingWidthIsRefusedWithoutOverflow) {
   testing::write_file(dir + "/config.json", config.dump());
   const testing::CliResult r = run_tfm("info --model " + dir + " 2>&1");
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("d_model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("n_embd 4611686018427387904 outside"), std::string::npos) << r.output;  // the key, as config.json names it
 }
 
 }  // namespace

@@ -32,7 +32,11 @@ models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weig
   c.pooler = has_tensor(weights, p + "pooler.dense.weight") && has_tensor(weights, "cls.seq_relationship.weight");
   TFM_CHECK(has_tensor(weights, "cls.predictions.transform.dense.weight"),
             d.path << ": has no masked-LM head (cls.predictions.*); tfm's BERT needs one (a BertForPreTraining or BertForMaskedLM checkpoint)");
-  return c.validated(d.file("config.json"));
+  with_hf_names(d, {{"d_model", "hidden_size"}, {"heads", "num_attention_heads"}, {"d_ff", "intermediate_size"},
+                    {"layers", "num_hidden_layers"}, {"vocab", "vocab_size"}, {"max_len", "max_position_embeddings"},
+                    {"type_vocab", "type_vocab_size"}, {"norm_eps", "layer_norm_eps"}, {"dropout", "hidden_dropout_prob"}},
+                [&] { c = c.validated(d.file("config.json")); });
+  return c;
 }
 
 std::vector<TensorRule> bert_rules(const models::StackConfig& c, const std::string& p) {

@@ -42,7 +42,8 @@ bool is_directory(const std::string& path) {
 Directory open(const std::string& path) {
   TFM_CHECK(fs::exists(path + "/config.json"),
             path << ": is a directory without config.json; tfm reads a checkpoint file (.safetensors) or a Hugging Face model directory");
-  Directory d{path, parse_json_file(path + "/config.json"), ""};
+  // (A model's settings: 4 MiB hold the largest label lists; more is not a config.json.)
+  Directory d{path, io::read_json_file(path + "/config.json", int64_t{4} << 20, "configuration"), ""};
   TFM_CHECK(d.config.is_object(), d.file("config.json") << ": is not a JSON object");
   d.model_type = setting<std::string>(d, "model_type", "");
   TFM_CHECK(!d.model_type.empty(), d.file("config.json") << ": names no model_type; tfm reads " << kSupported);

@@ -1,7 +1,9 @@
 #pragma once
 // One converter per family (hf/model.h's convert chooses): each reads config.json into
 // tfm's configuration and names the tensors of each tfm parameter (hf/tensor_rules.h).
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hf/directory.h"
@@ -39,6 +41,13 @@ void require(const Directory& d, const char* key, const T& wanted, const T& fall
   TFM_CHECK(value == wanted, d.file("config.json") << ": " << key << " " << nlohmann::json(value).dump() << " is not supported (tfm computes "
                                                    << key << " " << nlohmann::json(wanted).dump() << ")");
 }
+// Refuses a setting that must equal another's (`other`, read first) with both named: tfm's
+// translation models have one head count and one feed-forward width for both stacks.
+void require_same(const Directory& d, const char* key, const char* other, int64_t fallback);
+// `validate()`, whose errors name tfm's configuration fields, with each field's config.json
+// key in its place (`names`: tfm's field, the key), so that the user reads what to change.
+void with_hf_names(const Directory& d, const std::vector<std::pair<std::string, std::string>>& names, const std::function<void()>& validate);
+
 // Whether a tensor of this name is present.
 bool has_tensor(const io::NamedTensors& weights, const std::string& name);
 

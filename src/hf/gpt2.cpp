@@ -25,7 +25,10 @@ models::StackConfig gpt2_config(const Directory& d) {
   c.activation = nn::parse_activation(activation(d, "activation_function", "gelu_new"));
   c.norm_eps = setting<float>(d, "layer_norm_epsilon", 1e-5f);
   c.norm_first = true, c.learned_positions = true;
-  return c.validated(d.file("config.json"));
+  with_hf_names(d, {{"d_model", "n_embd"}, {"heads", "n_head"}, {"d_ff", "n_inner"}, {"layers", "n_layer"}, {"vocab", "vocab_size"},
+                    {"max_len", "n_positions"}, {"norm_eps", "layer_norm_epsilon"}, {"dropout", "resid_pdrop"}},
+                [&] { c = c.validated(d.file("config.json")); });
+  return c;
 }
 
 // `prefix`: "transformer." as GPT2LMHeadModel saves, "" in the hub's own gpt2 files.

@@ -27,8 +27,8 @@ models::TransformerConfig marian_config(const Directory& d) {
   require(d, "share_encoder_decoder_embeddings", true, true);
   require(d, "normalize_embedding", false, false);
   require(d, "add_final_layer_norm", false, false);
-  require(d, "decoder_attention_heads", setting<int64_t>(d, "encoder_attention_heads", 8), int64_t{8});
-  require(d, "decoder_ffn_dim", setting<int64_t>(d, "encoder_ffn_dim", 2048), int64_t{2048});
+  require_same(d, "decoder_attention_heads", "encoder_attention_heads", 8);
+  require_same(d, "decoder_ffn_dim", "encoder_ffn_dim", 2048);
   models::TransformerConfig c;
   c.src_vocab = c.tgt_vocab = setting<int64_t>(d, "vocab_size", 0);
   c.d_model = setting<int64_t>(d, "d_model", 512);
@@ -48,7 +48,9 @@ models::TransformerConfig marian_config(const Directory& d) {
   c.forced_eos = generation_setting<int>(d, generation, "forced_eos_token_id", -1) == c.eos_id;
   c.renormalize = generation_setting<bool>(d, generation, "renormalize_logits", false);
   c.max_length = generation_setting<int64_t>(d, generation, "max_length", 20);  // transformers' default
-  c.validate(d.file("config.json"));
+  with_hf_names(d, {{"heads", "encoder_attention_heads"}, {"d_ff", "encoder_ffn_dim"}, {"src_vocab", "vocab_size"}, {"tgt_vocab", "vocab_size"},
+                    {"max_len", "max_position_embeddings"}},
+                [&] { c.validate(d.file("config.json")); });
   return c;
 }
 

@@ -1,6 +1,7 @@
 #include "hf/model.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "hf/families.h"
 #include "io/checkpoint.h"
@@ -29,6 +30,31 @@ std::string activation(const Directory& d, const char* key, const std::string& f
   if (name == "swish" || name == "silu") return "silu";
   if (name == "relu") return "relu";
   throw Error(d.file("config.json") + ": " + key + " '" + name + "' is not supported (tfm has gelu, gelu_new, swish and relu)");
+}
+
+void require_same(const Directory& d, const char* key, const char* other, int64_t fallback) {
+  const int64_t wanted = setting<int64_t>(d, other, fallback), value = setting<int64_t>(d, key, wanted);
+  TFM_CHECK(value == wanted, d.file("config.json") << ": " << key << " " << value << " differs from " << other << " " << wanted
+                                                   << " (tfm's translation models use one value for both stacks)");
+}
+
+void with_hf_names(const Directory& d, const std::vector<std::pair<std::string, std::string>>& names, const std::function<void()>& validate) {
+  try {
+    validate();
+  } catch (const Error& e) {
+    std::string message = e.what();
+    const std::string prefix = d.file("config.json") + ": ";  // the path stays as it is
+    const size_t start = message.rfind(prefix, 0) == 0 ? prefix.size() : 0;
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (const auto& [field, key] : names)
+      for (size_t at = message.find(field, start); at != std::string::npos; at = message.find(field, at + 1)) {
+        const size_t end = at + field.size();
+        if ((at > 0 && word(message[at - 1])) || (end < message.size() && word(message[end]))) continue;  // a part of another word
+        message.replace(at, field.size(), key);
+        at += key.size() - 1;
+      }
+    throw Error(message);
+  }
 }
 
 bool has_tensor(const io::NamedTensors& weights, const std::string& name) {

@@ -21,7 +21,11 @@ models::StackConfig vit_config(const Directory& d) {
   c.activation = nn::parse_activation(activation(d, "hidden_act", "gelu"));
   c.norm_eps = setting<float>(d, "layer_norm_eps", 1e-12f);
   c.norm_first = true;
-  return c.validated(d.file("config.json"));
+  with_hf_names(d, {{"d_model", "hidden_size"}, {"heads", "num_attention_heads"}, {"d_ff", "intermediate_size"},
+                    {"layers", "num_hidden_layers"}, {"patch", "patch_size"}, {"channels", "num_channels"}, {"classes", "num_labels"},
+                    {"norm_eps", "layer_norm_eps"}, {"dropout", "hidden_dropout_prob"}},
+                [&] { c = c.validated(d.file("config.json")); });
+  return c;
 }
 
 std::vector<TensorRule> vit_rules(const models::StackConfig& c) {
