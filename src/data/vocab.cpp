@@ -131,7 +131,7 @@ Vocab load_recorded_vocab(const std::string& recorded, uint32_t crc32, const std
   std::string tried;
   for (const fs::path& place : places) {
     if (tried.find(place.string() + " ") != std::string::npos) continue;  // the same place twice
-    const bool there = fs::is_regular_file(place, ec);
+    const bool there = fs::is_regular_file(place, ec), exists = fs::exists(place, ec);
     if (there) {
       try {
         Vocab v = Vocab::load(place.string());
@@ -139,7 +139,9 @@ Vocab load_recorded_vocab(const std::string& recorded, uint32_t crc32, const std
       } catch (const Error&) {  // unreadable or not a SentencePiece model: another file of that name
       }
     }
-    tried += (tried.empty() ? "" : ", ") + place.string() + (there ? " (another vocabulary)" : " (missing)");
+    if (!tried.empty()) tried += ", ";
+    tried += place.string();
+    tried += there ? " (another vocabulary)" : exists ? " (not a regular file)" : " (missing)";
   }
   throw Error(checkpoint + ": the vocabulary it was trained with is at none of " + tried + "; give " + how_to_give);
 }

@@ -123,7 +123,8 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
     TFM_CHECK(e.begin <= e.end && e.end - e.begin == numel * size_of(e.dtype),
-              origin << ": tensor '" << name << "' has " << (e.end - e.begin) << " bytes of data for shape " << shape_str(e.shape));
+              origin << ": tensor '" << name << "' has " << (e.end - e.begin) << " bytes of data for shape " << shape_str(e.shape) << " of "
+                     << to_string(e.dtype) << " (" << numel * size_of(e.dtype) << " bytes)");
     TFM_CHECK(e.end <= data_size, origin << ": truncated: tensor '" << name << "' needs data up to byte " << e.end << " but only "
                                          << data_size << " bytes follow the header");
     entries.push_back(std::move(e));
