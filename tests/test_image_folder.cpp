@@ -78,7 +78,11 @@ TEST(ImageFolder, ScansClassesAndImagesInSortedOrderAndHoldsOutEvenly) {
   testing::write_file(dir.path("shapes/disc/._1000.png"), "a hidden file");
   std::filesystem::create_directories(dir.path("shapes/square/more"));
   testing::write_file(dir.path("shapes/square/more/A.PNG"), data::encode_png({2, 2, 1, {0, 50, 100, 150}}));  // grey, upper case
+  // Named as images, but not files (the review's F5): left out, and named.
+  std::filesystem::create_directories(dir.path("shapes/disc/folder.png"));
+  std::filesystem::create_symlink(dir.path("nowhere.png"), dir.path("shapes/disc/broken.png"));
   const data::ImageFolder f = data::scan_image_folder(dir.path("shapes"));
+  EXPECT_EQ(f.skipped, (std::vector<std::string>{dir.path("shapes/disc/broken.png"), dir.path("shapes/disc/folder.png")}));
   EXPECT_EQ(f.classes, kShapes);
   ASSERT_EQ(f.files.size(), 41u);
   EXPECT_EQ(f.files[0], dir.path("shapes/disc/1000.png"));

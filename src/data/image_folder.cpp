@@ -25,15 +25,18 @@ bool image_name(const fs::path& p) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
-// The images in `dir` and below it, sorted (symbolic links to files followed, to folders not: a loop cannot trap the walk).
-std::vector<std::string> images_under(const fs::path& dir) {
+// The images in `dir` and below it, sorted (symbolic links to files followed, to folders
+// not: a loop cannot trap the walk); entries named as images that are not files go to `skipped`.
+std::vector<std::string> images_under(const fs::path& dir, std::vector<std::string>& skipped) {
   std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
     if (hidden(it->path())) {
       it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file() && image_name(it->path())) files.push_back(it->path().string());
+    if (!image_name(it->path())) continue;
+    std::error_code ec;
+    (fs::is_regular_file(it->path(), ec) ? files : skipped).push_back(it->path().string());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -49,20 +52,21 @@ std::vector<std::string> class_folders(const fs::path& dir) {
 
 ImageFolder scan(const std::string& dir) {
   TFM_CHECK(fs::is_directory(dir), dir << ": not a directory");
-  ImageFolder f{dir, class_folders(dir), {}, {}};
+  ImageFolder f{dir, class_folders(dir), {}, {}, {}};
   TFM_CHECK(!f.classes.empty(), dir << ": no class folders (an image folder holds " << dir << "/<class>/<image>.png|jpg|jpeg)");
   for (size_t c = 0; c < f.classes.size(); ++c) {
-    const std::vector<std::string> files = images_under(fs::path(dir) / f.classes[c]);
+    const std::vector<std::string> files = images_under(fs::path(dir) / f.classes[c], f.skipped);
     TFM_CHECK(!files.empty(), (fs::path(dir) / f.classes[c]).string() << ": a class folder without images (.png, .jpg or .jpeg)");
     f.files.insert(f.files.end(), files.begin(), files.end());
     f.labels.insert(f.labels.end(), files.size(), static_cast<int32_t>(c));
   }
+  std::sort(f.skipped.begin(), f.skipped.end());
   return f;
 }
 
 // The images of `f` at `indices`, in that order.
 ImageFolder subset(const ImageFolder& f, const std::vector<size_t>& indices) {
-  ImageFolder out{f.dir, f.classes, {}, {}};
+  ImageFolder out{f.dir, f.classes, {}, {}, f.skipped};
   for (size_t i : indices) out.files.push_back(f.files[i]), out.labels.push_back(f.labels[i]);
   return out;
 }

@@ -17,6 +17,9 @@ struct ImageFolder {
   std::vector<std::string> classes;  // sorted
   std::vector<std::string> files;    // class by class
   std::vector<int32_t> labels;       // files[i]'s class: an index into `classes`
+  // Entries named as images that are not files (FIFOs, devices, directories, broken or
+  // looping links), left out: the training log names them.
+  std::vector<std::string> skipped;
 };
 
 // Refuses a directory without class folders and a class folder without images.

@@ -163,7 +163,7 @@ class VitTraining : public TrainingTask {
       fit_to_folder(config, settings, folders->first);
     }
     config = resumed ? resumed_config(*resumed, settings, config, resume_path) : config.validated(settings.origin());
-    data_ = folders ? folder_data(*folders, config) : idx_data(o, config);
+    data_ = folders ? folder_data(*folders, config, out) : idx_data(o, config);
     model_ = std::make_unique<models::ViT>(config);
     out << "images: " << data_.train.count << " for training, " << data_.valid.count << " for validation from " << data_.origin << " ("
         << config.image_size << "x" << config.image_size << (config.channels == 3 ? " RGB" : " grey") << ", "
@@ -228,12 +228,19 @@ class VitTraining : public TrainingTask {
   }
 
  private:
-  // An image folder's images, decoded and resized to the model's size.
-  VitData folder_data(const Folders& folders, const models::StackConfig& config) const {
+  // An image folder's images, decoded and resized to the model's size; `out` hears what was skipped.
+  VitData folder_data(const Folders& folders, const models::StackConfig& config, std::ostream& out) const {
     TFM_CHECK(config.channels == 1 || config.channels == 3, "a model of an image folder takes 1 (grey) or 3 (RGB) channels, not " << config.channels);
     TFM_CHECK(!folders.second.files.empty(), o_.data_dir << ": no image held out for validation (each class needs at least "
                                                          << 1.0 / o_.valid_fraction << " images at --valid-fraction " << o_.valid_fraction
                                                          << "; or give " << o_.data_dir << "/train and " << o_.data_dir << "/val)");
+    std::vector<std::string> skipped = folders.first.skipped;
+    skipped.insert(skipped.end(), folders.second.skipped.begin(), folders.second.skipped.end());
+    std::sort(skipped.begin(), skipped.end());
+    skipped.erase(std::unique(skipped.begin(), skipped.end()), skipped.end());  // (a held-out split shares its folder's)
+    if (!skipped.empty())
+      out << "skipped " << skipped.size() << " entries named as images that are not files (a FIFO, a device, a directory, a broken link): "
+           << skipped.front() << (skipped.size() > 1 ? ", ..." : "") << "\n";
     return {data::load_images(folders.first, config.channels, config.image_size),
             data::load_images(folders.second, config.channels, config.image_size), o_.data_dir};
   }
