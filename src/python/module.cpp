@@ -21,6 +21,7 @@
 #include "tfm/classifier.h"
 #include "tfm/encoder.h"
 #include "tfm/generator.h"
+#include "tfm/images.h"
 #include "tfm/training.h"
 #include "tfm/translator.h"
 
@@ -232,6 +233,36 @@ void bind_encoder_and_classifier(py::module_& m) {
             return py::make_tuple(labels, to_numpy(r.probabilities, {static_cast<py::ssize_t>(r.count), static_cast<py::ssize_t>(r.classes)}));
           },
           "images"_a)
+      .def(
+          "pixels_of",
+          [](const tfm::Classifier& c, const py::object& image) {
+            // An image file's path, or [height, width] / [height, width, channels] uint8 pixels
+            // (numpy.asarray of a PIL image) -> [channels, size, size] as classify takes them.
+            tfm::Image img;
+            if (py::isinstance<py::array>(image)) {
+              const py::array given = image.cast<py::array>();
+              const bool shaped = given.ndim() == 2 || (given.ndim() == 3 && (given.shape(2) == 1 || given.shape(2) == 3));
+              if (!shaped || !given.dtype().is(py::dtype::of<uint8_t>()))
+                throw py::value_error("an image must be uint8 pixels [height, width] or [height, width, 1 or 3], got " +
+                                      py::str(given.dtype()).cast<std::string>() + " " + py::str(given.attr("shape")).cast<std::string>());
+              const auto a = py::array_t<uint8_t, py::array::c_style>::ensure(given);
+              img = {a.shape(0), a.shape(1), a.ndim() == 3 ? a.shape(2) : 1, std::vector<uint8_t>(a.data(), a.data() + a.size())};
+            } else {
+              const std::string path = path_of(image);
+              py::gil_scoped_release release;
+              img = tfm::read_image(path);
+            }
+            std::vector<uint8_t> pixels;
+            {
+              py::gil_scoped_release release;
+              pixels = c.pixels_of(img);
+            }
+            const py::ssize_t size = c.image_size();
+            py::array_t<uint8_t> out({static_cast<py::ssize_t>(c.channels()), size, size});
+            std::copy(pixels.begin(), pixels.end(), out.mutable_data());
+            return out;
+          },
+          "image"_a, "An image as classify takes it, resized as `tfm vit eval -i` resizes it: a file's path or numpy pixels")
       .def_property_readonly("image_size", &tfm::Classifier::image_size)
       .def_property_readonly("channels", &tfm::Classifier::channels)
       .def_property_readonly("classes", &tfm::Classifier::classes)

@@ -146,6 +146,12 @@ def test_classifier_labels_images_from_numpy():
     assert (labels == truth).mean() > 0.5
     assert (classifier.classify(images[:, None])[0] == labels).all()  # [n, 1, 28, 28]
     assert classifier.class_names == []  # trained on MNIST-style files: numbered classes
+    # the review's F2: an image file or numpy pixels as classify takes them
+    assert (classifier.pixels_of(images[0]) == images[0][None]).all()
+    jpeg = classifier.pixels_of(os.path.join(os.path.dirname(__file__), "..", "fixtures", "serve", "fashion0.jpg"))
+    assert jpeg.shape == (1, 28, 28) and classifier.classify(jpeg[None])[0][0] == labels[0]
+    with pytest.raises(ValueError, match="an image must be uint8 pixels"):
+        classifier.pixels_of(np.zeros((28, 28, 4), dtype=np.uint8))
     with pytest.raises(ValueError, match=r"images must be \[n, 28, 28\]"):
         classifier.classify(np.zeros((2, 27, 27), dtype=np.uint8))
     with pytest.raises(ValueError, match="images must be uint8 pixels"):
