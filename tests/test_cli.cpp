@@ -93,6 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"generate FILE --top-p nan", "--top-p must be from 0 to 1 (got nan)"},
         BadFlag{"generate FILE --top-k -1", "--top-k must be at least 0 (got -1)"},
         BadFlag{"translate --model FILE --max-len-a nan", "--max-len-a must be a number of at least 0 (got nan)"},
+        BadFlag{"translate --model FILE --nbest 1 --nbest 2", "--nbest is given 2 times; give it once"},
         BadFlag{"translate --model FILE --max-len-a -1", "--max-len-a must be a number of at least 0 (got -1)"},
         BadFlag{"translate --model FILE --max-len-a 1e39", "--max-len-a must be a number of at least 0 (got 1e39)"},
         BadFlag{"translate --model FILE --length-penalty nan", "--length-penalty must be a finite number (got nan)"},

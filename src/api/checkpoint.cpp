@@ -3,6 +3,7 @@
 #include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "ops/convert.h"
 #include "tensor/error.h"
 
 namespace tfm {
@@ -12,7 +13,12 @@ Checkpoint read_checkpoint(const std::string& path) {
   Checkpoint c;
   c.metadata = std::move(file.metadata);
   c.metadata.erase("tfm.crc32");  // checked on reading, made anew on writing
-  for (const auto& [name, tensor] : file.tensors) c.tensors[name] = {tensor.shape(), tensor.to_vector()};
+  for (const auto& [name, tensor] : file.tensors) {
+    const bool floats = tensor.dtype() == DType::f32 || tensor.dtype() == DType::bf16 || tensor.dtype() == DType::f16;
+    TFM_CHECK(floats, path << ": tensor '" << name << "' holds " << to_string(tensor.dtype())
+                           << " values; read_checkpoint reads floating-point tensors (a model's weights) as float32");
+    c.tensors[name] = {tensor.shape(), ops::to(tensor, DType::f32).to_vector()};  // (16-bit floats widen exactly)
+  }
   return c;
 }
 

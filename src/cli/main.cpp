@@ -146,6 +146,9 @@ int run(int argc, char** argv) {
     // CLI11 puts "--flag: " before a validator's message; ours read as a sentence: "--batch must be at least 1 (got 0)".
     std::string message = e.what();
     if (const size_t at = message.find(": must be "); at != std::string::npos) message.erase(at, 1);
+    // CLI11's "--beam: At Most 1 required but received 2" for a flag given twice (the review's U7).
+    if (const size_t at = message.find(": At Most 1 required but received "); at != std::string::npos)
+      message = message.substr(0, at) + " is given " + message.substr(at + 34) + " times; give it once";
     report_error(message + " (see --help)");
     return 2;
   } catch (const tfm::Error& e) {

@@ -19,6 +19,7 @@ TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, 
                                int64_t batch, std::ostream& out)
     : kind_(kind), batch_(batch) {
   TFM_CHECK(batch >= 1, "batch must be at least 1");
+  TFM_CHECK(!s.text.empty(), "the task's data has no training text (TextData's text; --text on the command line)");
   const std::string text = data::read_text(s.text);
   if (resumed) {
     io::check_model_kind(resumed->model_kind, {kind}, resume_path, "a " + kind + " one");

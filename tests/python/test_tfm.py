@@ -165,6 +165,12 @@ def test_checkpoints_are_dicts_of_numpy_arrays(tmp_path):
     tfm.write_checkpoint(copy, tensors, metadata)
     again, _ = tfm.read_checkpoint(copy)
     assert again.keys() == tensors.keys() and all(np.array_equal(again[k], tensors[k]) for k in tensors)
+    # the review's U4: a tensor of integers is named with its file, not as "a tensor of dtype i64"
+    ints = tmp_path / "ints.safetensors"
+    header = b'{"ids": {"dtype": "I64", "shape": [2], "data_offsets": [0, 16]}}'
+    ints.write_bytes(len(header).to_bytes(8, "little") + header + (7).to_bytes(8, "little") * 2)
+    with pytest.raises(RuntimeError, match=r"ints.safetensors: tensor 'ids' holds i64 values; read_checkpoint reads floating-point"):
+        tfm.read_checkpoint(str(ints))
     os.symlink(os.path.join(FIXTURES, "vocab.model"), tmp_path / "vocab.model")
     want = [t.hypotheses for t in tfm.Translator(MT).translate(SENTENCES[:2])]
     assert [t.hypotheses for t in tfm.Translator(copy).translate(SENTENCES[:2])] == want
@@ -206,6 +212,13 @@ def test_training_logs_to_pythons_stdout_unless_quiet(tmp_path, capsys):
     options.force = True
     tfm.train(options, task, quiet=True)
     assert capsys.readouterr() == ("", "")
+
+
+def test_a_task_without_data_says_so(tmp_path):
+    options = tfm.LanguageModelTask.training_defaults()
+    options.out_dir = str(tmp_path / "run")
+    with pytest.raises(RuntimeError, match="the task's data has no training text"):
+        tfm.train(options, tfm.LanguageModelTask(), quiet=True)
 
 
 def test_a_stop_request_ends_training_after_its_step(tmp_path):
