@@ -12,10 +12,8 @@
 #include "autograd/autograd.h"
 #include "decode/hf_checkpoint.h"
 #include "ops/dispatch.h"
-#include "ops/elementwise.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
-#include "train/data_parallel.h"
 #include "train/progress.h"
 
 namespace tfm::training {
