@@ -38,9 +38,10 @@ Tensor on_device(const Tensor& targets, const Tensor& logits) { return dense(to(
 // memory (1 costs nothing), else g broadcast on its device (nothing waits for it).
 std::vector<Tensor> scaled(const std::vector<Tensor>& grads, const Tensor& g) {
   const bool host = g.device() == Device::CPU;
-  if (host && g.item() == 1.0f) return grads;
+  const float s = host ? g.item() : 0.0f;
+  if (host && s == 1.0f) return grads;
   std::vector<Tensor> out;
-  for (const Tensor& t : grads) out.push_back(!t.defined() ? Tensor() : host ? scale(t, g.item()) : mul(t, g));
+  for (const Tensor& t : grads) out.push_back(!t.defined() ? Tensor() : host ? scale(t, s) : mul(t, g));
   return out;
 }
 

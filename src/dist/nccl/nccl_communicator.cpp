@@ -1,12 +1,12 @@
 #include "dist/nccl/nccl_communicator.h"
 
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "tensor/cuda/library.h"
 #include "tensor/cuda/runtime.h"
 #include "tensor/error.h"
 
@@ -14,31 +14,13 @@ namespace tfm::dist {
 
 namespace {
 
-constexpr const char* kLibrary = "libnccl.so.2";
-
-void* library() {
-  static void* const handle = [] {
-    void* h = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-      throw Error(std::string("nccl: cannot load ") + kLibrary + " (" + dlerror() +
-                  "): data parallelism on GPUs needs the CUDA toolkit's NCCL on the library path (LD_LIBRARY_PATH)");
-    return h;
-  }();
-  return handle;
-}
-
 // NCCL's function `name`, resolved once per call site.
-#define TFM_NCCL(name)                                                                  \
-  ([]() {                                                                               \
-    static const auto fn = reinterpret_cast<decltype(&::name)>(symbol(#name));          \
-    return fn;                                                                          \
+#define TFM_NCCL(name)                                                                                                            \
+  ([]() {                                                                                                                         \
+    static const auto fn =                                                                                                        \
+        reinterpret_cast<decltype(&::name)>(cuda::library_function("libnccl.so.2", #name, "data parallelism between GPUs")); \
+    return fn;                                                                                                                    \
   }())
-
-void* symbol(const char* name) {
-  void* fn = dlsym(library(), name);
-  if (!fn) throw Error(std::string("nccl: ") + kLibrary + " has no " + name);
-  return fn;
-}
 
 void check(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess) throw Error(std::string("nccl: ") + what + " failed (" + TFM_NCCL(ncclGetErrorString)(rc) + ")");

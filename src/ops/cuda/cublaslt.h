@@ -8,14 +8,11 @@
 // tfm::Error.
 #include <cublasLt.h>
 
-namespace tfm::ops::cuda::lt {
+#include "tensor/cuda/library.h"
 
-void* symbol(const char* name);
-
-}  // namespace tfm::ops::cuda::lt
-
-#define TFM_LT(name)                                                                          \
-  ([]() {                                                                                     \
-    static const auto fn = reinterpret_cast<decltype(&::name)>(::tfm::ops::cuda::lt::symbol(#name)); \
-    return fn;                                                                                \
+#define TFM_LT(name)                                                                                                       \
+  ([]() {                                                                                                                  \
+    static const auto fn = reinterpret_cast<decltype(&::name)>(::tfm::cuda::library_function("libcublasLt.so.13", #name, \
+                                                                                               "a product on the GPU")); \
+    return fn;                                                                                                             \
   }())
