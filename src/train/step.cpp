@@ -38,7 +38,7 @@ StepGradients OptimizationStep::gradients(const std::function<BatchLoss(int64_t)
   // the processes and divided by the count. (One batch of one process goes backward as
   // it is: the same mean, without the two roundings.)
   const bool one_batch = end - first == 1 && !o_.comm;
-  std::vector<Tensor> losses;  // each batch's, on the device until the step's one read
+  std::vector<Tensor> to_read;  // each batch's loss, then the gradients' sum of squares: on the device until the step's one read
   std::vector<double> weights;
   int64_t items = 0, count = 0;
   BucketReducer reducer(flat_, shard_ ? nullptr : o_.comm, o_.bucket_mb);  // a sharded optimiser's sum comes after
@@ -48,7 +48,7 @@ StepGradients OptimizationStep::gradients(const std::function<BatchLoss(int64_t)
     items += b.items, count += n;
     if (!b.loss.defined()) continue;  // this process's share of the batch is empty
     autograd::backward(one_batch ? b.loss : ops::scale(b.loss, static_cast<float>(n)), i + 1 == end ? reducer.leaf_done() : nullptr);
-    losses.push_back(b.loss.detach()), weights.push_back(static_cast<double>(n));
+    to_read.push_back(b.loss.detach()), weights.push_back(static_cast<double>(n));
   }
   reducer.finish();
   std::vector<double> counts{static_cast<double>(count), static_cast<double>(items)};
@@ -59,8 +59,8 @@ StepGradients OptimizationStep::gradients(const std::function<BatchLoss(int64_t)
   counts = dist::sum_over(o_.comm, counts);
   StepGradients g;
   g.count = counts[0], g.items = static_cast<int64_t>(counts[1]), g.flags.assign(counts.begin() + 2, counts.end());
-  losses.push_back(finish_gradients(g.count, !one_batch && g.count > 0));
-  const std::vector<float> read = read_together(losses, model_.device());  // the step's one wait for the device
+  to_read.push_back(finish_gradients(g.count, !one_batch && g.count > 0));
+  const std::vector<float> read = read_together(to_read, model_.device());  // the step's one wait for the device
   double loss_sum = 0;
   for (size_t i = 0; i < weights.size(); ++i) loss_sum += read[i] * weights[i];
   loss_sum = dist::sum_over(o_.comm, {loss_sum})[0];
