@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every reader of outside data (safetensors checkpoints, model configurations,
-# corpus lines and the tokenizer, IDX image files, SentencePiece text and models) with
+# corpus lines and the tokenizer, IDX image files, SentencePiece text and models, PNG and
+# JPEG images, the server's HTTP requests) with
 # libFuzzer, each for the given number of seconds (default 60), under AddressSanitizer
 # and UndefinedBehaviorSanitizer.
 #   scripts/fuzz.sh [seconds]
@@ -12,9 +13,10 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 scripts/install-deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null
-cmake --build build-checked -j"$(nproc)" --target fuzz_safetensors fuzz_config fuzz_text fuzz_idx fuzz_spm
+targets=(safetensors config text idx spm image http)
+cmake --build build-checked -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 status=0
-for target in safetensors config text idx spm; do
+for target in "${targets[@]}"; do
   mkdir -p "build-checked/fuzz/corpus_$target"
   echo "fuzz_$target: ${seconds}s"
   build-checked/fuzz/fuzz_$target -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

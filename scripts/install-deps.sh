@@ -5,13 +5,13 @@
 #                                         tests/reference/make_fixtures.py
 set -euo pipefail
 # ocl-icd-opencl-dev: oneDNN's CMake config requires OpenCL (its GPU runtime), which
-# libdnnl-dev only recommends. libcpp-httplib-dev and libjpeg-dev: `tfm serve`; chromium,
+# libdnnl-dev only recommends. libboost-dev (Beast and Asio) and libjpeg-dev: `tfm serve`; chromium,
 # chromium-driver and python3-selenium: the test of its web page in a real browser.
 # libopenmpi-dev and openmpi-bin: training on many processes (mpirun); iproute2: the test
 # that puts them on hosts made of network namespaces.
 packages=(g++ cmake make pkg-config libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
           libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev pybind11-dev python3-dev python3-numpy python3-pytest
-          libcpp-httplib-dev libjpeg-dev chromium chromium-driver python3-selenium libopenmpi-dev openmpi-bin iproute2)
+          libboost-dev libjpeg-dev chromium chromium-driver python3-selenium libopenmpi-dev openmpi-bin iproute2)
 if [[ "${1:-}" == "--with-torch" ]]; then
   # Without an optimised BLAS, Debian's torch runs on the reference BLAS (~20x slower GEMM).
   packages+=(python3-torch python3-numpy libopenblas0-openmp)

@@ -45,8 +45,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   limits->add_option("--max-image-pixels", o->max_image_pixels,
                      "Pixels of a request's images together, as their headers claim, refused (400) before they are decoded")
       ->capture_default_str()->check(in_range<int64_t>(1, int64_t{1} << 26));
-  limits->add_option("--max-connections", o->max_connections, "Connections served at once (more wait for a free one)")
-      ->capture_default_str()->check(in_range(1, 65536));
+  limits->add_option("--max-connections", o->max_connections, "Connections open at once (503 beyond; the open-file limit is raised to fit)")
+      ->capture_default_str()->check(in_range(1, 1 << 20));
+  limits->add_option("--keep-alive", o->keep_alive, "Seconds an idle connection waits for its next request")
+      ->capture_default_str()->check(in_range(0.001, 3600.0));
   limits->add_option("--timeout", o->timeout, "Seconds a request may take (504 beyond)")->capture_default_str()->check(in_range(0.001, 86400.0));
   limits->add_option("--drain-timeout", o->drain_timeout, "Seconds to finish admitted requests after SIGTERM (503 beyond)")
       ->capture_default_str()->check(in_range(0.0, 86400.0));

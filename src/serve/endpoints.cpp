@@ -53,23 +53,10 @@ void check_lengths(const std::vector<std::string>& texts, const char* what, int6
 }
 
 // An image in the body itself: its type says so, or its first bytes do.
-bool image_body(const httplib::Request& req) {
-  std::string type = req.get_header_value("Content-Type");
+bool image_body(const Request& req) {
+  std::string type = req.header("Content-Type");
   for (char& ch : type) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return type.rfind("image/", 0) == 0 || req.body.rfind("\x89PNG", 0) == 0 || req.body.rfind("\xff\xd8\xff", 0) == 0;
-}
-
-std::string json_text(const nlohmann::json& value) { return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
-const char* error_type(int status) {
-  if (status == 401) return "authentication_error";
-  if (status == 404) return "not_found_error";
-  if (status < 500) return "invalid_request_error";
-  return status == 503 ? "overloaded_error" : "server_error";
-}
-
-nlohmann::json error_json(int status, const std::string& message) {
-  return {{"error", {{"message", message}, {"type", error_type(status)}, {"code", status}}}};
 }
 
 // --- generation, shared by /v1/generate and /v1/completions ---
@@ -116,30 +103,27 @@ void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::sh
   call.streaming = true;
   call.res.set_header("Cache-Control", "no-cache");
   // The queue's place is given back before the stream's end is sent: a client that reads
-  // the end and asks again must find it free (the releaser below runs only after the write).
+  // the end and asks again must find it free (`finished` runs only after the write).
   auto place = std::make_shared<std::shared_ptr<void>>(std::move(ticket));
-  call.res.set_chunked_content_provider(
-      "text/event-stream",
-      [pieces, event_of, last, place](size_t, httplib::DataSink& sink) {
-        auto send = [&](const std::string& event) { return sink.write(event.data(), event.size()); };
-        try {
-          while (std::optional<std::string> piece = pieces->next())
-            if (!send("data: " + json_text(event_of(*piece)) + "\n\n")) return false;  // the client left: the stream is dropped
-          for (const std::string& event : last)
-            if (!send(event)) return false;
-        } catch (const HttpError& e) {
-          send("event: error\ndata: " + json_text(error_json(e.status, e.what())) + "\n\n");
-        } catch (const std::exception& e) {
-          send("event: error\ndata: " + json_text(error_json(500, e.what())) + "\n\n");
-        }
-        place->reset();
-        sink.done();
-        return true;
-      },
-      [&metrics = c.metrics, endpoint = call.endpoint, started = call.started, place, pieces](bool) mutable {
-        metrics.request(endpoint, 200, std::chrono::duration<double>(Clock::now() - started).count());
-        place->reset(), pieces.reset();  // the queue's place, and the generation if the client left early
-      });
+  call.res.content_type = "text/event-stream";
+  call.res.stream = std::make_shared<Stream>();
+  call.res.stream->produce = [pieces, event_of, last, place](const Stream::Send& send) {
+    try {
+      while (std::optional<std::string> piece = pieces->next())
+        if (!send("data: " + json_text(event_of(*piece)) + "\n\n")) return;  // the client left: the stream is dropped
+      for (const std::string& event : last)
+        if (!send(event)) return;
+    } catch (const HttpError& e) {
+      send("event: error\ndata: " + json_text(error_json(e.status, e.what())) + "\n\n");
+    } catch (const std::exception& e) {
+      send("event: error\ndata: " + json_text(error_json(500, e.what())) + "\n\n");
+    }
+    place->reset();
+  };
+  call.res.stream->finished = [&metrics = c.metrics, endpoint = call.endpoint, started = call.started, place, pieces]() mutable {
+    metrics.request(endpoint, 200, std::chrono::duration<double>(Clock::now() - started).count());
+    place->reset(), pieces.reset();  // the queue's place, and the generation if the client left early
+  };
 }
 
 std::atomic<int64_t> g_completion_ids{0};
@@ -184,17 +168,6 @@ std::unique_lock<std::timed_mutex> take_turn(ServedModel& m, Clock::time_point d
 }
 
 }  // namespace
-
-void reply(httplib::Response& res, const nlohmann::json& value, int status) {
-  res.status = status;
-  res.set_content(json_text(value), "application/json");
-}
-
-void reply_error(httplib::Response& res, int status, const std::string& message, int retry_after) {
-  if (retry_after > 0) res.set_header("Retry-After", std::to_string(retry_after));
-  if (status == 401) res.set_header("WWW-Authenticate", "Bearer");
-  reply(res, error_json(status, message), status);
-}
 
 void translate(Context& c, Call& call) {
   const RequestBody b(call.req.body,
@@ -323,7 +296,7 @@ void classify(Context& c, Call& call) {
   const bool raw = image_body(call.req);
   std::optional<RequestBody> b;
   if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images"});
-  ServedModel& m = c.models.pick(raw ? call.req.get_param_value("model") : b->text("model", ""), "vit", call.endpoint);
+  ServedModel& m = c.models.pick(raw ? call.req.param("model") : b->text("model", ""), "vit", call.endpoint);
   const std::vector<std::string> images = raw ? std::vector<std::string>{call.req.body} : b->texts("images", c.options.max_items);
   const std::vector<uint8_t> pixels = image_pixels(images, raw, m, c.options.max_image_pixels);
   const std::shared_ptr<void> ticket = c.life.admit();
@@ -345,7 +318,7 @@ void attention(Context& c, Call& call) {
   const bool raw = image_body(call.req);
   std::optional<RequestBody> b;
   if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "text", "target", "max_new_tokens", "image"});
-  ServedModel& m = c.models.pick_any(raw ? call.req.get_param_value("model") : b->text("model", ""));
+  ServedModel& m = c.models.pick_any(raw ? call.req.param("model") : b->text("model", ""));
   nlohmann::json out = {{"model", m.name}, {"family", m.family}};
   if (m.family == "vit") {
     const std::vector<std::string> image = raw ? std::vector<std::string>{call.req.body} : b->texts("image", 1, /*single_ok=*/true);

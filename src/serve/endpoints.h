@@ -1,10 +1,9 @@
 #pragma once
 // The handlers of tfm serve's endpoints (docs/SERVING.md): each reads its request,
 // checks it against the limits, asks the library and writes the answer as JSON.
-#include <httplib.h>
-
 #include <string>
 
+#include "serve/http.h"
 #include "serve/lifecycle.h"
 #include "serve/metrics.h"
 #include "serve/models.h"
@@ -23,8 +22,8 @@ struct Context {
 // One request and its response. A handler that streams sets `streaming`: the stream's
 // end, not the handler's return, then records the request in the metrics.
 struct Call {
-  const httplib::Request& req;
-  httplib::Response& res;
+  const Request& req;
+  Response& res;
   std::string endpoint;
   Clock::time_point started, deadline;
   bool streaming = false;
@@ -36,10 +35,5 @@ void completions(Context& c, Call& call);  // POST /v1/completions (OpenAI's)
 void embed(Context& c, Call& call);        // POST /v1/embed
 void classify(Context& c, Call& call);     // POST /v1/classify
 void attention(Context& c, Call& call);    // POST /v1/attention: every layer's and head's weights, for the web page
-
-// `value` as the response's JSON body (strings not valid UTF-8 are repaired, not refused).
-void reply(httplib::Response& res, const nlohmann::json& value, int status = 200);
-// An error as OpenAI's clients expect it: {"error": {"message", "type", "code"}}.
-void reply_error(httplib::Response& res, int status, const std::string& message, int retry_after = 0);
 
 }  // namespace tfm::serve

@@ -15,6 +15,8 @@ namespace tfm::serve {
 
 using Clock = std::chrono::steady_clock;
 
+inline Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+
 class Lifecycle {
  public:
   explicit Lifecycle(int64_t max_queue) : max_queue_(max_queue) {}
@@ -31,7 +33,7 @@ class Lifecycle {
   int64_t depth() const { return depth_.load(); }
 
   void drain(double seconds) {
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    deadline_ = Clock::now() + serve::seconds(seconds);
     draining_ = true;
   }
   bool draining() const { return draining_; }

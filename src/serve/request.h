@@ -5,22 +5,15 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-namespace tfm::serve {
+#include "serve/http.h"
 
-// A failure that is the client's (4xx) or the server's state (503, 504), not a bug.
-struct HttpError : std::runtime_error {
-  int status;
-  int retry_after = 0;  // seconds, for a 503 with Retry-After
-  HttpError(int status, const std::string& message, int retry_after = 0)
-      : std::runtime_error(message), status(status), retry_after(retry_after) {}
-};
+namespace tfm::serve {
 
 class RequestBody {
  public:

@@ -1,52 +1,26 @@
 #include "serve/server.h"
 
-#include <httplib.h>
-
-#include <sys/socket.h>
-
-#include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <condition_variable>
-#include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
-#include <thread>
 
-#include "serve/connection_pool.h"
 #include "serve/endpoints.h"
+#include "serve/http_server.h"
 #include "serve/web_page.h"
 
 namespace tfm::serve {
 
 namespace {
 
-// httplib's task queue: the connection pool (serve/connection_pool.h).
-class ConnectionQueue : public httplib::TaskQueue {
- public:
-  explicit ConnectionQueue(size_t max_threads) : pool_(max_threads) {}
-  void enqueue(std::function<void()> job) override { pool_.enqueue(std::move(job)); }
-  void shutdown() override { pool_.shutdown(); }
-
- private:
-  ConnectionPool pool_;
-};
-
-// httplib listens with a backlog of 5: a burst of connections beyond it waited a second
-// for a SYN to be resent, or was reset (measured: 36 of 250 at once). Listening again on
-// the bound socket widens it.
-class HttpServer : public httplib::Server {
- public:
-  void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
-};
-
 std::string lowercase(std::string s) {
   for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return s;
 }
 
-bool authorized(const httplib::Request& req, const std::string& key) {
-  const std::string bearer = req.get_header_value("Authorization"), given = req.get_header_value("X-API-Key");
+bool authorized(const Request& req, const std::string& key) {
+  const std::string bearer = req.header("Authorization"), given = req.header("X-API-Key");
   auto same = [&](const std::string& a) {  // in time independent of where they differ
     if (a.size() != key.size()) return false;
     unsigned char diff = 0;
@@ -56,79 +30,34 @@ bool authorized(const httplib::Request& req, const std::string& key) {
   return same(given) || (lowercase(bearer.substr(0, 7)) == "bearer " && same(bearer.substr(7)));
 }
 
-// Before a body is read: a body whose size is not declared (chunked, whose length httplib
-// does not bound) or declared beyond --max-body is refused at once, and the connection
-// closed, rather than read. httplib parses a form body itself and refuses one above 8 KB,
-// so a form type (curl -d's default) is read as the JSON it is.
-httplib::Server::HandlerResponse check_body(const httplib::Request& req, httplib::Response& res, int64_t max_body) {
-  if (req.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
-  auto refuse = [&](int status, const std::string& message) {
-    if (req.get_header_value("Connection") != "close") res.set_header("Connection", "close");  // (httplib adds it where the client said so)
-    reply_error(res, status, message);
-    return httplib::Server::HandlerResponse::Handled;
-  };
-  if (req.has_header("Transfer-Encoding")) return refuse(411, "send the body with a Content-Length, not chunked");
-  if (!req.has_header("Content-Length")) return refuse(411, "a POST needs a Content-Length");
-  const std::string length = req.get_header_value("Content-Length");
-  // Lengths that disagree frame the body two ways (request smuggling behind a proxy): RFC 9112 §6.3.
-  for (size_t i = 1; i < req.get_header_value_count("Content-Length"); ++i)
-    if (req.get_header_value("Content-Length", i) != length) return refuse(400, "the request's Content-Length headers disagree");
-  if (length.empty() || length.size() > 18 || length.find_first_not_of("0123456789") != std::string::npos)
-    return refuse(400, "Content-Length is not a number of bytes: " + length);
-  if (std::stoll(length) > max_body) return refuse(413, "the body is larger than the server's --max-body");
-  if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
-    for (auto& [name, value] : const_cast<httplib::Request&>(req).headers)  // the request httplib is about to read into
-      if (lowercase(name) == "content-type") value = "application/json";
-  return httplib::Server::HandlerResponse::Unhandled;
+// Admitted requests each hold a worker; a few more check the requests beyond the queue
+// and refuse them.
+HttpLimits http_limits(const ServerOptions& o) {
+  HttpLimits limits;
+  limits.max_body = o.max_body, limits.max_connections = o.max_connections, limits.idle_seconds = o.keep_alive;
+  limits.max_workers = static_cast<size_t>(o.max_queue) + 8;
+  return limits;
 }
 
 class Server {
  public:
   Server(const ServerOptions& o, std::ostream& log)
-      : options_(o), models_(o, metrics_, log), life_(o.max_queue), context_{o, models_, metrics_, life_} {
+      : options_(o), models_(o, metrics_, log), life_(o.max_queue), context_{o, models_, metrics_, life_}, http_(http_limits(o), app()) {
     metrics_.add_gauge({"tfm_queue_depth", "Requests admitted and not yet answered (waiting or computing).", "",
                         [this] { return static_cast<double>(life_.depth()); }});
     metrics_.add_gauge({"tfm_queue_limit", "Requests admitted at once (--max-queue).", "", [this] { return static_cast<double>(options_.max_queue); }});
+    metrics_.add_gauge({"tfm_open_connections", "Client connections open.", "", [this] { return static_cast<double>(http_.open_connections()); }});
     routes();
-    http_.new_task_queue = [this] { return new ConnectionQueue(static_cast<size_t>(options_.max_connections)); };
-    http_.set_payload_max_length(static_cast<size_t>(o.max_body));
-    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) { return check_body(req, res, options_.max_body); });
-    http_.set_socket_options([](int sock) {  // SO_REUSEADDR only: httplib's SO_REUSEPORT let two servers share a port
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    });
-    http_.set_read_timeout(10), http_.set_write_timeout(10), http_.set_keep_alive_timeout(5);
-    http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      if (res.status == 413) return reply_error(res, 413, "the body is larger than the server's --max-body");
-      if (req.method.empty() || req.path.empty()) return reply_error(res, res.status, "the request is not valid HTTP/1.1");
-      const bool known = methods_.count(req.path) > 0, method_allowed = known && methods_.at(req.path) == req.method;
-      if (res.status == 404 || (res.status == 400 && known && !method_allowed)) {
-        if (!known) return reply_error(res, 404, "no such endpoint: " + req.method + " " + req.path + " (see docs/SERVING.md)");
-        res.set_header("Allow", methods_.at(req.path));
-        return reply_error(res, 405, req.path + " takes " + methods_.at(req.path) + ", not " + req.method);
-      }
-      // httplib reads at most 100 header lines of at most 8 KiB each (its build's limits)
-      // and answers 400 for more: a large cookie or token, most likely (the review's W4).
-      if (res.status == 400 && method_allowed)
-        return reply_error(res, 431, "the request's headers could not be read: at most 100 headers of at most 8192 bytes each");
-      reply_error(res, res.status, req.method + " " + req.path + " failed with HTTP status " + std::to_string(res.status));
-    });
   }
 
   void run(std::stop_token stop, std::ostream& log) {
-    const int port = options_.port == 0 ? http_.bind_to_any_port(options_.host)
-                                        : (http_.bind_to_port(options_.host, options_.port) ? options_.port : -1);
-    if (port < 0)
-      throw std::runtime_error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " +
-                               (errno ? std::strerror(errno) : "the address is not available") + " (choose another --port or --host)");
-    http_.widen_backlog();
-    std::atomic<bool> ended{false};
-    std::thread listener([&] { http_.listen_after_bind(), ended = true; });
-    while (!http_.is_running() && !ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // stop() before listening would be lost
+    const int port = http_.start(options_.host, options_.port);
     const bool ipv6 = options_.host.find(':') != std::string::npos;
     log << "tfm serve: listening on http://" << (ipv6 ? "[" + options_.host + "]" : options_.host) << ":" << port << " (" << models_.summary()
         << "); Ctrl-C or SIGTERM stops it\n";
+    if (http_.max_connections() < options_.max_connections)
+      log << "tfm serve: at most " << http_.max_connections() << " connections at once, not " << options_.max_connections
+          << ": the open-file limit (ulimit -n) is lower\n";
     if (options_.api_key.empty() && options_.host != "127.0.0.1" && options_.host != "localhost" && options_.host != "::1")
       log << "tfm serve: warning: listening beyond this machine without --api-key: anyone who can reach it may use it\n";
     log << std::flush;
@@ -143,26 +72,43 @@ class Server {
     }
     log << "tfm serve: stopping: finishing " << life_.depth() << " admitted requests within " << options_.drain_timeout << " s\n" << std::flush;
     life_.drain(options_.drain_timeout);
-    http_.stop();  // no new connections; those queued or open are answered 503 (routes below)
-    // A client still sending its request's headers (one byte at a time, say) holds its
-    // connection's thread past any deadline of ours: a second after the drain's, go.
-    const Clock::time_point last = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.drain_timeout + 1));
-    while (!ended && Clock::now() < last) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (!ended) {
-      log << "tfm serve: stopped, leaving connections that had not finished sending a request\n" << std::flush;
-      std::_Exit(0);  // nothing of the server's is written anywhere: there is nothing to finish
-    }
-    listener.join();
+    http_.drain();  // no new connections; idle ones close; requests on open ones are answered 503 (routes below)
+    if (!http_.wait_closed(Clock::now() + seconds(options_.drain_timeout + 1)))
+      log << "tfm serve: the drain's time is up: closing " << http_.open_connections() << " connections\n";
+    http_.stop();
     log << "tfm serve: stopped\n" << std::flush;
   }
 
  private:
+  struct Route {
+    std::string method;  // GET routes answer at once, on an I/O thread; POST routes on a worker
+    std::function<void(const Request&, Response&)> answer;
+  };
+
+  HttpApp app() {
+    return {[this](const Request& req) {
+              const auto found = routes_.find(req.path);
+              return found == routes_.end() || found->second.method != "POST" || req.method != "POST";
+            },
+            [this](const Request& req, Response& res) { answer(req, res); }};
+  }
+
+  void answer(const Request& req, Response& res) {
+    const auto found = routes_.find(req.path);
+    if (found == routes_.end()) return reply_error(res, 404, "no such endpoint: " + req.method + " " + req.path + " (see docs/SERVING.md)");
+    if (req.method != found->second.method) {
+      res.set_header("Allow", found->second.method);
+      return reply_error(res, 405, req.path + " takes " + found->second.method + ", not " + req.method);
+    }
+    found->second.answer(req, res);
+  }
+
   // Every route: the API key, the drain, the error replies and the metrics in one place.
   template <class Handler>
   void route(const char* method, const char* path, Handler handler, bool needs_key = true) {
-    auto wrapped = [this, path, handler, needs_key](const httplib::Request& req, httplib::Response& res) {
+    auto wrapped = [this, path, handler, needs_key](const Request& req, Response& res) {
       Call call{req, res, path, Clock::now(), {}, false};
-      call.deadline = call.started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout));
+      call.deadline = call.started + seconds(options_.timeout);
       try {
         if (needs_key && !options_.api_key.empty() && !authorized(req, options_.api_key))
           throw HttpError(401, req.has_header("Authorization") || req.has_header("X-API-Key")
@@ -176,11 +122,9 @@ class Server {
       } catch (const std::exception& e) {
         reply_error(res, 500, e.what());
       }
-      if (res.status == -1) res.status = 200;  // httplib's until it sends
       if (!call.streaming) metrics_.request(path, res.status, std::chrono::duration<double>(Clock::now() - call.started).count());
     };
-    std::string(method) == "GET" ? http_.Get(path, wrapped) : http_.Post(path, wrapped);
-    methods_[path] = method;
+    routes_[path] = {method, wrapped};
   }
 
   void routes() {
@@ -220,8 +164,8 @@ class Server {
   ModelSet models_;
   Lifecycle life_;
   Context context_;
+  std::map<std::string, Route> routes_;  // by path
   HttpServer http_;
-  std::map<std::string, std::string> methods_;  // each route's method, for 405
 };
 
 }  // namespace

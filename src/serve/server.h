@@ -32,7 +32,8 @@ struct ServerOptions {
   int64_t max_queue = 256;         // requests admitted at once (the next gets 503)
   int64_t max_body = 4 << 20;      // bytes of a request body (413 beyond)
   int64_t max_image_pixels = 16 << 20;  // pixels of a request's images together, as their headers claim (400 beyond)
-  int max_connections = 256;       // connections served at once (more wait for one to close)
+  int max_connections = 4096;      // connections open at once (the next is answered 503 and closed)
+  double keep_alive = 5;           // seconds an idle connection waits for its next request
   double timeout = 60;             // seconds a request may take (504 beyond)
   double drain_timeout = 30;       // seconds to finish admitted requests after a stop (503 beyond)
 };

@@ -1,14 +1,13 @@
 #pragma once
-// The threads that serve the server's connections. httplib serves each connection on a
-// thread of its task queue for as long as the connection lives, so a fixed pool of a few
-// threads is exhausted by as many slow clients: this one grows a thread whenever every
-// thread is busy, up to --max-connections; idle threads wait for the next connection.
+// The threads that compute requests' answers (serve/http_server.h: a request that
+// waits for the library, never for a client). It grows a thread whenever every thread is
+// busy, up to a maximum; idle threads wait for the next request.
 //
 // Where the system refuses another thread (a task or memory limit: a container, a
-// systemd unit), the connection waits for one of the threads already running, and the
+// systemd unit), the request waits for one of the threads already running, and the
 // server goes on (the review's C1: the refusal had aborted it). The first thread is
-// started with the pool, so that one always runs; an exception out of a connection's job
-// (out of memory inside httplib) loses that connection only.
+// started with the pool, so that one always runs; an exception out of a job (out of
+// memory) loses that request only.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -19,18 +18,18 @@
 
 namespace tfm::serve {
 
-class ConnectionPool {
+class WorkerPool {
  public:
   // How a thread is started (std::thread's constructor, unless a test refuses some: it
   // throws std::system_error where the system refuses).
   using Starter = std::function<std::thread(std::function<void()>)>;
-  explicit ConnectionPool(size_t max_threads, Starter start = {});
-  ~ConnectionPool() { shutdown(); }
-  ConnectionPool(const ConnectionPool&) = delete;
-  ConnectionPool& operator=(const ConnectionPool&) = delete;
+  explicit WorkerPool(size_t max_threads, Starter start = {});
+  ~WorkerPool() { shutdown(); }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
 
   void enqueue(std::function<void()> job);
-  // Finishes every connection queued, then joins the threads.
+  // Runs every job queued, then joins the threads.
   void shutdown();
   size_t threads() const;
 

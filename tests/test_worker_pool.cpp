@@ -1,5 +1,5 @@
-// The server's connection threads (serve/connection_pool.h): where the system refuses a
-// thread, the connection waits for a running one, and every connection is served.
+// The server's worker threads (serve/worker_pool.h): where the system refuses a thread,
+// the request waits for a running one, and every request is answered.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,14 +7,14 @@
 #include <system_error>
 #include <thread>
 
-#include "serve/connection_pool.h"
+#include "serve/worker_pool.h"
 #include "tensor/error.h"
 
 namespace tfm {
 namespace {
 
 // A starter that refuses every thread after the first `allowed`, as a task limit does.
-serve::ConnectionPool::Starter refusing_after(int allowed, std::atomic<int>& refused) {
+serve::WorkerPool::Starter refusing_after(int allowed, std::atomic<int>& refused) {
   auto started = std::make_shared<std::atomic<int>>(0);
   return [allowed, started, &refused](std::function<void()> f) {
     if (++*started > allowed) {
@@ -25,13 +25,13 @@ serve::ConnectionPool::Starter refusing_after(int allowed, std::atomic<int>& ref
   };
 }
 
-TEST(ConnectionPool, ConnectionsWaitForARunningThreadWhereNoMoreCanStart) {
+TEST(WorkerPool, RequestsWaitForARunningThreadWhereNoMoreCanStart) {
   std::atomic<int> refused{0}, served{0};
   {
-    serve::ConnectionPool pool(256, refusing_after(2, refused));
+    serve::WorkerPool pool(256, refusing_after(2, refused));
     for (int i = 0; i < 50; ++i)
       pool.enqueue([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a connection that holds its thread a while
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a request that holds its thread a while
         ++served;
       });
     EXPECT_EQ(pool.threads(), 2u);
@@ -41,18 +41,18 @@ TEST(ConnectionPool, ConnectionsWaitForARunningThreadWhereNoMoreCanStart) {
   EXPECT_GT(refused, 0);
 }
 
-TEST(ConnectionPool, AConnectionThatThrowsLosesOnlyItself) {
+TEST(WorkerPool, ARequestThatThrowsLosesOnlyItself) {
   std::atomic<int> served{0};
-  serve::ConnectionPool pool(1);
+  serve::WorkerPool pool(1);
   pool.enqueue([] { throw std::bad_alloc(); });
   pool.enqueue([&] { ++served; });
   pool.shutdown();
   EXPECT_EQ(served, 1);
 }
 
-TEST(ConnectionPool, APoolThatCannotStartAnyThreadIsAnError) {
+TEST(WorkerPool, APoolThatCannotStartAnyThreadIsAnError) {
   std::atomic<int> refused{0};
-  EXPECT_THROW(serve::ConnectionPool pool(4, refusing_after(0, refused)), Error);
+  EXPECT_THROW(serve::WorkerPool pool(4, refusing_after(0, refused)), Error);
 }
 
 }  // namespace

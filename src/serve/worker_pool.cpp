@@ -1,4 +1,4 @@
-#include "serve/connection_pool.h"
+#include "serve/worker_pool.h"
 
 #include <system_error>
 
@@ -6,20 +6,20 @@
 
 namespace tfm::serve {
 
-ConnectionPool::ConnectionPool(size_t max_threads, Starter start)
+WorkerPool::WorkerPool(size_t max_threads, Starter start)
     : max_threads_(max_threads), start_(start ? std::move(start) : [](std::function<void()> f) { return std::thread(std::move(f)); }) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  TFM_CHECK(start_thread(), "cannot start a thread to serve connections (a task or memory limit?)");
+  TFM_CHECK(start_thread(), "cannot start a thread to answer requests (a task or memory limit?)");
 }
 
-void ConnectionPool::enqueue(std::function<void()> job) {
+void WorkerPool::enqueue(std::function<void()> job) {
   const std::lock_guard<std::mutex> lock(mutex_);
   jobs_.push_back(std::move(job));
   if (busy_ + jobs_.size() > threads_.size() && threads_.size() < max_threads_) start_thread();
   ready_.notify_one();
 }
 
-void ConnectionPool::shutdown() {
+void WorkerPool::shutdown() {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -29,12 +29,12 @@ void ConnectionPool::shutdown() {
     if (t.joinable()) t.join();
 }
 
-size_t ConnectionPool::threads() const {
+size_t WorkerPool::threads() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return threads_.size();
 }
 
-bool ConnectionPool::start_thread() {
+bool WorkerPool::start_thread() {
   try {
     threads_.push_back(start_([this] { work(); }));
     return true;
@@ -43,7 +43,7 @@ bool ConnectionPool::start_thread() {
   }
 }
 
-void ConnectionPool::work() {
+void WorkerPool::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     ready_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
@@ -54,7 +54,7 @@ void ConnectionPool::work() {
     lock.unlock();
     try {
       job();
-    } catch (...) {  // out of memory inside httplib's reading or writing: that connection is lost, the server is not
+    } catch (...) {  // out of memory, say: that request is lost, the server is not
     }
     lock.lock();
     --busy_;
