@@ -592,13 +592,26 @@ TEST(TranslationTraining, StopsEarlyWhenBleuStopsImproving) {
   EXPECT_NE(info.train_state.find("\"step\":3"), std::string::npos) << info.train_state;
 }
 
+// A checkpoint of a tiny run's weights times 1e36: a forward pass from it overflows.
+std::string overflowing_weights(const TempDir& dir) {
+  std::ostringstream log;
+  run_training(tiny_run(dir, "seed", 1), log);
+  io::SafeTensors weights = io::read_safetensors(dir.path("seed/last.safetensors"));
+  for (auto& [name, t] : weights.tensors) {
+    std::vector<float> v = t.to_vector();
+    for (float& x : v) x *= 1e36f;
+    t = Tensor::from_vector(t.shape(), v);
+  }
+  io::write_safetensors(dir.path("overflowing.safetensors"), weights.tensors, weights.metadata);
+  return dir.path("overflowing.safetensors");
+}
+
 TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
-  // An absurd learning rate: after one Adam step the weights are ~1e33 and the next forward pass overflows.
   TempDir dir;
   std::ostringstream log;
   MtRun o = tiny_run(dir, "run", 3);
-  o.options.schedule.lr = 1e35f, o.options.validate_every = 1000;
-  EXPECT_NE(error_of([&] { run_training(o, log); }).find("non-finite loss at step 2"), std::string::npos) << log.str();
+  o.options.init_from = overflowing_weights(dir), o.options.validate_every = 1000;
+  EXPECT_NE(error_of([&] { run_training(o, log); }).find("non-finite loss at step 1"), std::string::npos) << log.str();
   o.options.skip_nonfinite = true;
   o.options.out_dir = dir.path("skip");
   o.options.epochs = 1;
@@ -608,11 +621,12 @@ TEST(TranslationTraining, NonFiniteStepsStopTrainingOrAreSkipped) {
 }
 
 TEST(TranslationTraining, GivesUpAfter100SkippedStepsInARow) {
-  // Non-finite weights after the first step: every later step would be skipped, for every epoch.
+  // Weights whose forward pass overflows: every step would be skipped, for every epoch.
   TempDir dir;
   std::ostringstream log;
   MtRun o = tiny_run(dir, "run", 5);
-  o.options.schedule.lr = 1e35f, o.options.validate_every = 1000, o.options.skip_nonfinite = true, o.options.epochs = 1000000;
+  o.options.init_from = overflowing_weights(dir);
+  o.options.validate_every = 1000, o.options.skip_nonfinite = true, o.options.epochs = 1000000;
   EXPECT_NE(error_of([&] { run_training(o, log); }).find("100 steps in a row had a non-finite loss"), std::string::npos);
 }
 

@@ -29,6 +29,9 @@ namespace tfm {
 struct Schedule {
   enum class Kind { Noam, Cosine, Constant };
   Kind kind = Kind::Noam;
+  // Rates above kMaxLr are refused: a peak rate is below 1, the paper's factor about 1 or 2;
+  // a typo such as 1e30 would only make every step's loss infinite.
+  static constexpr float kMaxLr = 1000;
   float lr = 1e-3f;        // Cosine/Constant: the peak rate; Noam: the factor
   float min_lr = 1e-4f;    // Cosine: the floor reached at decay_steps; Noam: a floor under the decay
   int64_t warmup = 1000;   // linear warm-up steps (Noam: its warm-up parameter)

@@ -44,7 +44,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   auto trainer = std::make_shared<TrainerFlags>(cmd, o->training);
   trainer->add(cmd->add_option_group("Deprecated"), "--lr-factor", [](tfm::TrainingOptions& t) -> auto& { return t.schedule.lr; },
                "Former name of --lr")
-      ->check(positive_number<float>());
+      ->check(positive_up_to(tfm::Schedule::kMaxLr));
 
   auto* copy = cmd->add_option_group("copy task");
   copy->add_option("--batch", o->copy.batch, "Copy task: sequences per batch")->capture_default_str()->check(at_least<int64_t>(1));

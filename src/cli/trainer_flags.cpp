@@ -20,7 +20,7 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
       ->check(at_least<int64_t>(1));
   add(g, "--lr", [](O& o) -> auto& { return o.schedule.lr; },
       "Learning rate: the peak of the cosine schedule (lm, vit, bert), the factor of the paper's schedule (train)")
-      ->check(positive_number<float>());
+      ->check(positive_up_to(tfm::Schedule::kMaxLr));
   add(g, "--min-lr", [](O& o) -> auto& { return o.schedule.min_lr; },
       "Lowest learning rate: where the cosine decay ends (at most --lr), a floor under the paper's schedule")
       ->check(finite_nonneg<float>());

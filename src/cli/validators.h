@@ -69,10 +69,10 @@ CLI::Validator strictly_between(T lo, T hi) {
                               "greater than " + detail::number(lo) + " and below " + detail::number(hi));
 }
 
-// Greater than zero: learning rates.
+// Greater than zero and at most hi: learning rates.
 template <typename T>
-CLI::Validator positive_number() {
-  return detail::satisfies<T>([](T v) { return v > 0; }, "a number greater than 0");
+CLI::Validator positive_up_to(T hi) {
+  return detail::satisfies<T>([hi](T v) { return v > 0 && v <= hi; }, "a number greater than 0 and at most " + detail::number(hi));
 }
 
 // Zero or more: weight decay, clipping norm, time limits.

@@ -6,11 +6,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
+#include <map>
 #include <optional>
 #include <ostream>
+#include <regex>
 #include <stop_token>
 #include <streambuf>
 #include <string>
@@ -344,6 +347,31 @@ struct PythonStdout : std::streambuf {
   }
 };
 
+// A training error's flags (the command line's names: "--resume X, or ... --force") as
+// the settings a Python caller sets: options.resume, options.force = True, task.train_src.
+std::string python_names(const std::string& message, const py::object& options, const py::object& task) {
+  static const std::map<std::string, std::string> renamed = {
+      {"out", "options.out_dir"},          {"steps", "options.max_steps"},          {"lr", "options.schedule.lr"},
+      {"min-lr", "options.schedule.min_lr"}, {"warmup", "options.schedule.warmup"}, {"weight-decay", "options.adam.weight_decay"}};
+  const std::regex flag("--([a-z][a-z0-9-]*)");
+  std::string out;
+  auto at = message.cbegin();
+  for (std::sregex_iterator it(message.begin(), message.end(), flag), end; it != end; ++it) {
+    out.append(at, (*it)[0].first), at = (*it)[0].second;
+    std::string name = (*it)[1].str(), field = name;
+    std::replace(field.begin(), field.end(), '-', '_');
+    const auto found = renamed.find(name);
+    const bool on_options = py::hasattr(options, field.c_str()), on_task = py::hasattr(task, field.c_str());
+    if (found != renamed.end())
+      out += found->second;
+    else if (on_options || on_task)
+      out += (on_options ? "options." : "task.") + field + (py::isinstance<py::bool_>((on_options ? options : task).attr(field.c_str())) ? " = True" : "");
+    else
+      out += (*it)[0].str();
+  }
+  return out.append(at, message.cend());
+}
+
 template <class Task>
 void bind_train(py::module_& m) {
   m.def(
@@ -358,11 +386,15 @@ void bind_train(py::module_& m) {
         std::future<tfm::TrainingResult> run = std::async(std::launch::async, [&] {
           return tfm::train(options, task, stop.get_token(), &log);
         });
-        return result_dict(wait_interruptibly(run, [&] {
-          stop.request_stop();
-          py::gil_scoped_release release;
-          run.wait();
-        }));
+        try {
+          return result_dict(wait_interruptibly(run, [&] {
+            stop.request_stop();
+            py::gil_scoped_release release;
+            run.wait();
+          }));
+        } catch (const std::runtime_error& e) {  // tfm's errors: RuntimeError, in the names of Python's settings
+          throw std::runtime_error(python_names(e.what(), py::cast(options), py::cast(task)));
+        }
       },
       "options"_a, "task"_a, "stop"_a = nullptr, "quiet"_a = false);
 }

@@ -61,6 +61,11 @@ void check_ranges(const TrainerOptions& o) {
   TFM_CHECK(std::isfinite(a.eps) && a.eps > 0, "Adam's eps must be a number greater than 0 (got " << a.eps << ")");
   TFM_CHECK(std::isfinite(a.weight_decay) && a.weight_decay >= 0, "weight_decay must be a number of at least 0 (got " << a.weight_decay << ")");
   at_least("warmup", static_cast<double>(o.schedule.warmup), 0);
+  const Schedule& s = o.schedule;
+  TFM_CHECK(std::isfinite(s.lr) && s.lr >= 0 && s.lr <= Schedule::kMaxLr,  // (0: the weights never change, which a test may want)
+            "--lr must be a number from 0 to " << Schedule::kMaxLr << " (got " << s.lr << ")");
+  TFM_CHECK(std::isfinite(s.min_lr) && s.min_lr >= 0 && (s.kind != Schedule::Kind::Cosine || s.min_lr <= s.lr),
+            "--min-lr " << s.min_lr << " must be from 0 to --lr " << s.lr);
 }
 
 }  // namespace
@@ -185,10 +190,6 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     state_.dropout_rng = o_.seed * 7919 + 1;
   }
   check_same_job(task);
-  const Schedule& lr = o_.schedule;
-  TFM_CHECK(std::isfinite(lr.lr) && lr.lr >= 0, "the learning rate must be a finite number of at least 0 (got " << lr.lr << ")");
-  TFM_CHECK(lr.kind != Schedule::Kind::Cosine || (lr.min_lr >= 0 && lr.min_lr <= lr.lr),
-            "--min-lr " << lr.min_lr << " must be from 0 to --lr " << lr.lr);
   clear_previous_run();
   out_ << "model: " << task.describe().config_json << ", " << model.num_parameters() << " parameters" << std::endl;
   if (o_.comm && o_.comm->size() > 1)

@@ -191,6 +191,10 @@ def test_training_from_python_with_the_command_lines_options(tmp_path):
     assert not result["stopped"] and result["steps"] == 20 and result["score_name"] == "valid_loss"
     assert result["metrics"]["valid_loss"] < 4.5
     assert tfm.Generator(str(tmp_path / "run" / "best.safetensors")).generate("a", max_tokens=5, temperature=0)
+    # the review's U4: a run's directory taken is said in Python's settings, not the command line's flags
+    with pytest.raises(RuntimeError, match=r"continue it with options.resume \S+last.safetensors, or start a new one there with "
+                                           r"options.force = True \(which deletes those files\) or in another options.out_dir$"):
+        tfm.train(options, task, quiet=True)
     with pytest.raises(TypeError, match="unknown setting 'stepz'"):
         tfm.TrainingOptions(stepz=3)
     with pytest.raises(TypeError):
@@ -200,6 +204,9 @@ def test_training_from_python_with_the_command_lines_options(tmp_path):
         tfm.train(options, task, quiet=True)
     options.max_steps = -5
     with pytest.raises(RuntimeError, match=r"max_steps must be at least 0 \(got -5\)"):
+        tfm.train(options, task, quiet=True)
+    options.max_steps, options.schedule.lr = 1, 1e30
+    with pytest.raises(RuntimeError, match=r"options.schedule.lr must be a number from 0 to 1000 \(got 1e\+30\)"):
         tfm.train(options, task, quiet=True)
 
 

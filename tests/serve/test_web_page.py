@@ -92,6 +92,17 @@ def test_a_continuation_and_an_encoders_attention(server, browser):
     api = server.post("/v1/attention", {"model": "lm", "text": "ROMEO:", "max_new_tokens": 20})[2]
     assert browser.find_element(By.ID, "output").text == api["text"].strip() or browser.find_element(By.ID, "output").get_attribute("textContent") == api["text"]
     assert close(cells(browser, len(api["decoder"]) - 1, 0), api["decoder"][-1][0])
+    # the review's F4: a character LM's 26 tokens are drawn at most ~440 px tall, each token on its line's row
+    svg = browser.find_element(By.CSS_SELECTOR, "#lines svg")
+    assert int(svg.get_attribute("height")) <= 450
+    tokens = browser.find_elements(By.CSS_SELECTOR, '.tokens[data-side="query"] .token')
+    assert abs(tokens[-1].rect["y"] + tokens[-1].rect["height"] - (svg.rect["y"] + svg.rect["height"])) <= 1
+    # and the API key's placeholder fits its field
+    fits = browser.execute_script(
+        "const i = document.getElementById('key'), c = document.createElement('canvas').getContext('2d');"
+        "const s = getComputedStyle(i); c.font = s.font;"
+        "return c.measureText(i.placeholder).width <= i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);")
+    assert fits
     open_page(browser, server, "bert")
     run(browser)
     api = server.post("/v1/attention", {"model": "bert", "text": "Ein Mann fährt Fahrrad."})[2]
