@@ -89,17 +89,29 @@ class Attackers:
         """100 clients sending a request's headers one byte a second (slowloris)."""
         request = request_bytes(extra=b"X-Slow: " + b"a" * 200 + b"\r\n")
         clients = [socket.create_connection(("127.0.0.1", self.server.port)) for _ in range(100)]
-        sent, closed = 0, set()
-        while not self.stop.wait(1):
-            for i, c in enumerate(clients):
+        sent = 0
+        while True:
+            for c in clients:
                 try:
                     c.send(request[sent:sent + 1])
                 except OSError:  # closed by the server: its request took too long
-                    closed.add(i)
+                    pass
             sent += 1
-        self.counts["slow clients closed by the server"] = len(closed)
-        for c in clients:
-            c.close()
+            if self.stop.wait(1):
+                break
+        self.counts["slow clients closed by the server"] = sum(self.closed_by_server(c) for c in clients)
+
+    @staticmethod
+    def closed_by_server(client):
+        client.settimeout(0.5)
+        try:
+            return client.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+        finally:
+            client.close()
 
     def streams_left(self):
         """Generations streamed and left after their first event (half of them reset)."""
