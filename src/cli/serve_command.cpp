@@ -1,6 +1,7 @@
 // `tfm serve`: the HTTP server (src/serve) over one or more checkpoints, until Ctrl-C or SIGTERM.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -65,6 +66,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
         o->api_key = key;
         TFM_CHECK(!o->api_key.empty(), "TFM_API_KEY is set but empty: give a key, or unset it");
       }
+    // HTTP drops spaces and tabs at a header value's ends, and a header holds no control characters: such a key could never be sent.
+    const bool sendable = o->api_key.empty() || (std::string(" \t").find(o->api_key.front()) == std::string::npos &&
+                                                 std::string(" \t").find(o->api_key.back()) == std::string::npos &&
+                                                 std::none_of(o->api_key.begin(), o->api_key.end(), [](unsigned char c) { return c < 32 || c == 127; }));
+    TFM_CHECK(sendable, "the API key starts or ends with a space or tab, or holds a control character: no request could send it (HTTP drops them)");
     o->precision = to_string(precision_flag(*cmd));
     o->device = device_flag(*cmd);
     o->threads = omp_get_max_threads();

@@ -82,14 +82,16 @@ std::string Request::param(std::string_view name) const {
   return "";
 }
 
-std::string response_head(const Response& res, bool keep_alive) {
+std::string response_head(const Response& res, bool keep_alive, bool unframed) {
   std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " + std::string(http::obsolete_reason(http::int_to_status(res.status))) + "\r\n";
   for (const auto& [name, value] : res.headers) head += name + ": " + value + "\r\n";
   if (!res.content_type.empty()) head += "Content-Type: " + res.content_type + "\r\n";
-  if (res.stream)
+  if (res.stream && !unframed)
     head += "Transfer-Encoding: chunked\r\n";
   else if (res.status != 204)  // (a 204 has no body, and no length: RFC 9110 §8.6)
     head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  else if (res.stream)
+    keep_alive = false;  // (an unframed body ends where the connection does)
   return head + (keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n");
 }
 
@@ -144,7 +146,10 @@ RequestReader::Progress RequestReader::parse() {
   while (!beast.is_done()) {
     if (pending_.empty()) return Progress::more;
     boost::system::error_code ec;
+    const bool header_done = beast.is_header_done();
     const size_t used = beast.put(boost::asio::buffer(pending_), ec);
+    // (Beast's own header limit is not exact: a header parsed whole in one call passes)
+    if (!header_done && (ec == http::error::need_more ? pending_.size() : used) > kMaxHeaderBytes) ec = http::error::header_limit;
     pending_.erase(0, used);
     if (ec == http::error::need_more) return Progress::more;  // (a header is parsed only once it is whole)
     if (ec) throw parse_error(ec);
@@ -161,8 +166,13 @@ RequestReader::Progress RequestReader::parse() {
 
 void RequestReader::check_header() {
   http::request_parser<http::string_body>& beast = parser_->beast;
-  if (beast.get().method() != http::verb::post) return;
-  if (beast.chunked()) throw HttpError(411, "send the body with a Content-Length, not chunked");
+  const bool post = beast.get().method() == http::verb::post;
+  // A Transfer-Encoding beside a Content-Length frames the body two ways (request
+  // smuggling behind a proxy: RFC 9112 §6.1), and no endpoint takes one without.
+  if (beast.get().find(http::field::transfer_encoding) != beast.get().end())
+    throw post ? HttpError(411, "send the body with a Content-Length, not a Transfer-Encoding (chunked or other)")
+               : HttpError(400, "a Transfer-Encoding is not accepted");
+  if (!post) return;
   if (!beast.content_length()) throw HttpError(411, "a POST needs a Content-Length");
   if (*beast.content_length() > static_cast<uint64_t>(max_body_)) throw HttpError(413, "the body is larger than the server's --max-body");
 }
@@ -178,6 +188,7 @@ Request RequestReader::take() {
   if (question != std::string_view::npos) r.query = std::string(target.substr(question + 1));
   for (const auto& field : message) r.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   r.keep_alive = message.keep_alive();
+  r.http10 = message.version() < 11;
   r.body = std::move(message.body());
   return r;
 }

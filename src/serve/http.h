@@ -30,6 +30,7 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> headers;  // as sent, in order
   std::string body;
   bool keep_alive = true;  // what the client asked for (HTTP/1.0 without Keep-Alive: no)
+  bool http10 = false;     // an HTTP/1.0 client: no chunked body (a stream ends with the connection)
 
   // The first header of that name (any case), or "".
   std::string header(std::string_view name) const;
@@ -56,9 +57,10 @@ struct Response {
   void set_content(std::string text, std::string type) { body = std::move(text), content_type = std::move(type); }
 };
 
-// The status line and headers of `res` (Content-Length, or chunked for a stream), ending
-// in the blank line; `keep_alive` false adds "Connection: close".
-std::string response_head(const Response& res, bool keep_alive);
+// The status line and headers of `res` (Content-Length, or chunked for a stream unless
+// `unframed`: an HTTP/1.0 client's, which the connection's end ends), ending in the
+// blank line; `keep_alive` false adds "Connection: close".
+std::string response_head(const Response& res, bool keep_alive, bool unframed = false);
 // One piece of a chunked body; the empty piece is the body's end.
 std::string chunk(std::string_view piece);
 
@@ -71,9 +73,10 @@ void reply_error(Response& res, int status, const std::string& message, int retr
 
 // Reads requests from a connection's bytes, one after another (pipelined requests too).
 // Refuses, as HttpError (the connection then closes): what is not HTTP/1.1 (400); headers
-// beyond kMaxHeaderBytes together (431); a POST without a Content-Length or with a
-// chunked body (411), Content-Length headers that disagree (400) or a body beyond
-// `max_body` (413), each before the body is read.
+// beyond kMaxHeaderBytes together (431); any Transfer-Encoding (a POST: 411, since
+// a body must come with a Content-Length; others: 400), a POST without a Content-Length
+// (411), Content-Length headers that disagree (400) or a body beyond `max_body` (413),
+// each before the body is read.
 class RequestReader {
  public:
   static constexpr uint32_t kMaxHeaderBytes = 64 << 10;

@@ -27,19 +27,21 @@ namespace {
 Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
 // The open-file limit raised as far as `connections` need (the soft limit is often 1024,
-// the hard one far above); returns the connections it allows. 64 descriptors are kept for
-// the rest of the process: models, logs, the listening socket, connections being refused.
+// the hard one far above); returns the connections it allows. Some descriptors are kept
+// for the rest of the process (models, logs, the listening socket, connections being
+// refused: it uses about 10): 64, or a quarter of a lower limit, but at least 8.
 int allowed_connections(int connections) {
-  constexpr rlim_t kReserved = 64;
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return connections;
-  const rlim_t needed = static_cast<rlim_t>(connections) + kReserved;
+  auto reserved = [](rlim_t files) { return std::clamp<rlim_t>(files / 4, 8, 64); };
+  const rlim_t needed = static_cast<rlim_t>(connections) + 64;
   if (limit.rlim_cur < needed) {
     limit.rlim_cur = std::min(needed, limit.rlim_max);
     setrlimit(RLIMIT_NOFILE, &limit);
     getrlimit(RLIMIT_NOFILE, &limit);
   }
-  return limit.rlim_cur >= needed ? connections : static_cast<int>(std::max<rlim_t>(limit.rlim_cur, kReserved + 1) - kReserved);
+  if (limit.rlim_cur >= needed) return connections;
+  return static_cast<int>(std::max<rlim_t>(limit.rlim_cur, reserved(limit.rlim_cur) + 1) - reserved(limit.rlim_cur));
 }
 
 }  // namespace
@@ -49,7 +51,7 @@ class Connection;
 struct HttpServer::Impl {
   HttpLimits limits;
   HttpApp app;
-  std::atomic<bool> draining{false};
+  std::atomic<bool> draining{false}, stopped{false};
   std::atomic<int64_t> open{0};
   mutable std::mutex mutex;
   std::map<Connection*, std::weak_ptr<Connection>> connections;  // served ones, for drain()
@@ -158,10 +160,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
       res->stream.reset();
       return asio::post(stream_.get_executor(), [self = shared_from_this(), res, head_only] { self->write_response(*res, head_only, self->keep_alive_); });
     }
-    bool sent = write_and_wait(response_head(*res, keep_alive_));
+    const bool unframed = request.http10;  // an HTTP/1.0 client takes no chunks: the stream ends with the connection
+    if (unframed) keep_alive_ = false;
+    bool sent = write_and_wait(response_head(*res, keep_alive_, unframed));
     if (sent)
-      res->stream->produce([&](std::string_view piece) { return sent = piece.empty() || write_and_wait(chunk(piece)); });
-    if (sent) sent = write_and_wait(chunk(""));
+      res->stream->produce([&](std::string_view piece) {
+        return sent = piece.empty() || write_and_wait(unframed ? std::string(piece) : chunk(piece));
+      });
+    if (sent && !unframed) sent = write_and_wait(chunk(""));
     if (res->stream->finished) res->stream->finished();
     asio::post(stream_.get_executor(), [self = shared_from_this(), sent] { sent ? self->next_request() : self->close(); });
   }
@@ -193,8 +199,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       self->stream_.expires_after(seconds(self->limits_.write_seconds));
       asio::async_write(self->stream_, asio::buffer(*data), [data, done](ErrorCode ec, size_t) { done->set_value(!ec); });
     });
-    if (written.wait_for(seconds(limits_.write_seconds + 1)) != std::future_status::ready) return false;  // (the server stopped)
-    return written.get();
+    // (past the write's timeout, or once the server stops, no handler will answer)
+    for (const Clock::time_point end = Clock::now() + seconds(limits_.write_seconds + 1); Clock::now() < end && !server_.stopped;)
+      if (written.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) return written.get();
+    return false;
   }
 
   void next_request() {
@@ -321,6 +329,7 @@ bool HttpServer::wait_closed(Clock::time_point deadline) const {
 void HttpServer::stop() {
   Impl& s = *impl_;
   if (s.io.stopped() && s.threads.empty()) return;
+  s.stopped = true;  // a worker waiting for a write gives up
   s.busy.reset();
   s.io.stop();
   for (std::thread& t : s.threads) t.join();

@@ -56,7 +56,8 @@ class Server {
     log << "tfm serve: listening on http://" << (ipv6 ? "[" + options_.host + "]" : options_.host) << ":" << port << " (" << models_.summary()
         << "); Ctrl-C or SIGTERM stops it\n";
     if (http_.max_connections() < options_.max_connections)
-      log << "tfm serve: at most " << http_.max_connections() << " connections at once, not " << options_.max_connections
+      log << "tfm serve: at most " << http_.max_connections() << (http_.max_connections() == 1 ? " connection" : " connections") << " at once, not "
+          << options_.max_connections
           << ": the open-file limit (ulimit -n) is lower\n";
     if (options_.api_key.empty() && options_.host != "127.0.0.1" && options_.host != "localhost" && options_.host != "::1")
       log << "tfm serve: warning: listening beyond this machine without --api-key: anyone who can reach it may use it\n";

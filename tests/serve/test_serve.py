@@ -310,6 +310,13 @@ def test_http_edges(server):
     body = b'{"sentences": ["Ein Hund."]}'
     two = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
     assert two.startswith("HTTP/1.1 400") and "Content-Length headers disagree" in two
+    # a Transfer-Encoding beside a Content-Length is smuggling's other form (RFC 9112 §6.1): refused, not framed by the length
+    other = raw_request(server, b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    assert other.startswith("HTTP/1.1 411") and "not a Transfer-Encoding" in other, other[:200]
+    assert raw_request(server, b"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n").startswith("HTTP/1.1 400")
+    # headers beyond 64 KiB in all are refused however they are split
+    many = raw_request(server, b"GET /health HTTP/1.1\r\n" + b"".join(b"X-%d: %s\r\n" % (i, b"a" * 40) for i in range(2000)) + b"\r\n")
+    assert many.startswith("HTTP/1.1 431"), many[:200]
     # and F6's duplicate JSON fields: not the last one silently
     status, _, out = server.post("/v1/translate", '{"sentences": ["Ein Hund."], "beam": 1, "beam": 4}')
     assert status == 400 and out["error"]["message"] == "the field 'beam' is given twice"
@@ -412,6 +419,44 @@ def test_sigterm_finishes_admitted_requests_then_exits_0():
     assert any("stopping: finishing 1 admitted" in line for line in s.lines)
 
 
+def test_an_http10_client_gets_a_stream_without_chunks(server):
+    import socket
+    body = json.dumps({"prompt": "A", "max_new_tokens": 5, "stream": True}).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as c:
+        c.sendall(b"POST /v1/generate HTTP/1.0\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        answer = b""
+        while piece := c.recv(65536):
+            answer += piece
+    head, events = answer.decode().split("\r\n\r\n", 1)
+    assert "Transfer-Encoding" not in head and "Connection: close" in head
+    assert events.startswith("data: {") and "\r\n" not in events  # no chunk sizes among the events
+
+
+def test_a_low_open_file_limit_bounds_the_connections_and_says_so():
+    import resource
+    s = Server("--model", LM, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)))
+    assert any("at most 48 connections at once, not 4096: the open-file limit (ulimit -n) is lower" in line for line in s.lines), s.lines
+    assert s.request("GET", "/health")[0] == 200
+    assert s.stop() == 0
+
+
+def test_a_client_that_stops_reading_does_not_hold_up_the_stop():
+    """A stream's client that reads nothing: the drain's deadline, then the stop, within a
+    second or two, not after the writes' own 10-second timeout."""
+    import socket
+    s = Server("--model", LM, "--max-new-tokens", "1000000", "--drain-timeout", "1")
+    body = json.dumps({"prompt": "A", "max_new_tokens": 1000000, "stream": True}).encode()
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    c.connect(("127.0.0.1", s.port))
+    c.sendall(b"POST /v1/generate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    time.sleep(2)  # its buffers fill
+    started = time.monotonic()
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(30) == 0 and time.monotonic() - started < 4, time.monotonic() - started
+    c.close()
+
+
 def test_what_the_drain_timeout_leaves_gets_503_and_the_server_still_exits_0():
     s = Server("--model", LM, "--max-new-tokens", "1000000", "--drain-timeout", "1")
     result = {}
@@ -434,6 +479,7 @@ def test_what_the_drain_timeout_leaves_gets_503_and_the_server_still_exits_0():
     (["--model", f"a={MT}", "--model", f"a={LM}"], "two models are named 'a'"),
     (["--model", MT, "--max-queue", "0"], "--max-queue must be from 1"),
     (["--model", MT, "--api-key", ""], "--api-key is empty"),
+    (["--model", MT, "--api-key", " key "], "the API key starts or ends with a space or tab"),
 ])
 def test_bad_command_lines_get_one_line(args, message):
     r = subprocess.run([TFM, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60)
