@@ -169,7 +169,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       });
     if (sent && !unframed) sent = write_and_wait(chunk(""));
     if (res->stream->finished) res->stream->finished();
-    asio::post(stream_.get_executor(), [self = shared_from_this(), sent] { sent ? self->next_request() : self->close(); });
+    asio::post(stream_.get_executor(), [self = shared_from_this(), sent] {
+      if (!sent) return self->close();
+      self->keep_alive_ ? self->next_request() : self->linger();  // (an unframed stream's end is the connection's)
+    });
   }
 
   void write_response(const Response& res, bool head_only, bool keep_alive) {
