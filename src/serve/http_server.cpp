@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "serve/lifecycle.h"
 #include "serve/worker_pool.h"
 #include "tensor/error.h"
 
@@ -19,12 +20,9 @@ namespace tfm::serve {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
 using ErrorCode = boost::system::error_code;
 
 namespace {
-
-Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
 // The open-file limit raised as far as `connections` need (the soft limit is often 1024,
 // the hard one far above); returns the connections it allows. Some descriptors are kept
