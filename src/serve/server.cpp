@@ -52,13 +52,14 @@ class Server {
 
   void run(std::stop_token stop, std::ostream& log) {
     const int port = http_.start(options_.host, options_.port);
-    const bool ipv6 = options_.host.find(':') != std::string::npos;
-    log << "tfm serve: listening on http://" << (ipv6 ? "[" + options_.host + "]" : options_.host) << ":" << port << " (" << models_.summary()
-        << "); Ctrl-C or SIGTERM stops it\n";
+    // (before the listening line, which tells a script that the server is ready)
     if (http_.max_connections() < options_.max_connections)
       log << "tfm serve: at most " << http_.max_connections() << (http_.max_connections() == 1 ? " connection" : " connections") << " at once, not "
           << options_.max_connections
           << ": the open-file limit (ulimit -n) is lower\n";
+    const bool ipv6 = options_.host.find(':') != std::string::npos;
+    log << "tfm serve: listening on http://" << (ipv6 ? "[" + options_.host + "]" : options_.host) << ":" << port << " (" << models_.summary()
+        << "); Ctrl-C or SIGTERM stops it\n";
     if (options_.api_key.empty() && options_.host != "127.0.0.1" && options_.host != "localhost" && options_.host != "::1")
       log << "tfm serve: warning: listening beyond this machine without --api-key: anyone who can reach it may use it\n";
     log << std::flush;
