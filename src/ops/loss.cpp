@@ -97,7 +97,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   const float inv_n = static_cast<float>(1.0 / normalizer);
   const bool grad = autograd::grad_enabled() && (x_in.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   const Device device = x_in.device();
-  const Tensor x = dense(x_in).detach(), b = bias.defined() ? dense(bias).detach() : bias, ids = dense(targets), w = weight.detach();
+  const Tensor x = dense(x_in).detach(), b = bias.defined() ? dense(bias).detach() : bias, ids = on_device(targets, x_in), w = weight.detach();
   Tensor dx = grad ? Tensor::empty({rows, in}, DType::f32, device) : Tensor(), dw = grad ? Tensor::empty({vocab, in}, DType::f32, device) : Tensor();
   Tensor db = grad && b.defined() ? Tensor::zeros({vocab}, device) : Tensor();
 

@@ -25,9 +25,11 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
 #define TFM_GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
 
-// t's elements on the device, as T (its dtype's C++ type).
+// t's elements on the device, as T (its dtype's C++ type). A tensor left in host
+// memory is a clear error here rather than an illegal address inside a kernel.
 template <class T>
 T* ptr(const Tensor& t) {
+  TFM_CHECK(t.device() == Device::CUDA, "a CUDA kernel was given a " << to_string(t.device()) << " tensor " << shape_str(t.shape()));
   return t.device_data<T>();
 }
 
