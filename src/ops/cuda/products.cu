@@ -1,9 +1,10 @@
 // The products on the GPU (ops/cpu/products.cpp's counterparts): matmul, the linear
 // layers' forward and backward, through cuBLASLt in single precision (CUBLAS_COMPUTE_32F,
-// never TF32) or with bf16 operands accumulated in f32. int8 products are the CPU's only.
-//
-// Frozen weights' converted copies (LinearProducts::frozen_copies) are not kept here
-// yet: bf16 products convert their weight at every call, which gives the same values.
+// never TF32) or with bf16 operands accumulated in f32 (CUBLAS_COMPUTE_32F_FAST_16BF:
+// cuBLASLt rounds the f32 operands to bf16 as it loads them, where a separate pass had
+// rounded each operand into a new buffer: 5 launches and passes a linear layer, the
+// weights again at every product). A linear layer's bias and ReLU are the product's
+// epilogue. int8 products are the CPU's only.
 
 #include <array>
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include "ops/cuda/cublaslt.h"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
-#include "tensor/float_formats.h"
 
 namespace tfm::ops::cuda {
 
@@ -55,12 +55,15 @@ LtContext& lt() {
 // Owners of cuBLASLt's descriptors, so that a failed call leaks none.
 struct MatmulDesc {
   cublasLtMatmulDesc_t desc = nullptr;
-  MatmulDesc() { check_lt(TFM_LT(cublasLtMatmulDescCreate)(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"); }
-  ~MatmulDesc() { (void)TFM_LT(cublasLtMatmulDescDestroy)(desc); }
-  void transpose(cublasLtMatmulDescAttributes_t which, bool on) {
-    const cublasOperation_t op = on ? CUBLAS_OP_T : CUBLAS_OP_N;
-    check_lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, which, &op, sizeof(op)), "cublasLtMatmulDescSetAttribute (transpose)");
+  explicit MatmulDesc(cublasComputeType_t compute) {
+    check_lt(TFM_LT(cublasLtMatmulDescCreate)(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   }
+  ~MatmulDesc() { (void)TFM_LT(cublasLtMatmulDescDestroy)(desc); }
+  template <class T>
+  void set(cublasLtMatmulDescAttributes_t which, T value) const {
+    check_lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, which, &value, sizeof(value)), "cublasLtMatmulDescSetAttribute");
+  }
+  void transpose(cublasLtMatmulDescAttributes_t which, bool on) const { set(which, on ? CUBLAS_OP_T : CUBLAS_OP_N); }
 };
 
 // A column-major matrix [rows, cols] of `type` with leading dimension ld, repeated
@@ -98,20 +101,24 @@ uint32_t alignment(const void* p, int64_t ld, int64_t stride, size_t element) {
   return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
 }
 
-// One (batched) row-major product C[m, n] = op(A)[m, k] op(B)[k, n] + beta C, A and B
-// of `type` (f32 or bf16), C f32; matrix i of each operand `stride` elements after i - 1.
+// One (batched) row-major product C[m, n] = op(A)[m, k] op(B)[k, n] + beta C of f32
+// matrices, in `precision` (f32, or bf16 roundings of A and B accumulated in f32); matrix
+// i of each operand `stride` elements after i - 1. Then, where given, C[i, j] +=
+// bias[j], and max(C, 0) where `relu` (a linear layer's forward; beta 0, batch 1).
 struct Product {
   bool trans_a, trans_b;
   int64_t m, n, k;
-  const void* a;
+  const float* a;
   int64_t lda, stride_a;
-  const void* b;
+  const float* b;
   int64_t ldb, stride_b;
   float* c;
   int64_t ldc, stride_c;
   float beta;
   int64_t batch = 1;
-  cudaDataType_t type = CUDA_R_32F;
+  Precision precision = Precision::f32;
+  const float* bias = nullptr;
+  bool relu = false;
 };
 
 // c[i] *= beta (or 0 where beta is 0, never reading c): a product with k = 0.
@@ -131,16 +138,20 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 
   Plan(const Product& p, LtContext& context)
-      : first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
-        second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
+      : desc(p.precision == Precision::f32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_16BF),
+        first(CUDA_R_32F, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
+        second(CUDA_R_32F, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
         out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c) {
     desc.transpose(CUBLASLT_MATMUL_DESC_TRANSA, p.trans_b);
     desc.transpose(CUBLASLT_MATMUL_DESC_TRANSB, p.trans_a);
-    const size_t element = p.type == CUDA_R_32F ? 4 : 2;
+    // (cuBLAS's D is our C transposed: our columns, its rows, are what the bias runs along.)
+    desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, p.bias ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                                   : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT));
+    if (p.bias) desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(p.bias));
     Preference pref;
     pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{LtContext::kWorkspaceBytes});
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, element));
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, element));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, 4));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, 4));
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
     cublasLtMatmulHeuristicResult_t chosen{};
@@ -153,8 +164,9 @@ struct Plan {
   }
 };
 
-// What makes two products one plan: shapes, layouts, type and the operands' alignments.
-using PlanKey = std::array<int64_t, 16>;
+// What makes two products one plan: shapes, layouts, precision, epilogue and the
+// operands' alignments.
+using PlanKey = std::array<int64_t, 17>;
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
     size_t h = 0;
@@ -165,9 +177,10 @@ struct PlanKeyHash {
 
 const Plan& plan_for(const Product& p, LtContext& context) {
   thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
-  const size_t element = p.type == CUDA_R_32F ? 4 : 2;
-  const PlanKey key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch, p.type,
-                    alignment(p.a, p.lda, p.stride_a, element), alignment(p.b, p.ldb, p.stride_b, element), alignment(p.c, p.ldc, p.stride_c, 4)};
+  const int64_t epilogue = (p.bias != nullptr) * 2 + p.relu;
+  const PlanKey key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch,
+                    static_cast<int64_t>(p.precision), epilogue, alignment(p.a, p.lda, p.stride_a, 4), alignment(p.b, p.ldb, p.stride_b, 4),
+                    alignment(p.c, p.ldc, p.stride_c, 4)};
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
   if (plans.size() >= 4096) plans.clear();  // batches of ever new shapes: start afresh rather than grow
@@ -185,26 +198,16 @@ void run(const Product& p) {
   TFM_CHECK(p.batch <= INT32_MAX, "matmul: " << p.batch << " products in one batch");
   LtContext& context = lt();
   const Plan& plan = plan_for(p, context);
+  if (p.bias) plan.desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(p.bias));  // (this call's: a plan serves any)
   const float alpha = 1.0f, beta = p.beta;
   check_lt(TFM_LT(cublasLtMatmul)(context.handle, plan.desc.desc, &alpha, p.b, plan.first.layout, p.a, plan.second.layout, &beta, p.c,
                                   plan.out.layout, p.c, plan.out.layout, &plan.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
-  check_launch(p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
+  check_launch(p.precision == Precision::f32 ? "cublasLt matmul f32" : "cublasLt matmul bf16");
 }
 
-__global__ void to_bf16_kernel(const float* x, uint16_t* out, int64_t n) {
-  TFM_GRID_STRIDE(i, n) out[i] = to_bf16(x[i]);
-}
-
-// A contiguous f32 tensor's values rounded to bf16, in a fresh device buffer.
-Tensor rounded_to_bf16(const Tensor& x) {
-  Tensor out = Tensor::empty({x.numel()}, DType::bf16, x.device());
-  to_bf16_kernel<<<blocks_for(x.numel()), kThreads, 0, stream()>>>(ptr<float>(x), static_cast<uint16_t*>(out.device_ptr()), x.numel());
-  check_launch("to_bf16_kernel");
-  return out;
-}
-
-// y[r, c] += bias[c] (where given), then max(y, 0) where `relu`: [rows, out].
+// y[r, c] += bias[c] (where given), then max(y, 0) where `relu`: [rows, out], where
+// cuBLASLt's epilogue cannot (linear's comment says when).
 __global__ void bias_relu_kernel(float* y, const float* bias, bool relu, int64_t out, int64_t n) {
   TFM_GRID_STRIDE(i, n) {
     float v = y[i];
@@ -213,20 +216,11 @@ __global__ void bias_relu_kernel(float* y, const float* bias, bool relu, int64_t
   }
 }
 
-// The operands a product reads in `precision`: the f32 tensors themselves, or their
-// bf16 roundings (kept in `held` while the product is queued).
-struct Operand {
-  const void* data;
-  Tensor held;
-};
-
-Operand operand(const Tensor& t, Precision precision) {
-  if (precision == Precision::f32) return {ptr<float>(t), Tensor()};
-  Tensor rounded = rounded_to_bf16(t);
-  return {rounded.device_ptr(), rounded};
+void bias_relu(Tensor& y, const float* bias, bool relu, int64_t rows, int64_t out) {
+  const int64_t n = rows * out;
+  bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(y), bias, relu, out, n);
+  check_launch("bias_relu_kernel");
 }
-
-cudaDataType_t operand_type(Precision precision) { return precision == Precision::f32 ? CUDA_R_32F : CUDA_R_16BF; }
 
 }  // namespace
 
@@ -245,12 +239,13 @@ void linear(const LinearProducts& products, const Tensor& x, const Tensor& w, co
   const Precision precision = products.precision();
   if (precision == Precision::int8) throw Error("linear: int8 products run on the CPU only; use --precision f32 or bf16 on cuda");
   const int64_t in = w.size(1), out = w.size(0), rows = in > 0 ? x.numel() / in : y.numel() / (out > 0 ? out : 1);
-  const Operand xo = operand(x, precision), wo = operand(w, precision);
-  run({false, true, rows, out, in, xo.data, in, 0, wo.data, in, 0, ptr<float>(y), out, 0, 0.0f, 1, operand_type(precision)});
-  if (!bias.defined() && !relu) return;
-  const int64_t n = rows * out;
-  bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(y), bias.defined() ? ptr<float>(bias) : nullptr, relu, out, n);
-  check_launch("bias_relu_kernel");
+  const float* b = bias.defined() ? ptr<float>(bias) : nullptr;
+  // cuBLASLt's epilogue needs a product that adds something up (in > 0) and a bias on 16
+  // bytes (Marian's experience: 8 failed on an A100); else a pass of its own.
+  const bool epilogue = in > 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
+  run({false, true, rows, out, in, ptr<float>(x), in, 0, ptr<float>(w), in, 0, ptr<float>(y), out, 0, 0.0f, 1, precision,
+       epilogue ? b : nullptr, epilogue && relu});
+  if (!epilogue && (b || relu)) bias_relu(y, b, relu, rows, out);
 }
 
 // dx = g w and dw = g^T x + dw_beta dw, g [rows, out]. The CPU runs every precision but
@@ -259,10 +254,9 @@ void linear(const LinearProducts& products, const Tensor& x, const Tensor& w, co
 void linear_backward(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, float dw_beta) {
   if (precision != Precision::f32) precision = Precision::bf16;
   const int64_t in = w.size(1), out = w.size(0), rows = out > 0 ? g.numel() / out : (in > 0 ? x.numel() / in : 0);
-  const Operand go = operand(g, precision), xo = operand(x, precision), wo = operand(w, precision);
-  const cudaDataType_t type = operand_type(precision);
-  if (dx.defined()) run({false, false, rows, in, out, go.data, out, 0, wo.data, in, 0, ptr<float>(dx), in, 0, 0.0f, 1, type});
-  if (dw.defined()) run({true, false, out, in, rows, go.data, out, 0, xo.data, in, 0, ptr<float>(dw), in, 0, dw_beta, 1, type});
+  const float *gp = ptr<float>(g), *xp = ptr<float>(x), *wp = ptr<float>(w);
+  if (dx.defined()) run({false, false, rows, in, out, gp, out, 0, wp, in, 0, ptr<float>(dx), in, 0, 0.0f, 1, precision});
+  if (dw.defined()) run({true, false, out, in, rows, gp, out, 0, xp, in, 0, ptr<float>(dw), in, 0, dw_beta, 1, precision});
 }
 
 }  // namespace tfm::ops::cuda

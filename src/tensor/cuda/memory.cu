@@ -1,7 +1,6 @@
 // CUDA's allocator and DeviceMemory (tensor/device_memory.h): copies, strided copy and
 // add, fill. The strided kernels walk up to kMaxDims dimensions, one thread an element.
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "tensor/allocator.h"
@@ -27,10 +27,13 @@ void check(cudaError_t status, const char* what) {
 
 namespace {
 
-// TFM_CUDA_PROFILE=1: every launch waits for its kernel, and the time since the last
-// one (the host's work for it, and the kernel) is added to its name; the totals are
-// printed to standard error at exit, largest first. Timings of a whole step are then
-// not the real ones (no overlap), but each kernel's share is.
+// TFM_CUDA_PROFILE=1: each launch is followed by an event on its stream (nothing
+// waits for it), and the GPU's time from one launch's event to the next is added to the
+// latter's name: the kernel's own time while the GPU had work queued, plus the GPU's
+// wait for the host where it had none. A launch that finds the previous kernel already
+// finished (nothing queued ahead of it) counts as idle: many such launches mean the
+// step is bound by the host, not by its kernels. Printed to standard error at exit,
+// largest first.
 class Profile {
  public:
   static Profile* get() {
@@ -38,33 +41,68 @@ class Profile {
     return profile;
   }
   void mark(const char* name) {
-    (void)cudaStreamSynchronize(stream());
-    const auto now = std::chrono::steady_clock::now();
     const std::lock_guard<std::mutex> lock(mutex_);
-    Entry& e = entries_[name];
-    e.seconds += std::chrono::duration<double>(now - last_).count(), ++e.calls;
-    last_ = now;
+    cudaEvent_t& last = last_[std::this_thread::get_id()];
+    const bool idle = last && cudaEventQuery(last) == cudaSuccess;
+    cudaEvent_t event = fresh_event();
+    if (cudaEventRecord(event, stream()) != cudaSuccess) return;
+    if (last) pending_.push_back({name, last, event, idle});
+    last = event;
+    if (pending_.size() >= 8192) fold();  // (bounds the events held: a wait every 8,192 launches)
   }
-  ~Profile() = default;
 
  private:
+  struct Launch {
+    const char* name;
+    cudaEvent_t before, after;
+    bool idle;
+  };
   struct Entry {
-    double seconds = 0;
-    int64_t calls = 0;
+    double ms = 0;
+    int64_t calls = 0, idle = 0;
   };
   Profile() { std::atexit([] { get()->print(); }); }
-  void print() const {
+  cudaEvent_t fresh_event() {
+    if (!spare_.empty()) {
+      cudaEvent_t e = spare_.back();
+      spare_.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    (void)cudaEventCreate(&e);
+    return e;
+  }
+  // The pending launches' times into their entries; their events, but each stream's
+  // last, back to the spares.
+  void fold() {
+    for (const Launch& l : pending_) {
+      float ms = 0;
+      if (cudaEventSynchronize(l.after) != cudaSuccess || cudaEventElapsedTime(&ms, l.before, l.after) != cudaSuccess) continue;
+      Entry& e = entries_[l.name];
+      e.ms += ms, ++e.calls, e.idle += l.idle;
+    }
+    for (const Launch& l : pending_) spare_.push_back(l.before);
+    pending_.clear();
+  }
+  void print() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    fold();
     std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-    double total = 0;
-    for (const auto& [name, e] : rows) total += e.seconds;
-    std::fprintf(stderr, "TFM_CUDA_PROFILE: %.1f ms in all\n%-40s %8s %10s %6s\n", total * 1e3, "kernel", "calls", "ms", "%");
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    Entry all;
+    for (const auto& [name, e] : rows) all.ms += e.ms, all.calls += e.calls, all.idle += e.idle;
+    std::fprintf(stderr, "TFM_CUDA_PROFILE: %.1f ms of GPU time between %lld launches; %lld of them (%.0f%%) found the GPU idle\n", all.ms,
+                 static_cast<long long>(all.calls), static_cast<long long>(all.idle), 100.0 * all.idle / std::max<int64_t>(all.calls, 1));
+    std::fprintf(stderr, "%-40s %8s %10s %6s %8s\n", "kernel", "calls", "ms", "%", "idle");
     for (const auto& [name, e] : rows)
-      std::fprintf(stderr, "%-40s %8lld %10.2f %6.1f\n", name.c_str(), static_cast<long long>(e.calls), e.seconds * 1e3, 100 * e.seconds / total);
+      std::fprintf(stderr, "%-40s %8lld %10.2f %6.1f %8lld\n", name.c_str(), static_cast<long long>(e.calls), e.ms,
+                   100 * e.ms / std::max(all.ms, 1e-9), static_cast<long long>(e.idle));
   }
   std::mutex mutex_;
+  std::map<std::thread::id, cudaEvent_t> last_;  // each thread's stream's latest event
+  std::vector<Launch> pending_;
+  std::vector<cudaEvent_t> spare_;
   std::map<std::string, Entry> entries_;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace
