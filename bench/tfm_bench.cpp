@@ -25,6 +25,9 @@
 #include "tfm/translator.h"
 #include "train/seq2seq.h"
 #include "train/step.h"
+#ifdef TFM_HAVE_CUDA
+#include "tensor/cuda/runtime.h"
+#endif
 
 namespace {
 
@@ -91,6 +94,9 @@ void bench_train(const TrainOptions& o) {
     const tfm::training::Seq2SeqBatch& b = batches[static_cast<size_t>(i)];
     step.gradients([&](int64_t) { return tfm::training::BatchLoss{tfm::training::seq2seq_loss(model, b, 0.1f), b.target_tokens(c.pad_id)}; }, i, i + 1);
     step.update(1e-4f);
+#ifdef TFM_HAVE_CUDA
+    if (i + 1 == o.warmup) tfm::cuda::restart_profile();
+#endif
     if (i < o.warmup) continue;
     step_s.push_back(seconds_since(t0));
     total += step_s.back();

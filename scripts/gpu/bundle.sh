@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, on this machine (no GPU needed), everything the GPU check runs, and packs it
 # into .gpu-bundle/ (ignored by git; the device tool carries it): the check program,
-# the test binary and tfm, built for sm_80 and sm_90 in build/ (the Release build,
+# the test binary, tfm and the benchmarks, built for sm_80 and sm_90 in build/ (the Release build,
 # TFM_CUDA on), with every shared library they need that a bare GPU machine lacks. The
 # GPU machine has the CUDA toolkit and PyTorch but none of our Debian packages; cuBLAS
 # is found there (scripts/gpu/run.sh). scripts/gpu/NOTES.md says
@@ -10,11 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 grep -q '^TFM_CUDA:STRING=OFF' build/CMakeCache.txt && { echo "bundle.sh: build/ was configured with TFM_CUDA=OFF" >&2; exit 1; }
-cmake --build build -j"$(nproc)" --target tfm tfm_tests tfm_gpu_check tfm_bench
+cmake --build build -j"$(nproc)" --target tfm tfm_tests tfm_gpu_check tfm_bench tfm_gemm_rates
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
-bins=(build/tfm build/tests/tfm_tests build/tests/tfm_gpu_check build/bench/tfm_bench)
+bins=(build/tfm build/tests/tfm_tests build/tests/tfm_gpu_check build/bench/tfm_bench build/bench/tfm_gemm_rates)
 cp "${bins[@]}" "$stage/"
 # Every library the binaries load (the CUDA runtime too), except the C and C++
 # runtimes (the machine's are as new or newer), the GPU driver's and cuBLAS (over

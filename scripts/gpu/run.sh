@@ -4,7 +4,8 @@
 # its own time limit, going on after a failure: environment, memory plumbing, the op
 # table against the oracle and the CPU (twice each, for determinism), the op table's
 # gtest, realistic shapes with timings, every family's training and inference against
-# the CPU, compute-sanitizer memcheck and racecheck on the small cases.
+# the CPU, compute-sanitizer memcheck and racecheck on the small cases; on request
+# (named stages) the profile of a training step, the matrix rates and the bench.
 # Writes $OUT/table.txt, $OUT/rows.tsv and $OUT/logs.tar.gz, and prints the table last.
 #   scripts/gpu/run.sh [STAGE...]     (default: every stage)
 set -uo pipefail
@@ -84,6 +85,7 @@ for s in "${wanted[@]}"; do
     large) stage large 60 "$check" --stage large ;;
     train) stage train 150 "$check" --stage train ;;
     profile) stage profile 200 bash -c profile_rows ;;
+    gemm) stage gemm 60 "$bundle/tfm_gemm_rates" ;;
     bench) stage bench 420 python3 bench/gpu/compare.py --tfm-bench "$bundle/tfm_bench" --data .gpu-bundle/data --out "$logs/bench" ;;
     infer) stage infer 90 "$check" --stage infer --fixtures tests/fixtures --hf-fixtures .gpu-bundle/hf ;;
     sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;
@@ -104,8 +106,10 @@ table "$rows" >"$OUT/table.txt"
 # rows that did not pass (at most 40), then the large shapes' timings.
 echo "== per stage: rows, passed"
 awk -F'\t' '{ n[$1]++; if ($10 == "pass") p[$1]++ } END { for (s in n) printf "%-10s %4d %4d\n", s, n[s], p[s] }' "$rows"
-awk -F'\t' '$10 != "pass" && $1 != "large"' "$rows" | head -40 >"$logs/failed.tsv"
+awk -F'\t' '$10 != "pass" && $1 != "large" && $1 != "gemm"' "$rows" | head -40 >"$logs/failed.tsv"
 if [ -s "$logs/failed.tsv" ]; then echo "== not passed (the first 40; all rows in table.txt)"; table "$logs/failed.tsv"; fi
+awk -F'\t' '$1 == "gemm"' "$rows" >"$logs/gemm.tsv"
+if [ -s "$logs/gemm.tsv" ]; then echo "== products (device_ms: one call)"; table "$logs/gemm.tsv"; fi
 awk -F'\t' '$1 == "large"' "$rows" >"$logs/large.tsv"
 if [ -s "$logs/large.tsv" ]; then echo "== large shapes"; table "$logs/large.tsv"; fi
 pass=$(awk -F'\t' '$10 == "pass"' "$rows" | wc -l)

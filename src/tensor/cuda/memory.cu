@@ -40,6 +40,11 @@ class Profile {
     static Profile* const profile = std::getenv("TFM_CUDA_PROFILE") ? new Profile : nullptr;
     return profile;
   }
+  void restart() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    fold();
+    entries_.clear();
+  }
   void mark(const char* name) {
     const std::lock_guard<std::mutex> lock(mutex_);
     cudaEvent_t& last = last_[std::this_thread::get_id()];
@@ -106,6 +111,10 @@ class Profile {
 };
 
 }  // namespace
+
+void restart_profile() {
+  if (Profile* p = Profile::get()) p->restart();
+}
 
 void check_launch(const char* kernel) {
   check(cudaGetLastError(), kernel);

@@ -23,6 +23,10 @@ void check(cudaError_t status, const char* what);
 // with TFM_CUDA_PROFILE set, the kernel's time too (memory.cu).
 void check_launch(const char* kernel);
 
+// TFM_CUDA_PROFILE's totals start again from here (tfm_bench calls it after its warm-up
+// steps, whose allocations and plans are not a step's); nothing without the profile.
+void restart_profile();
+
 // This thread's stream.
 inline cudaStream_t stream() { return cudaStreamPerThread; }
 
