@@ -1,8 +1,14 @@
-// Attention on the GPU (ops/cpu/attention.cpp's counterpart), in plain kernels: one
-// warp per query row and head for the scores (each dot product split across the lanes,
-// so a key row is one coalesced read), mask, softmax, dropout and weighted sum of the
-// values; backward one thread per gradient element, summing in a fixed order (no
-// atomics, so two runs are bitwise equal). A fused FlashAttention kernel comes later.
+// Attention on the GPU (ops/cpu/attention.cpp's counterpart). A block takes one batch
+// row and head and 32 of its query rows (or, for the keys' gradients, 32 key rows), and
+// walks the keys (or queries) in tiles of 32 rows held in shared memory, each lane one
+// key of a tile: every row of K and V is read from memory once a block rather than once
+// a query, and a dot product is one lane's sum rather than a warp's butterfly (window 4
+// of scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
+// the base model). The probabilities [batch, heads, tq, tk] are still written whole, for
+// the backward and for callers that show them; a fused FlashAttention kernel that keeps
+// them on chip comes later. Every sum runs in a fixed order (no atomics), so two runs
+// are bitwise equal; the weighted sums add their terms in the CPU's order.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -69,24 +75,60 @@ __device__ bool dropped(const Geometry& s, int64_t b, int64_t h, int64_t i, int6
 }
 
 constexpr int kWarp = 32;
-constexpr int kRowsPerBlock = 4;  // warps, each a row of probs
+constexpr unsigned kAllLanes = 0xffffffffu;
+constexpr int kWarps = 4;      // a block's warps
+constexpr int kTile = kWarp;   // rows a tile of shared memory holds (one a lane), and rows a block takes
+constexpr int64_t kMaxHeadWidth = 512;  // (shared memory: two tiles of 32 x 513 floats and more)
 
 // The warp's sum and maximum, by a fixed butterfly (the same order every run); every
 // lane gets the result.
 __device__ float warp_sum(float v) {
-  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(kAllLanes, v, o);
   return v;
 }
 __device__ float warp_max(float v) {
-  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = kWarp / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kAllLanes, v, o));
   return v;
 }
 
-// a . b over n values, the lanes taking every 32nd: coalesced reads of both rows.
-__device__ float warp_dot(const float* a, const float* b, int64_t n, int lane) {
+// A block's share of a call: batch row b, head h, and its rows [first, first + kTile)
+// of `rows` (queries, or keys for their gradients), from the block's index.
+struct Share {
+  int64_t b, h, first;
+};
+__device__ Share share_of(int64_t block, int64_t heads, int64_t rows) {
+  const int64_t chunks = (rows + kTile - 1) / kTile, bh = block / chunks;
+  return {bh / heads, bh % heads, (block % chunks) * kTile};
+}
+__host__ __device__ int64_t shares(int64_t B, int64_t heads, int64_t rows) { return B * heads * ((rows + kTile - 1) / kTile); }
+
+// tile[r][c] (row stride dk + 1, which puts lane r's row in banks of its own) = row_of(r)[c]
+// for r < n, c < dk: the block's threads over every element, coalesced along c.
+template <class RowOf>
+__device__ void load_tile(float* tile, int64_t n, int64_t dk, RowOf row_of) {
+  for (int64_t e = threadIdx.x; e < n * dk; e += blockDim.x) tile[(e / dk) * (dk + 1) + e % dk] = row_of(e / dk)[e % dk];
+}
+
+// a . b over dk values, in order: one lane's dot product (a from shared memory, read by
+// every lane alike; b a row of a tile).
+__device__ float dot(const float* a, const float* b, int64_t dk) {
   float acc = 0.0f;
-  for (int64_t c = lane; c < n; c += kWarp) acc += a[c] * b[c];
-  return warp_sum(acc);
+  for (int64_t c = 0; c < dk; ++c) acc += a[c] * b[c];
+  return acc;
+}
+
+// out[c] (= 0 first, at the first tile) += sum over j < n, in order, of weight_j tile[j][c],
+// where lane j holds weight_j: the lanes over c, the weights passed round the warp.
+__device__ void add_weighted_rows(float* out, bool first, float weight, const float* tile, int64_t n, int64_t dk, int lane) {
+  for (int64_t c0 = 0; c0 < dk; c0 += kWarp) {  // (every lane takes each turn: the shuffles need the whole warp)
+    const int64_t c = c0 + lane;
+    float acc = c < dk && !first ? out[c] : 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      const float w = __shfl_sync(kAllLanes, weight, static_cast<int>(j));
+      if (c < dk) acc += w * tile[j * (dk + 1) + c];
+    }
+    if (c < dk) out[c] = acc;
+  }
 }
 
 struct Forward {
@@ -99,67 +141,80 @@ struct Forward {
   bool causal;
 };
 
-// Keys that query i of row b sees: its sequence's, up to the causal horizon (may be <= 0).
-__device__ int64_t visible_keys(const Forward& f, int64_t b, int64_t i) {
-  const int64_t keys = f.k.size(b);
-  if (!f.causal) return keys;
-  const int64_t horizon = i + keys - f.q.size(b) + 1;
-  return horizon < keys ? horizon : keys;
+// Keys that query i of row b sees: its sequence's, up to the causal horizon (0 or more).
+__device__ int64_t visible_keys(int64_t keys, int64_t queries, bool causal, int64_t i) {
+  if (!causal) return keys;
+  const int64_t horizon = i + keys - queries + 1;
+  return horizon < 0 ? 0 : (horizon < keys ? horizon : keys);
 }
 
 // Key (or value) j of query row b: row key_rows[b, j] of k and v when indexed (decoding), else b's.
 __device__ int64_t key_batch(const Forward& f, int64_t b, int64_t j) { return f.key_rows ? f.key_rows[b * f.s.tk + j] : b; }
 
-// Query row i of batch row b, head h, by one warp: scores, mask and softmax into p
-// (the row of probs), dropout into d, then the weighted sum of the visible values.
-__device__ void attend(const Forward& f, int64_t b, int64_t h, int64_t i, float* p, float* d, int lane) {
-  const int64_t tk = f.s.tk, dk = f.s.dk;
-  if (i >= f.q.size(b)) {  // past a packed sequence's end: probabilities 0, no output row
-    for (int64_t j = lane; j < tk; j += kWarp) p[j] = 0.0f;
-    return;
-  }
-  const int64_t visible = visible_keys(f, b, i);
-  const float* qi = f.q.row(b, i) + h * dk;
-  for (int64_t j = 0; j < tk; ++j) {  // (j, b, i alone decide `seen`: the warp takes one branch)
-    const bool seen = j < visible && !(f.padding && f.padding[b * tk + j]);
-    const float score = seen ? f.s.scale * warp_dot(qi, f.k.row(key_batch(f, b, j), j) + h * dk, dk, lane) : -INFINITY;
-    if (lane == 0) p[j] = score;
-  }
-  __syncwarp();
-  float mx = -INFINITY;
-  for (int64_t j = lane; j < tk; j += kWarp) mx = fmaxf(mx, p[j]);
-  mx = warp_max(mx);
-  const bool none = mx == -INFINITY;  // every key masked: attend nowhere (all probabilities 0)
-  float sum = 0.0f;
-  for (int64_t j = lane; j < tk; j += kWarp) {
-    const float e = none ? 0.0f : expf(p[j] - mx);
-    p[j] = e;
-    sum += e;
-  }
-  sum = warp_sum(sum);
-  const float inv = none ? 0.0f : 1.0f / sum, keep_scale = 1.0f / (1.0f - f.s.dropout_p);
-  for (int64_t j = lane; j < tk; j += kWarp) {
-    p[j] *= inv;
-    if (d) d[j] = dropped(f.s, b, h, i, j) ? 0.0f : p[j] * keep_scale;
-  }
-  __syncwarp();  // the row's probabilities, written by the whole warp, are read by each lane below
-  const float* w = d ? d : p;
-  float* o = f.out.row(b, i) + h * dk;
-  for (int64_t c = lane; c < dk; c += kWarp) {
-    float acc = 0.0f;
-    for (int64_t j = 0; j < visible; ++j) acc += w[j] * f.v.row(key_batch(f, b, j), j)[h * dk + c];
-    o[c] = acc;
-  }
-}
-
-// One warp per (b, h, i) row of probs.
+// Rows [i0, i0 + kTile) of (b, h): scores (lane j of a tile its key) into the rows of
+// probs, mask, softmax and dropout (each lane the keys it scored), then the weighted sum
+// of the values, tile by tile. Rows past the sequence's end get probabilities 0.
 __global__ void attention_kernel(Forward f) {
-  const int64_t rows = f.s.B * f.s.heads * f.s.tq, warps = int64_t{gridDim.x} * kRowsPerBlock;
-  const int lane = threadIdx.x % kWarp;
-  for (int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarp; row < rows; row += warps) {
-    const int64_t i = row % f.s.tq, bh = row / f.s.tq;
-    float* d = f.dropped_probs ? f.dropped_probs + row * f.s.tk : nullptr;
-    attend(f, bh / f.s.heads, bh % f.s.heads, i, f.probs + row * f.s.tk, d, lane);
+  extern __shared__ float smem[];
+  const int64_t dk = f.s.dk, tk = f.s.tk, ld = dk + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *keys_tile = smem, *values_tile = smem + kTile * ld, *query = smem + 2 * kTile * ld + warp * dk;
+  const float keep_scale = 1.0f / (1.0f - f.s.dropout_p);
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq); block += gridDim.x) {
+    const Share sh = share_of(block, f.s.heads, f.s.tq);
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), keys = f.k.size(b);
+    const int64_t end = std::min(sh.first + kTile, f.s.tq), q_end = std::min(end, nq);
+    auto row = [&](int64_t i) { return ((b * f.s.heads + h) * f.s.tq + i) * tk; };
+    for (int64_t i = std::max(sh.first, nq) + warp; i < end; i += kWarps)
+      for (int64_t j = lane; j < tk; j += kWarp) f.probs[row(i) + j] = 0.0f;
+    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, f.causal, q_end - 1) : 0;  // the most keys a row sees
+    for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // 1. scores
+      const int64_t n = std::min(int64_t{kTile}, horizon - t0);
+      __syncthreads();  // the last tile's readers are done
+      load_tile(keys_tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
+        __syncwarp();
+        const int64_t j = t0 + lane;
+        if (lane < n) {
+          const bool seen = j < visible_keys(keys, nq, f.causal, i) && !(f.padding && f.padding[b * tk + j]);
+          f.probs[row(i) + j] = seen ? f.s.scale * dot(query, keys_tile + lane * ld, dk) : -INFINITY;
+        }
+        __syncwarp();  // read before the next row overwrites it
+      }
+    }
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout
+      float *p = f.probs + row(i), *d = f.dropped_probs ? f.dropped_probs + row(i) : nullptr;
+      const int64_t visible = visible_keys(keys, nq, f.causal, i);
+      float mx = -INFINITY;
+      for (int64_t j = lane; j < visible; j += kWarp) mx = fmaxf(mx, p[j]);
+      mx = warp_max(mx);
+      const bool none = mx == -INFINITY;  // every key masked: attend nowhere (all probabilities 0)
+      float sum = 0.0f;
+      for (int64_t j = lane; j < tk; j += kWarp) {
+        const float e = none || j >= visible ? 0.0f : expf(p[j] - mx);
+        p[j] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      const float inv = none ? 0.0f : 1.0f / sum;
+      for (int64_t j = lane; j < tk; j += kWarp) {
+        p[j] *= inv;
+        if (d) d[j] = dropped(f.s, b, h, i, j) ? 0.0f : p[j] * keep_scale;
+      }
+    }
+    for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // 3. the weighted sum of the values
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
+      __syncthreads();
+      load_tile(values_tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        const float* w = (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
+        const int64_t used = std::max(int64_t{0}, std::min(n, visible_keys(keys, nq, f.causal, i) - t0));
+        add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0, lane < used ? w[t0 + lane] : 0.0f, values_tile, used, dk, lane);
+      }
+    }
   }
 }
 
@@ -169,78 +224,124 @@ struct Backward {
   const float* probs;  // [B, heads, tq, tk]
   float* weights;      // the dropped probabilities the values were weighted with (or probs itself without dropout)
   float* ds;           // dS [B, heads, tq, tk], the scale folded in
+  bool causal;
 };
 
-// Row (b, h, i) of dS = P * (dP - rowsum(dP * P)) * scale, dP = dO V^T (through the
-// dropout mask), by one warp; with dropout also the row's dropped probabilities. Keys j < tk_b.
-__device__ void score_gradient_row(const Backward& w, int64_t b, int64_t h, int64_t i, int64_t row, int lane) {
-  const int64_t tk = w.s.tk, dk = w.s.dk, keys = w.k.size(b);
-  if (i >= w.q.size(b)) return;  // past a packed sequence's end: never read
-  const float* p = w.probs + row * tk;
-  float* ds = w.ds + row * tk;
-  const float* go = w.g.row(b, i) + h * dk;
+// Rows [i0, i0 + kTile) of (b, h): dP = dO V^T tile by tile (lane j of a tile its key),
+// then each row's dS = P * (dP - rowsum(dP * P)) * scale through the dropout mask (with
+// the row's dropped probabilities), then dQ = dS K tile by tile. Keys j < tk_b.
+__global__ void score_query_gradient_kernel(Backward w) {
+  extern __shared__ float smem[];
+  const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *tile = smem, *grad_row = smem + kTile * ld + warp * dk;
   const bool dropout = w.s.dropout_p > 0.0f;
   const float keep_scale = 1.0f / (1.0f - w.s.dropout_p);
-  for (int64_t j = 0; j < keys; ++j) {
-    const float dp = warp_dot(go, w.v.row(b, j) + h * dk, dk, lane);
-    if (lane == 0) ds[j] = dp;
-  }
-  __syncwarp();
-  float partial = 0.0f;
-  for (int64_t j = lane; j < keys; j += kWarp) {
-    float dp = ds[j];
-    if (dropout) {
-      const bool drop = dropped(w.s, b, h, i, j);
-      dp = drop ? 0.0f : dp * keep_scale;
-      w.weights[row * tk + j] = drop ? 0.0f : p[j] * keep_scale;
+  for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tq); block += gridDim.x) {
+    const Share sh = share_of(block, w.s.heads, w.s.tq);
+    const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), q_end = std::min(sh.first + kTile, nq);
+    auto row = [&](int64_t i) { return ((b * w.s.heads + h) * w.s.tq + i) * tk; };
+    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
+    for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP, into ds
+      const int64_t n = std::min(int64_t{kTile}, horizon - t0);
+      __syncthreads();
+      load_tile(tile, n, dk, [&](int64_t r) { return w.v.row(b, t0 + r) + h * dk; });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) grad_row[c] = w.g.row(b, i)[h * dk + c];
+        __syncwarp();
+        if (lane < n) w.ds[row(i) + t0 + lane] = dot(grad_row, tile + lane * ld, dk);
+        __syncwarp();
+      }
     }
-    ds[j] = dp;
-    partial += dp * p[j];
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
+      const float* p = w.probs + row(i);
+      float* ds = w.ds + row(i);
+      const int64_t visible = visible_keys(keys, nq, w.causal, i);
+      float partial = 0.0f;
+      for (int64_t j = lane; j < keys; j += kWarp) {
+        float dp = j < visible ? ds[j] : 0.0f;
+        if (dropout) {
+          const bool drop = dropped(w.s, b, h, i, j);
+          dp = drop ? 0.0f : dp * keep_scale;
+          w.weights[row(i) + j] = drop ? 0.0f : p[j] * keep_scale;
+        }
+        ds[j] = dp;
+        partial += dp * p[j];
+      }
+      const float total = warp_sum(partial);
+      for (int64_t j = lane; j < keys; j += kWarp) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each lane its own j
+    }
+    for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // dQ = dS K (dS is 0 past the horizon)
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
+      __syncthreads();
+      load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + h * dk; });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps)
+        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
+    }
   }
-  const float total = warp_sum(partial);
-  for (int64_t j = lane; j < keys; j += kWarp) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each lane its own j
 }
 
-__global__ void score_gradient_kernel(Backward w) {
-  const int64_t rows = w.s.B * w.s.heads * w.s.tq, warps = int64_t{gridDim.x} * kRowsPerBlock;
-  const int lane = threadIdx.x % kWarp;
-  for (int64_t row = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / kWarp; row < rows; row += warps) {
-    const int64_t i = row % w.s.tq, bh = row / w.s.tq;
-    score_gradient_row(w, bh / w.s.heads, bh % w.s.heads, i, row, lane);
-  }
-}
-
-// dQ[b, i, h*dk + c] = sum over keys j (in order) of dS[b, h, i, j] K[b, j, h*dk + c]:
-// one thread per element of [B, tq, D].
-__global__ void query_gradient_kernel(Backward w) {
-  const int64_t D = w.s.heads * w.s.dk, n = w.s.B * w.s.tq * D;
-  TFM_GRID_STRIDE(e, n) {
-    const int64_t col = e % D, i = (e / D) % w.s.tq, b = e / (D * w.s.tq), h = col / w.s.dk;
-    if (i >= w.q.size(b)) continue;
-    const float* ds = w.ds + ((b * w.s.heads + h) * w.s.tq + i) * w.s.tk;
-    float acc = 0.0f;
-    for (int64_t j = 0; j < w.k.size(b); ++j) acc += ds[j] * w.k.row(b, j)[col];
-    w.dq.row(b, i)[col] = acc;
-  }
-}
-
-// dK[b, j, col] = sum over queries i (in order) of dS[b, h, i, j] Q[b, i, col], and
-// dV[b, j, col] of the dropped P[b, h, i, j] dO[b, i, col]: one thread per element of [B, tk, D].
+// Key rows [j0, j0 + kTile) of (b, h): dK[j] = sum over queries i (in order) of dS[i, j] Q[i]
+// and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles of Q, dO and
+// their dS and P columns; queries that see none of the block's keys (causal) add zeros
+// and are skipped.
 __global__ void key_value_gradient_kernel(Backward w) {
-  const int64_t D = w.s.heads * w.s.dk, n = w.s.B * w.s.tk * D;
-  TFM_GRID_STRIDE(e, n) {
-    const int64_t col = e % D, j = (e / D) % w.s.tk, b = e / (D * w.s.tk), h = col / w.s.dk;
-    if (j >= w.k.size(b)) continue;
-    const int64_t first = (b * w.s.heads + h) * w.s.tq * w.s.tk + j;  // (b, h, 0, j); query i is i * tk further
-    float dk = 0.0f, dv = 0.0f;
-    for (int64_t i = 0; i < w.q.size(b); ++i) {
-      const int64_t at = first + i * w.s.tk;
-      dk += w.ds[at] * w.q.row(b, i)[col];
-      dv += w.weights[at] * w.g.row(b, i)[col];
+  extern __shared__ float smem[];
+  const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1, lds = kTile + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *queries = smem, *grads = queries + kTile * ld, *ds = grads + kTile * ld, *weights = ds + kTile * lds;
+  for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tk); block += gridDim.x) {
+    const Share sh = share_of(block, w.s.heads, w.s.tk);
+    const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), j0 = sh.first, j_end = std::min(j0 + kTile, keys);
+    if (j0 >= keys) continue;  // (the same for the whole block)
+    auto at = [&](int64_t i, int64_t j) { return ((b * w.s.heads + h) * w.s.tq + i) * tk + j; };
+    const int64_t start = w.causal ? std::max(int64_t{0}, j0 + nq - keys) : 0;  // the first query that sees key j0
+    for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0)), cols = j_end - j0;
+      __syncthreads();
+      load_tile(queries, n, dk, [&](int64_t r) { return w.q.row(b, t0 + r) + h * dk; });
+      load_tile(grads, n, dk, [&](int64_t r) { return w.g.row(b, t0 + r) + h * dk; });
+      for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
+        const int64_t r = e / cols, jj = e % cols;
+        ds[r * lds + jj] = w.ds[at(t0 + r, j0 + jj)], weights[r * lds + jj] = w.weights[at(t0 + r, j0 + jj)];
+      }
+      __syncthreads();
+      for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
+        float *dk_row = w.dk.row(b, j) + h * dk, *dv_row = w.dv.row(b, j) + h * dk;
+        for (int64_t c = lane; c < dk; c += kWarp) {
+          float acc_k = t0 == start ? 0.0f : dk_row[c], acc_v = t0 == start ? 0.0f : dv_row[c];
+          for (int64_t r = 0; r < n; ++r) {
+            acc_k += ds[r * lds + (j - j0)] * queries[r * ld + c];
+            acc_v += weights[r * lds + (j - j0)] * grads[r * ld + c];
+          }
+          dk_row[c] = acc_k, dv_row[c] = acc_v;
+        }
+      }
     }
-    w.dk.row(b, j)[col] = dk;
-    w.dv.row(b, j)[col] = dv;
   }
+}
+
+// Shared memory of each kernel, in bytes, for heads dk wide.
+size_t forward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kWarps * dk); }
+size_t score_query_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kWarps * dk); }
+size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + 2 * kTile * (kTile + 1)); }
+
+// Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
+// once allowed for the kernel: the default limit).
+template <class Args>
+void launch(void (*kernel)(Args), const Args& args, int64_t count, size_t smem, const char* name) {
+  if (count == 0) return;
+  if (smem > 48 * 1024) check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), name);
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(count, int64_t{1} << 20));
+  kernel<<<blocks, kWarps * kWarp, smem, stream()>>>(args);
+  check_launch(name);
+}
+
+// A clear error for heads too wide for the kernels' shared memory.
+void expect_head_width(int64_t dk) {
+  TFM_CHECK(dk <= kMaxHeadWidth, "attention: heads of " << dk << " values; the GPU's kernels take at most " << kMaxHeadWidth);
 }
 
 // A clear error for probabilities the front end made in host memory.
@@ -258,8 +359,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   Forward f{};
   f.q = side(c.q, packed_q, pq), f.k = side(c.k, packed_k, pk), f.v = side(c.v, packed_k, pk), f.out = side(out, packed_q, pq);
   f.s = geometry(c, f.q, f.k);
-  const int64_t rows = f.s.B * f.s.heads * f.s.tq;
-  if (rows == 0) return;
+  expect_head_width(f.s.dk);
   // Under dropout the values are weighted with a masked copy: probs stays the softmax.
   const Tensor dropped_probs = c.dropout_p > 0.0f ? Tensor::empty(probs.shape(), DType::f32, Device::CUDA) : Tensor();
   f.probs = ptr<float>(probs);
@@ -267,8 +367,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   f.padding = mask.key_padding.defined() ? ptr<bool>(mask.key_padding) : nullptr;
   f.key_rows = c.key_rows.defined() ? ptr<int32_t>(c.key_rows) : nullptr;
   f.causal = mask.causal;
-  attention_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * kWarp, 0, stream()>>>(f);
-  check_launch("attention_kernel");
+  launch(attention_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), forward_smem(f.s.dk), "attention_kernel");
 }
 
 // dV = P_dropped^T dO, dP = dO V^T (through the mask), dS = P (dP - rowsum(dP P)) scale,
@@ -281,20 +380,15 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.q = side(c.q, packed_q, pq), w.k = side(c.k, packed_k, pk), w.v = side(c.v, packed_k, pk), w.g = side(g, packed_q, pq);
   w.dq = side(dq, packed_q, pq), w.dk = side(dk, packed_k, pk), w.dv = side(dv, packed_k, pk);
   w.s = geometry(c, w.q, w.k);
-  const int64_t rows = w.s.B * w.s.heads * w.s.tq, D = w.s.heads * w.s.dk;
+  expect_head_width(w.s.dk);
   const Tensor ds = Tensor::empty(probs.shape(), DType::f32, Device::CUDA);
   const Tensor weights = c.dropout_p > 0.0f ? Tensor::empty(probs.shape(), DType::f32, Device::CUDA) : Tensor();
   w.probs = ptr<float>(probs);
   w.weights = weights.defined() ? ptr<float>(weights) : ptr<float>(probs);
   w.ds = ptr<float>(ds);
-  if (rows > 0) {
-    score_gradient_kernel<<<blocks_for(rows, kRowsPerBlock), kRowsPerBlock * kWarp, 0, stream()>>>(w);
-    check_launch("score_gradient_kernel");
-  }
-  query_gradient_kernel<<<blocks_for(w.s.B * w.s.tq * D), kThreads, 0, stream()>>>(w);
-  check_launch("query_gradient_kernel");
-  key_value_gradient_kernel<<<blocks_for(w.s.B * w.s.tk * D), kThreads, 0, stream()>>>(w);
-  check_launch("key_value_gradient_kernel");
+  w.causal = c.mask->causal;
+  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), score_query_smem(w.s.dk), "score_query_gradient_kernel");
+  launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
 }
 
 }  // namespace tfm::ops::cuda

@@ -1,10 +1,16 @@
 // The products on the GPU (ops/cpu/products.cpp's counterparts): matmul, the linear
 // layers' forward and backward, through cuBLASLt in single precision (CUBLAS_COMPUTE_32F,
-// never TF32) or with bf16 operands accumulated in f32 (CUBLAS_COMPUTE_32F_FAST_16BF:
-// cuBLASLt rounds the f32 operands to bf16 as it loads them, where a separate pass had
-// rounded each operand into a new buffer: 5 launches and passes a linear layer, the
-// weights again at every product). A linear layer's bias and ReLU are the product's
-// epilogue. int8 products are the CPU's only.
+// never TF32) or with bf16 operands accumulated in f32: each operand rounded to bf16
+// (to nearest even, as the CPU and PyTorch round) by a pass of its own, then cuBLASLt's
+// bf16 kernels. A linear layer's bias and ReLU are the product's epilogue. int8 products
+// are the CPU's only.
+//
+// Why not CUBLAS_COMPUTE_32F_FAST_16BF, which takes the f32 operands and rounds them as
+// it loads them (no pass, no buffer)? On an H200 (bench/gpu/gemm_rates.cu, window 4) a
+// base Transformer's 12 products ran at 274 TFLOP/s that way against 610 from bf16
+// operands, which leaves room for the rounding passes (about 5 ms of a step's 16 GB
+// moved); and its rounding is not the CPU's (a bf16 product 2.3e-3 from the CPU's,
+// against 4e-6 with the passes).
 
 #include <array>
 #include <cstdint>
@@ -15,6 +21,7 @@
 #include "ops/cuda/cublaslt.h"
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
+#include "tensor/float_formats.h"
 
 namespace tfm::ops::cuda {
 
@@ -101,22 +108,22 @@ uint32_t alignment(const void* p, int64_t ld, int64_t stride, size_t element) {
   return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
 }
 
-// One (batched) row-major product C[m, n] = op(A)[m, k] op(B)[k, n] + beta C of f32
-// matrices, in `precision` (f32, or bf16 roundings of A and B accumulated in f32); matrix
-// i of each operand `stride` elements after i - 1. Then, where given, C[i, j] +=
-// bias[j], and max(C, 0) where `relu` (a linear layer's forward; beta 0, batch 1).
+// One (batched) row-major product C[m, n] = op(A)[m, k] op(B)[k, n] + beta C, A and B
+// of `type` (f32 or bf16), C f32; matrix i of each operand `stride` elements after i - 1.
+// Then, where given, C[i, j] += bias[j], and max(C, 0) where `relu` (a linear layer's
+// forward; beta 0, batch 1).
 struct Product {
   bool trans_a, trans_b;
   int64_t m, n, k;
-  const float* a;
+  const void* a;
   int64_t lda, stride_a;
-  const float* b;
+  const void* b;
   int64_t ldb, stride_b;
   float* c;
   int64_t ldc, stride_c;
   float beta;
   int64_t batch = 1;
-  Precision precision = Precision::f32;
+  cudaDataType_t type = CUDA_R_32F;
   const float* bias = nullptr;
   bool relu = false;
 };
@@ -138,9 +145,9 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 
   Plan(const Product& p, LtContext& context)
-      : desc(p.precision == Precision::f32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_16BF),
-        first(CUDA_R_32F, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
-        second(CUDA_R_32F, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
+      : desc(CUBLAS_COMPUTE_32F),
+        first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
+        second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
         out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c) {
     desc.transpose(CUBLASLT_MATMUL_DESC_TRANSA, p.trans_b);
     desc.transpose(CUBLASLT_MATMUL_DESC_TRANSB, p.trans_a);
@@ -148,10 +155,11 @@ struct Plan {
     desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, p.bias ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                                    : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT));
     if (p.bias) desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(p.bias));
+    const size_t element = p.type == CUDA_R_32F ? 4 : 2;
     Preference pref;
     pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{LtContext::kWorkspaceBytes});
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, 4));
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, 4));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, element));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, element));
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
     pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
     cublasLtMatmulHeuristicResult_t chosen{};
@@ -164,8 +172,8 @@ struct Plan {
   }
 };
 
-// What makes two products one plan: shapes, layouts, precision, epilogue and the
-// operands' alignments.
+// What makes two products one plan: shapes, layouts, type, epilogue and the operands'
+// alignments.
 using PlanKey = std::array<int64_t, 17>;
 struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const {
@@ -177,9 +185,10 @@ struct PlanKeyHash {
 
 const Plan& plan_for(const Product& p, LtContext& context) {
   thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  const size_t element = p.type == CUDA_R_32F ? 4 : 2;
   const int64_t epilogue = (p.bias != nullptr) * 2 + p.relu;
-  const PlanKey key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch,
-                    static_cast<int64_t>(p.precision), epilogue, alignment(p.a, p.lda, p.stride_a, 4), alignment(p.b, p.ldb, p.stride_b, 4),
+  const PlanKey key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch, p.type,
+                    epilogue, alignment(p.a, p.lda, p.stride_a, element), alignment(p.b, p.ldb, p.stride_b, element),
                     alignment(p.c, p.ldc, p.stride_c, 4)};
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
@@ -203,7 +212,7 @@ void run(const Product& p) {
   check_lt(TFM_LT(cublasLtMatmul)(context.handle, plan.desc.desc, &alpha, p.b, plan.first.layout, p.a, plan.second.layout, &beta, p.c,
                                   plan.out.layout, p.c, plan.out.layout, &plan.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
-  check_launch(p.precision == Precision::f32 ? "cublasLt matmul f32" : "cublasLt matmul bf16");
+  check_launch(p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
 }
 
 // y[r, c] += bias[c] (where given), then max(y, 0) where `relu`: [rows, out], where
@@ -221,6 +230,37 @@ void bias_relu(Tensor& y, const float* bias, bool relu, int64_t rows, int64_t ou
   bias_relu_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(y), bias, relu, out, n);
   check_launch("bias_relu_kernel");
 }
+
+// out[i] = x[i] rounded to bf16 (to nearest even), four at a time where x and out allow
+// (16-byte loads, 8-byte stores: a pass moves 6 bytes an element at near the copy rate).
+__global__ void to_bf16_kernel(const float* x, uint16_t* out, int64_t n) {
+  const bool vector = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 8 == 0;
+  const int64_t quads = vector ? n / 4 : 0;
+  TFM_GRID_STRIDE(q, quads) {
+    const float4 v = reinterpret_cast<const float4*>(x)[q];
+    const uint64_t packed = uint64_t{to_bf16(v.x)} | uint64_t{to_bf16(v.y)} << 16 | uint64_t{to_bf16(v.z)} << 32 | uint64_t{to_bf16(v.w)} << 48;
+    reinterpret_cast<uint64_t*>(out)[q] = packed;
+  }
+  TFM_GRID_STRIDE(r, n - 4 * quads) out[4 * quads + r] = to_bf16(x[4 * quads + r]);
+}
+
+// The operands a product reads in `precision`: the f32 tensors themselves, or their
+// bf16 roundings in a new buffer (kept in `held` while the product is queued).
+struct Operand {
+  const void* data;
+  Tensor held;
+};
+
+Operand operand(const Tensor& t, Precision precision) {
+  if (precision == Precision::f32) return {ptr<float>(t), Tensor()};
+  Tensor rounded = Tensor::empty({t.numel()}, DType::bf16, t.device());
+  const int64_t n = t.numel();
+  to_bf16_kernel<<<blocks_for((n + 3) / 4), kThreads, 0, stream()>>>(ptr<float>(t), static_cast<uint16_t*>(rounded.device_ptr()), n);
+  check_launch("to_bf16_kernel");
+  return {rounded.device_ptr(), rounded};
+}
+
+cudaDataType_t operand_type(Precision precision) { return precision == Precision::f32 ? CUDA_R_32F : CUDA_R_16BF; }
 
 }  // namespace
 
@@ -243,7 +283,8 @@ void linear(const LinearProducts& products, const Tensor& x, const Tensor& w, co
   // cuBLASLt's epilogue needs a product that adds something up (in > 0) and a bias on 16
   // bytes (Marian's experience: 8 failed on an A100); else a pass of its own.
   const bool epilogue = in > 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
-  run({false, true, rows, out, in, ptr<float>(x), in, 0, ptr<float>(w), in, 0, ptr<float>(y), out, 0, 0.0f, 1, precision,
+  const Operand xo = operand(x, precision), wo = operand(w, precision);
+  run({false, true, rows, out, in, xo.data, in, 0, wo.data, in, 0, ptr<float>(y), out, 0, 0.0f, 1, operand_type(precision),
        epilogue ? b : nullptr, epilogue && relu});
   if (!epilogue && (b || relu)) bias_relu(y, b, relu, rows, out);
 }
@@ -254,9 +295,10 @@ void linear(const LinearProducts& products, const Tensor& x, const Tensor& w, co
 void linear_backward(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, float dw_beta) {
   if (precision != Precision::f32) precision = Precision::bf16;
   const int64_t in = w.size(1), out = w.size(0), rows = out > 0 ? g.numel() / out : (in > 0 ? x.numel() / in : 0);
-  const float *gp = ptr<float>(g), *xp = ptr<float>(x), *wp = ptr<float>(w);
-  if (dx.defined()) run({false, false, rows, in, out, gp, out, 0, wp, in, 0, ptr<float>(dx), in, 0, 0.0f, 1, precision});
-  if (dw.defined()) run({true, false, out, in, rows, gp, out, 0, xp, in, 0, ptr<float>(dw), in, 0, dw_beta, 1, precision});
+  const Operand go = operand(g, precision), xo = operand(x, precision), wo = operand(w, precision);
+  const cudaDataType_t type = operand_type(precision);
+  if (dx.defined()) run({false, false, rows, in, out, go.data, out, 0, wo.data, in, 0, ptr<float>(dx), in, 0, 0.0f, 1, type});
+  if (dw.defined()) run({true, false, out, in, rows, go.data, out, 0, xo.data, in, 0, ptr<float>(dw), in, 0, dw_beta, 1, type});
 }
 
 }  // namespace tfm::ops::cuda
