@@ -7,8 +7,10 @@
 //   f32 fast16bf f32 operands rounded by cuBLASLt as it loads them (COMPUTE_32F_FAST_16BF)
 //   bf16 > f32   operands already bf16, f32 output (what a separate rounding pass feeds)
 //   bf16 > bf16  bf16 operands and output (PyTorch autocast's products)
-// Prints one ROW per product and form (the GPU check's format: stage, check, dtype,
-// shape, -, -, -, milliseconds, -, TFLOP/s) and one per form with the 12 products' sum.
+// Then the forward products again with the linear layer's epilogues (bias, bias + ReLU),
+// in the bf16 forms. Prints one ROW per product and form (the GPU check's format: stage,
+// check, dtype, shape, -, -, -, milliseconds, -, TFLOP/s) and one per form with the 12
+// products' sum.
 //   tfm_gemm_rates [--tokens N] [--reps N]
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/cuda/cublaslt.h"
@@ -59,14 +62,20 @@ struct Gemm {
 
 struct Buffers {
   void *a32, *b32, *d32, *a16, *b16, *d16;
+  float* bias;
 };
 
-double time_us(const Gemm& g, const Form& f, const Buffers& buf, cublasLtHandle_t handle, void* workspace, size_t ws_bytes, int reps) {
+double time_us(const Gemm& g, const Form& f, const Buffers& buf, cublasLtHandle_t handle, void* workspace, size_t ws_bytes, int reps,
+               cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT) {
   cublasLtMatmulDesc_t desc;
   lt(TFM_LT(cublasLtMatmulDescCreate)(&desc, f.compute, CUDA_R_32F), "desc");
   const cublasOperation_t ta = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "transa");
   lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "transb");
+  lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "epilogue");
+  const void* bias = buf.bias;
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    lt(TFM_LT(cublasLtMatmulDescSetAttribute)(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), "bias");
   cublasLtMatrixLayout_t la, lb, ld;
   lt(TFM_LT(cublasLtMatrixLayoutCreate)(&la, f.in, g.ta ? g.k : g.m, g.ta ? g.m : g.k, g.lda), "layout a");
   lt(TFM_LT(cublasLtMatrixLayoutCreate)(&lb, f.in, g.tb ? g.n : g.k, g.tb ? g.k : g.n, g.ldb), "layout b");
@@ -137,6 +146,8 @@ int run(int argc, char** argv) {
   Buffers buf{};
   for (void** p : {&buf.a32, &buf.b32, &buf.d32}) check(cudaMalloc(p, n * 4), "cudaMalloc");
   for (void** p : {&buf.a16, &buf.b16, &buf.d16}) check(cudaMalloc(p, n * 2), "cudaMalloc");
+  check(cudaMalloc(&buf.bias, 8000 * 4), "cudaMalloc");
+  check(cudaMemset(buf.bias, 0, 8000 * 4), "cudaMemset");
   fill_kernel<<<1024, 256>>>(static_cast<float*>(buf.a32), static_cast<uint16_t*>(buf.a16), n, 1);
   fill_kernel<<<1024, 256>>>(static_cast<float*>(buf.b32), static_cast<uint16_t*>(buf.b16), n, 2);
   check(cudaDeviceSynchronize(), "fill");
@@ -159,6 +170,15 @@ int run(int argc, char** argv) {
     }
     std::printf("ROW\tgemm\tall 12 products\t%s\t-\t-\t-\t-\t%.3f\t-\t%.0f TFLOP/s\n", f.name, total_us / 1e3, flops / total_us * 1e-6);
   }
+  for (const Form& f : {forms[1], forms[2]})
+    for (const auto& [suffix, epilogue] : {std::pair{" +bias", CUBLASLT_EPILOGUE_BIAS}, std::pair{" +bias+relu", CUBLASLT_EPILOGUE_RELU_BIAS}})
+      for (size_t i = 0; i < gemms.size(); i += 3) {  // the forward products
+        const Gemm& g = gemms[i];
+        const double us = time_us(g, f, buf, handle, workspace, ws_bytes, reps, epilogue), fl = 2.0 * g.m * g.n * g.k;
+        std::printf("ROW\tgemm\t%s%s\t%s\t[%lld,%lld,%lld]\t-\t-\t-\t%.3f\t-\t%.0f TFLOP/s\n", g.name.c_str(), suffix, f.name,
+                    static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k), us / 1e3,
+                    us > 0 ? fl / us * 1e-6 : 0.0);
+      }
   return 0;
 }
 
