@@ -9,7 +9,7 @@ set -euo pipefail
 # chromium-driver and python3-selenium: the test of its web page in a real browser.
 # libopenmpi-dev and openmpi-bin: training on many processes (mpirun); iproute2: the test
 # that puts them on hosts made of network namespaces.
-packages=(g++ cmake make pkg-config libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev
+packages=(g++ cmake make pkg-config libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpng-dev console-setup-linux nlohmann-json3-dev libcli11-dev zlib1g-dev libdeflate-dev libgtest-dev
           libjemalloc-dev dataset-fashion-mnist clang libomp-14-dev pybind11-dev python3-dev python3-numpy python3-pytest
           libboost-dev libjpeg-dev chromium chromium-driver python3-selenium libopenmpi-dev openmpi-bin iproute2)
 if [[ "${1:-}" == "--with-torch" ]]; then

@@ -92,6 +92,54 @@ TEST_F(CheckpointTest, FlippedDataByteFailsTheChecksum) {
   EXPECT_NE(load_error().find("checksum mismatch"), std::string::npos) << load_error();
 }
 
+// Inference reads a trained checkpoint without Adam's moments (two thirds of its bytes):
+// each tensor has its own checksum, so the moments are not even read, and a flipped
+// byte among them fails only a reader that wants them (resuming).
+TEST_F(CheckpointTest, ReadingTheWeightsLeavesTheOptimizerUnreadAndEachTensorChecked) {
+  io::NamedTensors moments;
+  for (const auto& [name, p] : model_->named_parameters()) moments.emplace_back("exp_avg." + name, Tensor::full(p.shape(), 0.25f));
+  io::save_checkpoint(path_, model_->named_parameters(), {"encoder_decoder", config_.to_json(), moments, "{}"});
+  const io::SafeTensors weights = io::read_weights(path_);
+  EXPECT_EQ(weights.tensors.size(), model_->named_parameters().size());
+  for (const auto& [name, t] : weights.tensors) EXPECT_NE(name.rfind(io::kOptimizerPrefix, 0), 0u) << name;
+  EXPECT_EQ(io::read_safetensors(path_).tensors.size(), 2 * model_->named_parameters().size());
+  models::EncoderDecoder fresh(config_);
+  io::load_parameters(fresh.named_parameters(), weights, path_);
+  EXPECT_EQ(fresh.named_parameters()[0].second.to_vector(), model_->named_parameters()[0].second.to_vector());
+
+  const std::string bytes = read_bytes();
+  std::string flipped = bytes;  // the moments' data comes after the weights'
+  flipped[flipped.size() - 7] ^= 0x5a;
+  write_bytes(flipped);
+  EXPECT_NO_THROW(io::read_weights(path_));
+  EXPECT_NE(load_error().find("checksum mismatch in tensor 'optimizer.exp_avg."), std::string::npos) << load_error();
+  flipped = bytes;  // the first weight's data follows the header
+  flipped[8 + *reinterpret_cast<const uint64_t*>(bytes.data()) + 3] ^= 0x5a;
+  write_bytes(flipped);
+  try {
+    io::read_weights(path_);
+    ADD_FAILURE() << "a corrupted weight passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch in tensor"), std::string::npos) << e.what();
+  }
+}
+
+// Files written before the per-tensor checksums carry one over all the data, which
+// every read checks, reading skipped tensors too.
+TEST_F(CheckpointTest, AFileWithOneChecksumIsCheckedWholeEvenWhenTensorsAreSkipped) {
+  std::ifstream in(testing::fixture_path("threads/lm.safetensors"), std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  ASSERT_EQ(bytes.find("tfm.crc32.tensors"), std::string::npos) << "the fixture predates the per-tensor checksums";
+  bytes[bytes.size() - 7] ^= 0x5a;
+  write_bytes(bytes);
+  try {
+    io::read_safetensors(path_, [](const std::string&) { return true; });  // keep nothing: still read for the checksum
+    ADD_FAILURE() << "a corrupted file passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch, the file is corrupted"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(CheckpointTest, CorruptedHeaderIsRejected) {
   std::string bytes = read_bytes();
   bytes[8] = '#';

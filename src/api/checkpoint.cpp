@@ -9,7 +9,7 @@
 namespace tfm {
 
 Checkpoint read_checkpoint(const std::string& path) {
-  io::SafeTensors file = decode::read_model(path);
+  io::SafeTensors file = decode::is_hf_directory(path) ? decode::read_hf_checkpoint(path) : io::read_safetensors(path);  // (every tensor)
   Checkpoint c;
   c.metadata = std::move(file.metadata);
   c.metadata.erase("tfm.crc32");  // checked on reading, made anew on writing

@@ -56,7 +56,7 @@ void check_tokenizer_size(int64_t tokens, int64_t vocab, const std::string& file
 
 bool is_hf_directory(const std::string& path) { return hf::is_directory(path); }
 
-io::SafeTensors read_model(const std::string& path) { return is_hf_directory(path) ? read_hf_checkpoint(path) : io::read_safetensors(path); }
+io::SafeTensors read_model(const std::string& path) { return is_hf_directory(path) ? read_hf_checkpoint(path) : io::read_weights(path); }
 
 io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   const hf::Directory d = hf::open(dir);

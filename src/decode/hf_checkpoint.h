@@ -22,7 +22,7 @@ bool is_hf_directory(const std::string& path);
 io::SafeTensors read_hf_checkpoint(const std::string& dir);
 
 // What every command and library class reads where a checkpoint is accepted: a tfm
-// checkpoint file, or a Hugging Face model directory.
+// checkpoint file (its weights: io::read_weights), or a Hugging Face model directory.
 io::SafeTensors read_model(const std::string& path);
 
 }  // namespace tfm::decode

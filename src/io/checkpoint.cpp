@@ -18,6 +18,10 @@ void save_checkpoint(const std::string& path, const NamedTensors& parameters, co
   write_safetensors(path, tensors, metadata);
 }
 
+SafeTensors read_weights(const std::string& path) {
+  return read_safetensors(path, [](const std::string& name) { return name.rfind(kOptimizerPrefix, 0) == 0; });
+}
+
 void load_parameters(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin) {
   std::set<std::string> expected;
   for (auto [name, param] : parameters) {

@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -43,24 +43,38 @@ bool all_finite(const Tensor& t) {
   return std::all_of(f.data(), f.data() + f.numel(), [](float v) { return std::isfinite(v); });
 }
 
-uLong crc_update(uLong crc, const char* data, size_t n) {
-  while (n > 0) {  // zlib takes uInt lengths
-    uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
-    data += chunk;
-    n -= chunk;
+// The CRC-32 (zlib's) of the bytes after those `crc` covered.
+uint32_t crc_update(uint32_t crc, const char* data, size_t n) { return libdeflate_crc32(crc, data, n); }
+
+// Each tensor's CRC-32, as JSON in a metadata entry: {"name": crc, ...}.
+constexpr const char* kTensorChecksums = "tfm.crc32.tensors";
+
+// The file's tensor checksums (none where it has no such entry).
+std::map<std::string, uint32_t> tensor_checksums(const std::map<std::string, std::string>& metadata, const std::string& origin) {
+  std::map<std::string, uint32_t> sums;
+  const auto it = metadata.find(kTensorChecksums);
+  if (it == metadata.end()) return sums;
+  const json j = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  TFM_CHECK(j.is_object() && !j.empty(), origin << ": the metadata's tensor checksums are malformed");
+  for (auto e = j.begin(); e != j.end(); ++e) {
+    TFM_CHECK(e.value().is_number_unsigned() && e.value().get<uint64_t>() <= UINT32_MAX, origin << ": the metadata's tensor checksums are malformed");
+    sums[e.key()] = e.value().get<uint32_t>();
   }
-  return crc;
+  return sums;
 }
 
 // Bytes [offset, offset + n) of the file into dst; offset + n is within the file.
 using ReadAt = std::function<void(uint64_t offset, size_t n, char* dst)>;
 
+// Which tensors a reader keeps: all (an empty function), or those `skip` does not name.
+using Skip = std::function<bool(const std::string& name)>;
+
 // The header is validated before any data is read, then each tensor is read straight
 // into its own buffer: no copy of the whole file is held besides the tensors (a
 // checkpoint with Adam's moments is three times the model: `translate`'s peak memory).
-// The checksum covers the data in file order; values are checked after it.
-SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& origin) {
+// A skipped tensor's bytes pass through a small buffer for the checksum, which covers
+// the data in file order; values are checked after it.
+SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& origin, const Skip& skip = {}) {
   TFM_CHECK(file_size >= 8, origin << ": too short to be a safetensors file (" << file_size << " bytes)");
   uint64_t header_len = 0;
   read_at(0, 8, reinterpret_cast<char*>(&header_len));  // little-endian on every supported target
@@ -136,15 +150,33 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
     expected = e.end;
   }
   TFM_CHECK(expected == data_size, origin << ": " << (data_size - expected) << " trailing bytes after the last tensor");
-  uLong crc = crc32(0L, Z_NULL, 0);
+  // Each tensor's checksum where the file has them (tfm writes them since 2026-11-26):
+  // skipped tensors are then never read. Else the whole data's, over every byte.
+  const std::map<std::string, uint32_t> sums = tensor_checksums(out.metadata, origin);
+  const bool checksum = sums.empty() && out.metadata.count("tfm.crc32") > 0;
+  uint32_t crc = 0;
+  std::vector<char> passing;  // a skipped tensor's bytes, a piece at a time
   for (const Entry& e : entries) {
+    if (skip && skip(e.name)) {
+      for (uint64_t at = e.begin; checksum && at < e.end; at += passing.size()) {
+        passing.resize(static_cast<size_t>(std::min<uint64_t>(e.end - at, 1u << 20)));
+        read_at(data_start + at, passing.size(), passing.data());
+        crc = crc_update(crc, passing.data(), passing.size());
+      }
+      continue;
+    }
     Tensor t = Tensor::empty(e.shape, e.dtype);
     read_at(data_start + e.begin, e.end - e.begin, static_cast<char*>(t.raw_data()));
-    crc = crc_update(crc, static_cast<const char*>(t.raw_data()), e.end - e.begin);
+    if (checksum) crc = crc_update(crc, static_cast<const char*>(t.raw_data()), e.end - e.begin);
+    if (!sums.empty()) {
+      const auto it = sums.find(e.name);
+      TFM_CHECK(it != sums.end() && it->second == crc_update(0, static_cast<const char*>(t.raw_data()), e.end - e.begin),
+                origin << ": checksum mismatch in tensor '" << e.name << "', the file is corrupted");
+    }
     out.tensors.emplace_back(e.name, t);
   }
-  if (auto it = out.metadata.find("tfm.crc32"); it != out.metadata.end())
-    TFM_CHECK(std::to_string(static_cast<uint32_t>(crc)) == it->second, origin << ": checksum mismatch, the file is corrupted");
+  if (checksum) TFM_CHECK(std::to_string(crc) == out.metadata.at("tfm.crc32"), origin << ": checksum mismatch, the file is corrupted");
+  out.metadata.erase(kTensorChecksums);  // (the file's own: a copy written elsewhere gets its own)
   for (const auto& [name, t] : out.tensors) TFM_CHECK(all_finite(t), origin << ": tensor '" << name << "' contains a non-finite value");
   return out;
 }
@@ -172,7 +204,9 @@ SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin)
   return parse(bytes.size(), [&](uint64_t offset, size_t n, char* dst) { std::memcpy(dst, bytes.data() + offset, n); }, origin);
 }
 
-SafeTensors read_safetensors(const std::string& path) {
+SafeTensors read_safetensors(const std::string& path) { return read_safetensors(path, {}); }
+
+SafeTensors read_safetensors(const std::string& path, const Skip& skip) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   TFM_CHECK(fd >= 0, path << ": cannot open (" << std::strerror(errno) << ")");
   struct Closer {
@@ -188,12 +222,12 @@ SafeTensors read_safetensors(const std::string& path) {
       TFM_CHECK(got > 0, path << ": read failed (" << (got < 0 ? std::strerror(errno) : "the file shrank while being read") << ")");
       dst += got, offset += static_cast<uint64_t>(got), n -= static_cast<size_t>(got);
     }
-  }, path);
+  }, path, skip);
 }
 
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata) {
   std::string data;
-  json header = json::object();
+  json header = json::object(), sums = json::object();
   for (const auto& [name, t] : tensors) {
     TFM_CHECK(!header.contains(name), "duplicate tensor name '" << name << "'");
     TFM_CHECK(name != "__metadata__", "a tensor may not be named '__metadata__' (the format's name for the metadata)");
@@ -202,8 +236,10 @@ std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::str
     const size_t begin = data.size();
     data.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
     header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {begin, data.size()}}};
+    sums[name] = crc_update(0, data.data() + begin, data.size() - begin);
   }
-  metadata["tfm.crc32"] = std::to_string(static_cast<uint32_t>(crc_update(crc32(0L, Z_NULL, 0), data.data(), data.size())));
+  metadata["tfm.crc32"] = std::to_string(crc_update(0, data.data(), data.size()));  // (what readers before the per-tensor sums check)
+  if (!tensors.empty()) metadata[kTensorChecksums] = sums.dump();
   header["__metadata__"] = metadata;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep tensor data 8-byte aligned

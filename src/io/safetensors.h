@@ -3,6 +3,7 @@
 // length, a JSON header, then raw tensor bytes). Files are read in F32, F16, BF16 and
 // the integer dtypes, each tensor in its own dtype; tfm writes F32. Every field of a
 // file we read is validated; writes go through io::OutputFile (temporary file + rename).
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ Tensor to_f32(const Tensor& t);
 
 // Throws tfm::Error naming the file and the first problem found.
 SafeTensors read_safetensors(const std::string& path);
+// The same without the tensors `skip` names (their bytes still read for the checksum
+// where the file has one, but never kept).
+SafeTensors read_safetensors(const std::string& path, const std::function<bool(const std::string& name)>& skip);
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin);
 
 // Adds a "tfm.crc32" metadata entry over the tensor data, verified on reading.

@@ -34,7 +34,7 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
   tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(target_matrix()));
   const bool split = c.positions == "split";
   src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, split));
-  tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, split));
+  tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(*src_pos, c.dropout));
   transformer = register_module("transformer", std::make_shared<nn::Transformer>(c.layer_options(), c.encoder_layers, c.decoder_layers));
   generator = register_module("generator", std::make_shared<Generator>(target_matrix()));
 }

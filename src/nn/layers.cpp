@@ -52,6 +52,10 @@ PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t m
   register_buffer(table_);
 }
 
+PositionalEncoding::PositionalEncoding(const PositionalEncoding& other, float dropout) : table_(other.table_), dropout_(dropout) {
+  register_buffer(table_);
+}
+
 Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   const int64_t len = x.size(1);
   TFM_CHECK(start + len <= max_len(), "sequence of " << start + len << " positions exceeds the model's maximum length " << max_len());
