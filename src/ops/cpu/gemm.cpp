@@ -29,12 +29,17 @@ bool use_matmul_primitive(bool trans_a, int64_t m, int64_t k) {
 }
 // Forking the second core costs about 3 us on this machine (an empty OpenMP region,
 // 2 vCPUs): more than splitting saves on a small product (1 x 256 x 256 in 2.6 us on
-// one thread, 6.9 us on two). Small means both under a million multiply-adds and a
-// B under 512 KB: a decoding step of one sentence streams its weights from memory,
-// and two cores read them faster than one (batch-1 greedy latency 6.2 ms with every
-// product on both cores, 6.4 ms with the work rule alone, 5.7 ms with both rules).
+// one thread, 6.9 us on two). Small means under 4 million multiply-adds and a B under
+// 2 MB. A waiting worker that sleeps is woken too slowly for a decoding step of about a
+// millisecond, and one that spins slows the other core (GOMP_SPINCOUNT=300000 or
+// OMP_WAIT_POLICY=active made it worse), so only the largest products of a step gain
+// from a second core. `tfm translate --threads N --workers 1 --batch 1` of 200 sentences
+// of Multi30k val with the `small` model: with the old rule (1 million, 512 KB: the
+// feed-forward products of one sentence, 256 x 1024, on both cores) greedy took
+// 2.9-3.1 s on 2 threads against 2.0-2.3 s on 1; now 1.9-2.2 s on 2, and beam 4
+// 2.3-2.5 s on 2 against 2.6-3.1 s on 1.
 int threads_for(int64_t m, int64_t n, int64_t k) {
-  const bool small = m * n * k < (int64_t{1} << 20) && n * k < (int64_t{1} << 17);
+  const bool small = m * n * k < (int64_t{1} << 22) && n * k < (int64_t{1} << 19);
   return small ? 1 : omp_get_max_threads();
 }
 
