@@ -70,10 +70,10 @@ using ReadAt = std::function<void(uint64_t offset, size_t n, char* dst)>;
 using Skip = std::function<bool(const std::string& name)>;
 
 // The header is validated before any data is read, then each tensor is read straight
-// into its own buffer: no copy of the whole file is held besides the tensors (a
-// checkpoint with Adam's moments is three times the model: `translate`'s peak memory).
-// A skipped tensor's bytes pass through a small buffer for the checksum, which covers
-// the data in file order; values are checked after it.
+// into its own buffer: no copy of the whole file is held besides the tensors. Each
+// tensor is checked against its own checksum, and a skipped one is not read at all;
+// in a file with one checksum over all the data (written before 2026-11-26), a skipped
+// tensor's bytes pass through a small buffer for it. Values are checked last.
 SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& origin, const Skip& skip = {}) {
   TFM_CHECK(file_size >= 8, origin << ": too short to be a safetensors file (" << file_size << " bytes)");
   uint64_t header_len = 0;
