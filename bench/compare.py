@@ -7,6 +7,7 @@ is that job's alone: VmHWM, sampled while it runs (wait4's ru_maxrss would count
 this script's own memory, which Linux carries across fork and exec)."""
 import argparse
 import datetime
+import gzip
 import json
 import os
 import platform
@@ -132,6 +133,59 @@ def bench_translation(a, work):
               f", pytorch {r['torch_tok_s']:.0f} tok/s, median {t['median_batch_ms']:.1f} vs {p['median_batch_ms']:.1f} ms per batch, "
               f"same output {same:.1%} (medians of {a.repeats} alternating runs)", flush=True)
     return rows
+
+
+LATENCY_THREADS = (1, 2, 4)  # (4 is more threads than this machine's cores: it must not hurt)
+LATENCY_MARKERS = ("<!-- latency: bench/run.sh --latency writes this section -->", "<!-- end of latency -->")
+
+
+def startup_seconds(a, runs=5):
+    """The median wall time of `tfm translate` of one sentence (val's first) as a fresh process."""
+    with gzip.open(a.valid_src, "rt") as f:
+        sentence = f.readline()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([TFM, "translate", "--model", a.model], input=sentence, capture_output=True, text=True, check=True)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[runs // 2]
+
+
+def bench_latency(a, work):
+    """One sentence at a time (batch 1, val's first `a.latency_sentences`), greedy and beam 4,
+    on 1, 2 and 4 threads, the engines taking turns `a.repeats` times (medians of the runs'
+    median milliseconds a sentence): the latency a `tfm serve` request sees, and whether
+    more threads lower it. Then tfm's start-up."""
+    rows = []
+    job = os.path.join(work, "latency_job.json")
+    for beam in (1, 4):
+        for threads in LATENCY_THREADS:
+            tfm_cmd = [BENCH, "translate", "--model", a.model, "--input", a.valid_src, "--beam", str(beam), "--batch", "1",
+                       "--limit", str(a.latency_sentences), "--workers", "1"]
+            torch_cmd = [PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
+                         "--batch", "1", "--threads", str(threads)]
+            tfm_ms, torch_ms = [], []
+            for i in range(a.repeats):
+                tfm_ms.append(run(tfm_cmd + (["--job-out", job] if i == 0 else []), threads)[0]["median_batch_ms"])
+                torch_ms.append(run(torch_cmd, threads)[0]["median_batch_ms"])
+            rows.append({"search": "greedy" if beam == 1 else f"beam {beam}", "threads": threads,
+                         "tfm_ms": sorted(tfm_ms)[a.repeats // 2], "torch_ms": sorted(torch_ms)[a.repeats // 2]})
+            r = rows[-1]
+            print(f"  batch 1, {r['search']}, {threads} threads: tfm {r['tfm_ms']:.1f} ms, pytorch {r['torch_ms']:.1f} ms a sentence",
+                  flush=True)
+    startup = startup_seconds(a)
+    print(f"  start-up: tfm translate of one sentence {startup:.3f} s", flush=True)
+    return {"rows": rows, "startup_s": startup}
+
+
+def latency_report(a, latency):
+    lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores; `{os.path.relpath(a.model, ROOT)}`, "
+             f"the first {a.latency_sentences} sentences of Multi30k val one at a time; medians of {a.repeats} alternating runs.", "",
+             "| search | threads | tfm median ms a sentence | PyTorch median ms | PyTorch / tfm |", "|---|---|---|---|---|"]
+    for r in latency["rows"]:
+        lines.append(f"| {r['search']} | {r['threads']} | {r['tfm_ms']:.1f} | {r['torch_ms']:.1f} | **{ratio(r['torch_ms'], r['tfm_ms'])}** |")
+    lines += ["", f"Start-up: `tfm translate` of one sentence as a fresh process, **{latency['startup_s']:.3f} s** (median of 5)."]
+    return "\n".join(lines)
 
 
 def bench_reduced_precision(a, training, translation):
@@ -280,9 +334,14 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=4000)
     ap.add_argument("--latency-sentences", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3, help="alternating runs of each engine per translation job (medians reported)")
+    ap.add_argument("--only", choices=["latency"], help="run only this part (and write only its section)")
     a = ap.parse_args()
     a.train_src, a.train_tgt = os.path.join(a.data, "train.de.gz"), os.path.join(a.data, "train.en.gz")
     a.valid_src = os.path.join(a.data, "val.de.gz")
+    if a.only == "latency":
+        with tempfile.TemporaryDirectory() as work:
+            latency = bench_latency(a, work)
+        return publish(latency_report(a, latency), a.no_doc, *LATENCY_MARKERS)
     with tempfile.TemporaryDirectory() as work:
         # The best of three: one measurement in a slow spell of this shared machine
         # (once 214 GFLOP/s against 413 minutes earlier) would overstate every "% of peak".
@@ -292,7 +351,9 @@ def main():
         translation = bench_translation(a, work)
         reduced = bench_reduced_precision(a, training, translation)
         lm = bench_lm(a, work) if a.text else None
+        latency = bench_latency(a, work)
     publish(report(a, sgemm, training, translation, lm, reduced), a.no_doc)
+    publish(latency_report(a, latency), a.no_doc, *LATENCY_MARKERS)
 
 
 if __name__ == "__main__":

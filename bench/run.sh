@@ -20,8 +20,11 @@
 # opus-mt-base-shaped Hugging Face model (random weights) translating Multi30k val with
 # beam 4 in tfm (f32, bf16, int8) and in PyTorch's cached decoder over the same
 # weights (bench/marian.py, about 25 minutes on 2 cores; rewrites its section of
-# docs/PERFORMANCE.md; it needs no trained model: RUN_DIR is ignored).
-#   bench/run.sh [--load | --against REV | --serve | --scaling | --marian] [RUN_DIR] [THREADS]
+# docs/PERFORMANCE.md; it needs no trained model: RUN_DIR is ignored). With --latency:
+# one sentence at a time, greedy and beam 4, on 1, 2 and 4 threads in both engines,
+# and tfm's start-up (the full run measures these too; about 5 minutes on 2 cores;
+# rewrites its section of docs/PERFORMANCE.md).
+#   bench/run.sh [--load | --against REV | --serve | --scaling | --marian | --latency] [RUN_DIR] [THREADS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
@@ -35,6 +38,7 @@ scaling=0
 if [[ ${1:-} == --scaling ]]; then scaling=1; shift; fi
 marian=0
 if [[ ${1:-} == --marian ]]; then marian=1; shift; fi
+if [[ ${1:-} == --latency ]]; then extra=(--only latency); shift; fi
 if [[ ${1:-} == --against ]]; then
   [[ -n ${2:-} ]] || { echo "bench/run.sh: --against needs a commit" >&2; exit 1; }
   rev=$(git rev-parse --verify --quiet "$2^{commit}") || { echo "bench/run.sh: $2 is not a commit" >&2; exit 1; }
