@@ -62,9 +62,7 @@ LtContext& lt() {
 // Owners of cuBLASLt's descriptors, so that a failed call leaks none.
 struct MatmulDesc {
   cublasLtMatmulDesc_t desc = nullptr;
-  explicit MatmulDesc(cublasComputeType_t compute) {
-    check_lt(TFM_LT(cublasLtMatmulDescCreate)(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  }
+  MatmulDesc() { check_lt(TFM_LT(cublasLtMatmulDescCreate)(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"); }
   ~MatmulDesc() { (void)TFM_LT(cublasLtMatmulDescDestroy)(desc); }
   template <class T>
   void set(cublasLtMatmulDescAttributes_t which, T value) const {
@@ -145,8 +143,7 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 
   Plan(const Product& p, LtContext& context)
-      : desc(CUBLAS_COMPUTE_32F),
-        first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
+      : first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
         second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
         out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c) {
     desc.transpose(CUBLASLT_MATMUL_DESC_TRANSA, p.trans_b);
