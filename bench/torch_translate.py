@@ -181,7 +181,8 @@ def beam_search(dec, src, cfg, o):
     active = list(range(B))
     beams = [[[o.bos], 0.0 if k == 0 else NEG_INF] for _ in range(B) for k in range(K)]
     finished = [[] for _ in range(B)]
-    norm = (lambda lp, n: lp) if o.length_penalty == 0 else (lambda lp, n: lp / n ** o.length_penalty)
+    def norm(lp, n):  # an empty translation ranks last (CTranslate2: log p / 0)
+        return lp if o.length_penalty == 0 else NEG_INF if n == 0 else lp / n ** o.length_penalty
     for step in range(1, max(limits) + 1):
         at_limit = torch.tensor([step >= limits[s] for s in active]).repeat_interleave(K)
         logp = search_log_probs(dec.step(torch.tensor([b[0][-1] for b in beams], dtype=torch.long)), cfg, o, at_limit)
@@ -201,12 +202,12 @@ def beam_search(dec, src, cfg, o):
                     continue
                 lp = parent[1] + float(token_lp[j, ix])  # summed in double, as tfm does
                 best = lp if best is None else best
-                if t == o.eos:
-                    h = (norm(lp, len(parent[0])), parent[0][1:])
-                    if hf and rank < K and lp != NEG_INF:  # Hugging Face: an end counts only among the K best
-                        keep_best(finished[s], h, K)
-                    elif not hf and len(finished[s]) < K:
-                        finished[s].append(h)
+                if t == o.eos:  # an end counts only among the K best (both rules)
+                    if rank >= K or lp == NEG_INF:
+                        continue
+                    # Normalised by the words (tfm's rule, CTranslate2's), the words and the end (Hugging Face's).
+                    h = (norm(lp, len(parent[0]) - (0 if hf else 1)), parent[0][1:])
+                    keep_best(finished[s], h, K) if hf else finished[s].append(h)
                     continue
                 filled.append(([*parent[0], t], lp, j * K + k))
             while len(filled) < K:
@@ -217,7 +218,7 @@ def beam_search(dec, src, cfg, o):
                         h = (norm(lp, len(toks) - 1), toks[1:])
                         keep_best(finished[s], h, K) if hf else finished[s].append(h)
                 continue
-            # Done: tfm's rule, K finished; Hugging Face's, K finished and none of the open
+            # Done: tfm's rule (CTranslate2's), K finished; Hugging Face's, K finished and none of the open
             # beams' best can beat the worst of them at this length.
             if len(finished[s]) >= K and (not hf or (best is not None and min(f[0] for f in finished[s]) >= norm(best, step))):
                 continue

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/average.h"
 #include "io/checkpoint.h"
 #include "models/encoder_decoder.h"
 #include "support/fixture.h"
@@ -121,6 +122,45 @@ TEST_F(CheckpointTest, ReadingTheWeightsLeavesTheOptimizerUnreadAndEachTensorChe
     ADD_FAILURE() << "a corrupted weight passed";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("checksum mismatch in tensor"), std::string::npos) << e.what();
+  }
+}
+
+// Averaging: each weight's mean over the checkpoints, the last one's metadata without
+// its training state or moments; another model, or a save too few, refused by name.
+TEST_F(CheckpointTest, AveragingTakesEachWeightsMeanAndRefusesAnotherModel) {
+  const auto params = model_->named_parameters();
+  io::NamedTensors moments = {{"exp_avg.x", Tensor::full({2}, 1.0f)}};
+  for (int i = 0; i < 3; ++i) {
+    for (auto [name, p] : params) p.copy_from(Tensor::full(p.shape(), static_cast<float>(i * i)));  // 0, 1, 4: mean 5/3
+    io::save_checkpoint((dir_ / ("step-" + std::to_string(10 * (i + 1)) + ".safetensors")).string(), params,
+                        {"encoder_decoder", config_.to_json(), moments, "{\"step\":" + std::to_string(i) + "}"});
+  }
+  const std::vector<std::string> last = io::last_step_checkpoints(dir_.string(), 2);
+  ASSERT_EQ(last.size(), 2u);
+  EXPECT_EQ(fs::path(last[0]).filename(), "step-20.safetensors");  // by step, not by name: step-100 would sort before step-20
+  const io::SafeTensors mean = io::average_checkpoints(io::last_step_checkpoints(dir_.string(), 3));
+  ASSERT_EQ(mean.tensors.size(), params.size());
+  for (const auto& [name, t] : mean.tensors)
+    for (float v : t.to_vector()) EXPECT_EQ(v, 5.0f / 3.0f) << name;
+  EXPECT_EQ(mean.metadata.count(io::kTrainStateKey), 0u);
+  EXPECT_EQ(mean.metadata.at("tfm.averaged"), "step-10.safetensors, step-20.safetensors, step-30.safetensors");
+  EXPECT_EQ(io::checkpoint_info(mean, "mean").config_json, config_.to_json());
+
+  try {
+    io::last_step_checkpoints(dir_.string(), 4);
+    ADD_FAILURE() << "four saves found among three";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds 3 step-N checkpoints, fewer than the 4 asked for"), std::string::npos) << e.what();
+  }
+  models::TransformerConfig other = config_;
+  other.d_ff = 32;
+  models::EncoderDecoder wider(other);
+  io::save_checkpoint(path_, wider.named_parameters(), {"encoder_decoder", other.to_json(), {}, ""});
+  try {
+    io::average_checkpoints({last[0], path_});
+    ADD_FAILURE() << "a wider model was averaged in";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path_ + ": is another model than " + last[0]), std::string::npos) << e.what();
   }
 }
 

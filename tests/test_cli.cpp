@@ -441,4 +441,29 @@ TEST(Cli, TrainResumeOfATranslationCheckpointNeedsItsData) {
   EXPECT_EQ(tfm::testing::read_file(last), before);
 }
 
+// `tfm average --last N RUN`: a run's last saves averaged into a new file that the
+// other commands read; an existing output and a directory without --last refused.
+TEST(Cli, AverageWritesTheMeanOfARunsLastSaves) {
+  tfm::testing::TempDir dir;
+  const std::string run = dir.path("run"), out = dir.path("avg.safetensors");
+  ASSERT_EQ(copy_task(run, "--steps 3 --save-every 1").code, 0);
+  CliResult r = run_tfm("average --last 2 " + run + " -o " + out);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the mean of 2 checkpoints (step-2.safetensors, step-3.safetensors)"), std::string::npos) << r.output;
+  CliResult info = run_tfm("info " + out);
+  EXPECT_EQ(info.code, 0) << info.output;
+  EXPECT_NE(info.output.find("averaged from: step-2.safetensors, step-3.safetensors"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("training state: none"), std::string::npos) << info.output;
+
+  const std::string before = tfm::testing::read_file(out);
+  CliResult again = run_tfm("average " + run + "/step-1.safetensors " + run + "/step-2.safetensors -o " + out);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_EQ(again.output, "tfm: error: " + out + ": exists; tfm average writes a new file (nothing is overwritten)\n");
+  EXPECT_EQ(tfm::testing::read_file(out), before);
+  CliResult whole = run_tfm("average " + run + " -o " + dir.path("b.safetensors"));
+  EXPECT_EQ(whole.output, "tfm: error: " + run + ": is a directory; give --last N to average its last N step-N checkpoints\n");
+  CliResult too_many = run_tfm("average --last 4 " + run + " -o " + dir.path("b.safetensors"));
+  EXPECT_NE(too_many.output.find("holds 3 step-N checkpoints, fewer than the 4 asked for"), std::string::npos) << too_many.output;
+}
+
 }  // namespace

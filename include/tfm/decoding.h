@@ -10,7 +10,12 @@ namespace tfm {
 struct TranslationOptions {
   int64_t beam = 4;               // 1: greedy
   int64_t nbest = 1;              // hypotheses per sentence, at most `beam`
-  float length_penalty = 1.0f;    // rank by log-probability / length^penalty (0: raw log-probability)
+  // Ended hypotheses rank by log-probability / length^penalty (0: the raw log-probability).
+  // tfm's models search as CTranslate2 does: the length counts the words, and a sentence is
+  // done once K hypotheses have ended; Hugging Face models as transformers does: the
+  // length counts the end symbol too, and a sentence is done once no open beam can beat
+  // the K best ended. In both, an end counts only among the step's K best candidates.
+  float length_penalty = 1.0f;
   float max_len_a = 1.5f;         // at most a * source length + b target tokens
   int64_t max_len_b = 10;
   bool return_attention = false;  // fill Translation::attention

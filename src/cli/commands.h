@@ -20,6 +20,7 @@ void add_vocab_command(CLI::App& app, int& exit_code);
 void add_translate_command(CLI::App& app, int& exit_code);
 void add_score_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
+void add_average_command(CLI::App& app, int& exit_code);
 void add_convert_command(CLI::App& app, int& exit_code);
 void add_export_command(CLI::App& app, int& exit_code);
 void add_attention_command(CLI::App& app, int& exit_code);

@@ -69,6 +69,7 @@ void add_info_command(CLI::App& app, int&) {
     if (info.metadata.count("tfm.vocab")) std::cout << "vocabularies: " << info.metadata.at("tfm.vocab") << "\n";
     if (info.metadata.count("tfm.tokenizer")) std::cout << "tokenizer: " << tokenizer_summary(info.metadata.at("tfm.tokenizer")) << "\n";
     if (info.metadata.count(decode::kImageFolderKey)) std::cout << "image folder: " << info.metadata.at(decode::kImageFolderKey) << "\n";
+    if (info.metadata.count("tfm.averaged")) std::cout << "averaged from: " << info.metadata.at("tfm.averaged") << "\n";
     std::cout << "training state: " << (info.train_state.empty() ? "none" : info.train_state) << "\n";
   });
 }

@@ -101,6 +101,7 @@ int run(int argc, char** argv) {
   tfm::cli::add_translate_command(app, exit_code);
   tfm::cli::add_score_command(app, exit_code);
   tfm::cli::add_info_command(app, exit_code);
+  tfm::cli::add_average_command(app, exit_code);
   tfm::cli::add_convert_command(app, exit_code);
   tfm::cli::add_export_command(app, exit_code);
   tfm::cli::add_attention_command(app, exit_code);

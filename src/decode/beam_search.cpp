@@ -45,7 +45,9 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   const bool hf = config.hf_search;
   const int64_t B = src.rows(), K = o.beam;
   auto normalized = [&](double log_prob, size_t length) {
-    return o.length_penalty == 0.0f ? log_prob : log_prob / std::pow(static_cast<double>(length), o.length_penalty);
+    if (o.length_penalty == 0.0f) return log_prob;
+    if (length == 0) return kNegInf;  // an empty translation ranks last (CTranslate2: log p / 0)
+    return log_prob / std::pow(static_cast<double>(length), o.length_penalty);
   };
 
   // Encode once. The first step extends one beam per sentence (the start symbol);
@@ -119,11 +121,13 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
         const int64_t k = cand[i].second / V;
         const int token = static_cast<int>(cand[i].second % V);
         const Beam& parent = beams[j * width + k];
-        if (token == o.eos) {
+        if (token == o.eos) {  // an end counts only among the best K (both rules), else its place goes to the next candidate
+          if (static_cast<int64_t>(i) >= K || !std::isfinite(cand[i].first)) continue;
           std::vector<int> out(parent.tokens.begin() + 1, parent.tokens.end());
-          Hypothesis h{out, cand[i].first, normalized(cand[i].first, out.size() + 1)};
-          if (!hf && static_cast<int64_t>(finished[b].size()) < K) finished[b].push_back(std::move(h));
-          if (hf && static_cast<int64_t>(i) < K && std::isfinite(h.log_prob)) keep_best(finished[b], std::move(h), K);  // only among the best K
+          // The length normalised by: tfm's rule (CTranslate2's), the words; Hugging Face's, the words and the end.
+          Hypothesis h{out, cand[i].first, normalized(cand[i].first, hf ? out.size() + 1 : out.size())};
+          if (hf) keep_best(finished[b], std::move(h), K);
+          else finished[b].push_back(std::move(h));  // every end among the best K, even past K in one step
           continue;
         }
         children.push_back({parent.tokens, cand[i].first});
@@ -141,8 +145,8 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
         }
         continue;
       }
-      // Done: tfm's rule, K finished; Hugging Face's, K finished and none of the open
-      // beams' best can beat the worst of them at this length.
+      // Done: tfm's rule (CTranslate2's, fairseq's), K ended; Hugging Face's, K ended and
+      // none of the open beams' best can beat the worst of them at this length.
       const bool full = static_cast<int64_t>(finished[b].size()) >= K;
       if (full && (!hf || (!cand.empty() && worst_score(finished[b]) >= normalized(cand[0].first, static_cast<size_t>(step))))) continue;
       still.push_back(b);

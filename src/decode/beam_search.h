@@ -20,7 +20,7 @@ struct SearchOptions : TranslationOptions {
 struct Hypothesis {
   std::vector<int> tokens;  // without the start and end symbols
   double log_prob = 0;      // sum of the tokens' log-probabilities (end symbol included)
-  double score = 0;         // log_prob / length^length_penalty
+  double score = 0;         // log_prob / length^length_penalty; length: the tokens (tfm's models), + 1 for the end (Hugging Face's)
 };
 
 // src: [batch, src_len] padded with the model's pad id. Returns, for each
