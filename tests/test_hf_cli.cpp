@@ -26,6 +26,12 @@ nlohmann::json reference(const std::string& fixture) {
   return nlohmann::json::parse(in);
 }
 
+// The reference of a fixture of tests/fixtures/hf (tests/reference/make_hf_fixtures.py).
+nlohmann::json ours(const std::string& fixture) {
+  std::ifstream in(testing::fixture_path("hf/" + fixture + "/reference.json"));
+  return nlohmann::json::parse(in);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -33,20 +39,39 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-TEST(HfCli, TranslateGreedyAndBeamGiveTransformersTexts) {
-  const std::string dir = testing::hf_fixture_path("marian_opus_mt_tiny_de_en");
-  const nlohmann::json cases = reference("marian_opus_mt_tiny_de_en")["cases"];
+// `tfm translate --model DIR` (with `flags`) on each case's source gives transformers'
+// greedy and beam-4 texts.
+void expect_translations(const std::string& dir, const nlohmann::json& cases, const std::string& flags = "") {
   testing::TempDir tmp;
   std::string sources;
   for (const auto& c : cases) sources += c["source_text"].get<std::string>() + "\n";
-  testing::write_file(tmp.path("de.txt"), sources);
+  testing::write_file(tmp.path("src.txt"), sources);
   for (const std::string beam : {"1", "4"}) {
-    const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("de.txt") + " --beam " + beam + " 2>&1");
+    const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("src.txt") + " --beam " + beam + flags + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
     const std::vector<std::string> got = lines_of(r.output);
     ASSERT_EQ(got.size(), cases.size()) << r.output;
     for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(got[i], cases[i][beam == "1" ? "greedy_text" : "beam4_text"].get<std::string>()) << i;
   }
+}
+
+TEST(HfCli, TranslateGreedyAndBeamGiveTransformersTexts) {
+  expect_translations(testing::hf_fixture_path("marian_opus_mt_tiny_de_en"), reference("marian_opus_mt_tiny_de_en")["cases"]);
+}
+
+// Sources starting with language labels (>>fr<<, >>cmn_Hans<<, >>fra<<Two ...); one the
+// vocabulary lacks is refused by name, not translated into a language of the model's choosing.
+TEST(HfCli, TranslateWithLanguageLabels) {
+  const std::string dir = testing::fixture_path("hf/marian_multi_target_tiny");
+  expect_translations(dir, ours("marian_multi_target_tiny")["cases"], " --max-len-a 0 --max-len-b 512");
+  testing::TempDir tmp;
+  testing::write_file(tmp.path("src.txt"), ">>fr<< A dog.\n>>de<< A dog.\n");
+  const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("src.txt") + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("'>>de<<' is not a language label of this model; its labels: >>fr<<, >>es<<, >>it<<, >>pt_BR<<, >>cmn_Hans<<, "
+                          ">>fra<<, >>por<< (7 in all)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) {

@@ -36,12 +36,17 @@ constexpr double kTol = 1e-4;
     EXPECT_NE(message_.find(text), std::string::npos) << message_;                 \
   } while (0)
 
+// A fixture of ../shared/fixtures/hf, or ours (tests/fixtures/hf, made by
+// tests/reference/make_hf_fixtures.py).
+std::string shared(const std::string& name) { return testing::hf_fixture_path(name); }
+std::string ours(const std::string& name) { return testing::fixture_path("hf/" + name); }
+
 struct Fixture {
   hf::Directory dir;
   io::SafeTensors weights;    // under tfm's names
   io::SafeTensors reference;  // reference.safetensors
-  explicit Fixture(const std::string& name)
-      : dir(hf::open(testing::hf_fixture_path(name))),
+  explicit Fixture(const std::string& path)
+      : dir(hf::open(path)),
         weights(hf::convert(dir)),
         reference(io::read_safetensors(dir.file("reference.safetensors"))) {}
   const Tensor& ref(const std::string& name) const {
@@ -63,32 +68,42 @@ struct Fixture {
   }
 };
 
-TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) {
-  Fixture f("marian_opus_mt_tiny_de_en");
+// Each sentence's encoder output and teacher-forced logits (s0, s1, ... of reference.safetensors).
+void expect_marian_outputs(const Fixture& f, int sentences) {
   models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
   f.load(model);
   const int pad = model.config().pad_id;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < sentences; ++i) {
     const std::string s = "s" + std::to_string(i);
-    const models::Tokens src = f.tokens(s + ".input_ids"), tgt = f.tokens(s + ".decoder_input_ids");
+    const models::Tokens src = f.tokens(s + ".input_ids");
+    // Marian's decoder starts from the pad id: the labels shifted right (no padding to mask).
+    const std::vector<int> labels = ops::to(f.ref(s + ".labels"), DType::i32).values<int>();
+    std::vector<int> shifted = {pad};
+    shifted.insert(shifted.end(), labels.begin(), labels.end() - 1);
+    const models::Tokens tgt(shifted, 1, static_cast<int64_t>(shifted.size()));
     const ops::AttentionMask src_mask = models::padding_mask(src, pad, Device::CPU);
     const Tensor memory = model.encode(src, src_mask);
     EXPECT_TENSOR_NEAR(s + ".encoder_last_hidden_state", memory, f.ref(s + ".encoder_last_hidden_state"), kTol);
-    ops::AttentionMask causal;  // no padding: Marian's decoder starts from the pad id
+    ops::AttentionMask causal;
     causal.causal = true;
     const Tensor hidden = model.decode(memory, src_mask, tgt, causal);
     EXPECT_TENSOR_NEAR(s + ".logits", model.generator->logits(hidden), f.ref(s + ".logits"), kTol);
   }
 }
 
+TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) { expect_marian_outputs(Fixture(shared("marian_opus_mt_tiny_de_en")), 5); }
+
+// Language labels (>>fr<<, >>cmn_Hans<<, >>fra<<) as the source's first token.
+TEST(HfModels, MarianMultiTargetEncoderOutputAndLogits) { expect_marian_outputs(Fixture(ours("marian_multi_target_tiny")), 7); }
+
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
-  Fixture f("marian_opus_mt_tiny_de_en");
+  Fixture f(shared("marian_opus_mt_tiny_de_en"));
   const Tensor table = ops::sinusoids(64, 32, /*split=*/true);
   EXPECT_TENSOR_NEAR("encoder.embed_positions", table, f.ref("encoder.embed_positions"), 1e-6);
 }
 
 TEST(HfModels, Gpt2LogitsAndHiddenStates) {
-  Fixture f("gpt2_tiny");
+  Fixture f(shared("gpt2_tiny"));
   models::GPT model(models::StackConfig::from_json(f.config(), "converted", "gpt"));
   f.load(model);
   for (const std::string p : {"p0", "p1"}) {
@@ -103,7 +118,7 @@ TEST(HfModels, Gpt2LogitsAndHiddenStates) {
 }
 
 TEST(HfModels, BertHiddenStatesPoolerMlmAndNsp) {
-  Fixture f("bert_tiny_uncased");
+  Fixture f(shared("bert_tiny_uncased"));
   models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
   f.load(model);
   for (int i = 0; i < 3; ++i) {
@@ -120,7 +135,7 @@ TEST(HfModels, BertHiddenStatesPoolerMlmAndNsp) {
 }
 
 TEST(HfModels, BertPaddedBatchMatchesWhereTheMaskIsOne) {
-  Fixture f("bert_tiny_uncased");
+  Fixture f(shared("bert_tiny_uncased"));
   models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
   f.load(model);
   const Tensor hidden = model.encode(f.tokens("batch.input_ids"));  // [3, 33, 32]
@@ -140,7 +155,7 @@ TEST(HfModels, BertPaddedBatchMatchesWhereTheMaskIsOne) {
 }
 
 TEST(HfModels, VitEmbeddingsAndLogitsFromPixelValues) {
-  Fixture f("vit_tiny");
+  Fixture f(shared("vit_tiny"));
   models::ViT model(models::StackConfig::from_json(f.config(), "converted", "vit"));
   f.load(model);
   nn::TraceRecorder trace;
@@ -176,27 +191,35 @@ std::vector<int> generated(const Tensor& ids, int64_t row, int eos) {
   return out;
 }
 
-TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
-  Fixture f("marian_opus_mt_tiny_de_en");
+// Greedy and beam-4 search of each sentence (and of the padded batch, where the fixture
+// has one) give transformers' ids and beam scores, within its own length limit.
+void expect_marian_generations(const Fixture& f, int sentences, bool batch) {
   models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
   f.load(model);
   const models::TransformerConfig& c = model.config();
   decode::SearchOptions o;
   o.bos = c.bos_id, o.eos = c.eos_id;
-  o.max_len_a = 0, o.max_len_b = 1000;  // generation_config's max_length (24) decides
+  o.max_len_a = 0, o.max_len_b = 1000;  // generation_config's max_length decides
   for (int64_t beam : {1, 4}) {
     o.beam = beam;
     const std::string which = beam == 1 ? ".greedy_ids" : ".beam4_ids";
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < sentences; ++i) {
       const std::string s = "s" + std::to_string(i);
       const decode::Hypothesis h = decode::beam_search(model, f.tokens(s + ".input_ids"), o)[0][0];
       EXPECT_EQ(h.tokens, generated(f.ref(s + which), 0, c.eos_id)) << s << which;
       if (beam == 4) EXPECT_NEAR(h.score, f.ref(s + ".beam4_sequences_scores").values<float>()[0], 1e-4) << s;
     }
-    const auto batch = decode::beam_search(model, f.tokens("batch.input_ids"), o);  // right-padded with the pad id
-    for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(batch[r][0].tokens, generated(f.ref("batch" + which), r, c.eos_id)) << "batch row " << r << which;
+    if (!batch) continue;
+    const auto rows = decode::beam_search(model, f.tokens("batch.input_ids"), o);  // right-padded with the pad id
+    for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(rows[r][0].tokens, generated(f.ref("batch" + which), r, c.eos_id)) << "batch row " << r << which;
   }
 }
+
+TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
+  expect_marian_generations(Fixture(shared("marian_opus_mt_tiny_de_en")), 5, true);
+}
+
+TEST(HfModels, MarianMultiTargetGreedyAndBeamSearch) { expect_marian_generations(Fixture(ours("marian_multi_target_tiny")), 7, false); }
 
 }  // namespace
 }  // namespace tfm
