@@ -194,8 +194,9 @@ int expect_same_tensors(const io::NamedTensors& a, const io::NamedTensors& b, co
 // the same model.
 TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   testing::TempDir tmp;
-  for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
-    const std::string dir = testing::hf_fixture_path(fixture), out = tmp.path(fixture);
+  for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny"}) {
+    const bool ours = fixture == "marian_separate_vocabs_tiny";
+    const std::string dir = ours ? testing::fixture_path("hf/" + fixture) : testing::hf_fixture_path(fixture), out = tmp.path(fixture);
     const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
     const io::NamedTensors original = io::read_safetensors(dir + "/model.safetensors").tensors;
@@ -212,6 +213,11 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
     return out.substr(out.find("config:"), out.find('\n', out.find("config:")) - out.find("config:"));
   };
   EXPECT_EQ(config_line(tmp.path("gpt2_tiny")), config_line(testing::hf_fixture_path("gpt2_tiny")));
+  // Separate vocabularies stay separate: each side's ids, as MarianTokenizer reads them.
+  const std::string separate = tmp.path("marian_separate_vocabs_tiny");
+  EXPECT_EQ(testing::read_file(separate + "/target_vocab.json"), testing::read_file(testing::fixture_path("hf/marian_separate_vocabs_tiny/target_vocab.json")));
+  EXPECT_NE(testing::read_file(separate + "/tokenizer_config.json").find("\"separate_vocabs\": true"), std::string::npos);
+  EXPECT_EQ(config_line(separate), config_line(testing::fixture_path("hf/marian_separate_vocabs_tiny")));
 }
 
 // A language model trained by tfm (characters) goes out and comes back the same: the

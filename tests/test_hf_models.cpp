@@ -96,6 +96,65 @@ TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) { expect_marian_output
 // Language labels (>>fr<<, >>cmn_Hans<<, >>fra<<) as the source's first token.
 TEST(HfModels, MarianMultiTargetEncoderOutputAndLogits) { expect_marian_outputs(Fixture(ours("marian_multi_target_tiny")), 7); }
 
+// Separate vocabularies: the encoder's embedding and the decoder's apart, the head tied to
+// the decoder's.
+TEST(HfModels, MarianSeparateVocabsEncoderOutputAndLogits) {
+  const Fixture f(ours("marian_separate_vocabs_tiny"));
+  const models::TransformerConfig c = models::TransformerConfig::from_json(f.config(), "converted");
+  EXPECT_FALSE(c.share_embeddings);
+  EXPECT_TRUE(c.tie_generator);
+  expect_marian_outputs(f, 4);
+}
+
+// A copy of one of our fixtures whose config.json and weights the test may change.
+struct Copy {
+  testing::TempDir tmp;
+  std::string dir = tmp.path("copy");
+  nlohmann::json config;
+  io::NamedTensors weights;
+  explicit Copy(const std::string& fixture) {
+    std::filesystem::copy(ours(fixture), dir);
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+      std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+    config = nlohmann::json::parse(testing::read_file(dir + "/config.json"));
+    weights = io::read_safetensors(dir + "/model.safetensors").tensors;
+  }
+  // Writes the changed files and converts the directory.
+  io::SafeTensors convert() const {
+    testing::write_file(dir + "/config.json", config.dump());
+    io::write_safetensors(dir + "/model.safetensors", weights, {});
+    return hf::convert(hf::open(dir));
+  }
+};
+
+const Tensor& named(const io::SafeTensors& file, const std::string& name) {
+  const Tensor* t = file.find(name);
+  if (!t) throw Error("no tensor '" + name + "'");
+  return *t;
+}
+
+// tie_word_embeddings false: the head is lm_head.weight, apart from the decoder's embedding.
+TEST(HfModels, MarianSeparateVocabsWithAnUntiedHead) {
+  Copy copy("marian_separate_vocabs_tiny");
+  copy.config["tie_word_embeddings"] = false;
+  Tensor head = ops::scale(named(io::SafeTensors{{}, copy.weights}, "model.decoder.embed_tokens.weight"), 2.0f);
+  copy.weights.emplace_back("lm_head.weight", head);
+  const io::SafeTensors converted = copy.convert();
+  EXPECT_EQ(named(converted, "generator.weight").to_vector(), head.to_vector());
+  EXPECT_EQ(named(converted, "tgt_embed.weight").to_vector(), ops::scale(head, 0.5f).to_vector());
+  EXPECT_FALSE(models::TransformerConfig::from_json(io::checkpoint_info(converted, "x").config_json, "x").tie_generator);
+}
+
+TEST(HfModels, MarianEmbeddingSettingsTransformersCannotLoadAreRefused) {
+  Copy separate("marian_separate_vocabs_tiny");
+  separate.config["decoder_vocab_size"] = 90;
+  EXPECT_THROW_MESSAGE(separate.convert(), "config.json: decoder_vocab_size 90 differs from vocab_size 102 (transformers' MarianModel gives the "
+                                           "decoder a copy of the vocab_size embedding)");
+  Copy shared_embeddings("marian_multi_target_tiny");
+  shared_embeddings.config["tie_word_embeddings"] = false;
+  EXPECT_THROW_MESSAGE(shared_embeddings.convert(), "config.json: tie_word_embeddings false is not supported (tfm computes tie_word_embeddings true)");
+}
+
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
   Fixture f(shared("marian_opus_mt_tiny_de_en"));
   const Tensor table = ops::sinusoids(64, 32, /*split=*/true);

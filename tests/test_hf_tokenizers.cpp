@@ -405,6 +405,28 @@ TEST_F(HfTokenizerMarianLabels, ALabelTheVocabularyLacksIsRefusedByName) {
             "'>>en<<' is not a language label of this model, which has none (it translates into one language): remove it from the text");
 }
 
+// separate_vocabs: the source's ids from vocab.json (its labels too), the target's from
+// target_vocab.json (tests/fixtures/hf/marian_separate_vocabs_tiny).
+TEST(HfTokenizerMarianSeparate, EachSideHasItsOwnIds) {
+  const auto file = [](const std::string& name) { return tfm::testing::fixture_path("hf/marian_separate_vocabs_tiny/" + name); };
+  const Vocab source = Vocab::load_mapped(file("source.spm"), file("vocab.json")), target = Vocab::load_mapped(file("target.spm"), file("target_vocab.json"));
+  const json cases = json::parse(std::ifstream(file("reference.json")))["cases"];
+  ASSERT_EQ(cases.size(), 4u);
+  for (const json& c : cases) {
+    std::vector<int> source_ids = source.encode(c["source_text"]), target_ids = target.encode(c["target_text"]);
+    source_ids.push_back(source.specials().eos);
+    target_ids.push_back(target.specials().eos);
+    EXPECT_EQ(source_ids, ints(c["input_ids"])) << c["source_text"];
+    EXPECT_EQ(target_ids, ints(c["labels"])) << c["target_text"];
+    for (const char* kind : {"greedy", "beam4"}) {
+      std::vector<int> ids = ints(c[std::string(kind) + "_ids"]);
+      ids.erase(ids.begin());
+      EXPECT_EQ(target.decode(ids), c[std::string(kind) + "_text"].get<std::string>()) << kind;
+    }
+  }
+  EXPECT_NE(source.piece(50), target.piece(50));
+}
+
 // Python's re.compile(">>.+<<"): match() for the label, sub("", text) for the rest.
 TEST(HfTokenizerMarianLabelSplit, IsPythonsRegex) {
   const std::tuple<std::string, std::string, std::string> cases[] = {

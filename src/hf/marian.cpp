@@ -1,7 +1,8 @@
 // MarianMT (Helsinki-NLP's opus-mt): a post-norm encoder-decoder without final
-// LayerNorms, SiLU ("swish"), embeddings shared three ways and scaled by sqrt(d_model),
-// sinusoids with the sines before the cosines, final_logits_bias, and Hugging Face's
-// beam search rules.
+// LayerNorms, SiLU ("swish"), embeddings scaled by sqrt(d_model) and shared three ways
+// (or, with separate vocabularies, the encoder's apart and the head tied to the
+// decoder's), sinusoids with the sines before the cosines, final_logits_bias, and
+// Hugging Face's beam search rules.
 #include "hf/families.h"
 
 namespace tfm::hf {
@@ -20,11 +21,24 @@ void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std
   add_weight_and_bias(r, tfm + ".out_proj", hf + ".out_proj");
 }
 
+// share_encoder_decoder_embeddings false (opus-mt's conversions of models with separate
+// vocabularies): MarianModel gives each stack a copy of its vocab_size embedding, so
+// decoder_vocab_size must be vocab_size too; the head is tied to the decoder's embedding
+// unless tie_word_embeddings is false. Shared embeddings always tie the head here: an
+// untied head beside them is refused by name.
+void read_embeddings(const Directory& d, models::TransformerConfig& c) {
+  c.share_embeddings = setting<bool>(d, "share_encoder_decoder_embeddings", true);
+  if (c.share_embeddings) return require(d, "tie_word_embeddings", true, true);
+  const int64_t decoder_vocab = setting<int64_t>(d, "decoder_vocab_size", c.src_vocab);
+  TFM_CHECK(decoder_vocab == c.src_vocab, d.file("config.json") << ": decoder_vocab_size " << decoder_vocab << " differs from vocab_size " << c.src_vocab
+                                                                << " (transformers' MarianModel gives the decoder a copy of the vocab_size embedding)");
+  c.tie_generator = setting<bool>(d, "tie_word_embeddings", true);
+}
+
 }  // namespace
 
 models::TransformerConfig marian_config(const Directory& d) {
   require(d, "scale_embedding", true, false);
-  require(d, "share_encoder_decoder_embeddings", true, true);
   require(d, "normalize_embedding", false, false);
   require(d, "add_final_layer_norm", false, false);
   require_same(d, "decoder_attention_heads", "encoder_attention_heads", 8);
@@ -38,7 +52,8 @@ models::TransformerConfig marian_config(const Directory& d) {
   c.decoder_layers = setting<int64_t>(d, "decoder_layers", 6);
   c.dropout = setting<float>(d, "dropout", 0.1f);
   c.activation = nn::parse_activation(activation(d, "activation_function", "swish"));
-  c.norm_first = false, c.final_norm = false, c.positions = "split", c.share_embeddings = true;
+  c.norm_first = false, c.final_norm = false, c.positions = "split";
+  read_embeddings(d, c);
   c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
   c.pad_id = setting<int>(d, "pad_token_id", 0);
   const nlohmann::json generation = d.json_file("generation_config.json");
@@ -55,8 +70,15 @@ models::TransformerConfig marian_config(const Directory& d) {
 }
 
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
-  std::vector<TensorRule> r = {{"src_embed.weight", {"model.shared.weight"}},
-                               {"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}}};
+  std::vector<TensorRule> r;
+  if (c.share_embeddings) {
+    r.push_back({"src_embed.weight", {"model.shared.weight"}});
+  } else {
+    r.push_back({"src_embed.weight", {"model.encoder.embed_tokens.weight"}});
+    r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}});
+    if (!c.tie_generator) r.push_back({"generator.weight", {"lm_head.weight"}});
+  }
+  r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string tfm = "transformer.encoder.layers." + std::to_string(i), hf = "model.encoder.layers." + std::to_string(i);
     add_attention(r, tfm + ".self_attn", hf + ".self_attn");
