@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "decode/beam_search.h"
@@ -153,6 +154,48 @@ TEST(HfModels, MarianEmbeddingSettingsTransformersCannotLoadAreRefused) {
   Copy shared_embeddings("marian_multi_target_tiny");
   shared_embeddings.config["tie_word_embeddings"] = false;
   EXPECT_THROW_MESSAGE(shared_embeddings.convert(), "config.json: tie_word_embeddings false is not supported (tfm computes tie_word_embeddings true)");
+}
+
+// `fixture` with its weights renamed (`renames`: stored name -> new name), written to a
+// temporary directory beside copies of its other files, converted.
+io::SafeTensors converted_with_renames(const std::string& fixture, const std::map<std::string, std::string>& renames) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("renamed");
+  std::filesystem::create_directories(dir);
+  for (const auto& f : std::filesystem::directory_iterator(fixture))
+    if (f.path().filename() != "model.safetensors") std::filesystem::copy_file(f.path(), dir + "/" + f.path().filename().string());
+  io::NamedTensors weights = io::read_safetensors(fixture + "/model.safetensors").tensors;
+  for (auto& [name, t] : weights)
+    if (renames.count(name)) name = renames.at(name);
+  io::write_safetensors(dir + "/model.safetensors", weights, {});
+  return hf::convert(hf::open(dir));
+}
+
+// Every parameter converted from `renamed` is the one converted from the fixture as stored.
+void expect_same_parameters(const io::SafeTensors& renamed, const std::string& fixture, const std::string& what) {
+  const io::SafeTensors original = hf::convert(hf::open(fixture));
+  ASSERT_EQ(renamed.tensors.size(), original.tensors.size()) << what;
+  for (size_t i = 0; i < original.tensors.size(); ++i) {
+    EXPECT_EQ(renamed.tensors[i].first, original.tensors[i].first) << what;
+    EXPECT_EQ(renamed.tensors[i].second.to_vector(), original.tensors[i].second.to_vector()) << what << ": " << original.tensors[i].first;
+  }
+}
+
+// A tied tensor stored under any one of its names loads, as transformers loads it.
+TEST(HfModels, TiedWeightsLoadUnderAnyOfTheirNames) {
+  for (const char* alias : {"lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"})
+    expect_same_parameters(converted_with_renames(shared("marian_opus_mt_tiny_de_en"), {{"model.shared.weight", alias}}),
+                           shared("marian_opus_mt_tiny_de_en"), alias);
+  expect_same_parameters(converted_with_renames(ours("marian_separate_vocabs_tiny"), {{"model.decoder.embed_tokens.weight", "lm_head.weight"}}),
+                         ours("marian_separate_vocabs_tiny"), "separate vocabularies' lm_head.weight");
+  expect_same_parameters(converted_with_renames(shared("gpt2_tiny"), {{"transformer.wte.weight", "lm_head.weight"}}), shared("gpt2_tiny"),
+                         "gpt2's lm_head.weight");
+  expect_same_parameters(converted_with_renames(shared("bert_tiny_uncased"), {{"bert.embeddings.word_embeddings.weight", "cls.predictions.decoder.weight"},
+                                                                             {"cls.predictions.bias", "cls.predictions.decoder.bias"}}),
+                         shared("bert_tiny_uncased"), "bert's MLM decoder");
+  EXPECT_THROW_MESSAGE(converted_with_renames(shared("marian_opus_mt_tiny_de_en"), {{"model.shared.weight", "model.other.weight"}}),
+                       ": missing tensor 'model.shared.weight' (nor its tied copies 'model.encoder.embed_tokens.weight', "
+                       "'model.decoder.embed_tokens.weight', 'lm_head.weight'), which config.json's architecture needs");
 }
 
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {

@@ -33,7 +33,7 @@ models::StackConfig gpt2_config(const Directory& d) {
 
 // `prefix`: "transformer." as GPT2LMHeadModel saves, "" in the hub's own gpt2 files.
 std::vector<TensorRule> gpt2_rules(const models::StackConfig& c, const std::string& prefix) {
-  std::vector<TensorRule> r = {{"tok_embed.weight", {prefix + "wte.weight"}}, {"pos_embed.weight", {prefix + "wpe.weight"}}};
+  std::vector<TensorRule> r = {{"tok_embed.weight", {prefix + "wte.weight"}, false, {}, {"lm_head.weight"}}, {"pos_embed.weight", {prefix + "wpe.weight"}}};
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string tfm = "blocks.layers." + std::to_string(i), hf = prefix + "h." + std::to_string(i);
     r.push_back({tfm + ".self_attn.in_proj_weight", {hf + ".attn.c_attn.weight"}, true});

@@ -72,10 +72,11 @@ models::TransformerConfig marian_config(const Directory& d) {
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
   std::vector<TensorRule> r;
   if (c.share_embeddings) {
-    r.push_back({"src_embed.weight", {"model.shared.weight"}});
+    r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}});
   } else {
     r.push_back({"src_embed.weight", {"model.encoder.embed_tokens.weight"}});
-    r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}});
+    const std::vector<std::string> head_copy = c.tie_generator ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{};
+    r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}, false, {}, head_copy});
     if (!c.tie_generator) r.push_back({"generator.weight", {"lm_head.weight"}});
   }
   r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});
