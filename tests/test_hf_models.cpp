@@ -198,6 +198,33 @@ TEST(HfModels, TiedWeightsLoadUnderAnyOfTheirNames) {
                        "'model.decoder.embed_tokens.weight', 'lm_head.weight'), which config.json's architecture needs");
 }
 
+// Which settings generate() starts from, as transformers 4.39 chooses them.
+TEST(HfModels, MarianLengthLimitFollowsTransformersGenerationSettings) {
+  const auto max_length = [](const Copy& copy) {
+    return models::TransformerConfig::from_json(io::checkpoint_info(copy.convert(), "x").config_json, "x").max_length;
+  };
+  Copy copy("marian_multi_target_tiny");  // config.json: max_length 512; generation_config.json: 40
+  EXPECT_EQ(max_length(copy), 40);
+  const nlohmann::json generation = nlohmann::json::parse(testing::read_file(copy.dir + "/generation_config.json"));
+  nlohmann::json changed = generation;
+  changed.erase("max_length");  // a key the file lacks takes GenerationConfig's default, not config.json's
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 20);
+  changed["_from_model_config"] = true;  // generate()'s legacy rule: config.json's own generation parameters win
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 512);
+  changed = generation;
+  changed["max_new_tokens"] = 7;  // takes precedence over max_length
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 8);
+  std::filesystem::remove(copy.dir + "/generation_config.json");  // GenerationConfig.from_model_config
+  EXPECT_EQ(max_length(copy), 512);
+  copy.config.erase("max_length");
+  EXPECT_EQ(max_length(copy), 20);
+  copy.config["max_new_tokens"] = -1;
+  EXPECT_THROW_MESSAGE(copy.convert(), "config.json: max_new_tokens -1 is not a number of tokens");
+}
+
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
   Fixture f(shared("marian_opus_mt_tiny_de_en"));
   const Tensor table = ops::sinusoids(64, 32, /*split=*/true);
@@ -299,9 +326,8 @@ void expect_marian_generations(const Fixture& f, int sentences, bool batch) {
   models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
   f.load(model);
   const models::TransformerConfig& c = model.config();
-  decode::SearchOptions o;
+  decode::SearchOptions o;  // max_len_a and max_len_b unset: the model's own limit, as transformers applies it
   o.bos = c.bos_id, o.eos = c.eos_id;
-  o.max_len_a = 0, o.max_len_b = 1000;  // generation_config's max_length decides
   for (int64_t beam : {1, 4}) {
     o.beam = beam;
     const std::string which = beam == 1 ? ".greedy_ids" : ".beam4_ids";
@@ -321,7 +347,27 @@ TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
   expect_marian_generations(Fixture(shared("marian_opus_mt_tiny_de_en")), 5, true);
 }
 
+// Sentence 2 (11 source ids) runs to max_length 40, beyond tfm's own 1.5 n + 10.
 TEST(HfModels, MarianMultiTargetGreedyAndBeamSearch) { expect_marian_generations(Fixture(ours("marian_multi_target_tiny")), 7, false); }
+
+// generation_config.json's max_new_tokens (30) takes precedence over its max_length (512).
+TEST(HfModels, MarianSeparateVocabsGreedyAndBeamSearch) { expect_marian_generations(Fixture(ours("marian_separate_vocabs_tiny")), 4, false); }
+
+// max_len_a or max_len_b given: tfm's rule a * n + b caps a Hugging Face model's output too.
+TEST(HfModels, GivenMaximumLengthsStillApply) {
+  const Fixture f(ours("marian_multi_target_tiny"));
+  models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
+  f.load(model);
+  decode::SearchOptions o;
+  o.bos = model.config().bos_id, o.eos = model.config().eos_id, o.beam = 1;
+  // The last of the limit's tokens is the end symbol, forced (forced_eos_token_id).
+  o.max_len_b = 5;  // a: 1.5, as where neither is given to a tfm model
+  EXPECT_EQ(decode::beam_search(model, f.tokens("s2.input_ids"), o)[0][0].tokens.size(), 20u);  // 1.5 * 11 + 5 = 21
+  o.max_len_a = 0.0f;
+  EXPECT_EQ(decode::beam_search(model, f.tokens("s2.input_ids"), o)[0][0].tokens.size(), 4u);
+  o.max_len_a.reset(), o.max_len_b.reset();  // transformers' max_length (40) alone
+  EXPECT_EQ(decode::beam_search(model, f.tokens("s2.input_ids"), o)[0][0].tokens.size(), 38u);
+}
 
 }  // namespace
 }  // namespace tfm

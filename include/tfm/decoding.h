@@ -4,6 +4,7 @@
 // (decode::SearchOptions and decode::SamplingOptions extend them), so an option is
 // defined once, here, for the library, the command line and the bindings alike.
 #include <cstdint>
+#include <optional>
 
 namespace tfm {
 
@@ -11,8 +12,11 @@ struct TranslationOptions {
   int64_t beam = 4;               // 1: greedy
   int64_t nbest = 1;              // hypotheses per sentence, at most `beam`
   float length_penalty = 1.0f;    // rank by log-probability / length^penalty (0: raw log-probability)
-  float max_len_a = 1.5f;         // at most a * source length + b target tokens
-  int64_t max_len_b = 10;
+  // At most a * source length + b target tokens (a 1.5, b 10 where unset). A Hugging Face
+  // model stops at its generation config's max_length too, and where neither is set, at
+  // that alone, as transformers does.
+  std::optional<float> max_len_a;
+  std::optional<int64_t> max_len_b;
   bool return_attention = false;  // fill Translation::attention
   bool operator==(const TranslationOptions&) const = default;
 };
