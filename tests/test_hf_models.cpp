@@ -225,6 +225,29 @@ TEST(HfModels, MarianLengthLimitFollowsTransformersGenerationSettings) {
   EXPECT_THROW_MESSAGE(copy.convert(), "config.json: max_new_tokens -1 is not a number of tokens");
 }
 
+// bert-base-uncased's model.safetensors keeps TensorFlow's LayerNorm.gamma and
+// LayerNorm.beta; transformers renames them weight and bias as it loads them.
+TEST(HfModels, BertLayerNormGammaAndBetaAreWeightAndBias) {
+  const std::string bert = shared("bert_tiny_uncased");
+  std::map<std::string, std::string> renames;
+  for (const auto& [name, t] : io::read_safetensors(bert + "/model.safetensors").tensors) {
+    if (name.ends_with("LayerNorm.weight")) renames[name] = name.substr(0, name.size() - 6) + "gamma";
+    if (name.ends_with("LayerNorm.bias")) renames[name] = name.substr(0, name.size() - 4) + "beta";
+  }
+  ASSERT_EQ(renames.size(), 12u);  // the embeddings', 2 per layer, the MLM head's: weight and bias each
+  expect_same_parameters(converted_with_renames(bert, renames), bert, "gamma and beta");
+  // A renamed tensor replaces one stored under its new name, as transformers' state dict does.
+  io::NamedTensors weights = io::read_safetensors(bert + "/model.safetensors").tensors;
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("both");
+  std::filesystem::copy(bert, dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+  std::filesystem::permissions(dir + "/model.safetensors", std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  weights.emplace_back("bert.embeddings.LayerNorm.gamma", Tensor::full({32}, 3.0f));
+  io::write_safetensors(dir + "/model.safetensors", weights, {});
+  EXPECT_EQ(named(hf::convert(hf::open(dir)), "embed_norm.weight").to_vector(), std::vector<float>(32, 3.0f));
+}
+
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
   Fixture f(shared("marian_opus_mt_tiny_de_en"));
   const Tensor table = ops::sinusoids(64, 32, /*split=*/true);
