@@ -80,10 +80,10 @@ TEST(HfCli, TranslateWithSeparateVocabularies) {
   expect_translations(testing::fixture_path("hf/marian_separate_vocabs_tiny"), ours("marian_separate_vocabs_tiny")["cases"]);
 }
 
-TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) {
-  const std::string dir = testing::hf_fixture_path("gpt2_tiny");
+// `tfm generate --model DIR --temperature 0` continues each case's prompt as transformers'
+// greedy search did (20 tokens).
+void expect_generations(const std::string& dir, const nlohmann::json& cases) {
   testing::TempDir tmp;
-  const nlohmann::json cases = reference("gpt2_tiny")["cases"];
   ASSERT_EQ(cases.size(), 2u);
   for (const auto& c : cases) {
     const std::string prompt = c["prompt"].get<std::string>();
@@ -93,6 +93,14 @@ TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) {
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_EQ(r.output, prompt + c["greedy_new_text"].get<std::string>() + "\n");
   }
+}
+
+TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) { expect_generations(testing::hf_fixture_path("gpt2_tiny"), reference("gpt2_tiny")["cases"]); }
+
+// scale_attn_by_inverse_layer_idx and reorder_and_upcast_attn (stanford-crfm's GPT-2s), with
+// the decoder's caches.
+TEST(HfCli, GenerateWithScoresScaledByLayer) {
+  expect_generations(testing::fixture_path("hf/gpt2_layer_scaled_tiny"), ours("gpt2_layer_scaled_tiny")["cases"]);
 }
 
 TEST(HfCli, EmbedGivesTheClsHiddenState) {
@@ -200,8 +208,9 @@ int expect_same_tensors(const io::NamedTensors& a, const io::NamedTensors& b, co
 // the same model.
 TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   testing::TempDir tmp;
-  for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny"}) {
-    const bool ours = fixture == "marian_separate_vocabs_tiny";
+  for (const std::string fixture :
+       {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny", "gpt2_layer_scaled_tiny"}) {
+    const bool ours = fixture == "marian_separate_vocabs_tiny" || fixture == "gpt2_layer_scaled_tiny";
     const std::string dir = ours ? testing::fixture_path("hf/" + fixture) : testing::hf_fixture_path(fixture), out = tmp.path(fixture);
     const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
@@ -219,6 +228,7 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
     return out.substr(out.find("config:"), out.find('\n', out.find("config:")) - out.find("config:"));
   };
   EXPECT_EQ(config_line(tmp.path("gpt2_tiny")), config_line(testing::hf_fixture_path("gpt2_tiny")));
+  EXPECT_EQ(config_line(tmp.path("gpt2_layer_scaled_tiny")), config_line(testing::fixture_path("hf/gpt2_layer_scaled_tiny")));
   // Separate vocabularies stay separate: each side's ids, as MarianTokenizer reads them.
   const std::string separate = tmp.path("marian_separate_vocabs_tiny");
   EXPECT_EQ(testing::read_file(separate + "/target_vocab.json"), testing::read_file(testing::fixture_path("hf/marian_separate_vocabs_tiny/target_vocab.json")));

@@ -3,6 +3,7 @@
 // hidden states and logits within 1e-4 of the largest reference magnitude.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <cmath>
 #include <fstream>
@@ -266,6 +267,28 @@ TEST(HfModels, Gpt2LogitsAndHiddenStates) {
       EXPECT_TENSOR_NEAR(p + expected, logits, f.ref(p + expected), kTol);
       if (which == ".input_ids") EXPECT_TENSOR_NEAR(p + ".last_hidden_state", trace.outputs.at("blocks.norm"), f.ref(p + ".last_hidden_state"), kTol);
     }
+  }
+}
+
+// scale_attn_by_inverse_layer_idx (layer i's scores divided by i + 1 too) and
+// reorder_and_upcast_attn: logits within 1e-4, and greedy search, recomputed over the whole
+// sequence at each step, gives transformers' ids.
+TEST(HfModels, Gpt2WithScoresScaledByLayer) {
+  Fixture f(ours("gpt2_layer_scaled_tiny"));
+  const models::StackConfig c = models::StackConfig::from_json(f.config(), "converted", "gpt");
+  EXPECT_TRUE(c.scores_by_layer);
+  models::GPT model(c);
+  f.load(model);
+  for (const std::string p : {"p0", "p1"}) {
+    EXPECT_TENSOR_NEAR(p + ".logits", model.forward(f.tokens(p + ".input_ids")), f.ref(p + ".logits"), kTol);
+    std::vector<int> ids = ops::to(f.ref(p + ".input_ids"), DType::i32).values<int>();
+    const std::vector<int> expected = ops::to(f.ref(p + ".greedy_ids"), DType::i32).values<int>();
+    while (ids.size() < expected.size()) {
+      const Tensor logits = model.forward(models::Tokens(ids, 1, static_cast<int64_t>(ids.size())));
+      const std::vector<float> last = ops::contiguous(ops::slice(logits, 1, logits.size(1) - 1, logits.size(1))).to_vector();
+      ids.push_back(static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin()));
+    }
+    EXPECT_EQ(ids, expected) << p;
   }
 }
 

@@ -70,7 +70,8 @@ Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, cons
                                  {"n_positions", c.max_len}, {"n_embd", c.d_model}, {"n_head", c.heads}, {"n_inner", c.d_ff},
                                  {"n_layer", c.layers}, {"activation_function", activation_name(c.activation)},
                                  {"layer_norm_epsilon", decimal(c.norm_eps)}, {"resid_pdrop", decimal(c.dropout)}, {"embd_pdrop", decimal(c.dropout)},
-                                 {"attn_pdrop", decimal(c.dropout)}, {"tie_word_embeddings", true}};
+                                 {"attn_pdrop", decimal(c.dropout)}, {"tie_word_embeddings", true},
+                                 {"scale_attn_by_inverse_layer_idx", c.scores_by_layer}};
   e.tensors = to_hf(params, gpt2_rules(c, "transformer."), origin);
   return e;
 }
