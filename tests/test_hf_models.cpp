@@ -205,6 +205,7 @@ TEST(HfModels, MarianLengthLimitFollowsTransformersGenerationSettings) {
     return models::TransformerConfig::from_json(io::checkpoint_info(copy.convert(), "x").config_json, "x").max_length;
   };
   Copy copy("marian_multi_target_tiny");  // config.json: max_length 512; generation_config.json: 40
+  const nlohmann::json config = copy.config;
   EXPECT_EQ(max_length(copy), 40);
   const nlohmann::json generation = nlohmann::json::parse(testing::read_file(copy.dir + "/generation_config.json"));
   nlohmann::json changed = generation;
@@ -214,6 +215,13 @@ TEST(HfModels, MarianLengthLimitFollowsTransformersGenerationSettings) {
   changed["_from_model_config"] = true;  // generate()'s legacy rule: config.json's own generation parameters win
   testing::write_file(copy.dir + "/generation_config.json", changed.dump());
   EXPECT_EQ(max_length(copy), 512);
+  for (const char* key : {"max_length", "bad_words_ids", "num_beams", "forced_eos_token_id"}) copy.config.erase(key);
+  EXPECT_EQ(max_length(copy), 20);  // config.json's: MarianConfig's forced_eos_token_id 0 counts as set
+  copy.config["forced_eos_token_id"] = nullptr;
+  changed["max_length"] = 30;  // PretrainedConfig's defaults all round: generation_config.json's
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 30);
+  copy.config = config;
   changed = generation;
   changed["max_new_tokens"] = 7;  // takes precedence over max_length
   testing::write_file(copy.dir + "/generation_config.json", changed.dump());

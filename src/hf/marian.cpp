@@ -20,9 +20,12 @@ struct Generation {
   std::string file;
 };
 
-// Whether config.json sets a generation parameter to other than PretrainedConfig's default
-// (its _has_non_default_generation_parameters).
-bool sets_generation_parameters(const nlohmann::json& config) {
+// Whether the configuration sets a generation parameter to other than PretrainedConfig's
+// default (its _has_non_default_generation_parameters). MarianConfig's own default
+// forced_eos_token_id is 0, not PretrainedConfig's None: where config.json does not set it
+// (to null), it counts as set.
+bool sets_generation_parameters(nlohmann::json config) {
+  if (!config.contains("forced_eos_token_id")) config["forced_eos_token_id"] = 0;
   static const nlohmann::json defaults = {
       {"max_length", 20},        {"min_length", 0},          {"do_sample", false},
       {"early_stopping", false}, {"num_beams", 1},           {"num_beam_groups", 1},
