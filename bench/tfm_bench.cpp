@@ -110,9 +110,17 @@ void bench_train(const TrainOptions& o) {
             << std::endl;
 }
 
+// tfm's length rule made explicit (a 1.5, b 10 unless given), so that PyTorch's twin
+// (bench/torch_translate.py, which reads them from --job-out) applies the same one.
+tfm::decode::SearchOptions explicit_lengths() {
+  tfm::decode::SearchOptions s;
+  s.max_len_a = 1.5f, s.max_len_b = 10;
+  return s;
+}
+
 struct TranslateOptions {
   std::string model, input, job_out;
-  tfm::decode::SearchOptions search;
+  tfm::decode::SearchOptions search = explicit_lengths();
   int64_t batch = 32, limit = 0;
   int workers = 1;
   tfm::ops::Precision precision = tfm::ops::Precision::f32;
@@ -160,7 +168,7 @@ void bench_translate(const TranslateOptions& o) {
   s.bos = tm.model->config().bos_id, s.eos = tm.model->config().eos_id;
   if (!o.job_out.empty())
     write_json(o.job_out, {{"sources", sources}, {"bos", s.bos}, {"eos", s.eos}, {"length_penalty", s.length_penalty},
-                           {"max_len_a", s.max_len_a}, {"max_len_b", s.max_len_b}});
+                           {"max_len_a", *s.max_len_a}, {"max_len_b", *s.max_len_b}});
   std::vector<std::vector<int>> outputs(sources.size());
   std::vector<double> batch_s;
   const auto start = Clock::now();
@@ -238,8 +246,8 @@ int main(int argc, char** argv) {
   translate->add_option("--batch", tr.batch)->capture_default_str();
   translate->add_option("--workers", tr.workers, "Batches searched at once (tfm::Translator; 1: batch by batch on the calling thread, timed)")
       ->capture_default_str();
-  translate->add_option("--max-len-a", tr.search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str();
-  translate->add_option("--max-len-b", tr.search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str();
+  translate->add_option("--max-len-a", tr.search.max_len_a, "Maximum output length: a * source length + b (a 1.5)");
+  translate->add_option("--max-len-b", tr.search.max_len_b, "Maximum output length: a * source length + b (b 10)");
   translate->add_option("--limit", tr.limit, "Only the first N sentences (0: all)")->capture_default_str();
   translate->add_option("--job-out", tr.job_out, "Write the source ids and search options here as JSON");
   translate->callback([&] {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README stays true: every `build/tfm` command line of README.md's shell blocks
 # runs, verbatim except for the size substitutions listed below, in a fresh directory
-# laid out like a checkout (build/ and ../shared/ are links to the real ones). Commands
+# laid out like a checkout (build/, tests/ and ../shared/ are links to the real ones). Commands
 # that make a model run first (vocabularies, then the trainers), in README order, then
 # every other one in README order, so that each finds the model it reads.
 #
@@ -19,6 +19,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/checkout"
 ln -s "$build" "$work/checkout/build"
 ln -s "$root/scripts" "$work/checkout/scripts"
+ln -s "$root/tests" "$work/checkout/tests"  # tests/fixtures/hf: the repository's own Hugging Face models
 ln -s "$shared" "$work/shared"
 cd "$work/checkout"
 

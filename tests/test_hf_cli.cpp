@@ -26,6 +26,12 @@ nlohmann::json reference(const std::string& fixture) {
   return nlohmann::json::parse(in);
 }
 
+// The reference of a fixture of tests/fixtures/hf (tests/reference/make_hf_fixtures.py).
+nlohmann::json ours(const std::string& fixture) {
+  std::ifstream in(testing::fixture_path("hf/" + fixture + "/reference.json"));
+  return nlohmann::json::parse(in);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -33,15 +39,15 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-TEST(HfCli, TranslateGreedyAndBeamGiveTransformersTexts) {
-  const std::string dir = testing::hf_fixture_path("marian_opus_mt_tiny_de_en");
-  const nlohmann::json cases = reference("marian_opus_mt_tiny_de_en")["cases"];
+// `tfm translate --model DIR` (with `flags`) on each case's source gives transformers'
+// greedy and beam-4 texts.
+void expect_translations(const std::string& dir, const nlohmann::json& cases, const std::string& flags = "") {
   testing::TempDir tmp;
   std::string sources;
   for (const auto& c : cases) sources += c["source_text"].get<std::string>() + "\n";
-  testing::write_file(tmp.path("de.txt"), sources);
+  testing::write_file(tmp.path("src.txt"), sources);
   for (const std::string beam : {"1", "4"}) {
-    const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("de.txt") + " --beam " + beam + " 2>&1");
+    const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("src.txt") + " --beam " + beam + flags + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
     const std::vector<std::string> got = lines_of(r.output);
     ASSERT_EQ(got.size(), cases.size()) << r.output;
@@ -49,10 +55,35 @@ TEST(HfCli, TranslateGreedyAndBeamGiveTransformersTexts) {
   }
 }
 
-TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) {
-  const std::string dir = testing::hf_fixture_path("gpt2_tiny");
+TEST(HfCli, TranslateGreedyAndBeamGiveTransformersTexts) {
+  expect_translations(testing::hf_fixture_path("marian_opus_mt_tiny_de_en"), reference("marian_opus_mt_tiny_de_en")["cases"]);
+}
+
+// Sources starting with language labels (>>fr<<, >>cmn_Hans<<, >>fra<<Two ...); one the
+// vocabulary lacks is refused by name, not translated into a language of the model's choosing.
+TEST(HfCli, TranslateWithLanguageLabels) {
+  const std::string dir = testing::fixture_path("hf/marian_multi_target_tiny");
+  expect_translations(dir, ours("marian_multi_target_tiny")["cases"]);
   testing::TempDir tmp;
-  const nlohmann::json cases = reference("gpt2_tiny")["cases"];
+  testing::write_file(tmp.path("src.txt"), ">>fr<< A dog.\n>>de<< A dog.\n");
+  const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("src.txt") + " 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("'>>de<<' is not a language label of this model; its labels: >>fr<<, >>es<<, >>it<<, >>pt_BR<<, >>cmn_Hans<<, "
+                          ">>fra<<, >>por<< (7 in all)"),
+            std::string::npos)
+      << r.output;
+}
+
+// Separate vocabularies; the outputs run to generation_config.json's max_new_tokens (30),
+// beyond tfm's own 1.5 n + 10, as transformers' do.
+TEST(HfCli, TranslateWithSeparateVocabularies) {
+  expect_translations(testing::fixture_path("hf/marian_separate_vocabs_tiny"), ours("marian_separate_vocabs_tiny")["cases"]);
+}
+
+// `tfm generate --model DIR --temperature 0` continues each case's prompt as transformers'
+// greedy search did (20 tokens).
+void expect_generations(const std::string& dir, const nlohmann::json& cases) {
+  testing::TempDir tmp;
   ASSERT_EQ(cases.size(), 2u);
   for (const auto& c : cases) {
     const std::string prompt = c["prompt"].get<std::string>();
@@ -62,6 +93,14 @@ TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) {
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_EQ(r.output, prompt + c["greedy_new_text"].get<std::string>() + "\n");
   }
+}
+
+TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) { expect_generations(testing::hf_fixture_path("gpt2_tiny"), reference("gpt2_tiny")["cases"]); }
+
+// scale_attn_by_inverse_layer_idx and reorder_and_upcast_attn (stanford-crfm's GPT-2s), with
+// the decoder's caches.
+TEST(HfCli, GenerateWithScoresScaledByLayer) {
+  expect_generations(testing::fixture_path("hf/gpt2_layer_scaled_tiny"), ours("gpt2_layer_scaled_tiny")["cases"]);
 }
 
 TEST(HfCli, EmbedGivesTheClsHiddenState) {
@@ -169,8 +208,10 @@ int expect_same_tensors(const io::NamedTensors& a, const io::NamedTensors& b, co
 // the same model.
 TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   testing::TempDir tmp;
-  for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
-    const std::string dir = testing::hf_fixture_path(fixture), out = tmp.path(fixture);
+  for (const std::string fixture :
+       {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny", "gpt2_layer_scaled_tiny"}) {
+    const bool ours = fixture == "marian_separate_vocabs_tiny" || fixture == "gpt2_layer_scaled_tiny";
+    const std::string dir = ours ? testing::fixture_path("hf/" + fixture) : testing::hf_fixture_path(fixture), out = tmp.path(fixture);
     const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
     const io::NamedTensors original = io::read_safetensors(dir + "/model.safetensors").tensors;
@@ -187,6 +228,12 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
     return out.substr(out.find("config:"), out.find('\n', out.find("config:")) - out.find("config:"));
   };
   EXPECT_EQ(config_line(tmp.path("gpt2_tiny")), config_line(testing::hf_fixture_path("gpt2_tiny")));
+  EXPECT_EQ(config_line(tmp.path("gpt2_layer_scaled_tiny")), config_line(testing::fixture_path("hf/gpt2_layer_scaled_tiny")));
+  // Separate vocabularies stay separate: each side's ids, as MarianTokenizer reads them.
+  const std::string separate = tmp.path("marian_separate_vocabs_tiny");
+  EXPECT_EQ(testing::read_file(separate + "/target_vocab.json"), testing::read_file(testing::fixture_path("hf/marian_separate_vocabs_tiny/target_vocab.json")));
+  EXPECT_NE(testing::read_file(separate + "/tokenizer_config.json").find("\"separate_vocabs\": true"), std::string::npos);
+  EXPECT_EQ(config_line(separate), config_line(testing::fixture_path("hf/marian_separate_vocabs_tiny")));
 }
 
 // A language model trained by tfm (characters) goes out and comes back the same: the

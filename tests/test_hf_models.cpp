@@ -3,9 +3,11 @@
 // hidden states and logits within 1e-4 of the largest reference magnitude.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "decode/beam_search.h"
@@ -36,12 +38,17 @@ constexpr double kTol = 1e-4;
     EXPECT_NE(message_.find(text), std::string::npos) << message_;                 \
   } while (0)
 
+// A fixture of ../shared/fixtures/hf, or ours (tests/fixtures/hf, made by
+// tests/reference/make_hf_fixtures.py).
+std::string shared(const std::string& name) { return testing::hf_fixture_path(name); }
+std::string ours(const std::string& name) { return testing::fixture_path("hf/" + name); }
+
 struct Fixture {
   hf::Directory dir;
   io::SafeTensors weights;    // under tfm's names
   io::SafeTensors reference;  // reference.safetensors
-  explicit Fixture(const std::string& name)
-      : dir(hf::open(testing::hf_fixture_path(name))),
+  explicit Fixture(const std::string& path)
+      : dir(hf::open(path)),
         weights(hf::convert(dir)),
         reference(io::read_safetensors(dir.file("reference.safetensors"))) {}
   const Tensor& ref(const std::string& name) const {
@@ -63,32 +70,201 @@ struct Fixture {
   }
 };
 
-TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) {
-  Fixture f("marian_opus_mt_tiny_de_en");
+// Each sentence's encoder output and teacher-forced logits (s0, s1, ... of reference.safetensors).
+void expect_marian_outputs(const Fixture& f, int sentences) {
   models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
   f.load(model);
   const int pad = model.config().pad_id;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < sentences; ++i) {
     const std::string s = "s" + std::to_string(i);
-    const models::Tokens src = f.tokens(s + ".input_ids"), tgt = f.tokens(s + ".decoder_input_ids");
+    const models::Tokens src = f.tokens(s + ".input_ids");
+    // Marian's decoder starts from the pad id: the labels shifted right (no padding to mask).
+    const std::vector<int> labels = ops::to(f.ref(s + ".labels"), DType::i32).values<int>();
+    std::vector<int> shifted = {pad};
+    shifted.insert(shifted.end(), labels.begin(), labels.end() - 1);
+    const models::Tokens tgt(shifted, 1, static_cast<int64_t>(shifted.size()));
     const ops::AttentionMask src_mask = models::padding_mask(src, pad, Device::CPU);
     const Tensor memory = model.encode(src, src_mask);
     EXPECT_TENSOR_NEAR(s + ".encoder_last_hidden_state", memory, f.ref(s + ".encoder_last_hidden_state"), kTol);
-    ops::AttentionMask causal;  // no padding: Marian's decoder starts from the pad id
+    ops::AttentionMask causal;
     causal.causal = true;
     const Tensor hidden = model.decode(memory, src_mask, tgt, causal);
     EXPECT_TENSOR_NEAR(s + ".logits", model.generator->logits(hidden), f.ref(s + ".logits"), kTol);
   }
 }
 
+TEST(HfModels, MarianEncoderOutputAndTeacherForcedLogits) { expect_marian_outputs(Fixture(shared("marian_opus_mt_tiny_de_en")), 5); }
+
+// Language labels (>>fr<<, >>cmn_Hans<<, >>fra<<) as the source's first token.
+TEST(HfModels, MarianMultiTargetEncoderOutputAndLogits) { expect_marian_outputs(Fixture(ours("marian_multi_target_tiny")), 7); }
+
+// Separate vocabularies: the encoder's embedding and the decoder's apart, the head tied to
+// the decoder's.
+TEST(HfModels, MarianSeparateVocabsEncoderOutputAndLogits) {
+  const Fixture f(ours("marian_separate_vocabs_tiny"));
+  const models::TransformerConfig c = models::TransformerConfig::from_json(f.config(), "converted");
+  EXPECT_FALSE(c.share_embeddings);
+  EXPECT_TRUE(c.tie_generator);
+  expect_marian_outputs(f, 4);
+}
+
+// A copy of one of our fixtures whose config.json and weights the test may change.
+struct Copy {
+  testing::TempDir tmp;
+  std::string dir = tmp.path("copy");
+  nlohmann::json config;
+  io::NamedTensors weights;
+  explicit Copy(const std::string& fixture) {
+    std::filesystem::copy(ours(fixture), dir);
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+      std::filesystem::permissions(f.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+    config = nlohmann::json::parse(testing::read_file(dir + "/config.json"));
+    weights = io::read_safetensors(dir + "/model.safetensors").tensors;
+  }
+  // Writes the changed files and converts the directory.
+  io::SafeTensors convert() const {
+    testing::write_file(dir + "/config.json", config.dump());
+    io::write_safetensors(dir + "/model.safetensors", weights, {});
+    return hf::convert(hf::open(dir));
+  }
+};
+
+const Tensor& named(const io::SafeTensors& file, const std::string& name) {
+  const Tensor* t = file.find(name);
+  if (!t) throw Error("no tensor '" + name + "'");
+  return *t;
+}
+
+// tie_word_embeddings false: the head is lm_head.weight, apart from the decoder's embedding.
+TEST(HfModels, MarianSeparateVocabsWithAnUntiedHead) {
+  Copy copy("marian_separate_vocabs_tiny");
+  copy.config["tie_word_embeddings"] = false;
+  Tensor head = ops::scale(named(io::SafeTensors{{}, copy.weights}, "model.decoder.embed_tokens.weight"), 2.0f);
+  copy.weights.emplace_back("lm_head.weight", head);
+  const io::SafeTensors converted = copy.convert();
+  EXPECT_EQ(named(converted, "generator.weight").to_vector(), head.to_vector());
+  EXPECT_EQ(named(converted, "tgt_embed.weight").to_vector(), ops::scale(head, 0.5f).to_vector());
+  EXPECT_FALSE(models::TransformerConfig::from_json(io::checkpoint_info(converted, "x").config_json, "x").tie_generator);
+}
+
+TEST(HfModels, MarianEmbeddingSettingsTransformersCannotLoadAreRefused) {
+  Copy separate("marian_separate_vocabs_tiny");
+  separate.config["decoder_vocab_size"] = 90;
+  EXPECT_THROW_MESSAGE(separate.convert(), "config.json: decoder_vocab_size 90 differs from vocab_size 102 (transformers' MarianModel gives the "
+                                           "decoder a copy of the vocab_size embedding)");
+  Copy shared_embeddings("marian_multi_target_tiny");
+  shared_embeddings.config["tie_word_embeddings"] = false;
+  EXPECT_THROW_MESSAGE(shared_embeddings.convert(), "config.json: tie_word_embeddings false is not supported (tfm computes tie_word_embeddings true)");
+}
+
+// `fixture` with its weights renamed (`renames`: stored name -> new name), written to a
+// temporary directory beside copies of its other files, converted.
+io::SafeTensors converted_with_renames(const std::string& fixture, const std::map<std::string, std::string>& renames) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("renamed");
+  std::filesystem::create_directories(dir);
+  for (const auto& f : std::filesystem::directory_iterator(fixture))
+    if (f.path().filename() != "model.safetensors") std::filesystem::copy_file(f.path(), dir + "/" + f.path().filename().string());
+  io::NamedTensors weights = io::read_safetensors(fixture + "/model.safetensors").tensors;
+  for (auto& [name, t] : weights)
+    if (renames.count(name)) name = renames.at(name);
+  io::write_safetensors(dir + "/model.safetensors", weights, {});
+  return hf::convert(hf::open(dir));
+}
+
+// Every parameter converted from `renamed` is the one converted from the fixture as stored.
+void expect_same_parameters(const io::SafeTensors& renamed, const std::string& fixture, const std::string& what) {
+  const io::SafeTensors original = hf::convert(hf::open(fixture));
+  ASSERT_EQ(renamed.tensors.size(), original.tensors.size()) << what;
+  for (size_t i = 0; i < original.tensors.size(); ++i) {
+    EXPECT_EQ(renamed.tensors[i].first, original.tensors[i].first) << what;
+    EXPECT_EQ(renamed.tensors[i].second.to_vector(), original.tensors[i].second.to_vector()) << what << ": " << original.tensors[i].first;
+  }
+}
+
+// A tied tensor stored under any one of its names loads, as transformers loads it.
+TEST(HfModels, TiedWeightsLoadUnderAnyOfTheirNames) {
+  for (const char* alias : {"lm_head.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"})
+    expect_same_parameters(converted_with_renames(shared("marian_opus_mt_tiny_de_en"), {{"model.shared.weight", alias}}),
+                           shared("marian_opus_mt_tiny_de_en"), alias);
+  expect_same_parameters(converted_with_renames(ours("marian_separate_vocabs_tiny"), {{"model.decoder.embed_tokens.weight", "lm_head.weight"}}),
+                         ours("marian_separate_vocabs_tiny"), "separate vocabularies' lm_head.weight");
+  expect_same_parameters(converted_with_renames(shared("gpt2_tiny"), {{"transformer.wte.weight", "lm_head.weight"}}), shared("gpt2_tiny"),
+                         "gpt2's lm_head.weight");
+  expect_same_parameters(converted_with_renames(shared("bert_tiny_uncased"), {{"bert.embeddings.word_embeddings.weight", "cls.predictions.decoder.weight"},
+                                                                             {"cls.predictions.bias", "cls.predictions.decoder.bias"}}),
+                         shared("bert_tiny_uncased"), "bert's MLM decoder");
+  EXPECT_THROW_MESSAGE(converted_with_renames(shared("marian_opus_mt_tiny_de_en"), {{"model.shared.weight", "model.other.weight"}}),
+                       ": missing tensor 'model.shared.weight' (nor its tied copies 'model.encoder.embed_tokens.weight', "
+                       "'model.decoder.embed_tokens.weight', 'lm_head.weight'), which config.json's architecture needs");
+}
+
+// Which settings generate() starts from, as transformers 4.39 chooses them.
+TEST(HfModels, MarianLengthLimitFollowsTransformersGenerationSettings) {
+  const auto max_length = [](const Copy& copy) {
+    return models::TransformerConfig::from_json(io::checkpoint_info(copy.convert(), "x").config_json, "x").max_length;
+  };
+  Copy copy("marian_multi_target_tiny");  // config.json: max_length 512; generation_config.json: 40
+  const nlohmann::json config = copy.config;
+  EXPECT_EQ(max_length(copy), 40);
+  const nlohmann::json generation = nlohmann::json::parse(testing::read_file(copy.dir + "/generation_config.json"));
+  nlohmann::json changed = generation;
+  changed.erase("max_length");  // a key the file lacks takes GenerationConfig's default, not config.json's
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 20);
+  changed["_from_model_config"] = true;  // generate()'s legacy rule: config.json's own generation parameters win
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 512);
+  for (const char* key : {"max_length", "bad_words_ids", "num_beams", "forced_eos_token_id"}) copy.config.erase(key);
+  EXPECT_EQ(max_length(copy), 20);  // config.json's: MarianConfig's forced_eos_token_id 0 counts as set
+  copy.config["forced_eos_token_id"] = nullptr;
+  changed["max_length"] = 30;  // PretrainedConfig's defaults all round: generation_config.json's
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 30);
+  copy.config = config;
+  changed = generation;
+  changed["max_new_tokens"] = 7;  // takes precedence over max_length
+  testing::write_file(copy.dir + "/generation_config.json", changed.dump());
+  EXPECT_EQ(max_length(copy), 8);
+  std::filesystem::remove(copy.dir + "/generation_config.json");  // GenerationConfig.from_model_config
+  EXPECT_EQ(max_length(copy), 512);
+  copy.config.erase("max_length");
+  EXPECT_EQ(max_length(copy), 20);
+  copy.config["max_new_tokens"] = -1;
+  EXPECT_THROW_MESSAGE(copy.convert(), "config.json: max_new_tokens -1 is not a number of tokens");
+}
+
+// bert-base-uncased's model.safetensors keeps TensorFlow's LayerNorm.gamma and
+// LayerNorm.beta; transformers renames them weight and bias as it loads them.
+TEST(HfModels, BertLayerNormGammaAndBetaAreWeightAndBias) {
+  const std::string bert = shared("bert_tiny_uncased");
+  std::map<std::string, std::string> renames;
+  for (const auto& [name, t] : io::read_safetensors(bert + "/model.safetensors").tensors) {
+    if (name.ends_with("LayerNorm.weight")) renames[name] = name.substr(0, name.size() - 6) + "gamma";
+    if (name.ends_with("LayerNorm.bias")) renames[name] = name.substr(0, name.size() - 4) + "beta";
+  }
+  ASSERT_EQ(renames.size(), 12u);  // the embeddings', 2 per layer, the MLM head's: weight and bias each
+  expect_same_parameters(converted_with_renames(bert, renames), bert, "gamma and beta");
+  // A renamed tensor replaces one stored under its new name, as transformers' state dict does.
+  io::NamedTensors weights = io::read_safetensors(bert + "/model.safetensors").tensors;
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("both");
+  std::filesystem::copy(bert, dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+  std::filesystem::permissions(dir + "/model.safetensors", std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  weights.emplace_back("bert.embeddings.LayerNorm.gamma", Tensor::full({32}, 3.0f));
+  io::write_safetensors(dir + "/model.safetensors", weights, {});
+  EXPECT_EQ(named(hf::convert(hf::open(dir)), "embed_norm.weight").to_vector(), std::vector<float>(32, 3.0f));
+}
+
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
-  Fixture f("marian_opus_mt_tiny_de_en");
+  Fixture f(shared("marian_opus_mt_tiny_de_en"));
   const Tensor table = ops::sinusoids(64, 32, /*split=*/true);
   EXPECT_TENSOR_NEAR("encoder.embed_positions", table, f.ref("encoder.embed_positions"), 1e-6);
 }
 
 TEST(HfModels, Gpt2LogitsAndHiddenStates) {
-  Fixture f("gpt2_tiny");
+  Fixture f(shared("gpt2_tiny"));
   models::GPT model(models::StackConfig::from_json(f.config(), "converted", "gpt"));
   f.load(model);
   for (const std::string p : {"p0", "p1"}) {
@@ -102,8 +278,30 @@ TEST(HfModels, Gpt2LogitsAndHiddenStates) {
   }
 }
 
+// scale_attn_by_inverse_layer_idx (layer i's scores divided by i + 1 too) and
+// reorder_and_upcast_attn: logits within 1e-4, and greedy search, recomputed over the whole
+// sequence at each step, gives transformers' ids.
+TEST(HfModels, Gpt2WithScoresScaledByLayer) {
+  Fixture f(ours("gpt2_layer_scaled_tiny"));
+  const models::StackConfig c = models::StackConfig::from_json(f.config(), "converted", "gpt");
+  EXPECT_TRUE(c.scores_by_layer);
+  models::GPT model(c);
+  f.load(model);
+  for (const std::string p : {"p0", "p1"}) {
+    EXPECT_TENSOR_NEAR(p + ".logits", model.forward(f.tokens(p + ".input_ids")), f.ref(p + ".logits"), kTol);
+    std::vector<int> ids = ops::to(f.ref(p + ".input_ids"), DType::i32).values<int>();
+    const std::vector<int> expected = ops::to(f.ref(p + ".greedy_ids"), DType::i32).values<int>();
+    while (ids.size() < expected.size()) {
+      const Tensor logits = model.forward(models::Tokens(ids, 1, static_cast<int64_t>(ids.size())));
+      const std::vector<float> last = ops::contiguous(ops::slice(logits, 1, logits.size(1) - 1, logits.size(1))).to_vector();
+      ids.push_back(static_cast<int>(std::max_element(last.begin(), last.end()) - last.begin()));
+    }
+    EXPECT_EQ(ids, expected) << p;
+  }
+}
+
 TEST(HfModels, BertHiddenStatesPoolerMlmAndNsp) {
-  Fixture f("bert_tiny_uncased");
+  Fixture f(shared("bert_tiny_uncased"));
   models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
   f.load(model);
   for (int i = 0; i < 3; ++i) {
@@ -120,7 +318,7 @@ TEST(HfModels, BertHiddenStatesPoolerMlmAndNsp) {
 }
 
 TEST(HfModels, BertPaddedBatchMatchesWhereTheMaskIsOne) {
-  Fixture f("bert_tiny_uncased");
+  Fixture f(shared("bert_tiny_uncased"));
   models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
   f.load(model);
   const Tensor hidden = model.encode(f.tokens("batch.input_ids"));  // [3, 33, 32]
@@ -140,7 +338,7 @@ TEST(HfModels, BertPaddedBatchMatchesWhereTheMaskIsOne) {
 }
 
 TEST(HfModels, VitEmbeddingsAndLogitsFromPixelValues) {
-  Fixture f("vit_tiny");
+  Fixture f(shared("vit_tiny"));
   models::ViT model(models::StackConfig::from_json(f.config(), "converted", "vit"));
   f.load(model);
   nn::TraceRecorder trace;
@@ -176,26 +374,53 @@ std::vector<int> generated(const Tensor& ids, int64_t row, int eos) {
   return out;
 }
 
-TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
-  Fixture f("marian_opus_mt_tiny_de_en");
+// Greedy and beam-4 search of each sentence (and of the padded batch, where the fixture
+// has one) give transformers' ids and beam scores, within its own length limit.
+void expect_marian_generations(const Fixture& f, int sentences, bool batch) {
   models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
   f.load(model);
   const models::TransformerConfig& c = model.config();
-  decode::SearchOptions o;
+  decode::SearchOptions o;  // max_len_a and max_len_b unset: the model's own limit, as transformers applies it
   o.bos = c.bos_id, o.eos = c.eos_id;
-  o.max_len_a = 0, o.max_len_b = 1000;  // generation_config's max_length (24) decides
   for (int64_t beam : {1, 4}) {
     o.beam = beam;
     const std::string which = beam == 1 ? ".greedy_ids" : ".beam4_ids";
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < sentences; ++i) {
       const std::string s = "s" + std::to_string(i);
       const decode::Hypothesis h = decode::beam_search(model, f.tokens(s + ".input_ids"), o)[0][0];
       EXPECT_EQ(h.tokens, generated(f.ref(s + which), 0, c.eos_id)) << s << which;
       if (beam == 4) EXPECT_NEAR(h.score, f.ref(s + ".beam4_sequences_scores").values<float>()[0], 1e-4) << s;
     }
-    const auto batch = decode::beam_search(model, f.tokens("batch.input_ids"), o);  // right-padded with the pad id
-    for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(batch[r][0].tokens, generated(f.ref("batch" + which), r, c.eos_id)) << "batch row " << r << which;
+    if (!batch) continue;
+    const auto rows = decode::beam_search(model, f.tokens("batch.input_ids"), o);  // right-padded with the pad id
+    for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(rows[r][0].tokens, generated(f.ref("batch" + which), r, c.eos_id)) << "batch row " << r << which;
   }
+}
+
+TEST(HfModels, MarianGreedyAndBeamSearchAsTransformersGenerates) {
+  expect_marian_generations(Fixture(shared("marian_opus_mt_tiny_de_en")), 5, true);
+}
+
+// Sentence 2 (11 source ids) runs to max_length 40, beyond tfm's own 1.5 n + 10.
+TEST(HfModels, MarianMultiTargetGreedyAndBeamSearch) { expect_marian_generations(Fixture(ours("marian_multi_target_tiny")), 7, false); }
+
+// generation_config.json's max_new_tokens (30) takes precedence over its max_length (512).
+TEST(HfModels, MarianSeparateVocabsGreedyAndBeamSearch) { expect_marian_generations(Fixture(ours("marian_separate_vocabs_tiny")), 4, false); }
+
+// max_len_a or max_len_b given: tfm's rule a * n + b caps a Hugging Face model's output too.
+TEST(HfModels, GivenMaximumLengthsStillApply) {
+  const Fixture f(ours("marian_multi_target_tiny"));
+  models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
+  f.load(model);
+  decode::SearchOptions o;
+  o.bos = model.config().bos_id, o.eos = model.config().eos_id, o.beam = 1;
+  // The last of the limit's tokens is the end symbol, forced (forced_eos_token_id).
+  o.max_len_b = 5;  // a: 1.5, as where neither is given to a tfm model
+  EXPECT_EQ(decode::beam_search(model, f.tokens("s2.input_ids"), o)[0][0].tokens.size(), 20u);  // 1.5 * 11 + 5 = 21
+  o.max_len_a = 0.0f;
+  EXPECT_EQ(decode::beam_search(model, f.tokens("s2.input_ids"), o)[0][0].tokens.size(), 4u);
+  o.max_len_a.reset(), o.max_len_b.reset();  // transformers' max_length (40) alone
+  EXPECT_EQ(decode::beam_search(model, f.tokens("s2.input_ids"), o)[0][0].tokens.size(), 38u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "data/byte_bpe.h"
 #include "data/unicode.h"
@@ -358,6 +359,86 @@ TEST(HfTokenizerMarianFiles, VocabJsonNeedsMariansSpecialTokens) {
   write_file(dir.path("vocab.json"), R"({"</s>": 0, "<unk>": 1, "<pad>": 3})");
   EXPECT_EQ(error_of([&] { Vocab::load_mapped(spm, dir.path("vocab.json")); }),
             dir.path("vocab.json") + ": the id of \"<pad>\" is 3; ids must be 0 to 2, each once");
+}
+
+// ---- Marian's language labels (tests/fixtures/hf/marian_multi_target_tiny, made by
+// tests/reference/make_hf_fixtures.py: a vocab.json with >>fr<<, >>cmn_Hans<<, >>fra<<, ...) ----
+
+class HfTokenizerMarianLabels : public ::testing::Test {
+ protected:
+  static std::string file(const std::string& name) { return tfm::testing::fixture_path("hf/marian_multi_target_tiny/" + name); }
+  Vocab source = Vocab::load_mapped(file("source.spm"), file("vocab.json")), target = Vocab::load_mapped(file("target.spm"), file("vocab.json"));
+  json cases = json::parse(std::ifstream(file("reference.json")))["cases"];
+};
+
+// A label starting the text is one token; one elsewhere is cut out, with all between it
+// and the line's last "<<" (the same on the target side), as MarianTokenizer does.
+TEST_F(HfTokenizerMarianLabels, IdsAreTransformers) {
+  ASSERT_EQ(cases.size(), 7u);
+  for (const json& c : cases) {
+    std::vector<int> source_ids = source.encode(c["source_text"]), target_ids = target.encode(c["target_text"]);
+    source_ids.push_back(source.specials().eos);
+    target_ids.push_back(target.specials().eos);
+    EXPECT_EQ(source_ids, ints(c["input_ids"])) << c["source_text"];
+    EXPECT_EQ(target_ids, ints(c["labels"])) << c["target_text"];
+  }
+  EXPECT_EQ(source.piece(source.encode(">>cmn_Hans<< Two dogs.")[0]), ">>cmn_Hans<<");
+}
+
+TEST_F(HfTokenizerMarianLabels, DecodedGenerationsAreTransformersTexts) {
+  for (const json& c : cases)
+    for (const char* kind : {"greedy", "beam4"}) {
+      std::vector<int> ids = ints(c[std::string(kind) + "_ids"]);
+      ids.erase(ids.begin());  // the decoder's start, <pad>
+      EXPECT_EQ(target.decode(ids), c[std::string(kind) + "_text"].get<std::string>()) << kind;
+    }
+}
+
+// MarianTokenizer would read these as <unk> and translate into a language of the model's choosing.
+TEST_F(HfTokenizerMarianLabels, ALabelTheVocabularyLacksIsRefusedByName) {
+  const std::string labels = ">>fr<<, >>es<<, >>it<<, >>pt_BR<<, >>cmn_Hans<<, >>fra<<, >>por<< (7 in all)";
+  EXPECT_EQ(error_of([&] { source.encode(">>xx<< A dog."); }), "'>>xx<<' is not a language label of this model; its labels: " + labels);
+  EXPECT_EQ(error_of([&] { source.encode(">>fr<< A dog <<"); }),  // the pattern is greedy: the match is the label
+            "'>>fr<< A dog <<' is not a language label of this model; its labels: " + labels);
+  const Vocab single = Vocab::load_mapped(hf_fixture_path("marian_opus_mt_tiny_de_en/source.spm"), hf_fixture_path("marian_opus_mt_tiny_de_en/vocab.json"));
+  EXPECT_EQ(error_of([&] { single.encode(">>en<< Ein Hund."); }),
+            "'>>en<<' is not a language label of this model, which has none (it translates into one language): remove it from the text");
+}
+
+// separate_vocabs: the source's ids from vocab.json (its labels too), the target's from
+// target_vocab.json (tests/fixtures/hf/marian_separate_vocabs_tiny).
+TEST(HfTokenizerMarianSeparate, EachSideHasItsOwnIds) {
+  const auto file = [](const std::string& name) { return tfm::testing::fixture_path("hf/marian_separate_vocabs_tiny/" + name); };
+  const Vocab source = Vocab::load_mapped(file("source.spm"), file("vocab.json")), target = Vocab::load_mapped(file("target.spm"), file("target_vocab.json"));
+  const json cases = json::parse(std::ifstream(file("reference.json")))["cases"];
+  ASSERT_EQ(cases.size(), 4u);
+  for (const json& c : cases) {
+    std::vector<int> source_ids = source.encode(c["source_text"]), target_ids = target.encode(c["target_text"]);
+    source_ids.push_back(source.specials().eos);
+    target_ids.push_back(target.specials().eos);
+    EXPECT_EQ(source_ids, ints(c["input_ids"])) << c["source_text"];
+    EXPECT_EQ(target_ids, ints(c["labels"])) << c["target_text"];
+    for (const char* kind : {"greedy", "beam4"}) {
+      std::vector<int> ids = ints(c[std::string(kind) + "_ids"]);
+      ids.erase(ids.begin());
+      EXPECT_EQ(target.decode(ids), c[std::string(kind) + "_text"].get<std::string>()) << kind;
+    }
+  }
+  EXPECT_NE(source.piece(50), target.piece(50));
+}
+
+// Python's re.compile(">>.+<<"): match() for the label, sub("", text) for the rest.
+TEST(HfTokenizerMarianLabelSplit, IsPythonsRegex) {
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {">>fr<<x", ">>fr<<", "x"},        {"a >>fr<< b >>es<< c", "", "a  c"}, {">>a<<\n>>b<< x", ">>a<<", "\n x"},
+      {">><< x", "", ">><< x"},          {">>><< x", ">>><<", " x"},         {">>fr<< dogs <<", ">>fr<< dogs <<", ""},
+      {">>>fr<<<", ">>>fr<<<", ""},      {"x>>fr<<", "", "x"},                {">>fr<<\n<<", ">>fr<<", "\n<<"},
+      {">>\u00E9<< \u00FC", ">>\u00E9<<", " \u00FC"}, {"", "", ""},          {">>", "", ">>"}};
+  for (const auto& [text, label, rest] : cases) {
+    const LabelSplit split = split_language_label(text);
+    EXPECT_EQ(split.label, label) << text;
+    EXPECT_EQ(split.rest, rest) << text;
+  }
 }
 
 }  // namespace

@@ -202,7 +202,7 @@ TEST(BeamSearch, HypothesesScoreWhatTheModelGivesTheirTokensPerWord) {
   for (int64_t b = 0; b < src.rows(); ++b) {
     const std::vector<int> row(src.data() + b * src.cols(), src.data() + (b + 1) * src.cols());
     const models::Tokens one(row, 1, src.cols());
-    const int64_t max_len = std::count_if(row.begin(), row.end(), [&](int t) { return t != pad; }) + o.max_len_b;
+    const int64_t max_len = std::count_if(row.begin(), row.end(), [&](int t) { return t != pad; }) + *o.max_len_b;
     ASSERT_EQ(result[b].size(), 4u);
     for (const decode::Hypothesis& h : result[b]) {
       const bool ended = static_cast<int64_t>(h.tokens.size()) < max_len;  // else cut at the length limit, no end symbol

@@ -4,6 +4,7 @@
 // (decode::SearchOptions and decode::SamplingOptions extend them), so an option is
 // defined once, here, for the library, the command line and the bindings alike.
 #include <cstdint>
+#include <optional>
 
 namespace tfm {
 
@@ -16,8 +17,11 @@ struct TranslationOptions {
   // length counts the end symbol too, and a sentence is done once no open beam can beat
   // the K best ended. In both, an end counts only among the step's K best candidates.
   float length_penalty = 1.0f;
-  float max_len_a = 1.5f;         // at most a * source length + b target tokens
-  int64_t max_len_b = 10;
+  // At most a * source length + b target tokens (a 1.5, b 10 where unset). A Hugging Face
+  // model stops at its generation config's max_length too, and where neither is set, at
+  // that alone, as transformers does.
+  std::optional<float> max_len_a;
+  std::optional<int64_t> max_len_b;
   bool return_attention = false;  // fill Translation::attention
   bool operator==(const TranslationOptions&) const = default;
 };

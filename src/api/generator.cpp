@@ -23,8 +23,10 @@ namespace {
 
 // One request on the worker: its tokens become text, handed on piece by piece.
 // SentencePiece drops the leading space of a piece decoded alone: the whole text is
-// decoded each time, and what it adds is handed on once it extends what was (a
-// character may take several byte pieces).
+// decoded each time, and what it adds is handed on once it extends what was. A character
+// may take several byte pieces (GPT-2's), and decodes as U+FFFD until its last byte comes:
+// a U+FFFD that ends the text is held back until a later token or the end, or the
+// character it becomes could never be shown, nor anything after it.
 struct Request {
   const data::Tokenizer& tokenizer;
   std::vector<int> ids;
@@ -35,12 +37,23 @@ struct Request {
 
   void token(int id) {
     ids.push_back(id);
-    std::string text = tokenizer.decode(ids);
+    show(tokenizer.decode(ids), false);
+  }
+  void show(std::string text, bool last) {
+    static const std::string kReplacement = "\uFFFD";
+    while (!last && text.ends_with(kReplacement)) text.resize(text.size() - kReplacement.size());
     if (text.compare(0, shown.size(), shown) != 0) return;
-    if (on_text) on_text(text.substr(shown.size()));
+    if (on_text && (text.size() > shown.size() || !last)) on_text(text.substr(shown.size()));
     shown = std::move(text);
   }
   void done(std::exception_ptr error) {
+    if (!error) {
+      try {
+        show(tokenizer.decode(ids), true);  // what was held back
+      } catch (...) {  // the stream was dropped
+        error = std::current_exception();
+      }
+    }
     error ? promise.set_exception(error) : promise.set_value(shown.substr(start.size()));
     if (on_finish) on_finish();
   }

@@ -54,8 +54,9 @@ decode::SearchOptions search_options(const TranslationOptions& o, const models::
   TFM_CHECK(o.beam >= 1 && o.beam <= 64, "beam must be from 1 to 64, got " << o.beam);
   TFM_CHECK(o.nbest >= 1 && o.nbest <= o.beam, "nbest " << o.nbest << " must be between 1 and the beam, " << o.beam);
   TFM_CHECK(std::isfinite(o.length_penalty), "length_penalty must be a finite number, got " << o.length_penalty);
-  TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0,
-            "maximum lengths must be finite and not negative, got a " << o.max_len_a << ", b " << o.max_len_b);
+  const float a = o.max_len_a.value_or(0);
+  const int64_t b = o.max_len_b.value_or(0);
+  TFM_CHECK(std::isfinite(a) && a >= 0 && b >= 0, "maximum lengths must be finite and not negative, got a " << a << ", b " << b);
   return {o, model.bos_id, model.eos_id};
 }
 

@@ -81,8 +81,11 @@ void add_translate_command(CLI::App& app, int&) {
   cmd->add_flag("--greedy", o->greedy, "Greedy search (beam 1)");
   cmd->add_option("--nbest", o->search.nbest, "Hypotheses per sentence, written as 'line ||| text ||| score' (at most --beam)")->capture_default_str()->check(in_range<int64_t>(1, 64));
   cmd->add_option("--length-penalty", o->search.length_penalty, "Rank ended hypotheses by log-probability / length^penalty; tfm's models search as CTranslate2 (length: the words; done when --beam have ended), Hugging Face models as transformers (length: the words and the end; done when no open beam can beat the --beam best ended)")->capture_default_str()->check(finite_number<float>());
-  cmd->add_option("--max-len-a", o->search.max_len_a, "Maximum output length: a * source length + b")->capture_default_str()->check(finite_nonneg<float>());
-  cmd->add_option("--max-len-b", o->search.max_len_b, "Maximum output length: a * source length + b")->capture_default_str()->check(at_least<int64_t>(0));
+  const std::string lengths =
+      "Maximum output length: a * source length + b (a 1.5, b 10 where not given; a Hugging Face model given neither stops at its "
+      "generation config's max_length alone, as transformers does)";
+  cmd->add_option("--max-len-a", o->search.max_len_a, lengths)->check(finite_nonneg<float>());
+  cmd->add_option("--max-len-b", o->search.max_len_b, lengths)->check(at_least<int64_t>(0));
   cmd->add_option("--batch", o->translator.max_batch, "Sentences per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--workers", o->translator.workers,
                   "Batches translated at once, sharing the threads (0: one per thread; 1: one batch at a time on all threads, "

@@ -3,6 +3,7 @@
 #include <sentencepiece_processor.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "data/hf_tokenizer.h"
@@ -19,7 +20,31 @@ uint32_t crc_of(const std::string& bytes, uint32_t crc = 0) {
   return static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
 }
 
+// Whether a vocab.json token is a language label, as MarianTokenizer's supported_language_codes.
+bool is_language_label(const std::string& token) { return token.starts_with(">>") && token.ends_with("<<"); }
+
 }  // namespace
+
+LabelSplit split_language_label(std::string_view text) {
+  LabelSplit out;
+  // A match starting at i ends at its line's last "<<" if that starts at i + 3 or later
+  // (one character at least between the two); each line's last "<<" is found once.
+  size_t line_end = 0, last_close = std::string_view::npos;
+  for (size_t i = 0; i < text.size();) {
+    if (i == 0 || i > line_end) {
+      line_end = std::min(text.find('\n', i), text.size());
+      last_close = line_end >= 2 ? text.rfind("<<", line_end - 2) : std::string_view::npos;
+    }
+    const bool match = text.compare(i, 2, ">>") == 0 && last_close != std::string_view::npos && last_close >= i + 3;
+    if (!match) {
+      out.rest += text[i++];
+      continue;
+    }
+    if (i == 0) out.label = text.substr(0, last_close + 2);
+    i = last_close + 2;
+  }
+  return out;
+}
 
 Vocab Vocab::load_model(const std::string& path) {
   io::check_input_file(path, int64_t{1} << 28, "SentencePiece model");  // not /dev/zero, a FIFO or gigabytes
@@ -51,6 +76,7 @@ Vocab Vocab::load_mapped(const std::string& spm_path, const std::string& vocab_j
   for (size_t id = 0; id < mapping->pieces.size(); ++id) {
     mapping->ids[mapping->pieces[id]] = static_cast<int>(id);
     v.checksum_ = crc_of(mapping->pieces[id] + '\n', v.checksum_);
+    if (is_language_label(mapping->pieces[id])) mapping->labels.push_back(mapping->pieces[id]);
   }
   const auto id_of = [&](const std::string& token) {
     const auto it = mapping->ids.find(token);
@@ -83,17 +109,34 @@ std::string Vocab::decode(const std::vector<int>& ids) const {
   return text;
 }
 
-// MarianTokenizer's ids: the model's pieces looked up in vocab.json.
+// MarianTokenizer's ids: the language label, then the model's pieces of the rest looked up
+// in vocab.json.
 std::vector<int> Vocab::encode_mapped(const std::string& text) const {
+  const LabelSplit split = split_language_label(text);
   std::vector<std::string> pieces;
-  auto status = sp_->Encode(text, &pieces);
+  auto status = sp_->Encode(split.rest, &pieces);
   TFM_CHECK(status.ok(), "cannot tokenize: " << status.ToString());
   std::vector<int> ids;
+  if (!split.label.empty()) ids.push_back(label_id(split.label));
   for (const std::string& piece : pieces) {
     const auto it = mapping_->ids.find(piece);
     ids.push_back(it == mapping_->ids.end() ? specials_.unk : it->second);
   }
   return ids;
+}
+
+// MarianTokenizer reads a label vocab.json lacks as <unk>, and the model then translates
+// into a language of its choosing: refused here, with the labels there are.
+int Vocab::label_id(const std::string& label) const {
+  const auto it = mapping_->ids.find(label);
+  if (it != mapping_->ids.end()) return it->second;
+  const std::vector<std::string>& labels = mapping_->labels;
+  TFM_CHECK(!labels.empty(), "'" << label << "' is not a language label of this model, which has none (it translates into one language): "
+                                 << "remove it from the text");
+  std::string listed;
+  for (size_t i = 0; i < std::min<size_t>(labels.size(), 10); ++i) listed += (i ? ", " : "") + labels[i];
+  throw Error("'" + label + "' is not a language label of this model; its labels: " + listed + (labels.size() > 10 ? ", ..." : "") + " (" +
+              std::to_string(labels.size()) + " in all)");
 }
 
 // MarianTokenizer.decode(ids, skip_special_tokens=True): the pieces of the other ids

@@ -6,6 +6,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -36,10 +37,13 @@ class Vocab {
   // Loads and validates a SentencePiece model file.
   static Vocab load(const std::string& path);
   // A Hugging Face Marian tokenizer's side (source.spm or target.spm): the model's pieces
-  // mapped through the vocab.json both sides share (a piece it lacks is <unk>). encode
-  // appends no </s> (the caller does); decode drops </s>, <unk> and <pad> and tidies the
-  // text as MarianTokenizer.decode(ids, skip_special_tokens=True). Specials: eos and bos
-  // </s> (Marian's decoder starts from pad, which the caller handles), unk <unk>, pad <pad>.
+  // mapped through a vocab.json (a piece it lacks is <unk>): the one both sides share, or
+  // the side's own (target_vocab.json, with separate_vocabs). encode appends no </s> (the
+  // caller does) and, as MarianTokenizer, takes a language label that starts the text
+  // (">>fr<<", ">>cmn_Hans<<", ">>fra<<": multi-target models) as one token of vocab.json,
+  // refusing by name one that is not there; decode drops </s>, <unk> and <pad> and tidies
+  // the text as MarianTokenizer.decode(ids, skip_special_tokens=True). Specials: eos and
+  // bos </s> (Marian's decoder starts from pad, which the caller handles), unk <unk>, pad <pad>.
   static Vocab load_mapped(const std::string& spm_path, const std::string& vocab_json_path);
   // Trains on `sentences` (blank ones are skipped, long ones cut into pieces SentencePiece
   // keeps) and writes the model to `path` (atomically).
@@ -61,9 +65,11 @@ class Vocab {
   struct Mapping {
     std::vector<std::string> pieces;  // by id
     std::unordered_map<std::string, int> ids;
+    std::vector<std::string> labels;  // the language labels (">>...<<"), by id
   };
   static Vocab load_model(const std::string& path);
   std::vector<int> encode_mapped(const std::string& text) const;
+  int label_id(const std::string& label) const;
   std::string decode_mapped(const std::vector<int>& ids) const;
 
   std::shared_ptr<sentencepiece::SentencePieceProcessor> sp_;
@@ -72,6 +78,14 @@ class Vocab {
   uint32_t checksum_ = 0;
   std::string path_, mapping_path_;
 };
+
+// MarianTokenizer's split of a text (its language_code_re, ">>.+<<", matched greedily and
+// never across a newline): the label that starts it ("" where none), and the text with
+// every match removed, which SentencePiece then reads.
+struct LabelSplit {
+  std::string label, rest;
+};
+LabelSplit split_language_label(std::string_view text);
 
 // The vocabulary that `checkpoint` recorded at `recorded` with checksum `crc32`: the file
 // of that name beside the checkpoint (a run folder moved or copied), beside the file a

@@ -38,7 +38,8 @@ double worst_score(const std::vector<Hypothesis>& finished) {
 
 std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, const models::Tokens& src, const SearchOptions& o) {
   TFM_CHECK(o.beam >= 1 && o.nbest >= 1 && o.nbest <= o.beam, "beam search: need 1 <= nbest <= beam");
-  TFM_CHECK(std::isfinite(o.max_len_a) && o.max_len_a >= 0 && o.max_len_b >= 0, "beam search: max_len_a and max_len_b must be finite and at least 0");
+  TFM_CHECK(std::isfinite(o.max_len_a.value_or(0)) && o.max_len_a.value_or(0) >= 0 && o.max_len_b.value_or(0) >= 0,
+            "beam search: max_len_a and max_len_b must be finite and at least 0");
   autograd::NoGradGuard no_grad;
   const models::TransformerConfig& config = model.config();
   const int pad = config.pad_id;
@@ -57,13 +58,17 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
   const ops::AttentionMask src_mask = models::padding_mask(src, pad, model.device());
   Tensor memory = model.encode(src, src_mask);  // [batch, src_len, d_model]
   ops::AttentionMask beam_src_mask = src_mask;  // a row per beam
+  // Transformers caps a Hugging Face model's output by its max_length alone; tfm's rule
+  // a * n + b applies where the model has none, or where the caller sets a or b.
+  const bool by_source = config.max_length == 0 || o.max_len_a || o.max_len_b;
+  const double a = o.max_len_a.value_or(1.5f), b_tokens = static_cast<double>(o.max_len_b.value_or(10));
   std::vector<int64_t> max_len(B);
   for (int64_t b = 0; b < B; ++b) {
     int64_t n = 0;
     for (int64_t c = 0; c < src.cols(); ++c) n += src.at(b, c) != pad;
     // In double, and capped before the conversion: a * n may exceed any integer.
-    double limit = std::min(static_cast<double>(o.max_len_a) * static_cast<double>(n) + static_cast<double>(o.max_len_b),
-                            static_cast<double>(config.max_len - 1));
+    double limit = static_cast<double>(config.max_len - 1);
+    if (by_source) limit = std::min(limit, a * static_cast<double>(n) + b_tokens);
     if (config.max_length > 0) limit = std::min(limit, static_cast<double>(config.max_length - 1));  // it counts the start symbol
     max_len[b] = static_cast<int64_t>(limit);
   }

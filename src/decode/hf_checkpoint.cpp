@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "data/hf_tokenizer.h"
 #include "data/image_processor.h"
 #include "data/tokenizer.h"
 #include "decode/family_checkpoint.h"
@@ -52,6 +53,15 @@ void check_tokenizer_size(int64_t tokens, int64_t vocab, const std::string& file
                                                           << " (the tokenizer is not this model's)");
 }
 
+// The file of MarianTokenizer's target ids: the vocab.json both sides share, or, with
+// tokenizer_config.json's separate_vocabs, target_vocab.json.
+std::string marian_target_ids(const hf::Directory& d) {
+  if (!data::TokenizerConfig::read(d.file("tokenizer_config.json")).flag("separate_vocabs", false)) return d.file("vocab.json");
+  TFM_CHECK(d.has("target_vocab.json"),
+            d.file("tokenizer_config.json") << ": says separate_vocabs, but the directory has no target_vocab.json (the target side's ids)");
+  return d.file("target_vocab.json");
+}
+
 }  // namespace
 
 bool is_hf_directory(const std::string& path) { return hf::is_directory(path); }
@@ -65,9 +75,10 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   const std::string kind = meta.at(io::kModelKindKey);
   const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
   if (kind == "encoder_decoder") {
-    const std::string vocab_json = d.file("vocab.json");
-    const data::Vocab src = data::Vocab::load_mapped(d.file("source.spm"), vocab_json), tgt = data::Vocab::load_mapped(d.file("target.spm"), vocab_json);
-    check_tokenizer_size(src.size(), config.at("src_vocab").get<int64_t>(), vocab_json);
+    const std::string src_json = d.file("vocab.json"), tgt_json = marian_target_ids(d);
+    const data::Vocab src = data::Vocab::load_mapped(d.file("source.spm"), src_json), tgt = data::Vocab::load_mapped(d.file("target.spm"), tgt_json);
+    check_tokenizer_size(src.size(), config.at("src_vocab").get<int64_t>(), src_json);
+    check_tokenizer_size(tgt.size(), config.at("tgt_vocab").get<int64_t>(), tgt_json);
     meta["tfm.vocab"] = vocab_record(src, tgt);
   } else if ((kind == "gpt" || kind == "bert") && d.has(kTfmTokenizer)) {  // written by tfm export --hf
     nlohmann::json record = d.json_file(kTfmTokenizer);

@@ -29,15 +29,26 @@ void copy_file(const std::string& from, const std::string& to) {
   io::write_file_atomic(to, bytes.str());
 }
 
-// Marian's tokenizer files: the two SentencePiece models and the vocab.json they share.
+// A Marian side's ids as a vocab.json: the one it was read through, or (tfm's own
+// vocabularies) its SentencePiece model's.
+void write_ids(const data::Vocab& v, const std::string& path) {
+  if (!v.mapping_path().empty()) return copy_file(v.mapping_path(), path);
+  json vocab = json::object();
+  for (int id = 0; id < v.size(); ++id) vocab[v.piece(id)] = id;
+  io::write_file_atomic(path, vocab.dump(2));
+}
+
+// Marian's tokenizer files: the two SentencePiece models and the vocab.json they share,
+// or, for a model without shared embeddings, each side's (target_vocab.json, which
+// tokenizer_config.json's separate_vocabs names).
 void write_marian_tokenizer(const io::Checkpoint& info, const std::string& checkpoint, const std::string& dir) {
   const data::Vocab src = recorded_vocab(info, "src", "", checkpoint), tgt = recorded_vocab(info, "tgt", "", checkpoint);
   copy_file(src.path(), dir + "/source.spm");
   copy_file(tgt.path(), dir + "/target.spm");
-  if (!src.mapping_path().empty()) return copy_file(src.mapping_path(), dir + "/vocab.json");
-  json vocab = json::object();  // tfm's ids are the SentencePiece model's
-  for (int id = 0; id < src.size(); ++id) vocab[src.piece(id)] = id;
-  io::write_file_atomic(dir + "/vocab.json", vocab.dump(2));
+  write_ids(src, dir + "/vocab.json");
+  if (models::TransformerConfig::from_json(info.config_json, checkpoint).share_embeddings) return;
+  write_ids(tgt, dir + "/target_vocab.json");
+  io::write_file_atomic(dir + "/tokenizer_config.json", json{{"separate_vocabs", true}, {"tokenizer_class", "MarianTokenizer"}}.dump(2) + "\n");
 }
 
 // A Hugging Face tokenizer's files as they are; tfm's own as tfm_tokenizer.json.

@@ -6,7 +6,7 @@
 namespace tfm::hf {
 
 std::string bert_prefix(const io::NamedTensors& weights) {
-  return has_tensor(weights, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  return has_tensor(weights, "bert.embeddings.position_embeddings.weight") ? "bert." : "";  // never a tied copy
 }
 
 models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weights) {
@@ -40,7 +40,7 @@ models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weig
 }
 
 std::vector<TensorRule> bert_rules(const models::StackConfig& c, const std::string& p) {
-  std::vector<TensorRule> r = {{"tok_embed.weight", {p + "embeddings.word_embeddings.weight"}},
+  std::vector<TensorRule> r = {{"tok_embed.weight", {p + "embeddings.word_embeddings.weight"}, false, {}, {"cls.predictions.decoder.weight"}},
                                {"pos_embed.weight", {p + "embeddings.position_embeddings.weight"}},
                                {"type_embed.weight", {p + "embeddings.token_type_embeddings.weight"}}};
   add_weight_and_bias(r, "embed_norm", p + "embeddings.LayerNorm");
@@ -50,7 +50,7 @@ std::vector<TensorRule> bert_rules(const models::StackConfig& c, const std::stri
   }
   add_weight_and_bias(r, "mlm_dense", "cls.predictions.transform.dense");
   add_weight_and_bias(r, "mlm_norm", "cls.predictions.transform.LayerNorm");
-  r.push_back({"mlm_bias", {"cls.predictions.bias"}});
+  r.push_back({"mlm_bias", {"cls.predictions.bias"}, false, {}, {"cls.predictions.decoder.bias"}});
   if (c.pooler) {
     add_weight_and_bias(r, "pooler", p + "pooler.dense");
     add_weight_and_bias(r, "nsp_head", "cls.seq_relationship");

@@ -26,6 +26,36 @@ void check_weights_present(const std::string& path) {
   throw Error(path + ": holds no model.safetensors (nor model.safetensors.index.json)");
 }
 
+// The name transformers loads a stored tensor under, whatever the model
+// (_load_state_dict_into_model): TensorFlow-era LayerNorm names, which bert-base-uncased's
+// model.safetensors still has (LayerNorm.gamma, LayerNorm.beta), become weight and bias;
+// "beta" first where a name holds both, every occurrence replaced.
+std::string transformers_name(const std::string& name) {
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string out = name;
+    for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) out.replace(at, from.size(), to);
+    return out;
+  };
+  if (name.find("beta") != std::string::npos) return replaced("beta", "bias");
+  if (name.find("gamma") != std::string::npos) return replaced("gamma", "weight");
+  return name;
+}
+
+// Every tensor under transformers' name; a renamed one replaces a tensor already stored
+// under its new name, as it does there.
+io::NamedTensors with_transformers_names(io::NamedTensors all) {
+  std::set<std::string> renamed;
+  for (const auto& [name, t] : all)
+    if (transformers_name(name) != name) renamed.insert(transformers_name(name));
+  io::NamedTensors out;
+  for (auto& [name, t] : all) {
+    const std::string now = transformers_name(name);
+    if (now == name && renamed.count(name)) continue;
+    out.emplace_back(now, std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool Directory::has(const std::string& name) const { return fs::exists(file(name)); }
@@ -56,7 +86,7 @@ Directory open(const std::string& path) {
 }
 
 io::NamedTensors read_weights(const Directory& d) {
-  if (d.has("model.safetensors")) return io::read_safetensors(d.file("model.safetensors")).tensors;
+  if (d.has("model.safetensors")) return with_transformers_names(io::read_safetensors(d.file("model.safetensors")).tensors);
   // Sharded: {"weight_map": {tensor name: shard file}}; each shard read once.
   const nlohmann::json index = d.json_file("model.safetensors.index.json");
   TFM_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), d.file("model.safetensors.index.json") << ": has no weight_map");
@@ -70,7 +100,7 @@ io::NamedTensors read_weights(const Directory& d) {
   io::NamedTensors all;
   for (const std::string& shard : shards)
     for (auto& entry : io::read_safetensors(d.file(shard)).tensors) all.push_back(std::move(entry));
-  return all;
+  return with_transformers_names(std::move(all));
 }
 
 }  // namespace tfm::hf

@@ -35,7 +35,8 @@ bool is_directory(const std::string& path);
 Directory open(const std::string& path);
 
 // Every tensor of the weights (model.safetensors, or the shards an index lists), as
-// stored: f32, f16 or bf16 under Hugging Face's names.
+// stored (f32, f16 or bf16), under the names transformers loads them by (TensorFlow-era
+// LayerNorm.gamma and LayerNorm.beta renamed weight and bias, as bert-base-uncased needs).
 io::NamedTensors read_weights(const Directory& d);
 
 // A setting of config.json, or `fallback` where absent or null.

@@ -38,14 +38,18 @@ Exported marian(const models::TransformerConfig& c, const io::NamedTensors& para
   refuse_unless(c.positions == "split", origin, "positions \"interleaved\" (tfm's sinusoids; Marian's put the sines first)", "marian");
   refuse_unless(!c.norm_first, origin, "norm_first true (pre-norm; Marian is post-norm)", "marian");
   refuse_unless(!c.final_norm, origin, "final_norm true (a LayerNorm after each stack, which Marian lacks)", "marian");
-  refuse_unless(c.share_embeddings, origin, "share_embeddings false", "marian");
+  refuse_unless(c.share_embeddings || c.src_vocab == c.tgt_vocab, origin,
+                "src_vocab " + std::to_string(c.src_vocab) + " and tgt_vocab " + std::to_string(c.tgt_vocab) +
+                    " (Marian's decoder embedding has the encoder's vocab_size rows)",
+                "marian");
   refuse_unless(c.norm_eps == 1e-5f, origin, "norm_eps " + std::to_string(c.norm_eps) + " (Marian's LayerNorms use 1e-5)", "marian");
   Exported e;
   e.json_files["config.json"] = {{"model_type", "marian"}, {"architectures", {"MarianMTModel"}}, {"vocab_size", c.src_vocab},
                                  {"decoder_vocab_size", c.tgt_vocab}, {"d_model", c.d_model}, {"encoder_layers", c.encoder_layers},
                                  {"decoder_layers", c.decoder_layers}, {"encoder_attention_heads", c.heads}, {"decoder_attention_heads", c.heads},
                                  {"encoder_ffn_dim", c.d_ff}, {"decoder_ffn_dim", c.d_ff}, {"activation_function", activation_name(c.activation)},
-                                 {"max_position_embeddings", c.max_len}, {"scale_embedding", true}, {"share_encoder_decoder_embeddings", true},
+                                 {"max_position_embeddings", c.max_len}, {"scale_embedding", true}, {"share_encoder_decoder_embeddings", c.share_embeddings},
+                                 {"tie_word_embeddings", c.share_embeddings || c.tie_generator},
                                  {"static_position_embeddings", true}, {"normalize_before", false}, {"dropout", decimal(c.dropout)},
                                  {"is_encoder_decoder", true}, {"pad_token_id", c.pad_id}, {"eos_token_id", c.eos_id},
                                  {"decoder_start_token_id", c.bos_id}};
@@ -66,7 +70,8 @@ Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, cons
                                  {"n_positions", c.max_len}, {"n_embd", c.d_model}, {"n_head", c.heads}, {"n_inner", c.d_ff},
                                  {"n_layer", c.layers}, {"activation_function", activation_name(c.activation)},
                                  {"layer_norm_epsilon", decimal(c.norm_eps)}, {"resid_pdrop", decimal(c.dropout)}, {"embd_pdrop", decimal(c.dropout)},
-                                 {"attn_pdrop", decimal(c.dropout)}, {"tie_word_embeddings", true}};
+                                 {"attn_pdrop", decimal(c.dropout)}, {"tie_word_embeddings", true},
+                                 {"scale_attn_by_inverse_layer_idx", c.scores_by_layer}};
   e.tensors = to_hf(params, gpt2_rules(c, "transformer."), origin);
   return e;
 }

@@ -7,9 +7,10 @@
 
 namespace tfm::hf {
 
+// reorder_and_upcast_attn (stanford-crfm's models) computes the same scores in another
+// order, in f32, as tfm always does: it changes nothing here.
 models::StackConfig gpt2_config(const Directory& d) {
   require(d, "scale_attn_weights", true, true);
-  require(d, "scale_attn_by_inverse_layer_idx", false, false);
   require(d, "tie_word_embeddings", true, true);
   models::StackConfig c;
   c.family = "gpt";
@@ -25,6 +26,7 @@ models::StackConfig gpt2_config(const Directory& d) {
   c.activation = nn::parse_activation(activation(d, "activation_function", "gelu_new"));
   c.norm_eps = setting<float>(d, "layer_norm_epsilon", 1e-5f);
   c.norm_first = true, c.learned_positions = true;
+  c.scores_by_layer = setting<bool>(d, "scale_attn_by_inverse_layer_idx", false);
   with_hf_names(d, {{"d_model", "n_embd"}, {"heads", "n_head"}, {"d_ff", "n_inner"}, {"layers", "n_layer"}, {"vocab", "vocab_size"},
                     {"max_len", "n_positions"}, {"norm_eps", "layer_norm_epsilon"}, {"dropout", "resid_pdrop"}},
                 [&] { c = c.validated(d.file("config.json")); });
@@ -33,7 +35,7 @@ models::StackConfig gpt2_config(const Directory& d) {
 
 // `prefix`: "transformer." as GPT2LMHeadModel saves, "" in the hub's own gpt2 files.
 std::vector<TensorRule> gpt2_rules(const models::StackConfig& c, const std::string& prefix) {
-  std::vector<TensorRule> r = {{"tok_embed.weight", {prefix + "wte.weight"}}, {"pos_embed.weight", {prefix + "wpe.weight"}}};
+  std::vector<TensorRule> r = {{"tok_embed.weight", {prefix + "wte.weight"}, false, {}, {"lm_head.weight"}}, {"pos_embed.weight", {prefix + "wpe.weight"}}};
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string tfm = "blocks.layers." + std::to_string(i), hf = prefix + "h." + std::to_string(i);
     r.push_back({tfm + ".self_attn.in_proj_weight", {hf + ".attn.c_attn.weight"}, true});

@@ -1,18 +1,84 @@
 // MarianMT (Helsinki-NLP's opus-mt): a post-norm encoder-decoder without final
-// LayerNorms, SiLU ("swish"), embeddings shared three ways and scaled by sqrt(d_model),
-// sinusoids with the sines before the cosines, final_logits_bias, and Hugging Face's
-// beam search rules.
+// LayerNorms, SiLU ("swish"), embeddings scaled by sqrt(d_model) and shared three ways
+// (or, with separate vocabularies, the encoder's apart and the head tied to the
+// decoder's), sinusoids with the sines before the cosines, final_logits_bias, and
+// Hugging Face's beam search rules.
+#include <optional>
+#include <type_traits>
+
 #include "hf/families.h"
 
 namespace tfm::hf {
 
 namespace {
 
-// generation_config.json's setting, else config.json's, else `fallback`.
+// The settings transformers' generate() starts from, and the file that holds them:
+// generation_config.json where the directory has one (a key it lacks takes
+// GenerationConfig's default), else config.json (GenerationConfig.from_model_config).
+struct Generation {
+  nlohmann::json settings;
+  std::string file;
+};
+
+// Whether the configuration sets a generation parameter to other than PretrainedConfig's
+// default (its _has_non_default_generation_parameters). MarianConfig's own default
+// forced_eos_token_id is 0, not PretrainedConfig's None: where config.json does not set it
+// (to null), it counts as set.
+bool sets_generation_parameters(nlohmann::json config) {
+  if (!config.contains("forced_eos_token_id")) config["forced_eos_token_id"] = 0;
+  static const nlohmann::json defaults = {
+      {"max_length", 20},        {"min_length", 0},          {"do_sample", false},
+      {"early_stopping", false}, {"num_beams", 1},           {"num_beam_groups", 1},
+      {"diversity_penalty", 0.0}, {"temperature", 1.0},      {"top_k", 50},
+      {"top_p", 1.0},            {"typical_p", 1.0},         {"repetition_penalty", 1.0},
+      {"length_penalty", 1.0},   {"no_repeat_ngram_size", 0}, {"encoder_no_repeat_ngram_size", 0},
+      {"bad_words_ids", nullptr}, {"num_return_sequences", 1}, {"output_scores", false},
+      {"return_dict_in_generate", false}, {"forced_bos_token_id", nullptr}, {"forced_eos_token_id", nullptr},
+      {"remove_invalid_values", false}, {"exponential_decay_length_penalty", nullptr}, {"suppress_tokens", nullptr},
+      {"begin_suppress_tokens", nullptr}};
+  for (const auto& [key, value] : defaults.items())
+    if (config.contains(key) && config[key] != value) return true;
+  return false;
+}
+
+// generate()'s legacy rule also prefers config.json to a generation_config.json that was
+// made from the model configuration ("_from_model_config") where config.json sets a
+// generation parameter of its own.
+Generation generation_of(const Directory& d) {
+  if (!d.has("generation_config.json")) return {d.config, d.file("config.json")};
+  nlohmann::json file = d.json_file("generation_config.json");
+  TFM_CHECK(file.is_object(), d.file("generation_config.json") << ": is not a JSON object");
+  const bool from_model_config = file.contains("_from_model_config") && file["_from_model_config"] == true;
+  if (from_model_config && sets_generation_parameters(d.config)) return {d.config, d.file("config.json")};
+  return {std::move(file), d.file("generation_config.json")};
+}
+
+// A generation setting; nothing where absent or null.
 template <class T>
-T generation_setting(const Directory& d, const nlohmann::json& generation, const char* key, T fallback) {
-  const auto it = generation.find(key);
-  return it != generation.end() && !it->is_null() ? it->get<T>() : setting<T>(d, key, fallback);
+std::optional<T> generation_setting(const Generation& g, const char* key) {
+  const auto it = g.settings.find(key);
+  if (it == g.settings.end() || it->is_null()) return std::nullopt;
+  const bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+  TFM_CHECK(!integral || it->is_number_integer(), g.file << ": '" << key << "' is " << it->dump() << ", not an integer");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(g.file + ": '" + key + "' has the wrong type (" + it->dump() + ")");
+  }
+}
+
+// A token id of the generation settings, else config.json's, else `fallback`.
+int generation_id(const Directory& d, const Generation& g, const char* key, int fallback) {
+  return generation_setting<int>(g, key).value_or(setting<int>(d, key, fallback));
+}
+
+// generate()'s length limit, the start symbol included: max_new_tokens + 1 where set (it
+// takes precedence), else max_length (GenerationConfig's default 20).
+int64_t generation_max_length(const Generation& g) {
+  const std::optional<int64_t> new_tokens = generation_setting<int64_t>(g, "max_new_tokens");
+  if (!new_tokens) return generation_setting<int64_t>(g, "max_length").value_or(20);
+  TFM_CHECK(*new_tokens >= 0 && *new_tokens < (int64_t{1} << 40), g.file << ": max_new_tokens " << *new_tokens << " is not a number of tokens");
+  return *new_tokens + 1;
 }
 
 void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std::string& hf) {
@@ -20,11 +86,24 @@ void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std
   add_weight_and_bias(r, tfm + ".out_proj", hf + ".out_proj");
 }
 
+// share_encoder_decoder_embeddings false (opus-mt's conversions of models with separate
+// vocabularies): MarianModel gives each stack a copy of its vocab_size embedding, so
+// decoder_vocab_size must be vocab_size too; the head is tied to the decoder's embedding
+// unless tie_word_embeddings is false. Shared embeddings always tie the head here: an
+// untied head beside them is refused by name.
+void read_embeddings(const Directory& d, models::TransformerConfig& c) {
+  c.share_embeddings = setting<bool>(d, "share_encoder_decoder_embeddings", true);
+  if (c.share_embeddings) return require(d, "tie_word_embeddings", true, true);
+  const int64_t decoder_vocab = setting<int64_t>(d, "decoder_vocab_size", c.src_vocab);
+  TFM_CHECK(decoder_vocab == c.src_vocab, d.file("config.json") << ": decoder_vocab_size " << decoder_vocab << " differs from vocab_size " << c.src_vocab
+                                                                << " (transformers' MarianModel gives the decoder a copy of the vocab_size embedding)");
+  c.tie_generator = setting<bool>(d, "tie_word_embeddings", true);
+}
+
 }  // namespace
 
 models::TransformerConfig marian_config(const Directory& d) {
   require(d, "scale_embedding", true, false);
-  require(d, "share_encoder_decoder_embeddings", true, true);
   require(d, "normalize_embedding", false, false);
   require(d, "add_final_layer_norm", false, false);
   require_same(d, "decoder_attention_heads", "encoder_attention_heads", 8);
@@ -38,16 +117,17 @@ models::TransformerConfig marian_config(const Directory& d) {
   c.decoder_layers = setting<int64_t>(d, "decoder_layers", 6);
   c.dropout = setting<float>(d, "dropout", 0.1f);
   c.activation = nn::parse_activation(activation(d, "activation_function", "swish"));
-  c.norm_first = false, c.final_norm = false, c.positions = "split", c.share_embeddings = true;
+  c.norm_first = false, c.final_norm = false, c.positions = "split";
+  read_embeddings(d, c);
   c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
   c.pad_id = setting<int>(d, "pad_token_id", 0);
-  const nlohmann::json generation = d.json_file("generation_config.json");
-  c.bos_id = generation_setting<int>(d, generation, "decoder_start_token_id", c.pad_id);
-  c.eos_id = generation_setting<int>(d, generation, "eos_token_id", 0);
+  const Generation generation = generation_of(d);
+  c.bos_id = generation_id(d, generation, "decoder_start_token_id", c.pad_id);
+  c.eos_id = generation_id(d, generation, "eos_token_id", 0);
   c.hf_search = true;
-  c.forced_eos = generation_setting<int>(d, generation, "forced_eos_token_id", -1) == c.eos_id;
-  c.renormalize = generation_setting<bool>(d, generation, "renormalize_logits", false);
-  c.max_length = generation_setting<int64_t>(d, generation, "max_length", 20);  // transformers' default
+  c.forced_eos = generation_id(d, generation, "forced_eos_token_id", -1) == c.eos_id;
+  c.renormalize = generation_setting<bool>(generation, "renormalize_logits").value_or(false);
+  c.max_length = generation_max_length(generation);
   with_hf_names(d, {{"heads", "encoder_attention_heads"}, {"d_ff", "encoder_ffn_dim"}, {"src_vocab", "vocab_size"}, {"tgt_vocab", "vocab_size"},
                     {"max_len", "max_position_embeddings"}},
                 [&] { c.validate(d.file("config.json")); });
@@ -55,8 +135,16 @@ models::TransformerConfig marian_config(const Directory& d) {
 }
 
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
-  std::vector<TensorRule> r = {{"src_embed.weight", {"model.shared.weight"}},
-                               {"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}}};
+  std::vector<TensorRule> r;
+  if (c.share_embeddings) {
+    r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}});
+  } else {
+    r.push_back({"src_embed.weight", {"model.encoder.embed_tokens.weight"}});
+    const std::vector<std::string> head_copy = c.tie_generator ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{};
+    r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}, false, {}, head_copy});
+    if (!c.tie_generator) r.push_back({"generator.weight", {"lm_head.weight"}});
+  }
+  r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string tfm = "transformer.encoder.layers." + std::to_string(i), hf = "model.encoder.layers." + std::to_string(i);
     add_attention(r, tfm + ".self_attn", hf + ".self_attn");

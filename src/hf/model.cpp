@@ -71,7 +71,7 @@ io::SafeTensors convert(const Directory& d) {
   }
   if (d.model_type == "gpt2") {
     const models::StackConfig c = gpt2_config(d);
-    const std::string prefix = has_tensor(hf, "transformer.wte.weight") ? "transformer." : "";
+    const std::string prefix = has_tensor(hf, "transformer.wpe.weight") ? "transformer." : "";  // wpe: never a tied copy
     return checkpoint("gpt", c.to_json(), to_tfm(hf, gpt2_rules(c, prefix), models::GPT(c).named_parameters(), gpt2_ignored, origin));
   }
   if (d.model_type == "bert") {

@@ -62,6 +62,18 @@ std::string names(const std::vector<std::string>& hf) {
   return out;
 }
 
+// Where `rule`'s tensor `name` is stored: under its name, else under the first of its
+// aliases the checkpoint has; a missing one is named with its aliases.
+std::map<std::string, Tensor>::const_iterator stored(const std::map<std::string, Tensor>& by_name, const TensorRule& rule,
+                                                     const std::string& name, const std::string& origin) {
+  auto it = by_name.find(name);
+  for (size_t i = 0; it == by_name.end() && i < rule.aliases.size(); ++i) it = by_name.find(rule.aliases[i]);
+  TFM_CHECK(it != by_name.end(), origin << ": missing tensor '" << name << "'"
+                                        << (rule.aliases.empty() ? "" : " (nor its tied copies " + names(rule.aliases) + ")")
+                                        << ", which config.json's architecture needs");
+  return it;
+}
+
 }  // namespace
 
 void add_weight_and_bias(std::vector<TensorRule>& rules, const std::string& tfm, const std::string& hf, bool transposed) {
@@ -94,21 +106,22 @@ io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule
   io::NamedTensors out;
   for (const TensorRule& rule : rules) {
     std::vector<Tensor> parts;
+    std::vector<std::string> read;  // the names they were stored under
     for (const std::string& name : rule.hf) {
-      auto it = by_name.find(name);
-      TFM_CHECK(it != by_name.end(), origin << ": missing tensor '" << name << "', which config.json's architecture needs");
+      const auto it = stored(by_name, rule, name, origin);
       const DType t = it->second.dtype();
-      TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16, origin << ": tensor '" << name << "' holds " << to_string(t)
+      TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16, origin << ": tensor '" << it->first << "' holds " << to_string(t)
                                                                                 << " values; weights are f32, f16 or bf16");
       parts.push_back(io::to_f32(it->second));  // f32 tensors are used as read, not copied
-      used.insert(name);
+      used.insert(it->first);
+      read.push_back(it->first);
     }
     Tensor t = parts.size() == 1 ? parts[0] : stacked(parts);
     if (rule.transposed) t = transposed(t);
     const Shape& want = wanted.at(rule.tfm);
     const bool fits = rule.hf_shape.empty() ? t.shape() == want : t.numel() == shape_numel(want);
     TFM_CHECK(fits,
-              origin << ": tensor " << names(rule.hf) << " has shape " << shape_str(parts[0].shape()) << (parts.size() > 1 ? " (each)" : "")
+              origin << ": tensor " << names(read) << " has shape " << shape_str(parts[0].shape()) << (parts.size() > 1 ? " (each)" : "")
                      << ", which does not fit config.json (" << shape_str(hf_shape_of(rule, want)) << " expected)");
     out.emplace_back(rule.tfm, t.shape() == want ? t : Tensor::from_vector(want, t.to_vector()));
   }

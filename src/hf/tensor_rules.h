@@ -16,6 +16,9 @@ struct TensorRule {
   std::vector<std::string> hf;  // its Hugging Face tensor, or the query, key and value tensors stacked by rows
   bool transposed = false;      // stored [in, out] (GPT-2's Conv1D)
   Shape hf_shape = {};          // where it differs from tfm's by dimensions of 1 (Marian's final_logits_bias [1, vocab])
+  // The other names of a tied tensor (one `hf` name): a checkpoint may store it under any
+  // of them alone (transformers loads it so), as Marian's lm_head.weight for model.shared.weight.
+  std::vector<std::string> aliases = {};
 };
 
 // Rules for a module that is a Linear or a LayerNorm on both sides: its weight and bias.
@@ -32,8 +35,9 @@ void add_bert_style_layer(std::vector<TensorRule>& rules, const std::string& tfm
 
 // tfm's parameters from Hugging Face's tensors (f32, f16 or bf16, widened to f32), each
 // checked against `shapes` (the tfm model's parameters: the shape config.json implies).
-// A missing tensor or a wrong shape is one error naming the Hugging Face tensor; a tensor
-// no rule reads is an error unless `ignored` says it may be left (tied copies, buffers).
+// A tensor missing under its name and its aliases, or of a wrong shape, is one error naming
+// the Hugging Face tensor; a tensor no rule reads is an error unless `ignored` says it may
+// be left (tied copies, buffers).
 io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule>& rules, const io::NamedTensors& shapes,
                         bool (*ignored)(const std::string& name), const std::string& origin);
 

@@ -28,6 +28,7 @@ std::string TransformerConfig::to_json() const {
   if (positions != d.positions) j["positions"] = positions;
   if (norm_eps != d.norm_eps) j["norm_eps"] = norm_eps;
   if (final_norm != d.final_norm) j["final_norm"] = final_norm;
+  if (tie_generator != d.tie_generator) j["tie_generator"] = tie_generator;
   if (bos_id != d.bos_id || eos_id != d.eos_id) j.update({{"bos_id", bos_id}, {"eos_id", eos_id}});
   if (hf_search) j.update({{"hf_search", hf_search}, {"forced_eos", forced_eos}, {"renormalize", renormalize}, {"max_length", max_length}});
   return j.dump();
@@ -36,8 +37,8 @@ std::string TransformerConfig::to_json() const {
 TransformerConfig TransformerConfig::from_json(const std::string& text, const std::string& origin, const TransformerConfig& base,
                                              bool validate) {
   JsonFields f(text, origin, {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
-                              "activation", "norm_first", "share_embeddings", "max_len", "pad_id", "positions", "norm_eps", "final_norm",
-                              "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize", "max_length"});
+                              "activation", "norm_first", "share_embeddings", "tie_generator", "max_len", "pad_id", "positions", "norm_eps",
+                              "final_norm", "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize", "max_length"});
   TransformerConfig c = base;
   f.read("src_vocab", c.src_vocab);
   f.read("tgt_vocab", c.tgt_vocab);
@@ -50,6 +51,7 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
   f.read_activation("activation", c.activation);
   f.read("norm_first", c.norm_first);
   f.read("share_embeddings", c.share_embeddings);
+  f.read("tie_generator", c.tie_generator);
   f.read("max_len", c.max_len);
   f.read("pad_id", c.pad_id);
   f.read("positions", c.positions);
@@ -96,6 +98,7 @@ void TransformerConfig::validate(const std::string& origin) const {
   TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
   TFM_CHECK(!share_embeddings || src_vocab == tgt_vocab, origin << ": share_embeddings needs src_vocab == tgt_vocab");
+  TFM_CHECK(!share_embeddings || !tie_generator, origin << ": tie_generator is for separate embeddings (share_embeddings ties all three)");
   check_weight_floats(origin, weight_floats(), "the vocabularies, d_model, d_ff, max_len and the layers");
 }
 

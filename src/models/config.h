@@ -17,6 +17,9 @@ struct TransformerConfig {
   bool norm_first = true;  // pre-norm, as the CLI's default (false: the paper's post-norm)
   // Ties source embedding, target embedding and generator weights (needs src_vocab == tgt_vocab).
   bool share_embeddings = false;
+  // Without share_embeddings: ties the generator to the target embedding alone (Marian's
+  // separate vocabularies with tie_word_embeddings).
+  bool tie_generator = false;
   int64_t max_len = 5000;
   int pad_id = 0;
   // Marian's variations (Hugging Face's MarianMT): the sinusoids' columns "interleaved"

@@ -36,7 +36,7 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
   src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, split));
   tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(*src_pos, c.dropout));
   transformer = register_module("transformer", std::make_shared<nn::Transformer>(c.layer_options(), c.encoder_layers, c.decoder_layers));
-  generator = register_module("generator", std::make_shared<Generator>(target_matrix()));
+  generator = register_module("generator", std::make_shared<Generator>(c.tie_generator ? tgt_embed->weight : target_matrix()));
 }
 
 Tensor EncoderDecoder::encode(const Tokens& src, const ops::AttentionMask& src_mask, nn::AttentionMaps* maps) {

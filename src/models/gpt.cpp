@@ -19,6 +19,8 @@ GPT::GPT(const StackConfig& c) : config_(c) {
   if (c.learned_positions) pos_embed = register_module("pos_embed", std::make_shared<nn::Embedding>(c.max_len, c.d_model, false));
   else sinusoids = register_module("pos", std::make_shared<nn::PositionalEncoding>(c.d_model, 0.0f, c.max_len));
   blocks = register_module("blocks", std::make_shared<nn::Encoder>(c.layer_options(), c.layers));
+  if (c.scores_by_layer)
+    for (size_t i = 0; i < blocks->layers.size(); ++i) blocks->layers[i]->self_attn->divide_scores(static_cast<float>(i + 1));
 }
 
 Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::AttentionMaps* maps) {

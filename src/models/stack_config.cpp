@@ -23,6 +23,7 @@ std::string StackConfig::to_json() const {
   if (final_norm != d.final_norm) j["final_norm"] = final_norm;
   if (type_vocab != d.type_vocab) j["type_vocab"] = type_vocab;
   if (pooler != d.pooler) j["pooler"] = pooler;
+  if (scores_by_layer != d.scores_by_layer) j["scores_by_layer"] = scores_by_layer;
   return j.dump();
 }
 
@@ -30,7 +31,7 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
                                    bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
                               "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
-                              "pooler"});
+                              "pooler", "scores_by_layer"});
   StackConfig c = std::move(base);
   c.family = family;
   f.read("family", c.family);
@@ -52,6 +53,7 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("norm_eps", c.norm_eps);
   f.read("final_norm", c.final_norm);
   f.read("type_vocab", c.type_vocab);
+  f.read("scores_by_layer", c.scores_by_layer);
   f.read("pooler", c.pooler);
   return validate ? c.validated(origin) : c;
 }
@@ -79,6 +81,7 @@ void StackConfig::validate(const std::string& origin) const {
   TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   check_range(origin, "type_vocab", type_vocab, 0, family == "bert" ? 1024 : 0);
   TFM_CHECK(!pooler || family == "bert", origin << ": pooler is a setting of bert, not " << family);
+  TFM_CHECK(!scores_by_layer || family == "gpt", origin << ": scores_by_layer is a setting of gpt, not " << family);
   if (family == "vit") {
     check_range(origin, "image_size", image_size, 1, kMaxImageSize);
     check_range(origin, "patch", patch, 1, image_size);

@@ -25,6 +25,7 @@ struct StackConfig {
   bool final_norm = true;          // a LayerNorm after the last layer (BERT's post-norm stack has none)
   int64_t type_vocab = 0;          // bert: token-type (segment) embeddings, 0: none; inputs are all type 0
   bool pooler = false;             // bert: the pooler (dense + tanh on [CLS]) and next-sentence head
+  bool scores_by_layer = false;    // gpt: layer i's attention scores divided by i + 1 too (GPT-2's scale_attn_by_inverse_layer_idx)
 
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
   nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm}; }

@@ -5,6 +5,7 @@
 #include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/convert.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
@@ -159,6 +160,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     TFM_CHECK(!cache, "attention caches need self-attention or shared keys and values");
     q = project(query, 0, 1), k = project(key, 1, 1), v = project(value, 2, 1);
   }
+  if (query_scale_ != 1.0f) q = ops::scale(q, query_scale_);
   const float p = training() ? dropout_ : 0.0f;
   const DropoutKey key_seed = p > 0.0f ? dropout_key() : DropoutKey();
   if (cache && cache->ragged()) {  // each row's own positions, up to its own length

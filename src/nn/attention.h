@@ -57,6 +57,9 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
                  KVCache* cache = nullptr, Tensor* weights = nullptr) const;
   int64_t heads() const { return heads_; }
+  // Scores divided by `divisor` besides sqrt(d_k) (GPT-2's scale_attn_by_inverse_layer_idx:
+  // the layer's 1-based index), by scaling the queries.
+  void divide_scores(float divisor) { query_scale_ = 1.0f / divisor; }
 
   Tensor in_proj_weight;  // [3 * d_model, d_model]: rows of W_q, W_k, W_v
   Tensor in_proj_bias;    // [3 * d_model]
@@ -65,6 +68,7 @@ class MultiHeadAttention : public Module {
  private:
   int64_t d_model_, heads_;
   float dropout_;
+  float query_scale_ = 1.0f;
 };
 
 }  // namespace tfm::nn

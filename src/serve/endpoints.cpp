@@ -178,8 +178,8 @@ void translate(Context& c, Call& call) {
   o.beam = b.integer("beam", 4, 1, 64);
   o.nbest = b.integer("nbest", 1, 1, o.beam);
   o.length_penalty = static_cast<float>(b.number("length_penalty", 1, 0, 10));
-  o.max_len_a = static_cast<float>(b.number("max_len_a", 1.5, 0, 10));
-  o.max_len_b = b.integer("max_len_b", 10, 0, 1000);
+  if (b.has("max_len_a")) o.max_len_a = static_cast<float>(b.number("max_len_a", 1.5, 0, 10));  // unset: the model's rule
+  if (b.has("max_len_b")) o.max_len_b = b.integer("max_len_b", 10, 0, 1000);
   o.return_attention = b.flag("attention", false);
   const bool scores = b.flag("scores", true);
   check_lengths(sentences, "sentence", c.options.max_sentence_tokens, [&](const std::string& s) { return m.translator->source_tokens(s); });

@@ -1,6 +1,7 @@
 """The Python module against the command line and the C++ API it wraps (run by ctest:
 PYTHONPATH holds build/python, TFM_BINARY names build/tfm)."""
 import gzip
+import json
 import os
 import pathlib
 import signal
@@ -30,6 +31,16 @@ def test_translator_translates_as_the_command_line_does():
     two = translator.translate(SENTENCES[:1], beam=2, nbest=2)[0]
     assert len(two.hypotheses) == 2 and two.scores[0] >= two.scores[1]
     assert translator.translate(SENTENCES[:1], return_scores=False)[0].scores == []
+
+
+def test_a_hugging_face_model_ends_where_transformers_ends_it():
+    """Unset, max_len_a and max_len_b leave transformers' limit alone (generation_config.json's max_length 40)."""
+    directory = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf", "marian_multi_target_tiny")
+    cases = json.load(open(os.path.join(directory, "reference.json"), encoding="utf-8"))["cases"]
+    translator = tfm.Translator(directory)
+    assert [t.hypotheses[0] for t in translator.translate([c["source_text"] for c in cases], beam=1)] == [c["greedy_text"] for c in cases]
+    short = translator.translate([cases[2]["source_text"]], beam=1, max_len_a=0, max_len_b=5)[0]
+    assert len(short.token_ids[0]) == 4  # and the end symbol, forced at the limit
 
 
 def test_attention_rows_are_distributions_over_the_source():
