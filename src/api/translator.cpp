@@ -152,10 +152,13 @@ struct Translator::Impl {
   int64_t max_source_tokens() const { return tm.model->config().max_len - 1; }
 
   // A worker: takes the next batch, searches it, hands out the results; until stopped
-  // with nothing left to do. Its batches run on its share of the threads, or, with the
-  // automatic worker count, on all of them when no other batch is in progress or
-  // waiting (a lone sentence gets the lowest latency; a stream of batches, one thread
-  // per batch, the highest throughput).
+  // with nothing left to do. A batch that is not full waits batch_wait_us for company
+  // only while another is being searched: requests that reach an idle translator (one
+  // client) start at once. (Waiting 2 ms there cost `tfm serve` 4 ms a request, 15 ->
+  // 11 ms p50 at 1 client, greedy, 2 threads.) Its batches run on its share of the
+  // threads, or, with the automatic worker count, on all of them when no other batch is
+  // in progress or waiting (a lone sentence gets the lowest latency; a stream of
+  // batches, one thread per batch, the highest throughput).
   void work(int share) {
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
@@ -166,7 +169,7 @@ struct Translator::Impl {
         continue;
       }
       const Clock::time_point deadline = queue.front().arrived + std::chrono::microseconds(options.batch_wait_us);
-      if (!stopping && !batch_full() && Clock::now() < deadline) {
+      if (!stopping && in_flight > 0 && !batch_full() && Clock::now() < deadline) {
         wake.wait_until(lock, deadline);  // for other requests to join the batch
         continue;
       }
