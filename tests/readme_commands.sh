@@ -24,7 +24,7 @@ ln -s "$shared" "$work/shared"
 cd "$work/checkout"
 
 # Sizes only: steps, model sizes, vocabulary size, sentences and images read, tokens
-# generated; and a server's port, 0 (any free one), so that a busy 8080 cannot fail it.
+# generated, checkpoints kept and averaged; and a server's port, 0 (any free one), so that a busy 8080 cannot fail it.
 tiny_model="--layers 1 --d-model 32 --heads 2 --d-ff 64"
 substitute() {
   sed -E \
@@ -32,6 +32,8 @@ substitute() {
     -e 's/(scripts\/idx_to_folder\.py .*)$/\1 --limit 300/' \
     -e 's/--max-minutes [0-9]+/--max-minutes 5 --steps 2 --valid-sentences 5/' \
     -e 's/--validate-every [0-9]+/--validate-every 2/' \
+    -e 's/--save-every [0-9]+/--save-every 1/' \
+    -e 's/--last [0-9]+/--last 2/' \
     -e 's/--max-new-tokens [0-9]+/--max-new-tokens 20/' \
     -e 's/(zcat [^ ]*test_2016_flickr\.[a-z]+\.gz) /\1 | head -5 /' \
     -e 's/^build\/tfm train$/build\/tfm train --steps 20/' \
