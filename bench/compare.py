@@ -164,15 +164,17 @@ def bench_latency(a, work):
                        "--limit", str(a.latency_sentences), "--workers", "1"]
             torch_cmd = [PY, os.path.join(ROOT, "bench", "torch_translate.py"), "--model", a.model, "--ids", job, "--beam", str(beam),
                          "--batch", "1", "--threads", str(threads)]
-            tfm_ms, torch_ms = [], []
+            ms = {"tfm": [], "torch": [], "bf16": [], "int8": []}
             for i in range(a.repeats):
-                tfm_ms.append(run(tfm_cmd + (["--job-out", job] if i == 0 else []), threads)[0]["median_batch_ms"])
-                torch_ms.append(run(torch_cmd, threads)[0]["median_batch_ms"])
+                ms["tfm"].append(run(tfm_cmd + (["--job-out", job] if i == 0 else []), threads)[0]["median_batch_ms"])
+                ms["torch"].append(run(torch_cmd, threads)[0]["median_batch_ms"])
+                for precision in ("bf16", "int8"):  # the opt-in modes, for the same sentences
+                    ms[precision].append(run(tfm_cmd + ["--precision", precision], threads)[0]["median_batch_ms"])
             rows.append({"search": "greedy" if beam == 1 else f"beam {beam}", "threads": threads,
-                         "tfm_ms": sorted(tfm_ms)[a.repeats // 2], "torch_ms": sorted(torch_ms)[a.repeats // 2]})
+                         **{f"{k}_ms": sorted(v)[a.repeats // 2] for k, v in ms.items()}})
             r = rows[-1]
-            print(f"  batch 1, {r['search']}, {threads} threads: tfm {r['tfm_ms']:.1f} ms, pytorch {r['torch_ms']:.1f} ms a sentence",
-                  flush=True)
+            print(f"  batch 1, {r['search']}, {threads} threads: tfm {r['tfm_ms']:.1f} ms (bf16 {r['bf16_ms']:.1f}, int8 "
+                  f"{r['int8_ms']:.1f}), pytorch {r['torch_ms']:.1f} ms a sentence", flush=True)
     startup = startup_seconds(a)
     print(f"  start-up: tfm translate of one sentence {startup:.3f} s", flush=True)
     return {"rows": rows, "startup_s": startup}
@@ -181,9 +183,11 @@ def bench_latency(a, work):
 def latency_report(a, latency):
     lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores; `{os.path.relpath(a.model, ROOT)}`, "
              f"the first {a.latency_sentences} sentences of Multi30k val one at a time; medians of {a.repeats} alternating runs.", "",
-             "| search | threads | tfm median ms a sentence | PyTorch median ms | PyTorch / tfm |", "|---|---|---|---|---|"]
+             "| search | threads | tfm median ms a sentence | PyTorch median ms | PyTorch / tfm | tfm `--precision bf16` | tfm `--precision int8` |",
+             "|---|---|---|---|---|---|---|"]
     for r in latency["rows"]:
-        lines.append(f"| {r['search']} | {r['threads']} | {r['tfm_ms']:.1f} | {r['torch_ms']:.1f} | **{ratio(r['torch_ms'], r['tfm_ms'])}** |")
+        lines.append(f"| {r['search']} | {r['threads']} | {r['tfm_ms']:.1f} | {r['torch_ms']:.1f} | **{ratio(r['torch_ms'], r['tfm_ms'])}** | "
+                     f"{r['bf16_ms']:.1f} | {r['int8_ms']:.1f} |")
     lines += ["", f"Start-up: `tfm translate` of one sentence as a fresh process, **{latency['startup_s']:.3f} s** (median of 5)."]
     return "\n".join(lines)
 
