@@ -7,9 +7,10 @@
 //   std::cout << out[0].hypotheses[0] << "\n";
 //
 // A pool of workers searches batches of sentences; requests that callers submit at
-// nearly the same time are batched together (while another batch is being searched, a
-// batch that is not full waits up to `batch_wait_us` for more; a request reaching an idle
-// translator starts at once). Every member function is safe to call from many threads.
+// nearly the same time are batched together (a batch that is not full waits up to
+// `batch_wait_us` for more, unless its request reached an idle translator after a lull of
+// `batch_wait_us`: one caller's requests start at once). Every member function is safe
+// to call from many threads.
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -33,7 +34,7 @@ struct TranslatorOptions {
   int workers = 0;                   // batches searched at once, sharing the threads (0: one per thread)
   int64_t max_batch = 32;            // sentences per batch
   int64_t max_batch_tokens = 0;      // source subwords per batch, padding included: sentences x the longest (0: no bound)
-  int64_t batch_wait_us = 2000;      // how long a batch that is not full waits for other requests while another is searched
+  int64_t batch_wait_us = 2000;      // how long a batch that is not full waits for other requests (not after a lull)
   // When given, hears each batch as its search ends (its sentences and padded source
   // subwords), from the worker that searched it; it must not throw.
   std::function<void(int64_t sentences, int64_t tokens)> on_batch;
