@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes every reader of outside data (safetensors checkpoints, model configurations,
+# Fuzzes every reader of outside data (safetensors checkpoints, PyTorch checkpoints, model configurations,
 # corpus lines and the tokenizer, IDX image files, SentencePiece text and models, PNG and
 # JPEG images, the server's HTTP requests) with
 # libFuzzer, each for the given number of seconds (default 60), under AddressSanitizer
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 scripts/install-deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null
-targets=(safetensors config text idx spm image http)
+targets=(safetensors torch config text idx spm image http)
 cmake --build build-checked -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 status=0
 for target in "${targets[@]}"; do

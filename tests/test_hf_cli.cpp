@@ -15,6 +15,7 @@
 #include "tensor/rng.h"
 #include "support/fixture.h"
 #include "support/process.h"
+#include "support/torch_twin.h"
 
 namespace tfm {
 namespace {
@@ -101,6 +102,15 @@ TEST(HfCli, GenerateContinuesAsTransformersGreedySearch) { expect_generations(te
 // the decoder's caches.
 TEST(HfCli, GenerateWithScoresScaledByLayer) {
   expect_generations(testing::fixture_path("hf/gpt2_layer_scaled_tiny"), ours("gpt2_layer_scaled_tiny")["cases"]);
+}
+
+// Directories holding pytorch_model.bin, or its shards and index, instead of
+// model.safetensors (the same weights as torch.save writes them) translate and generate
+// as transformers did.
+TEST(HfCli, TorchCheckpointDirectoriesTranslateAndGenerateAsTransformers) {
+  testing::TempDir tmp;
+  expect_translations(testing::torch_twin(tmp, "marian_multi_target_tiny"), ours("marian_multi_target_tiny")["cases"]);
+  expect_generations(testing::torch_twin(tmp, "gpt2_layer_scaled_tiny"), ours("gpt2_layer_scaled_tiny")["cases"]);
 }
 
 TEST(HfCli, EmbedGivesTheClsHiddenState) {

@@ -354,8 +354,11 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "is a Hugging Face 't5' model; tfm reads marian (opus-mt), gpt2, bert and vit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
-  { std::ofstream(dir + "/pytorch_model.bin") << "pickle"; }
-  EXPECT_THROW_MESSAGE(hf::open(dir), "holds PyTorch, TensorFlow or Flax weights only; tfm reads model.safetensors");
+  EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
+  { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }
+  EXPECT_THROW_MESSAGE(hf::open(dir), "holds TensorFlow or Flax weights only; tfm reads model.safetensors or pytorch_model.bin");
+  { std::ofstream(dir + "/pytorch_model.bin") << "pickle"; }  // read, and refused as what it is
+  EXPECT_THROW_MESSAGE(hf::convert(hf::open(dir)), "/pytorch_model.bin: not a zip archive");
 }
 
 }  // namespace

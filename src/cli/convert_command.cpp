@@ -16,7 +16,7 @@ void add_convert_command(CLI::App& app, int&) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("convert", "Write a Hugging Face model directory (opus-mt, GPT-2, BERT, ViT) as a tfm checkpoint");
-  cmd->add_option("--model", o->model, "Hugging Face model directory (config.json, model.safetensors, tokenizer files)")
+  cmd->add_option("--model", o->model, "Hugging Face model directory (config.json, model.safetensors or pytorch_model.bin, tokenizer files)")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("-o,--output", o->output, "The checkpoint to write (.safetensors); its tokenizer record points at the directory's files")

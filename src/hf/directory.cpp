@@ -4,6 +4,7 @@
 #include <set>
 
 #include "io/input_file.h"
+#include "io/torch_checkpoint.h"
 #include "tensor/error.h"
 
 namespace tfm::hf {
@@ -16,14 +17,25 @@ constexpr const char* kSupported = "marian (opus-mt), gpt2, bert and vit";
 
 nlohmann::json parse_json_file(const std::string& path) { return io::read_json_file(path, int64_t{64} << 20, "JSON file"); }
 
+// The two formats of weights transformers saves, in the order from_pretrained prefers
+// them: one file, or shards that an index's weight_map lists.
+struct WeightFormat {
+  const char* file;
+  const char* index;
+  io::SafeTensors (*read)(const std::string& path);
+};
+constexpr WeightFormat kWeightFormats[] = {
+    {"model.safetensors", "model.safetensors.index.json", [](const std::string& path) { return io::read_safetensors(path); }},
+    {"pytorch_model.bin", "pytorch_model.bin.index.json", io::read_torch_checkpoint}};
+
 void check_weights_present(const std::string& path) {
   const auto has = [&](const char* name) { return fs::exists(path + "/" + name); };
-  if (has("model.safetensors") || has("model.safetensors.index.json")) return;
-  if (has("pytorch_model.bin") || has("pytorch_model.bin.index.json") || has("tf_model.h5") || has("flax_model.msgpack"))
-    throw Error(path + ": holds PyTorch, TensorFlow or Flax weights only; tfm reads model.safetensors. Convert them with "
-                       "python3 -c \"import transformers as t; d = '" + path +
-                "'; getattr(t, t.AutoConfig.from_pretrained(d).architectures[0]).from_pretrained(d).save_pretrained(d, safe_serialization=True)\"");
-  throw Error(path + ": holds no model.safetensors (nor model.safetensors.index.json)");
+  for (const WeightFormat& f : kWeightFormats)
+    if (has(f.file) || has(f.index)) return;
+  TFM_CHECK(!has("tf_model.h5") && !has("flax_model.msgpack"),
+            path << ": holds TensorFlow or Flax weights only; tfm reads model.safetensors or pytorch_model.bin (save the model from "
+                    "transformers' PyTorch class with save_pretrained)");
+  throw Error(path + ": holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
 }
 
 // The name transformers loads a stored tensor under, whatever the model
@@ -85,22 +97,34 @@ Directory open(const std::string& path) {
   return d;
 }
 
-io::NamedTensors read_weights(const Directory& d) {
-  if (d.has("model.safetensors")) return with_transformers_names(io::read_safetensors(d.file("model.safetensors")).tensors);
-  // Sharded: {"weight_map": {tensor name: shard file}}; each shard read once.
-  const nlohmann::json index = d.json_file("model.safetensors.index.json");
-  TFM_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), d.file("model.safetensors.index.json") << ": has no weight_map");
+namespace {
+
+// Sharded weights: {"weight_map": {tensor name: shard file}}; each shard read once.
+io::NamedTensors read_shards(const Directory& d, const WeightFormat& format) {
+  const std::string index_file = d.file(format.index);
+  const nlohmann::json index = d.json_file(format.index);
+  TFM_CHECK(index.contains("weight_map") && index["weight_map"].is_object(), index_file << ": has no weight_map");
   std::set<std::string> shards;
   for (const auto& [name, shard] : index["weight_map"].items()) {
-    TFM_CHECK(shard.is_string(), d.file("model.safetensors.index.json") << ": the shard of '" << name << "' is not a file name");
+    TFM_CHECK(shard.is_string(), index_file << ": the shard of '" << name << "' is not a file name");
     const std::string file = shard.get<std::string>();
-    TFM_CHECK(fs::path(file).filename() == file, d.file("model.safetensors.index.json") << ": shard '" << file << "' is not a file of the directory");
+    TFM_CHECK(fs::path(file).filename() == file, index_file << ": shard '" << file << "' is not a file of the directory");
     shards.insert(file);
   }
   io::NamedTensors all;
   for (const std::string& shard : shards)
-    for (auto& entry : io::read_safetensors(d.file(shard)).tensors) all.push_back(std::move(entry));
-  return with_transformers_names(std::move(all));
+    for (auto& entry : format.read(d.file(shard)).tensors) all.push_back(std::move(entry));
+  return all;
+}
+
+}  // namespace
+
+io::NamedTensors read_weights(const Directory& d) {
+  for (const WeightFormat& f : kWeightFormats) {
+    if (d.has(f.file)) return with_transformers_names(f.read(d.file(f.file)).tensors);
+    if (d.has(f.index)) return with_transformers_names(read_shards(d, f));
+  }
+  throw Error(d.path + ": holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
 }
 
 }  // namespace tfm::hf

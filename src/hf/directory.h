@@ -1,7 +1,8 @@
 #pragma once
 // A Hugging Face model directory, as `save_pretrained` writes it and the hub serves it:
 // config.json (the architecture, `model_type` naming the family), the weights in
-// model.safetensors or in shards listed by model.safetensors.index.json, and the
+// model.safetensors or pytorch_model.bin (torch.save's zip archive, read without Python),
+// or in shards listed by model.safetensors.index.json or pytorch_model.bin.index.json, and the
 // tokenizer's and image processor's files. tfm reads four families: marian (opus-mt),
 // gpt2, bert and vit.
 #include <string>
@@ -30,12 +31,12 @@ struct Directory {
 bool is_directory(const std::string& path);
 
 // Opens a model directory: config.json read and its model_type one tfm knows. A
-// directory without config.json, one with PyTorch pickles only (pytorch_model.bin),
-// or an unsupported model_type is one line saying what is supported and what to do.
+// directory without config.json, one without weights tfm reads (TensorFlow's or Flax's
+// only), or an unsupported model_type is one line saying what is supported and what to do.
 Directory open(const std::string& path);
 
-// Every tensor of the weights (model.safetensors, or the shards an index lists), as
-// stored (f32, f16 or bf16), under the names transformers loads them by (TensorFlow-era
+// Every tensor of the weights (model.safetensors, else pytorch_model.bin, or the shards an
+// index lists, as transformers prefers them), as stored (f32, f16 or bf16), under the names transformers loads them by (TensorFlow-era
 // LayerNorm.gamma and LayerNorm.beta renamed weight and bias, as bert-base-uncased needs).
 io::NamedTensors read_weights(const Directory& d);
 

@@ -1,19 +1,16 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <libdeflate.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "io/finite.h"
 #include "io/output_file.h"
+#include "io/random_access_file.h"
 #include "tensor/float_formats.h"
 #include "tensor/error.h"
 
@@ -37,12 +34,6 @@ std::optional<DType> dtype_named(const std::string& name) {
   return std::nullopt;
 }
 
-bool all_finite(const Tensor& t) {
-  if (t.dtype() != DType::f32 && t.dtype() != DType::f16 && t.dtype() != DType::bf16) return true;
-  const Tensor f = to_f32(t);
-  return std::all_of(f.data(), f.data() + f.numel(), [](float v) { return std::isfinite(v); });
-}
-
 // The CRC-32 (zlib's) of the bytes after those `crc` covered.
 uint32_t crc_update(uint32_t crc, const char* data, size_t n) { return libdeflate_crc32(crc, data, n); }
 
@@ -62,9 +53,6 @@ std::map<std::string, uint32_t> tensor_checksums(const std::map<std::string, std
   }
   return sums;
 }
-
-// Bytes [offset, offset + n) of the file into dst; offset + n is within the file.
-using ReadAt = std::function<void(uint64_t offset, size_t n, char* dst)>;
 
 // Which tensors a reader keeps: all (an empty function), or those `skip` does not name.
 using Skip = std::function<bool(const std::string& name)>;
@@ -201,28 +189,14 @@ const Tensor* SafeTensors::find(const std::string& name) const {
 }
 
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& origin) {
-  return parse(bytes.size(), [&](uint64_t offset, size_t n, char* dst) { std::memcpy(dst, bytes.data() + offset, n); }, origin);
+  return parse(bytes.size(), memory_reader(bytes), origin);
 }
 
 SafeTensors read_safetensors(const std::string& path) { return read_safetensors(path, {}); }
 
 SafeTensors read_safetensors(const std::string& path, const Skip& skip) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  TFM_CHECK(fd >= 0, path << ": cannot open (" << std::strerror(errno) << ")");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  TFM_CHECK(::fstat(fd, &st) == 0 && S_ISREG(st.st_mode), path << ": cannot read (not a regular file)");
-  return parse(static_cast<uint64_t>(st.st_size), [&](uint64_t offset, size_t n, char* dst) {
-    while (n > 0) {
-      const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      TFM_CHECK(got > 0, path << ": read failed (" << (got < 0 ? std::strerror(errno) : "the file shrank while being read") << ")");
-      dst += got, offset += static_cast<uint64_t>(got), n -= static_cast<size_t>(got);
-    }
-  }, path, skip);
+  const RandomAccessFile file(path);
+  return parse(file.size(), file.reader(), path, skip);
 }
 
 std::string serialize_safetensors(const NamedTensors& tensors, std::map<std::string, std::string> metadata) {

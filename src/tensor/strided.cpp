@@ -117,8 +117,13 @@ void copy_elements(const Tensor& src, Tensor& dst) {
 // The CPU's DeviceMemory: host memory, walked by the loops above.
 class HostMemory final : public DeviceMemory {
  public:
-  void from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  // (An empty tensor's pointers may be null, which memcpy may not be given even for 0 bytes.)
+  void from_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  void to_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
   void strided_copy(const Tensor& src, Tensor& dst) override {
     switch (size_of(src.dtype())) {
       case 1: return copy_elements<uint8_t>(src, dst);
@@ -142,8 +147,13 @@ Device common_device(const char* op, const Tensor& src, const Tensor& dst) {
 // The simulated device's: the same, its memory reachable while each call runs.
 class SimulatedMemory final : public DeviceMemory {
  public:
-  void from_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  // (An empty tensor's pointers may be null, which memcpy may not be given even for 0 bytes.)
+  void from_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  void to_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
   void strided_copy(const Tensor& src, Tensor& dst) override {
     const SimulatedKernel allow;
     host_.strided_copy(src, dst);
