@@ -287,6 +287,28 @@ TEST(HfTokenizerBertConfig, RefusesWhatItDoesNotImplement) {
 
 // ---- Marian ----
 
+// A Marian fixture's cases: each text's ids (</s> appended) as MarianTokenizer gives them.
+void expect_ids_are_transformers(const Vocab& source, const Vocab& target, const json& cases) {
+  for (const json& c : cases) {
+    std::vector<int> source_ids = source.encode(c["source_text"]), target_ids = target.encode(c["target_text"]);
+    source_ids.push_back(source.specials().eos);
+    target_ids.push_back(target.specials().eos);
+    EXPECT_EQ(source_ids, ints(c["input_ids"])) << c["source_text"];
+    EXPECT_EQ(target_ids, ints(c["labels"])) << c["target_text"];
+  }
+}
+
+// A Marian fixture's greedy and beam-4 generations decoded as transformers decoded them.
+void expect_generations_decode_as_transformers(const Vocab& target, const json& cases) {
+  for (const json& c : cases) {
+    for (const char* kind : {"greedy", "beam4"}) {
+      std::vector<int> ids = ints(c[std::string(kind) + "_ids"]);
+      ids.erase(ids.begin());  // the decoder's start, <pad>
+      EXPECT_EQ(target.decode(ids), c[std::string(kind) + "_text"].get<std::string>()) << kind;
+    }
+  }
+}
+
 class HfTokenizerMarian : public ::testing::Test {
  protected:
   static Vocab side(const char* spm) {
@@ -298,24 +320,12 @@ class HfTokenizerMarian : public ::testing::Test {
 
 TEST_F(HfTokenizerMarian, SourceAndTargetIdsAreTransformers) {
   ASSERT_EQ(cases.size(), 5u);
-  for (const json& c : cases) {
-    std::vector<int> source_ids = source.encode(c["source_text"]), target_ids = target.encode(c["target_text"]);
-    source_ids.push_back(source.specials().eos);
-    target_ids.push_back(target.specials().eos);
-    EXPECT_EQ(source_ids, ints(c["input_ids"])) << c["source_text"];
-    EXPECT_EQ(target_ids, ints(c["labels"])) << c["target_text"];
-  }
+  expect_ids_are_transformers(source, target, cases);
 }
 
 TEST_F(HfTokenizerMarian, DecodedGenerationsAreTransformersTexts) {
   ASSERT_EQ(cases.size(), 5u);
-  for (const json& c : cases) {
-    for (const char* kind : {"greedy", "beam4"}) {
-      std::vector<int> ids = ints(c[std::string(kind) + "_ids"]);
-      ids.erase(ids.begin());  // the decoder's start, <pad>
-      EXPECT_EQ(target.decode(ids), c[std::string(kind) + "_text"].get<std::string>()) << kind;
-    }
-  }
+  expect_generations_decode_as_transformers(target, cases);
 }
 
 TEST_F(HfTokenizerMarian, SpecialIdsPiecesAndSize) {
@@ -375,23 +385,12 @@ class HfTokenizerMarianLabels : public ::testing::Test {
 // and the line's last "<<" (the same on the target side), as MarianTokenizer does.
 TEST_F(HfTokenizerMarianLabels, IdsAreTransformers) {
   ASSERT_EQ(cases.size(), 7u);
-  for (const json& c : cases) {
-    std::vector<int> source_ids = source.encode(c["source_text"]), target_ids = target.encode(c["target_text"]);
-    source_ids.push_back(source.specials().eos);
-    target_ids.push_back(target.specials().eos);
-    EXPECT_EQ(source_ids, ints(c["input_ids"])) << c["source_text"];
-    EXPECT_EQ(target_ids, ints(c["labels"])) << c["target_text"];
-  }
+  expect_ids_are_transformers(source, target, cases);
   EXPECT_EQ(source.piece(source.encode(">>cmn_Hans<< Two dogs.")[0]), ">>cmn_Hans<<");
 }
 
 TEST_F(HfTokenizerMarianLabels, DecodedGenerationsAreTransformersTexts) {
-  for (const json& c : cases)
-    for (const char* kind : {"greedy", "beam4"}) {
-      std::vector<int> ids = ints(c[std::string(kind) + "_ids"]);
-      ids.erase(ids.begin());  // the decoder's start, <pad>
-      EXPECT_EQ(target.decode(ids), c[std::string(kind) + "_text"].get<std::string>()) << kind;
-    }
+  expect_generations_decode_as_transformers(target, cases);
 }
 
 // MarianTokenizer would read these as <unk> and translate into a language of the model's choosing.
