@@ -69,7 +69,7 @@ profile_rows() {  # where a training step's time goes, tfm's kernels and PyTorch
     >"$out/tfm.json" 2>"$out/tfm.txt"
   python3 bench/gpu/torch_train.py --config "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["config"]))' "$out/tfm.json")" \
     --batches "$out/batches.json" --precision bf16 --warmup 1 --profile >"$out/torch.json" 2>"$out/torch.txt"
-  head -30 "$out/tfm.txt"
+  head -60 "$out/tfm.txt"
 }
 
 export bundle logs check

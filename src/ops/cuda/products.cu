@@ -193,6 +193,19 @@ const Plan& plan_for(const Product& p, LtContext& context) {
   return *plans.emplace(key, std::make_unique<Plan>(p, context)).first->second;
 }
 
+// A product's name in TFM_CUDA_PROFILE's table: type, [m, n, k], which operands are
+// transposed, batch, epilogue and whether it accumulates, e.g.
+// "cublasLt bf16 [12500,2048,512] NT +bias,relu": where a step's product time goes.
+std::string profile_name(const Product& p) {
+  std::string name = std::string("cublasLt ") + (p.type == CUDA_R_32F ? "f32" : "bf16") + " [" + std::to_string(p.m) + "," +
+                     std::to_string(p.n) + "," + std::to_string(p.k) + "] " + (p.trans_a ? "T" : "N") + (p.trans_b ? "T" : "N");
+  if (p.batch > 1) name += " x" + std::to_string(p.batch);
+  if (p.bias) name += " +bias";
+  if (p.relu) name += ",relu";
+  if (p.beta != 0.0f) name += " +=";
+  return name;
+}
+
 void run(const Product& p) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return;
   if (p.k == 0) {  // an empty sum (c is contiguous at every call site)
@@ -209,7 +222,7 @@ void run(const Product& p) {
   check_lt(TFM_LT(cublasLtMatmul)(context.handle, plan.desc.desc, &alpha, p.b, plan.first.layout, p.a, plan.second.layout, &beta, p.c,
                                   plan.out.layout, p.c, plan.out.layout, &plan.algo, context.workspace, LtContext::kWorkspaceBytes, stream()),
            "cublasLtMatmul");
-  check_launch(p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
+  check_launch(tfm::cuda::profiling() ? profile_name(p).c_str() : p.type == CUDA_R_32F ? "cublasLt matmul f32" : "cublasLt matmul bf16");
 }
 
 // y[r, c] += bias[c] (where given), then max(y, 0) where `relu`: [rows, out], where

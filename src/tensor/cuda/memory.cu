@@ -58,7 +58,7 @@ class Profile {
 
  private:
   struct Launch {
-    const char* name;
+    std::string name;  // (a copy: a product's name is made for its launch)
     cudaEvent_t before, after;
     bool idle;
   };
@@ -98,9 +98,9 @@ class Profile {
     for (const auto& [name, e] : rows) all.ms += e.ms, all.calls += e.calls, all.idle += e.idle;
     std::fprintf(stderr, "TFM_CUDA_PROFILE: %.1f ms of GPU time between %lld launches; %lld of them (%.0f%%) found the GPU idle\n", all.ms,
                  static_cast<long long>(all.calls), static_cast<long long>(all.idle), 100.0 * all.idle / std::max<int64_t>(all.calls, 1));
-    std::fprintf(stderr, "%-40s %8s %10s %6s %8s\n", "kernel", "calls", "ms", "%", "idle");
+    std::fprintf(stderr, "%-48s %8s %10s %6s %8s\n", "kernel", "calls", "ms", "%", "idle");
     for (const auto& [name, e] : rows)
-      std::fprintf(stderr, "%-40s %8lld %10.2f %6.1f %8lld\n", name.c_str(), static_cast<long long>(e.calls), e.ms,
+      std::fprintf(stderr, "%-48s %8lld %10.2f %6.1f %8lld\n", name.c_str(), static_cast<long long>(e.calls), e.ms,
                    100 * e.ms / std::max(all.ms, 1e-9), static_cast<long long>(e.idle));
   }
   std::mutex mutex_;
@@ -111,6 +111,8 @@ class Profile {
 };
 
 }  // namespace
+
+bool profiling() { return Profile::get() != nullptr; }
 
 void restart_profile() {
   if (Profile* p = Profile::get()) p->restart();

@@ -26,6 +26,9 @@ void check_launch(const char* kernel);
 // TFM_CUDA_PROFILE's totals start again from here (tfm_bench calls it after its warm-up
 // steps, whose allocations and plans are not a step's); nothing without the profile.
 void restart_profile();
+// Whether TFM_CUDA_PROFILE is set: kernels may then name their launches in more detail
+// (a product its shape), at a cost the unprofiled path does not pay.
+bool profiling();
 
 // This thread's stream.
 inline cudaStream_t stream() { return cudaStreamPerThread; }
