@@ -170,6 +170,25 @@ void stage_memory() {
     const Values got = op_cases::values_of(a);
     for (size_t i = 0; i < got.size(); ++i) r.error = std::max(r.error, std::fabs(got[i] - (i % 2 == 0 ? 1.75 : 1.5)));
   });
+  // Each path of strided_add and fill (tensor/cuda/memory.cu): a zero fill (a memset),
+  // contiguous adds four at a time with a tail, one off 16 bytes, a permuted 3-d walk.
+  run({"memory", "zero fill; contiguous, unaligned and permuted adds", "f32", "[7, 11, 13]"}, [](Row& r) {
+    auto apply = [](Device d) {
+      Tensor acc = Tensor::full({1001}, 3.0f, d);
+      acc.fill(0.0f);
+      const Tensor x = random({1001}, 5, d);
+      strided_add(x, acc);  // 250 quads and a tail of 1
+      Tensor tail = make_view(acc, {1000}, {1}, 1);
+      strided_add(make_view(x, {1000}, {1}, 0), tail);  // 4 bytes off 16
+      Tensor cube = random({7, 11, 13}, 6, d);
+      strided_add(ops::permute(random({13, 7, 11}, 7, d), {1, 2, 0}), cube);
+      Values v = op_cases::values_of(acc), c = op_cases::values_of(cube);
+      v.insert(v.end(), c.begin(), c.end());
+      return v;
+    };
+    const Values got = apply(g_device), want = apply(Device::CPU);
+    r.error = bitwise_equal(got, want) ? 0.0 : std::max(relative_error(got, want), 1.0);
+  });
 }
 
 // --- stage ops: the op table's cases ---

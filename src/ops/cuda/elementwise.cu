@@ -7,50 +7,16 @@
 #include "ops/cuda/launch.cuh"
 #include "tensor/error.h"
 #include "tensor/rng.h"
+#include "tensor/cuda/walk.cuh"
 #include "tensor/strided.h"
 
 namespace tfm::ops::cuda {
 
 namespace {
 
-constexpr int kMaxDims = 8;
-
-// Up to kMaxDims dimensions and two operands' element strides over them: a binary
-// op's a and b over out's shape, or sum_to's kept and summed dims of g.
-struct Walk {
-  int dims = 0;
-  int64_t size[kMaxDims] = {};
-  int64_t a[kMaxDims] = {};
-  int64_t b[kMaxDims] = {};
-};
-
-// Appends a dim of `size` with strides sa and sb, merged into the last one where that
-// walks the same offsets (a contiguous run, or a broadcast run of stride 0); size-1
-// dims are dropped. So most calls walk one or two dims.
-void append(Walk& w, int64_t size, int64_t sa, int64_t sb) {
-  if (size == 1) return;
-  const int last = w.dims - 1;
-  if (last >= 0 && w.a[last] == sa * size && w.b[last] == sb * size) {
-    w.size[last] *= size;
-    w.a[last] = sa;
-    w.b[last] = sb;
-    return;
-  }
-  TFM_CHECK(w.dims < kMaxDims, "cuda: element-wise walks of more than " << kMaxDims << " dimensions are not supported");
-  w.size[w.dims] = size, w.a[w.dims] = sa, w.b[w.dims] = sb;
-  ++w.dims;
-}
-
-// Offsets into a and b of flat (row-major) index i of w's dims.
-__device__ void offsets(const Walk& w, int64_t i, int64_t& oa, int64_t& ob) {
-  oa = 0, ob = 0;
-  for (int d = w.dims - 1; d >= 0; --d) {
-    const int64_t at = i % w.size[d];
-    i /= w.size[d];
-    oa += at * w.a[d];
-    ob += at * w.b[d];
-  }
-}
+using tfm::cuda::Walk;
+using tfm::cuda::append;
+using tfm::cuda::walk_offsets;
 
 constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
 constexpr float kSqrt2OverPi = 0.79788456080286536f, kGeluCubic = 0.044715f;
@@ -90,12 +56,12 @@ __device__ float unary_value(float v, float s) {
   else return tanhf(v);
 }
 
-// out [n] (contiguous) = op(a, b) with a and b walked by w.
-template <Binary op>
-__global__ void binary_kernel(const float* a, const float* b, float s, float* out, Walk w, int64_t n) {
-  TFM_GRID_STRIDE(i, n) {
-    int64_t oa, ob;
-    offsets(w, i, oa, ob);
+// out [n] (contiguous) = op(a, b) with a and b walked by w, in Index arithmetic.
+template <Binary op, class Index>
+__global__ void binary_kernel(const float* a, const float* b, float s, float* out, Walk w, Index n) {
+  TFM_GRID_STRIDE_AS(Index, i, n) {
+    Index oa, ob;
+    walk_offsets(w, i, oa, ob);
     out[i] = binary_value<op>(a[oa], b[ob], s);
   }
 }
@@ -111,7 +77,11 @@ void launch_binary(const Tensor& a, const Tensor& b, float s, Tensor& out) {
   const Shape sa = broadcast_strides(a.shape(), a.strides(), shape), sb = broadcast_strides(b.shape(), b.strides(), shape);
   Walk w;
   for (size_t d = 0; d < shape.size(); ++d) append(w, shape[d], sa[d], sb[d]);
-  binary_kernel<op><<<blocks_for(out.numel()), kThreads, 0, stream()>>>(ptr<float>(a), ptr<float>(b), s, ptr<float>(out), w, out.numel());
+  const int64_t n = out.numel();
+  if (tfm::cuda::fits_in_32_bits(w, n))
+    binary_kernel<op, int32_t><<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(a), ptr<float>(b), s, ptr<float>(out), w, static_cast<int32_t>(n));
+  else
+    binary_kernel<op, int64_t><<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(a), ptr<float>(b), s, ptr<float>(out), w, n);
   check_launch("binary");
 }
 
@@ -140,32 +110,45 @@ __device__ void drop_or_keep(const DropoutArgs& a, int64_t e, int64_t r, int64_t
   a.out[e] = v;
 }
 
-// Samples that are rows of per_row elements of x [n]: a thread an element.
-__global__ void dropout_kernel(DropoutArgs a, int64_t n, int64_t per_row) {
-  TFM_GRID_STRIDE(e, n) drop_or_keep(a, e, e / per_row, e / per_row * per_row);
+// Samples that are rows of per_row elements of x [n]: a thread an element, in Index
+// arithmetic (the row's division in 32 bits wherever n allows).
+template <class Index>
+__global__ void dropout_kernel(DropoutArgs a, Index n, Index per_row) {
+  TFM_GRID_STRIDE_AS(Index, e, n)
+    drop_or_keep(a, e, e / per_row, e / per_row * per_row);
 }
 
 // Samples that are packed sequences, sequence r starting at token starts[r] [batch], of
-// per_token elements a token: a block a token, its sequence found once (the last one
-// starting at or before it, by a binary search) for all its elements. (One search an
-// element made the kernel 5 times slower than its memory traffic: 9 ms of a base
-// Transformer's bf16 step on an H200, window 4.)
-__global__ void packed_dropout_kernel(DropoutArgs a, int64_t tokens, int64_t per_token, const int64_t* starts, int64_t batch) {
-  __shared__ int64_t sequence;
-  for (int64_t token = blockIdx.x; token < tokens; token += gridDim.x) {
-    __syncthreads();  // the last token's threads are done with `sequence`
-    if (threadIdx.x == 0) {
+// per_token elements a token: a block kTokensPerBlock tokens, each token's sequence
+// found by a thread of its own (the last one starting at or before it, by a binary
+// search), then the block's threads over all their elements. (One search an element
+// made the kernel 5 times slower than its memory traffic, window 4; one search a block
+// of one token left the block waiting on the search's dependent loads, about 4 times,
+// window 15.)
+constexpr int kTokensPerBlock = 16;
+
+__global__ void packed_dropout_kernel(DropoutArgs a, int64_t tokens, int32_t per_token, const int64_t* starts, int64_t batch) {
+  __shared__ int64_t sequence[kTokensPerBlock], sequence_first[kTokensPerBlock];  // (its first element)
+  for (int64_t first = blockIdx.x * int64_t{kTokensPerBlock}; first < tokens; first += int64_t{gridDim.x} * kTokensPerBlock) {
+    __syncthreads();  // the last tokens' threads are done with `sequence`
+    if (threadIdx.x < kTokensPerBlock && first + threadIdx.x < tokens) {
+      const int64_t token = first + threadIdx.x;
       int64_t lo = 0, hi = batch;  // (std::upper_bound - 1)
       while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
         if (starts[mid] > token) hi = mid;
         else lo = mid + 1;
       }
-      sequence = lo > 0 ? lo - 1 : 0;  // (packed sequences start at token 0)
+      const int64_t r = lo > 0 ? lo - 1 : 0;  // (packed sequences start at token 0)
+      sequence[threadIdx.x] = r;
+      sequence_first[threadIdx.x] = starts[r] * per_token;
     }
     __syncthreads();
-    const int64_t r = sequence, first = starts[r] * per_token;
-    for (int64_t f = threadIdx.x; f < per_token; f += blockDim.x) drop_or_keep(a, token * per_token + f, r, first);
+    const int32_t count = static_cast<int32_t>(std::min<int64_t>(kTokensPerBlock, tokens - first)) * per_token;
+    for (int32_t f = threadIdx.x; f < count; f += blockDim.x) {
+      const int32_t t = f / per_token;
+      drop_or_keep(a, first * per_token + f, sequence[t], sequence_first[t]);
+    }
   }
 }
 
@@ -176,11 +159,11 @@ __global__ void packed_dropout_kernel(DropoutArgs a, int64_t tokens, int64_t per
 __global__ void sum_to_kernel(const float* g, float* out, int64_t m, Walk kept, Walk summed, int64_t count) {
   TFM_GRID_STRIDE(o, m) {
     int64_t base, unused;
-    offsets(kept, o, base, unused);
+    walk_offsets(kept, o, base, unused);
     float acc = 0.0f;
     for (int64_t k = 0; k < count; ++k) {
       int64_t at;
-      offsets(summed, k, at, unused);
+      walk_offsets(summed, k, at, unused);
       acc += g[base + at];
     }
     out[o] = acc;
@@ -264,10 +247,14 @@ void dropout(const Tensor& x, float p, DropoutKey key, const PackedSequences* pa
   const DropoutArgs a{ptr<float>(x), ptr<float>(out), p, 1.0f / (1.0f - p), key.key, key.first_row, relu};  // (keep_scale on the host, as the CPU computes it)
   if (packed) {
     const int64_t tokens = x.size(1), per_token = n / tokens;
-    packed_dropout_kernel<<<static_cast<unsigned>(std::min<int64_t>(tokens, 65535)), kThreads, 0, stream()>>>(
-        a, tokens, per_token, ptr<int64_t>(packed->on(Device::CUDA)), packed->batch());
+    const int64_t groups = (tokens + kTokensPerBlock - 1) / kTokensPerBlock;
+    TFM_CHECK(per_token <= INT32_MAX / kTokensPerBlock, "dropout: " << per_token << " features a token");
+    packed_dropout_kernel<<<static_cast<unsigned>(std::min<int64_t>(groups, 65535)), kThreads, 0, stream()>>>(
+        a, tokens, static_cast<int32_t>(per_token), ptr<int64_t>(packed->on(Device::CUDA)), packed->batch());
   } else {
-    dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(a, n, n / (x.dim() > 0 ? x.size(0) : 1));
+    const int64_t per_row = n / (x.dim() > 0 ? x.size(0) : 1);
+    if (tfm::cuda::index_fits_in_32_bits(n)) dropout_kernel<int32_t><<<blocks_for(n), kThreads, 0, stream()>>>(a, static_cast<int32_t>(n), static_cast<int32_t>(per_row));
+    else dropout_kernel<int64_t><<<blocks_for(n), kThreads, 0, stream()>>>(a, n, per_row);
   }
   check_launch("dropout");
 }

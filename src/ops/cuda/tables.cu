@@ -43,12 +43,25 @@ RowLists row_lists(const std::vector<Index>& index, int64_t count, const char* w
 }
 
 // out[r, c] = sum over k in row r's list (in order, from 0) of g[order[k], c]:
-// out [rows, d], g [n, d]; one thread per element of out.
+// out [rows, d], g [n, d]; one thread per element of out. The terms are loaded
+// kInFlight at a time before they are added (in order): a frequent token's row (an end
+// of sentence: hundreds of terms) otherwise waited on two dependent loads a term, 3 ms
+// of a base Transformer's bf16 step (H200, window 15).
+constexpr int kInFlight = 8;
+
 __global__ void scatter_add_kernel(const int64_t* offsets, const int64_t* order, const float* g, float* out, int64_t d, int64_t n) {
   TFM_GRID_STRIDE(e, n) {
-    const int64_t r = e / d, c = e % d;
+    const int64_t r = e / d, c = e % d, end = offsets[r + 1];
     float acc = 0.0f;
-    for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) acc += g[order[k] * d + c];
+    int64_t k = offsets[r];
+    for (; k + kInFlight <= end; k += kInFlight) {
+      float term[kInFlight];
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) term[j] = g[order[k + j] * d + c];
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) acc += term[j];
+    }
+    for (; k < end; ++k) acc += g[order[k] * d + c];
     out[e] = acc;
   }
 }

@@ -1,6 +1,8 @@
 // CUDA's allocator and DeviceMemory (tensor/device_memory.h): copies, strided copy and
-// add, fill. The strided kernels walk up to kMaxDims dimensions, one thread an element.
+// add, fill. The strided kernels walk their operands' merged dims (walk.cuh), one
+// thread an element; contiguous copies, adds and zero fills take the fast paths.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 
 #include "tensor/allocator.h"
 #include "tensor/cuda/runtime.h"
+#include "tensor/cuda/walk.cuh"
 #include "tensor/device_memory.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
@@ -176,42 +179,45 @@ class PoolAllocator final : public Allocator {
   void deallocate(const Allocation& allocation) override { (void)cudaFreeAsync(allocation.ptr, stream()); }
 };
 
-constexpr int kMaxDims = 8;
 constexpr int kThreads = 256;
 
-// A tensor's layout as a kernel takes it: shape and element strides, right-aligned.
-struct Layout {
-  int dims;
-  int64_t shape[kMaxDims];
-  int64_t strides[kMaxDims];
-};
-
-Layout layout_of(const Tensor& t) {
-  TFM_CHECK(t.dim() <= kMaxDims, "cuda: tensors of more than " << kMaxDims << " dimensions are not supported, got " << shape_str(t.shape()));
-  Layout l{static_cast<int>(t.dim()), {}, {}};
-  for (int d = 0; d < l.dims; ++d) l.shape[d] = t.shape()[d], l.strides[d] = t.strides()[d];
-  return l;
+// src's and dst's strides (a and b) over their common shape, merged (walk.cuh).
+Walk walk_of(const Tensor& src, const Tensor& dst) {
+  Walk w;
+  for (int64_t d = 0; d < src.dim(); ++d) append(w, src.shape()[d], src.strides()[d], dst.strides()[d]);
+  return w;
 }
 
-// The offset of flat (row-major) index i in a tensor of layout l.
-__device__ int64_t offset_of(const Layout& l, int64_t i) {
-  int64_t offset = 0;
-  for (int d = l.dims - 1; d >= 0; --d) {
-    offset += (i % l.shape[d]) * l.strides[d];
-    i /= l.shape[d];
+template <class T, class Index>
+__global__ void copy_kernel(const T* src, T* dst, Walk w, Index n) {
+  TFM_GRID_STRIDE_AS(Index, i, n) {
+    Index os, od;
+    walk_offsets(w, i, os, od);
+    dst[od] = src[os];
   }
-  return offset;
 }
 
-template <class T>
-__global__ void copy_kernel(const T* src, Layout sl, T* dst, Layout dl, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    dst[offset_of(dl, i)] = src[offset_of(sl, i)];
+template <class Index>
+__global__ void add_kernel(const float* src, float* dst, Walk w, Index n) {
+  TFM_GRID_STRIDE_AS(Index, i, n) {
+    Index os, od;
+    walk_offsets(w, i, os, od);
+    dst[od] += src[os];
+  }
 }
 
-__global__ void add_kernel(const float* src, Layout sl, float* dst, Layout dl, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    dst[offset_of(dl, i)] += src[offset_of(sl, i)];
+// dst[i] += src[i], both contiguous and on 16 bytes: four at a time (16-byte loads and
+// stores), the tail one at a time.
+__global__ void add_contiguous_kernel(const float* src, float* dst, int64_t n) {
+  const int64_t quads = n / 4;
+  for (int64_t q = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; q < quads; q += int64_t{gridDim.x} * blockDim.x) {
+    const float4 s = reinterpret_cast<const float4*>(src)[q];
+    float4 d = reinterpret_cast<float4*>(dst)[q];
+    d.x += s.x, d.y += s.y, d.z += s.z, d.w += s.w;
+    reinterpret_cast<float4*>(dst)[q] = d;
+  }
+  const int64_t r = 4 * quads + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (r < n) dst[r] += src[r];
 }
 
 __global__ void fill_kernel(float* dst, float value, int64_t n) {
@@ -222,10 +228,16 @@ unsigned blocks(int64_t n) { return static_cast<unsigned>(std::min<int64_t>((n +
 
 template <class T>
 void copy_as(const Tensor& src, Tensor& dst) {
-  copy_kernel<T><<<blocks(src.numel()), kThreads, 0, stream()>>>(static_cast<const T*>(src.device_ptr()), layout_of(src),
-                                                                 static_cast<T*>(dst.device_ptr()), layout_of(dst), src.numel());
+  const Walk w = walk_of(src, dst);
+  const int64_t n = src.numel();
+  const T* s = static_cast<const T*>(src.device_ptr());
+  T* d = static_cast<T*>(dst.device_ptr());
+  if (fits_in_32_bits(w, n)) copy_kernel<T, int32_t><<<blocks(n), kThreads, 0, stream()>>>(s, d, w, static_cast<int32_t>(n));
+  else copy_kernel<T, int64_t><<<blocks(n), kThreads, 0, stream()>>>(s, d, w, n);
   check_launch("strided_copy");
 }
+
+bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 class CudaMemory final : public DeviceMemory {
  public:
@@ -242,7 +254,7 @@ class CudaMemory final : public DeviceMemory {
     if (src.is_contiguous() && dst.is_contiguous()) {
       check(cudaMemcpyAsync(dst.device_ptr(), src.device_ptr(), src.numel() * size_of(src.dtype()), cudaMemcpyDeviceToDevice, stream()),
             "strided_copy");
-      return;
+      return check_launch("strided_copy (memcpy)");
     }
     switch (size_of(src.dtype())) {
       case 1: return copy_as<uint8_t>(src, dst);
@@ -252,13 +264,25 @@ class CudaMemory final : public DeviceMemory {
     }
   }
   void strided_add(const Tensor& src, Tensor& dst) override {
-    if (src.numel() == 0) return;
-    add_kernel<<<blocks(src.numel()), kThreads, 0, stream()>>>(static_cast<const float*>(src.device_ptr()), layout_of(src),
-                                                               static_cast<float*>(dst.device_ptr()), layout_of(dst), src.numel());
+    const int64_t n = src.numel();
+    if (n == 0) return;
+    const float* s = static_cast<const float*>(src.device_ptr());
+    float* d = static_cast<float*>(dst.device_ptr());
+    const Walk w = walk_of(src, dst);
+    if (w.dims == 1 && w.a[0] == 1 && w.b[0] == 1 && on_16_bytes(s) && on_16_bytes(d))
+      add_contiguous_kernel<<<blocks((n + 3) / 4), kThreads, 0, stream()>>>(s, d, n);
+    else if (fits_in_32_bits(w, n))
+      add_kernel<int32_t><<<blocks(n), kThreads, 0, stream()>>>(s, d, w, static_cast<int32_t>(n));
+    else
+      add_kernel<int64_t><<<blocks(n), kThreads, 0, stream()>>>(s, d, w, n);
     check_launch("strided_add");
   }
   void fill(Tensor& t, float value) override {
     if (t.numel() == 0) return;
+    if (value == 0.0f && !std::signbit(value)) {  // (all bits zero: the copy engine's memset)
+      check(cudaMemsetAsync(t.device_ptr(), 0, static_cast<size_t>(t.numel()) * sizeof(float), stream()), "fill");
+      return check_launch("fill (memset)");  // (named in TFM_CUDA_PROFILE's table)
+    }
     fill_kernel<<<blocks(t.numel()), kThreads, 0, stream()>>>(static_cast<float*>(t.device_ptr()), value, t.numel());
     check_launch("fill");
   }
