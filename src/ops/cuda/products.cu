@@ -13,8 +13,10 @@
 // against 4e-6 with the passes).
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -131,18 +133,23 @@ __global__ void scale_kernel(float* c, float beta, int64_t n) {
   TFM_GRID_STRIDE(i, n) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
 }
 
+// Milliseconds since `t0` on the host.
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS's first
 // operand is our B, its second our A, and a row-major [r, c] matrix is a column-major
-// [c, r] one with the same leading dimension. A plan (descriptors and the heuristic's
-// algorithm) is made once per problem and kept: the heuristic took about 100 us of the
-// host per product, a base Transformer's bf16 step makes about 250 of them in some 15
-// shapes, and the host time showed as half the step (TFM_CUDA_PROFILE, H200).
+// [c, r] one with the same leading dimension. A plan (descriptors and an algorithm) is
+// made once per problem and kept: the heuristic took about 100 us of the host per
+// product, a base Transformer's bf16 step makes about 250 of them in some 15 shapes,
+// and the host time showed as half the step (TFM_CUDA_PROFILE, H200).
 struct Plan {
   MatmulDesc desc;
   Layout first, second, out;
   cublasLtMatmulAlgo_t algo{};
 
-  Plan(const Product& p, LtContext& context)
+  Plan(const Product& p)
       : first(p.type, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.ldb, p.batch, p.stride_b),  // our B
         second(p.type, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.lda, p.batch, p.stride_a),  // our A
         out(CUDA_R_32F, p.n, p.m, p.ldc, p.batch, p.stride_c) {
@@ -152,20 +159,39 @@ struct Plan {
     desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, p.bias ? (p.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                                    : (p.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT));
     if (p.bias) desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(p.bias));
-    const size_t element = p.type == CUDA_R_32F ? 4 : 2;
+  }
+
+  // The heuristic's first algorithm for this problem and the operands' alignments in
+  // bytes (a, b, c as in Product); false where it has none.
+  bool choose(LtContext& context, uint32_t align_a, uint32_t align_b, uint32_t align_c) {
+    const auto t0 = std::chrono::steady_clock::now();
     Preference pref;
     pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{LtContext::kWorkspaceBytes});
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(p.b, p.ldb, p.stride_b, element));
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(p.a, p.lda, p.stride_a, element));
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
-    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(p.c, p.ldc, p.stride_c, 4));
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b);  // (cuBLAS's A is our B)
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a);
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c);
+    pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c);
     cublasLtMatmulHeuristicResult_t chosen{};
     int found = 0;
     check_lt(TFM_LT(cublasLtMatmulAlgoGetHeuristic)(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, pref.pref,
                                                     1, &chosen, &found),
              "cublasLtMatmulAlgoGetHeuristic");
-    TFM_CHECK(found > 0, "cublasLt: no algorithm for a " << p.m << " x " << p.n << " x " << p.k << " product");
     algo = chosen.algo;
+    tfm::cuda::profile_host("cublasLt heuristic", ms_since(t0));
+    return found > 0;
+  }
+
+  // Takes `shared` (the algorithm chosen for another product of its class) where
+  // cuBLASLt says it runs this problem within the workspace.
+  bool adopt(const cublasLtMatmulAlgo_t& shared, LtContext& context) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cublasLtMatmulHeuristicResult_t result{};
+    const bool fits = TFM_LT(cublasLtMatmulAlgoCheck)(context.handle, desc.desc, first.layout, second.layout, out.layout, out.layout, &shared,
+                                                      &result) == CUBLAS_STATUS_SUCCESS &&
+                      result.workspaceSize <= LtContext::kWorkspaceBytes;
+    if (fits) algo = shared;
+    tfm::cuda::profile_host(fits ? "cublasLt algorithm check (a class's)" : "cublasLt algorithm check (refused)", ms_since(t0));
+    return fits;
   }
 };
 
@@ -180,17 +206,64 @@ struct PlanKeyHash {
   }
 };
 
-const Plan& plan_for(const Product& p, LtContext& context) {
-  thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+PlanKey plan_key(const Product& p) {
   const size_t element = p.type == CUDA_R_32F ? 4 : 2;
   const int64_t epilogue = (p.bias != nullptr) * 2 + p.relu;
-  const PlanKey key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch, p.type,
-                    epilogue, alignment(p.a, p.lda, p.stride_a, element), alignment(p.b, p.ldb, p.stride_b, element),
-                    alignment(p.c, p.ldc, p.stride_c, 4)};
+  return {p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.stride_a, p.ldb, p.stride_b, p.ldc, p.stride_c, p.batch, p.type,
+          epilogue, alignment(p.a, p.lda, p.stride_a, element), alignment(p.b, p.ldb, p.stride_b, element),
+          alignment(p.c, p.ldc, p.stride_c, 4)};
+}
+
+// The alignment in bytes of operand a (0), b (1) or c (2) in a plan's key.
+uint32_t alignments(const PlanKey& key, int operand) { return static_cast<uint32_t>(key[static_cast<size_t>(14 + operand)]); }
+
+// v rounded up to one of four steps an octave (..., 12288, 14336, 16384, 20480, ...).
+int64_t size_class(int64_t v) {
+  if (v <= 8) return v;
+  const int64_t step = int64_t{1} << (61 - __builtin_clzll(static_cast<unsigned long long>(v)));  // (a quarter of v's highest bit)
+  return (v + step - 1) / step * step;
+}
+
+// The product that stands for p's class: its sizes, leading dimensions and batch
+// strides by size_class (the same operands, types and epilogue).
+Product representative(Product p) {
+  for (int64_t* v : {&p.m, &p.n, &p.k, &p.lda, &p.ldb, &p.ldc, &p.stride_a, &p.stride_b, &p.stride_c}) *v = size_class(*v);
+  return p;
+}
+
+// Every batch of a training run has new token counts, so new products each step, and
+// the heuristic's host time for a new problem is the GPU's idle time where little is
+// queued (a step's first layer): about 20 ms of a base Transformer's bf16 step on an
+// H200, where the GPU idled at the first call of each of 25 shapes (window 15). So products of one class
+// (representative()) share the heuristic's algorithm for the class's representative,
+// where cublasLtMatmulAlgoCheck accepts it for the real problem; else the problem gets
+// its own. Either way a problem's algorithm depends on the problem alone, not on which
+// came first: a resumed run computes as the uninterrupted one.
+std::optional<cublasLtMatmulAlgo_t> class_algorithm(const Product& p, const PlanKey& key, LtContext& context) {
+  thread_local std::unordered_map<PlanKey, std::optional<cublasLtMatmulAlgo_t>, PlanKeyHash> classes;
+  const Product r = representative(p);
+  PlanKey class_key = plan_key(r);
+  std::copy(key.end() - 3, key.end(), class_key.end() - 3);  // (the real operands' alignments)
+  auto known = classes.find(class_key);
+  if (known != classes.end()) return known->second;
+  if (classes.size() >= 4096) classes.clear();
+  Plan plan(r);
+  const bool found = plan.choose(context, alignments(key, 0), alignments(key, 1), alignments(key, 2));
+  return classes.emplace(class_key, found ? std::optional(plan.algo) : std::nullopt).first->second;
+}
+
+const Plan& plan_for(const Product& p, LtContext& context) {
+  thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  const PlanKey key = plan_key(p);
   auto it = plans.find(key);
   if (it != plans.end()) return *it->second;
   if (plans.size() >= 4096) plans.clear();  // batches of ever new shapes: start afresh rather than grow
-  return *plans.emplace(key, std::make_unique<Plan>(p, context)).first->second;
+  auto plan = std::make_unique<Plan>(p);
+  const std::optional<cublasLtMatmulAlgo_t> shared = class_algorithm(p, key, context);
+  if (!shared || !plan->adopt(*shared, context))
+    TFM_CHECK(plan->choose(context, alignments(key, 0), alignments(key, 1), alignments(key, 2)),
+              "cublasLt: no algorithm for a " << p.m << " x " << p.n << " x " << p.k << " product");
+  return *plans.emplace(key, std::move(plan)).first->second;
 }
 
 // A product's name in TFM_CUDA_PROFILE's table: type, [m, n, k], which operands are

@@ -47,6 +47,12 @@ class Profile {
     const std::lock_guard<std::mutex> lock(mutex_);
     fold();
     entries_.clear();
+    host_.clear();
+  }
+  void host(const char* name, double ms) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    Entry& e = host_[name];
+    e.ms += ms, ++e.calls;
   }
   void mark(const char* name) {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -105,17 +111,25 @@ class Profile {
     for (const auto& [name, e] : rows)
       std::fprintf(stderr, "%-48s %8lld %10.2f %6.1f %8lld\n", name.c_str(), static_cast<long long>(e.calls), e.ms,
                    100 * e.ms / std::max(all.ms, 1e-9), static_cast<long long>(e.idle));
+    if (host_.empty()) return;
+    std::fprintf(stderr, "TFM_CUDA_PROFILE: host work between launches (the GPU idles through it when nothing is queued)\n%-48s %8s %10s\n",
+                 "host", "calls", "ms");
+    for (const auto& [name, e] : host_) std::fprintf(stderr, "%-48s %8lld %10.2f\n", name.c_str(), static_cast<long long>(e.calls), e.ms);
   }
   std::mutex mutex_;
   std::map<std::thread::id, cudaEvent_t> last_;  // each thread's stream's latest event
   std::vector<Launch> pending_;
   std::vector<cudaEvent_t> spare_;
-  std::map<std::string, Entry> entries_;
+  std::map<std::string, Entry> entries_, host_;
 };
 
 }  // namespace
 
 bool profiling() { return Profile::get() != nullptr; }
+
+void profile_host(const char* what, double ms) {
+  if (Profile* p = Profile::get()) p->host(what, ms);
+}
 
 void restart_profile() {
   if (Profile* p = Profile::get()) p->restart();

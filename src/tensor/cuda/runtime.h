@@ -29,6 +29,9 @@ void restart_profile();
 // Whether TFM_CUDA_PROFILE is set: kernels may then name their launches in more detail
 // (a product its shape), at a cost the unprofiled path does not pay.
 bool profiling();
+// Adds `ms` of host time to `what` in TFM_CUDA_PROFILE's table of host work (a
+// product's plan, say); nothing without the profile.
+void profile_host(const char* what, double ms);
 
 // This thread's stream.
 inline cudaStream_t stream() { return cudaStreamPerThread; }
