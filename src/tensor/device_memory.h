@@ -16,8 +16,10 @@ class Tensor;
 class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
-  // `bytes` from host memory into this device's memory, and back; both return once the
-  // bytes have arrived (a transfer back waits for the work queued before it).
+  // `bytes` from host memory into this device's memory, and back. from_host returns once
+  // `src` may be reused, its bytes landing before any work queued after it on this
+  // thread (it does not wait for the queued work); to_host returns once the bytes have
+  // arrived (it waits for the work queued before it).
   virtual void from_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void to_host(void* dst, const void* src, size_t bytes) = 0;
   // dst = src and dst += src (f32), element by element: same shape, any strides, both here.

@@ -255,9 +255,12 @@ bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 
 
 class CudaMemory final : public DeviceMemory {
  public:
+  // No wait for the queued work: from pageable host memory (tfm allocates no pinned
+  // memory) cudaMemcpyAsync stages the bytes before it returns, so `src` may go at once,
+  // and the copy lands in stream order (CUDA's "API synchronization behavior"). The
+  // wait this had made each upload inside a step (a batch's masks, a packing) idle the GPU.
   void from_host(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()), "copy to the GPU");
-    check(cudaStreamSynchronize(stream()), "copy to the GPU");
   }
   void to_host(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()), "copy from the GPU");
