@@ -1,6 +1,8 @@
 // `tfm bert train`: a BERT-style encoder with the masked-language-model objective.
-// `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled).
+// `tfm embed`: sentence vectors from an encoder (mean-, max- or [CLS]-pooled).
+// `tfm classify`: a BERT classifier's labels of sentences, or of their words (entities).
 #include <iomanip>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 #include <memory>
@@ -33,18 +35,114 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   add_training_flags_and_run(cmd, c, exit_code);
 }
 
-void add_embed_command(CLI::App& app, int& exit_code) {
+namespace {
+
+void warn_truncated(int64_t truncated, int64_t max_tokens) {
+  if (truncated)
+    std::cerr << "tfm: warning: " << training::count_of(truncated, "line", "lines") << " longer than "
+              << training::count_of(max_tokens, "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
+}
+
+std::string fixed(float p, int digits = 4) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << p;
+  return s.str();
+}
+
+// One sentence's verdict: "LABEL<tab>probability", then with `all` every label's
+// "label=probability" (or, as JSON, {"label": ..., "probabilities": {...}}).
+std::string sentence_line(const tfm::Encoder& encoder, const tfm::SentenceLabels& s, bool all, bool json_lines) {
+  const std::vector<std::string>& labels = encoder.labels();
+  const float* p = s.probabilities.data();
+  const std::string& best = labels[static_cast<size_t>(s.labels[0])];
+  if (json_lines) {
+    nlohmann::ordered_json probabilities;
+    for (int64_t k = 0; k < s.classes; ++k) probabilities[labels[static_cast<size_t>(k)]] = p[k];
+    return nlohmann::ordered_json{{"label", best}, {"probabilities", probabilities}}.dump() + "\n";
+  }
+  std::string line = best + "\t" + fixed(p[s.labels[0]]);
+  for (int64_t k = 0; all && k < s.classes; ++k) line += "\t" + labels[static_cast<size_t>(k)] + "=" + fixed(p[k]);
+  return line + "\n";
+}
+
+// One sentence's entities, "TYPE: text (score)" separated by tabs (none: an empty line);
+// with `all` every word as "word/LABEL" first (or, as JSON, words and entities).
+std::string tagged_line(const tfm::Encoder& encoder, const tfm::TaggedSentence& t, bool all, bool json_lines) {
+  const std::vector<std::string>& labels = encoder.labels();
+  if (json_lines) {
+    nlohmann::ordered_json words = nlohmann::ordered_json::array(), entities = nlohmann::ordered_json::array();
+    for (const tfm::TaggedWord& w : t.words)
+      words.push_back({{"word", w.text}, {"label", labels[static_cast<size_t>(w.label)]}, {"probability", w.probability}});
+    for (const tfm::Entity& e : t.entities)
+      entities.push_back({{"type", e.type}, {"text", e.text}, {"first_word", e.first_word}, {"end_word", e.end_word}, {"score", e.score}});
+    return nlohmann::ordered_json{{"entities", entities}, {"words", words}}.dump() + "\n";
+  }
+  std::string line;
+  for (size_t i = 0; all && i < t.words.size(); ++i) line += (i ? " " : "") + t.words[i].text + "/" + labels[static_cast<size_t>(t.words[i].label)];
+  for (const tfm::Entity& e : t.entities) line += (line.empty() ? "" : "\t") + e.type + ": " + e.text + " (" + fixed(e.score, 3) + ")";
+  return line + "\n";
+}
+
+}  // namespace
+
+void add_classify_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, input = "-", output = "-", spm, pool = "mean";
+    std::string checkpoint, input = "-", output = "-", spm, format = "text";
+    bool all = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder from `tfm bert train`: one line of numbers per input line");
+  CLI::App* cmd = app.add_subcommand(
+      "classify", "Labels of text with a BERT classifier, one line per input line: a sentence classifier's label and probability "
+                  "(BertForSequenceClassification), or a token classifier's entities (BertForTokenClassification: NER)");
+  add_model_flag(cmd, o->checkpoint, "A Hugging Face BertForSequenceClassification or BertForTokenClassification directory, or its tfm checkpoint");
+  cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
+  cmd->add_option("--output,-o", o->output, "Results, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
+      ->capture_default_str();
+  cmd->add_flag("--all", o->all, "Sentences: every label's probability after the best; tokens: every word's label before the entities");
+  cmd->add_option("--format", o->format, "text (tab-separated) or json (one object a line)")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  cmd->callback([o, cmd, &exit_code] {
+    io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
+    const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
+    const bool tokens = encoder.head() == "token", json_lines = o->format == "json";
+    TFM_CHECK(tokens || encoder.head() == "sequence", o->checkpoint << ": is not a classifier (its head is " << encoder.head()
+                                                                    << "); tfm classify takes a BertForSequenceClassification or BertForTokenClassification");
+    data::LineReader in(o->input);
+    int64_t truncated = 0;
+    for (std::string line; in.next(line);) {
+      if (tokens) {
+        const tfm::TaggedSentence t = encoder.tag({line})[0];
+        truncated += t.truncated;
+        out.write(tagged_line(encoder, t, o->all, json_lines));
+      } else {
+        const tfm::SentenceLabels s = encoder.classify({line});
+        truncated += s.truncated;
+        out.write(sentence_line(encoder, s, o->all, json_lines));
+      }
+    }
+    out.finish();
+    warn_truncated(truncated, encoder.max_tokens());
+    exit_code = 0;
+  });
+}
+
+void add_embed_command(CLI::App& app, int& exit_code) {
+  struct Options {
+    std::string checkpoint, input = "-", output = "-", spm, pool;
+    bool normalize = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder (from `tfm bert train`, a Hugging Face BERT or a "
+                                              "sentence-transformers directory): one line of numbers per input line");
   add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm bert train` (e.g. runs/bert/best.safetensors)");
   cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
   cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
       ->capture_default_str();
-  cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector")
-      ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
+  cmd->add_option("--pool", o->pool,
+                  "mean or max: over every token vector the encoder read, [CLS] and [SEP] included (as sentence-transformers pools); "
+                  "cls: the [CLS] vector (default: a sentence-transformers directory's own pooling, else mean)")
+      ->check(CLI::IsMember({"mean", "cls", "max"}));
+  cmd->add_flag("--normalize", o->normalize, "Scale each vector to length 1 (a sentence-transformers directory with a Normalize module always does)");
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
@@ -52,7 +150,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
     data::LineReader in(o->input);
     int64_t truncated = 0;
     for (std::string line; in.next(line);) {
-      const tfm::Embeddings e = encoder.embed({line}, o->pool);
+      const tfm::Embeddings e = encoder.embed({line}, o->pool, o->normalize);
       truncated += e.truncated;
       std::ostringstream vector;
       vector << std::setprecision(6);
@@ -61,9 +159,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       out.write(vector.str());
     }
     out.finish();  // the vectors complete (and written) before the warning below
-    if (truncated)
-      std::cerr << "tfm: warning: " << training::count_of(truncated, "line", "lines") << " longer than "
-                << training::count_of(encoder.max_tokens(), "token", "tokens") << (truncated == 1 ? " was" : " were") << " truncated\n";
+    warn_truncated(truncated, encoder.max_tokens());
     exit_code = 0;
   });
 }

@@ -30,6 +30,7 @@ void add_generate_command(CLI::App& app, int& exit_code);
 void add_vit_command(CLI::App& app, int& exit_code);
 void add_bert_command(CLI::App& app, int& exit_code);
 void add_embed_command(CLI::App& app, int& exit_code);
+void add_classify_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 
 // --model PATH, the checkpoint a command reads, required; with `positional`, a path

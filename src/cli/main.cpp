@@ -111,6 +111,7 @@ int run(int argc, char** argv) {
   tfm::cli::add_vit_command(app, exit_code);
   tfm::cli::add_bert_command(app, exit_code);
   tfm::cli::add_embed_command(app, exit_code);
+  tfm::cli::add_classify_command(app, exit_code);
   tfm::cli::add_serve_command(app, exit_code);
   // In a job of several processes, only training uses them; any other command would run
   // once per process, each writing the same output.

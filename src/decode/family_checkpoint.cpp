@@ -28,6 +28,12 @@ VitClasses recorded_vit_classes(const std::map<std::string, std::string>& metada
   return {recorded_classes(metadata, classes, origin, kIdxClassesKey), false};
 }
 
+std::vector<std::string> recorded_text_labels(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin) {
+  std::vector<std::string> names = recorded_classes(metadata, classes, origin, kTextLabelsKey);
+  for (int64_t i = static_cast<int64_t>(names.size()); i < classes; ++i) names.push_back("LABEL_" + std::to_string(i));
+  return names;
+}
+
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm) {
   FamilyCheckpoint c{path, read_model(path), {}, std::nullopt};

@@ -33,6 +33,11 @@ std::string classes_record(const std::vector<std::string>& classes);
 std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin,
                                           const char* key = kImageFolderKey);
 
+// A BERT classifier's labels, in id order, as {"classes": [...]} under this key.
+inline constexpr const char* kTextLabelsKey = "tfm.labels";
+// The labels recorded (LABEL_i for each where none are: a checkpoint trained without names).
+std::vector<std::string> recorded_text_labels(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin);
+
 // A ViT checkpoint's classes: their names (empty: none recorded, numbered classes), and
 // whether the model resizes the images it is given (an image folder's or a Hugging Face
 // ViT's names recorded).

@@ -1,11 +1,13 @@
 #include "decode/hf_checkpoint.h"
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "data/hf_tokenizer.h"
 #include "data/image_processor.h"
 #include "data/tokenizer.h"
+#include "decode/embedding.h"
 #include "decode/family_checkpoint.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
@@ -62,6 +64,49 @@ std::string marian_target_ids(const hf::Directory& d) {
   return d.file("target_vocab.json");
 }
 
+// A sentence-transformers Pooling module's mode (its config.json): one of CLS, mean and
+// max; the other modes, or several at once (their vectors concatenated), are refused.
+Pooling pooling_module(const hf::Directory& d, const std::string& config) {
+  const nlohmann::json c = d.json_file(config);
+  std::vector<std::string> modes;
+  for (const auto& [key, on] : c.items())
+    if (key.starts_with("pooling_mode_") && on == true) modes.push_back(key);
+  const std::map<std::string, Pooling> known = {
+      {"pooling_mode_cls_token", Pooling::cls}, {"pooling_mode_mean_tokens", Pooling::mean}, {"pooling_mode_max_tokens", Pooling::max}};
+  TFM_CHECK(modes.size() == 1 && known.count(modes[0]), d.file(config) << ": pooling " << (modes.empty() ? "none" : nlohmann::json(modes).dump())
+                                                                        << " is not supported (tfm pools by one of pooling_mode_cls_token, "
+                                                                           "pooling_mode_mean_tokens and pooling_mode_max_tokens)");
+  return known.at(modes[0]);
+}
+
+// How a sentence-transformers directory (modules.json) embeds: its Transformer module at
+// the directory's root (the model tfm reads), a Pooling module, a Normalize module where
+// it has one. Modules tfm does not compute (Dense, LayerNorm, ...) are refused by name.
+SentenceEmbedding sentence_transformers(const hf::Directory& d) {
+  SentenceEmbedding e;
+  bool pooled = false;
+  for (const nlohmann::json& m : d.json_file("modules.json")) {
+    const std::string type = m.value("type", ""), path = m.value("path", "");
+    if (type == "sentence_transformers.models.Transformer") {
+      TFM_CHECK(path.empty(), d.file("modules.json") << ": the Transformer module is in " << path << "/; give tfm that folder");
+    } else if (type == "sentence_transformers.models.Pooling") {
+      e.pool = pooling_module(d, path + "/config.json"), pooled = true;
+    } else if (type == "sentence_transformers.models.Normalize") {
+      e.normalize = true;
+    } else {
+      throw Error(d.file("modules.json") + ": module " + type + " is not supported (tfm computes Transformer, Pooling and Normalize)");
+    }
+  }
+  TFM_CHECK(pooled, d.file("modules.json") << ": has no Pooling module");
+  if (d.has("sentence_bert_config.json")) {
+    const nlohmann::json c = d.json_file("sentence_bert_config.json");
+    TFM_CHECK(c.value("do_lower_case", false) == false,
+              d.file("sentence_bert_config.json") << ": do_lower_case true is not supported (lowercase the text first, or use an uncased tokenizer)");
+    if (c.contains("max_seq_length") && c["max_seq_length"].is_number_integer()) e.max_tokens = c["max_seq_length"].get<int64_t>();
+  }
+  return e;
+}
+
 }  // namespace
 
 bool is_hf_directory(const std::string& path) { return hf::is_directory(path); }
@@ -88,7 +133,10 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
     check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file(kind == "gpt" ? "vocab.json" : "vocab.txt"), kind == "bert");
     meta["tfm.tokenizer"] = t.record();
-  } else {
+  }
+  if (kind == "bert" && config.contains("classes")) meta[kTextLabelsKey] = classes_record(class_names(d, config.at("classes").get<int64_t>()));
+  if (kind == "bert" && d.has("modules.json")) meta[kSentenceEmbeddingKey] = sentence_embedding_record(sentence_transformers(d));
+  if (kind == "vit") {
     check_image_processor(d, config.at("image_size").get<int64_t>());
     // Its labels; images resized, unless tfm exported it from MNIST-style files' training.
     const bool mnist_style = d.config.value("tfm_mnist_style", nlohmann::json(false)) == true;

@@ -70,9 +70,12 @@ void write_stack_tokenizer(const io::Checkpoint& info, const std::string& checkp
   io::write_file_atomic(dir + "/" + kTfmTokenizer, record.dump(2));
 }
 
-hf::VitLabels vit_labels(const io::Checkpoint& info, const std::string& checkpoint) {
-  if (info.model_kind != "vit") return {};
-  const VitClasses classes = recorded_vit_classes(info.metadata, json::parse(info.config_json).at("classes").get<int64_t>(), checkpoint);
+// A classifier's labels: a ViT's classes, a BERT classifier's labels.
+hf::Labels labels_of(const io::Checkpoint& info, const std::string& checkpoint) {
+  if (info.model_kind != "vit" && info.model_kind != "bert") return {};
+  const models::StackConfig c = models::StackConfig::from_json(info.config_json, checkpoint, info.model_kind);
+  if (info.model_kind == "bert") return {c.classifies_text() ? recorded_text_labels(info.metadata, c.classes, checkpoint) : std::vector<std::string>{}};
+  const VitClasses classes = recorded_vit_classes(info.metadata, c.classes, checkpoint);
   return {classes.names, !classes.resizes};
 }
 
@@ -87,7 +90,7 @@ void export_hf(const std::string& checkpoint, const std::string& dir) {
   io::NamedTensors params;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);
-  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, vit_labels(info, checkpoint), checkpoint);
+  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, labels_of(info, checkpoint), checkpoint);
   const auto tokenizer = info.metadata.find("tfm.tokenizer");
   if (info.model_kind == "gpt" && tokenizer != info.metadata.end()) {  // generation ends at the end of text, where the tokenizer has one
     const int end = data::Tokenizer::from_record(tokenizer->second, checkpoint).end_of_text();

@@ -76,7 +76,25 @@ Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, cons
   return e;
 }
 
-Exported bert(models::StackConfig c, io::NamedTensors params, const std::string& origin) {
+// id2label and label2id of `classes` labels named by `names` (LABEL_i where it has none).
+std::pair<json, json> label_maps(const std::vector<std::string>& names, int64_t classes) {
+  json id2label = json::object(), label2id = json::object();
+  for (int64_t i = 0; i < classes; ++i) {
+    const std::string name = i < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(i)] : "LABEL_" + std::to_string(i);
+    id2label[std::to_string(i)] = name, label2id[name] = i;
+  }
+  return {id2label, label2id};
+}
+
+// transformers' class for a tfm BERT's head (and pooler).
+const char* bert_architecture(const models::StackConfig& c) {
+  if (c.head == "none") return "BertModel";
+  if (c.head == "sequence") return "BertForSequenceClassification";
+  if (c.head == "token") return "BertForTokenClassification";
+  return c.pooler ? "BertForPreTraining" : "BertForMaskedLM";
+}
+
+Exported bert(models::StackConfig c, io::NamedTensors params, const Labels& labels, const std::string& origin) {
   refuse_unless(!c.norm_first && !c.final_norm, origin, "norm_first true or final_norm true (tfm's pre-norm; BERT is post-norm without a final LayerNorm)",
                 "bert");
   refuse_unless(c.norm_eps == 1e-12f, origin, "norm_eps " + std::to_string(c.norm_eps) + " (BERT's LayerNorms all use one epsilon, 1e-12 in tfm's)",
@@ -86,24 +104,25 @@ Exported bert(models::StackConfig c, io::NamedTensors params, const std::string&
     params.emplace_back("type_embed.weight", Tensor::zeros({2, c.d_model}));
   }
   Exported e;
-  e.json_files["config.json"] = {{"model_type", "bert"}, {"architectures", {c.pooler ? "BertForPreTraining" : "BertForMaskedLM"}},
+  e.json_files["config.json"] = {{"model_type", "bert"}, {"architectures", {bert_architecture(c)}},
                                  {"vocab_size", c.vocab}, {"max_position_embeddings", c.max_len}, {"hidden_size", c.d_model},
                                  {"num_attention_heads", c.heads}, {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.layers},
                                  {"hidden_act", activation_name(c.activation)}, {"layer_norm_eps", decimal(c.norm_eps)}, {"type_vocab_size", c.type_vocab},
                                  {"hidden_dropout_prob", decimal(c.dropout)}, {"attention_probs_dropout_prob", decimal(c.dropout)}, {"pad_token_id", 0},
                                  {"position_embedding_type", "absolute"}};
-  e.tensors = to_hf(params, bert_rules(c, "bert."), origin);
+  if (c.classifies_text()) {
+    const auto [id2label, label2id] = label_maps(labels.names, c.classes);
+    e.json_files["config.json"].update({{"id2label", id2label}, {"label2id", label2id}});
+    if (c.head == "sequence")
+      e.json_files["config.json"]["problem_type"] = c.multi_label ? "multi_label_classification" : "single_label_classification";
+  }
+  e.tensors = to_hf(params, bert_rules(c, c.head == "none" ? "" : "bert."), origin);  // (BertModel's names have no prefix)
   return e;
 }
 
-Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const VitLabels& labels, const std::string& origin) {
-  const std::vector<std::string>& classes = labels.names;
+Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const Labels& labels, const std::string& origin) {
   refuse_unless(c.norm_first && c.final_norm, origin, "norm_first false or final_norm false (ViT is pre-norm with a final LayerNorm)", "vit");
-  json id2label = json::object(), label2id = json::object();
-  for (int64_t i = 0; i < c.classes; ++i) {
-    const std::string name = i < static_cast<int64_t>(classes.size()) ? classes[static_cast<size_t>(i)] : "LABEL_" + std::to_string(i);
-    id2label[std::to_string(i)] = name, label2id[name] = i;
-  }
+  const auto [id2label, label2id] = label_maps(labels.names, c.classes);
   Exported e;
   e.json_files["config.json"] = {{"model_type", "vit"}, {"architectures", {"ViTForImageClassification"}}, {"image_size", c.image_size},
                                  {"patch_size", c.patch}, {"num_channels", c.channels}, {"hidden_size", c.d_model},
@@ -125,12 +144,12 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
 }  // namespace
 
 Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
-                      const VitLabels& labels, const std::string& origin) {
+                      const Labels& labels, const std::string& origin) {
   if (kind == "encoder_decoder") return marian(models::TransformerConfig::from_json(config_json, origin), parameters, origin);
   TFM_CHECK(kind == "gpt" || kind == "bert" || kind == "vit", origin << ": a " << kind << " model has no Hugging Face form in tfm");
   const models::StackConfig c = models::StackConfig::from_json(config_json, origin, kind);
   if (kind == "gpt") return gpt2(c, parameters, origin);
-  if (kind == "bert") return bert(c, std::move(parameters), origin);
+  if (kind == "bert") return bert(c, std::move(parameters), labels, origin);
   return vit(c, parameters, labels, origin);
 }
 

@@ -18,15 +18,16 @@ struct Exported {
   io::NamedTensors tensors;                          // model.safetensors
 };
 
-// A ViT's labels (empty: LABEL_i) and whether it was trained on MNIST-style files (its
-// images unresized: config.json then says so as "tfm_mnist_style", for tfm to read back).
-struct VitLabels {
+// A classifier's labels (a ViT's or a BERT classifier's; empty: LABEL_i), and whether a ViT
+// was trained on MNIST-style files (its images unresized: config.json then says so as
+// "tfm_mnist_style", for tfm to read back).
+struct Labels {
   std::vector<std::string> names;
   bool mnist_style = false;
 };
 
 // `kind` and `config_json` as a checkpoint records them.
-Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters, const VitLabels& labels,
+Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters, const Labels& labels,
                       const std::string& origin);
 
 }  // namespace tfm::hf

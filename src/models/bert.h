@@ -1,12 +1,15 @@
 #pragma once
-// BERT-style bidirectional encoder (Devlin et al., 2018) with the masked-language-
-// model head: token + learned position embeddings -> LayerNorm -> encoder stack
-// (padding mask only, no look-ahead) -> per position a dense + GELU + LayerNorm
-// transform and the output projection tied to the token embedding. Parameter names
-// match the PyTorch module in tests/reference/model.py:
+// BERT-style bidirectional encoder (Devlin et al., 2018): token + learned position
+// embeddings -> LayerNorm -> encoder stack (padding mask only, no look-ahead), then the
+// configuration's head (StackConfig::head): the masked-language-model head (per position
+// a dense + GELU + LayerNorm transform and the output projection tied to the token
+// embedding), none (a bare encoder), or a classifier of labels on the pooled [CLS]
+// (sequence) or on every token (token), as Hugging Face's BertFor*Classification.
+// Parameter names match the PyTorch module in tests/reference/model.py:
 //   tok_embed.weight, pos_embed.weight, embed_norm, encoder.layers.N..., encoder.norm,
-//   mlm_dense.{weight,bias}, mlm_norm, mlm_bias; and where the configuration asks for them
-//   (Hugging Face's BERT), type_embed.weight, pooler.{weight,bias}, nsp_head.{weight,bias}
+//   mlm_dense.{weight,bias}, mlm_norm, mlm_bias (the MLM head); and where the configuration
+//   asks for them (Hugging Face's BERT), type_embed.weight, pooler.{weight,bias},
+//   nsp_head.{weight,bias} (with the MLM head), classifier.{weight,bias}
 #include <memory>
 #include <vector>
 
@@ -24,8 +27,12 @@ class BERT : public nn::Module {
   // ids: [batch, len] (padded with pad_id) -> hidden states [batch, len, d_model];
   // `maps`, where given, receives each layer's attention probabilities.
   Tensor encode(const Tokens& ids, nn::AttentionMaps* maps = nullptr);
-  // hidden rows [n, d_model] -> vocabulary logits [n, vocab]
+  // hidden rows [n, d_model] -> vocabulary logits [n, vocab] (the MLM head)
   Tensor mlm_logits(const Tensor& hidden) const;
+  // The classifier (head sequence or token): hidden states [batch, len, d_model] ->
+  // label scores [batch, classes] (sequence: from the pooled [CLS]) or [batch, len,
+  // classes] (token), before the softmax (or sigmoids, multi_label).
+  Tensor classify(const Tensor& hidden) const;
   // With the pooler (config().pooler): hidden states [batch, len, d_model] -> tanh(dense(h[:, 0]))
   // [batch, d_model], and that -> the next-sentence logits [batch, 2].
   Tensor pooled(const Tensor& hidden) const;
@@ -38,8 +45,8 @@ class BERT : public nn::Module {
   std::shared_ptr<nn::Embedding> tok_embed, pos_embed, type_embed;  // type_embed: null without token types
   std::shared_ptr<nn::LayerNorm> embed_norm, mlm_norm;
   std::shared_ptr<nn::Encoder> encoder;
-  std::shared_ptr<nn::Linear> mlm_dense, pooler, nsp_head;  // pooler, nsp_head: null without the pooler
-  Tensor mlm_bias;  // [vocab]
+  std::shared_ptr<nn::Linear> mlm_dense, pooler, nsp_head, classifier;  // each null where the configuration has none
+  Tensor mlm_bias;  // [vocab]; undefined without the MLM head
 
  private:
   StackConfig config_;

@@ -23,6 +23,9 @@ std::string StackConfig::to_json() const {
   if (final_norm != d.final_norm) j["final_norm"] = final_norm;
   if (type_vocab != d.type_vocab) j["type_vocab"] = type_vocab;
   if (pooler != d.pooler) j["pooler"] = pooler;
+  if (family == "bert" && head != d.head) j["head"] = head;
+  if (classifies_text()) j["classes"] = classes;
+  if (multi_label != d.multi_label) j["multi_label"] = multi_label;
   if (scores_by_layer != d.scores_by_layer) j["scores_by_layer"] = scores_by_layer;
   return j.dump();
 }
@@ -31,7 +34,7 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
                                    bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
                               "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
-                              "pooler", "scores_by_layer"});
+                              "pooler", "scores_by_layer", "head", "multi_label"});
   StackConfig c = std::move(base);
   c.family = family;
   f.read("family", c.family);
@@ -55,6 +58,8 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("type_vocab", c.type_vocab);
   f.read("scores_by_layer", c.scores_by_layer);
   f.read("pooler", c.pooler);
+  f.read("head", c.head);
+  f.read("multi_label", c.multi_label);
   return validate ? c.validated(origin) : c;
 }
 
@@ -82,6 +87,7 @@ void StackConfig::validate(const std::string& origin) const {
   check_range(origin, "type_vocab", type_vocab, 0, family == "bert" ? 1024 : 0);
   TFM_CHECK(!pooler || family == "bert", origin << ": pooler is a setting of bert, not " << family);
   TFM_CHECK(!scores_by_layer || family == "gpt", origin << ": scores_by_layer is a setting of gpt, not " << family);
+  if (family == "bert") validate_bert_head(origin);
   if (family == "vit") {
     check_range(origin, "image_size", image_size, 1, kMaxImageSize);
     check_range(origin, "patch", patch, 1, image_size);
@@ -95,14 +101,24 @@ void StackConfig::validate(const std::string& origin) const {
   check_weight_floats(origin, weight_floats(), family == "vit" ? "image_size, patch, d_model, d_ff and layers" : "vocab, max_len, d_model, d_ff and layers");
 }
 
+void StackConfig::validate_bert_head(const std::string& origin) const {
+  TFM_CHECK(head == "mlm" || head == "none" || head == "sequence" || head == "token",
+            origin << ": head '" << head << "' is not mlm, none, sequence or token");
+  TFM_CHECK(head != "sequence" || pooler, origin << ": a sequence classifier (head sequence) needs the pooler");
+  TFM_CHECK(!multi_label || head == "sequence", origin << ": multi_label is a setting of a sequence classifier (head sequence)");
+  if (classifies_text()) check_range(origin, "classes", classes, multi_label ? 1 : 2, kMaxVocab);
+}
+
 // The layers and final LayerNorm, then the family's inputs and outputs: patch projection,
 // [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
 // for gpt). The bounds validate() checks first keep every product far inside int64.
 int64_t StackConfig::weight_floats() const {
   const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0);
   if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
-  const int64_t heads = pooler ? d_model * d_model + 3 * d_model + 2 : 0;  // BERT's pooler and next-sentence head
-  return stack + (vocab + max_len + type_vocab + d_model + 5) * d_model + vocab + heads;
+  const bool mlm = family == "bert" && head == "mlm";
+  const int64_t heads = (pooler ? d_model * d_model + d_model : 0) + (pooler && mlm ? 2 * d_model + 2 : 0) +  // pooler, next-sentence head
+                        (classifies_text() ? (d_model + 1) * classes : 0) + (mlm ? d_model * d_model + 3 * d_model + vocab : 0);  // MLM head
+  return stack + (vocab + max_len + type_vocab + 2) * d_model + heads;
 }
 
 }  // namespace tfm::models

@@ -20,14 +20,20 @@ struct StackConfig {
   nn::Activation activation = nn::Activation::GELU;
   bool norm_first = true;         // pre-norm, as GPT-2 and ViT
   bool learned_positions = true;  // gpt: learned table (GPT-2) or the paper's sinusoids
-  int64_t image_size = 28, channels = 1, patch = 4, classes = 10;  // vit
+  int64_t image_size = 28, channels = 1, patch = 4, classes = 10;  // vit; classes: bert's classifiers too
   float norm_eps = 1e-5f;          // the stack's LayerNorms (Hugging Face's BERT and ViT: 1e-12)
   bool final_norm = true;          // a LayerNorm after the last layer (BERT's post-norm stack has none)
   int64_t type_vocab = 0;          // bert: token-type (segment) embeddings, 0: none; inputs are all type 0
-  bool pooler = false;             // bert: the pooler (dense + tanh on [CLS]) and next-sentence head
+  bool pooler = false;             // bert: the pooler (dense + tanh on [CLS]); under the MLM head, the next-sentence head too
+  // bert: what sits on the encoder: "mlm" (the masked-LM head), "none" (a bare encoder,
+  // Hugging Face's BertModel), "sequence" (a classifier of `classes` labels on the pooled
+  // [CLS]: needs the pooler) or "token" (a classifier of `classes` labels on every token).
+  std::string head = "mlm";
+  bool multi_label = false;        // bert "sequence": each label its own sigmoid (multi-label), not one softmax over them
   bool scores_by_layer = false;    // gpt: layer i's attention scores divided by i + 1 too (GPT-2's scale_attn_by_inverse_layer_idx)
 
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
+  bool classifies_text() const { return family == "bert" && (head == "sequence" || head == "token"); }
   nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm}; }
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) for
@@ -39,6 +45,7 @@ struct StackConfig {
   static StackConfig from_file(const std::string& path, const std::string& family, const StackConfig& base, bool validate = true);
   // Every field within its bounds (models/json_fields.h), the weights within kMaxWeightFloats.
   void validate(const std::string& origin) const;
+  void validate_bert_head(const std::string& origin) const;  // (validate()'s part for bert's heads)
   // validate(origin), then the fields that follow from the others (vit: max_len, the
   // patches and [CLS]).
   StackConfig validated(const std::string& origin) const;

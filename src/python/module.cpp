@@ -189,20 +189,59 @@ void bind_generator(py::module_& m) {
 }
 
 void bind_encoder_and_classifier(py::module_& m) {
-  py::class_<tfm::Encoder>(m, "Encoder", "Sentence vectors from a `tfm bert train` encoder")
+  py::class_<tfm::Encoder>(m, "Encoder",
+                           "A BERT-style encoder (`tfm bert train`, a Hugging Face BERT or sentence-transformers directory): sentence "
+                           "vectors, and a classifier's labels of sentences or of their words")
       .def(model_init<tfm::Encoder>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none())
       .def(
           "embed",
-          [](const tfm::Encoder& e, const std::vector<std::string>& sentences, const std::string& pool) {
+          [](const tfm::Encoder& e, const std::vector<std::string>& sentences, const std::string& pool, bool normalize) {
             tfm::Embeddings v;
             {
               py::gil_scoped_release release;
-              v = e.embed(sentences, pool);
+              v = e.embed(sentences, pool, normalize);
             }
             return to_numpy(v.values, {static_cast<py::ssize_t>(v.count), static_cast<py::ssize_t>(v.dim)});  // [sentences, dim]
           },
-          "sentences"_a, "pool"_a = "mean")
-      .def_property_readonly("dim", &tfm::Encoder::dim);
+          "sentences"_a, "pool"_a = "", "normalize"_a = false,
+          "One vector per sentence: pool 'mean', 'max' or 'cls' ('': the model's own); normalize: length 1")
+      .def(
+          "classify",
+          [](const tfm::Encoder& e, const std::vector<std::string>& sentences) {
+            tfm::SentenceLabels k;
+            {
+              py::gil_scoped_release release;
+              k = e.classify(sentences);
+            }
+            py::list labels;
+            for (int64_t label : k.labels) labels.append(e.labels()[static_cast<size_t>(label)]);
+            return py::make_tuple(labels, to_numpy(k.probabilities, {static_cast<py::ssize_t>(k.count), static_cast<py::ssize_t>(k.classes)}));
+          },
+          "sentences"_a, "A sentence classifier's (label names, probabilities [sentences, labels])")
+      .def(
+          "tag",
+          [](const tfm::Encoder& e, const std::vector<std::string>& sentences) {
+            std::vector<tfm::TaggedSentence> tagged;
+            {
+              py::gil_scoped_release release;
+              tagged = e.tag(sentences);
+            }
+            py::list out;
+            for (const tfm::TaggedSentence& t : tagged) {
+              py::list words, entities;
+              for (const tfm::TaggedWord& w : t.words)
+                words.append(py::dict("word"_a = w.text, "label"_a = e.labels()[static_cast<size_t>(w.label)], "probability"_a = w.probability));
+              for (const tfm::Entity& x : t.entities)
+                entities.append(py::dict("type"_a = x.type, "text"_a = x.text, "first_word"_a = x.first_word, "end_word"_a = x.end_word,
+                                         "score"_a = x.score));
+              out.append(py::dict("words"_a = words, "entities"_a = entities));
+            }
+            return out;
+          },
+          "sentences"_a, "A token classifier's words (word, label, probability) and entities (type, text, words, score) per sentence")
+      .def_property_readonly("dim", &tfm::Encoder::dim)
+      .def_property_readonly("head", &tfm::Encoder::head)
+      .def_property_readonly("labels", &tfm::Encoder::labels);
   py::class_<tfm::Classifier>(m, "Classifier", "Image classes from a `tfm vit train` Vision Transformer")
       .def(py::init([](const py::object& path, const std::string& device, const std::string& precision) {
              const std::string checkpoint = path_of(path);

@@ -277,25 +277,58 @@ void completions(Context& c, Call& call) {
 }
 
 void embed(Context& c, Call& call) {
-  const RequestBody b(call.req.body, {"model", "sentences", "pool"});
+  const RequestBody b(call.req.body, {"model", "sentences", "pool", "normalize"});
   ServedModel& m = c.models.pick(b.text("model", ""), "bert", call.endpoint);
   const std::vector<std::string> sentences = b.texts("sentences", c.options.max_items);
   check_sizes(sentences, "sentence", c.options.max_sentence_tokens);  // longer ones are cut to the model's length anyway
-  const std::string pool = b.text("pool", "mean");
-  if (pool != "mean" && pool != "cls") throw HttpError(400, "'pool' must be \"mean\" or \"cls\", got \"" + pool + "\"");
+  const std::string pool = b.text("pool", "");  // (the model's own: a sentence-transformers directory's, else mean)
+  if (pool != "" && pool != "mean" && pool != "cls" && pool != "max")
+    throw HttpError(400, "'pool' must be \"mean\", \"max\" or \"cls\", got \"" + pool + "\"");
+  const bool normalize = b.flag("normalize", false);
   const std::shared_ptr<void> ticket = c.life.admit();
   const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
-  const Embeddings e = client_input([&] { return m.encoder->embed(sentences, pool); });
+  const Embeddings e = client_input([&] { return m.encoder->embed(sentences, pool, normalize); });
   nlohmann::json vectors = nlohmann::json::array();
   for (int64_t i = 0; i < e.count; ++i)
     vectors.push_back(std::vector<float>(e.values.begin() + i * e.dim, e.values.begin() + (i + 1) * e.dim));
   reply(call.res, {{"model", m.name}, {"dim", e.dim}, {"embeddings", vectors}, {"truncated", e.truncated}});
 }
 
+// A BERT classifier's labels of `sentences`: each sentence's label and probabilities
+// (a sentence classifier), or its words' labels and entities (a token classifier).
+void classify_text(Context& c, Call& call, const RequestBody& b) {
+  ServedModel& m = c.models.pick(b.text("model", ""), "bert", call.endpoint);
+  const std::vector<std::string> sentences = b.texts("sentences", c.options.max_items);
+  check_sizes(sentences, "sentence", c.options.max_sentence_tokens);
+  const std::string head = m.encoder->head();
+  if (head != "sequence" && head != "token")
+    throw HttpError(400, "model '" + m.name + "' is not a classifier (its head is " + head + "): /v1/classify takes a sentence or token classifier");
+  const std::vector<std::string>& names = m.encoder->labels();
+  const std::shared_ptr<void> ticket = c.life.admit();
+  const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
+  nlohmann::json results = nlohmann::json::array();
+  if (head == "sequence") {
+    const SentenceLabels k = client_input([&] { return m.encoder->classify(sentences); });
+    for (int64_t i = 0; i < k.count; ++i)
+      results.push_back({{"label", k.labels[i]}, {"name", names[static_cast<size_t>(k.labels[i])]},
+                         {"probabilities", std::vector<float>(k.probabilities.begin() + i * k.classes, k.probabilities.begin() + (i + 1) * k.classes)}});
+  } else {
+    for (const TaggedSentence& t : client_input([&] { return m.encoder->tag(sentences); })) {
+      nlohmann::json words = nlohmann::json::array(), entities = nlohmann::json::array();
+      for (const TaggedWord& w : t.words) words.push_back({{"word", w.text}, {"label", names[static_cast<size_t>(w.label)]}, {"probability", w.probability}});
+      for (const Entity& e : t.entities)
+        entities.push_back({{"type", e.type}, {"text", e.text}, {"first_word", e.first_word}, {"end_word", e.end_word}, {"score", e.score}});
+      results.push_back({{"entities", entities}, {"words", words}});
+    }
+  }
+  reply(call.res, {{"model", m.name}, {"head", head}, {"class_names", names}, {"multi_label", m.encoder->multi_label()}, {"results", results}});
+}
+
 void classify(Context& c, Call& call) {
   const bool raw = image_body(call.req);
   std::optional<RequestBody> b;
-  if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images"});
+  if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images", "sentences"});
+  if (b && b->has("sentences")) return classify_text(c, call, *b);
   ServedModel& m = c.models.pick(raw ? call.req.param("model") : b->text("model", ""), "vit", call.endpoint);
   const std::vector<std::string> images = raw ? std::vector<std::string>{call.req.body} : b->texts("images", c.options.max_items);
   const std::vector<uint8_t> pixels = image_pixels(images, raw, m, c.options.max_image_pixels);
