@@ -144,6 +144,23 @@ def test_encoder_embeds_as_the_command_line_does():
     np.testing.assert_allclose(vectors, want, rtol=1e-5, atol=1e-6)
 
 
+def test_encoder_classifies_sentences_and_tags_words_as_the_command_line_does():
+    hf = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf")
+    text = ["A gripping, funny film.", "John Smith lives in London."]
+    sst = tfm.Encoder(os.path.join(hf, "bert_sequence_tiny"))
+    labels, probabilities = sst.classify(text)
+    assert sst.head == "sequence" and probabilities.shape == (2, 3) and set(labels) <= set(sst.labels)
+    want = [json.loads(line) for line in cli("classify", "--model", os.path.join(hf, "bert_sequence_tiny"), "--format", "json",
+                                             stdin="\n".join(text) + "\n").splitlines()]
+    assert labels == [w["label"] for w in want]
+    np.testing.assert_allclose(probabilities, [list(w["probabilities"].values()) for w in want], rtol=1e-6)
+    tagged = tfm.Encoder(os.path.join(hf, "bert_token_tiny")).tag(text)
+    assert [w["word"] for w in tagged[1]["words"]] == ["john", "smith", "lives", "in", "london", "."]
+    assert all(e["text"] and e["end_word"] > e["first_word"] for e in tagged[1]["entities"])
+    vectors = tfm.Encoder(os.path.join(hf, "bert_sentence_tiny")).embed(text)  # its modules: mean pooling, normalised
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
 def test_classifier_labels_images_from_numpy():
     classifier = tfm.Classifier(VIT)
     with gzip.open(os.path.join(FIXTURES, "fashion", "t10k-images-idx3-ubyte.gz")) as f:

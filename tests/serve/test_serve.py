@@ -162,6 +162,32 @@ def test_embed_equals_the_command_line(server):
         assert max(abs(a - b) for a, b in zip(got, expected)) < 1e-5
 
 
+HF = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf")
+
+
+def test_classify_sentences_and_tokens_as_the_command_line():
+    """A BERT sentence classifier's labels and a token classifier's entities, as `tfm classify --format json` gives them."""
+    sequence, token = os.path.join(HF, "bert_sequence_tiny"), os.path.join(HF, "bert_token_tiny")
+    s = Server("--model", f"sst={sequence}", "--model", f"ner={token}")
+    try:
+        text = ["A gripping, funny film.", "John Smith lives in London."]
+        out = s.post("/v1/classify", {"model": "sst", "sentences": text})[2]
+        want = [json.loads(line) for line in cli("classify", "--model", sequence, "--format", "json", stdin="\n".join(text) + "\n").splitlines()]
+        assert out["head"] == "sequence" and out["class_names"] == ["NEGATIVE", "NEUTRAL", "POSITIVE"]
+        for got, expected in zip(out["results"], want):
+            assert got["name"] == expected["label"]
+            assert max(abs(a - b) for a, b in zip(got["probabilities"], expected["probabilities"].values())) < 1e-6
+        tags = s.post("/v1/classify", {"model": "ner", "sentences": text})[2]
+        want = [json.loads(line) for line in cli("classify", "--model", token, "--format", "json", stdin="\n".join(text) + "\n").splitlines()]
+        assert [[(e["type"], e["text"]) for e in r["entities"]] for r in tags["results"]] == \
+            [[(e["type"], e["text"]) for e in w["entities"]] for w in want]
+        assert [[w["label"] for w in r["words"]] for r in tags["results"]] == [[w["label"] for w in x["words"]] for x in want]
+        status, _, vectors = s.post("/v1/embed", {"model": "sst", "sentences": ["a"], "pool": "max", "normalize": True})
+        assert status == 200 and abs(sum(v * v for v in vectors["embeddings"][0]) - 1) < 1e-5
+    finally:
+        assert s.stop() == 0
+
+
 def test_classify_png_jpeg_and_base64(server):
     images = fashion_images(3)
     status, _, raw = server.post("/v1/classify", png(images[0], 28, 28), {"Content-Type": "image/png"})
@@ -263,7 +289,7 @@ def test_every_endpoint_on_the_simulated_device_answers_as_on_the_cpu(server):
     ("/v1/translate", {"sentences": ["Ein Hund."], "model": "lm"}, 400, "is a gpt model"),
     ("/v1/generate", {"prompt": "A", "max_new_tokens": 301}, 400, "from 0 to 300"),
     ("/v1/generate", {"prompt": "A", "temperature": "hot"}, 400, "'temperature' must be a number"),
-    ("/v1/embed", {"sentences": ["a"], "pool": "max"}, 400, "'pool'"),
+    ("/v1/embed", {"sentences": ["a"], "pool": "min"}, 400, "'pool'"),
     ("/v1/translate", {"sentences": ["x" * 200000]}, 413, "--max-body"),
     ("/v1/translate", {"sentences": ["Hund " * 2000]}, 400, "bytes: more than 100 tokens"),
     ("/v1/embed", {"sentences": ["Hund " * 2000]}, 400, "bytes: more than 100 tokens"),
