@@ -57,7 +57,11 @@ class MaskedLmTraining : public TextStreamTask {
       : TextStreamTask(o.data, "bert", settings.over(default_masked_lm()), settings, resumed, resume_path,
                        [](const models::StackConfig& c) { return c.max_len - 1; }, o.batch, out),
         o_(o),
-        model_(config_, data::Tokenizer::kPad) {}
+        model_(config_, data::Tokenizer::kPad) {
+    TFM_CHECK(config_.head == "mlm", "the model is a BERT whose head is " << config_.head
+                                         << ", without the masked-language-model head this training needs (start from a BertForMaskedLM "
+                                            "or BertForPreTraining, or a checkpoint of tfm bert train)");
+  }
 
   nn::Module& model() override { return model_; }
   void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
