@@ -173,6 +173,25 @@ struct MaskedLmTask {
   TFM_API static TrainingOptions training_defaults();
 };
 
+// A BERT sentence classifier fine-tuned on labelled sentences (`tfm bert classifier`), as
+// transformers fine-tunes BertForSequenceClassification: the encoder and pooler of the
+// BERT that TrainingOptions::init_from names (a `tfm bert train` checkpoint or a Hugging
+// Face directory, of any head), a new classifier of the training data's labels (or the
+// checkpoint's own where it has exactly these labels). The run's checkpoints are
+// sentence classifiers (`tfm classify`, tfm::Encoder::classify, `tfm export --hf`: a
+// BertForSequenceClassification).
+struct SentenceClassifierTask {
+  // A TSV ("text<TAB>label") or CSV (text, label; a first line may name the columns) file,
+  // plain or .gz, or a folder of one sub-folder of text files per label. Without `valid`,
+  // every 10th training sentence is held out.
+  std::string train, valid;
+  std::string vocab;   // the SentencePiece model, if not at the path the checkpoint records
+  int64_t batch = 32;  // sentences per batch
+  // AdamW 5e-5, weight decay 0.01, 100 warm-up steps, cosine decay over 3 epochs,
+  // validation every 200 steps, runs/classifier.
+  TFM_API static TrainingOptions training_defaults();
+};
+
 struct TrainingResult {
   bool stopped = false;  // the stop token ended the run early (last.safetensors saved; resume it)
   int64_t steps = 0;     // the step the run ended at (counting a resumed run's earlier steps)
@@ -194,5 +213,7 @@ TFM_API TrainingResult train(const TrainingOptions& options, const LanguageModel
                              std::ostream* log = nullptr);
 TFM_API TrainingResult train(const TrainingOptions& options, const VitTask& task, std::stop_token stop = {}, std::ostream* log = nullptr);
 TFM_API TrainingResult train(const TrainingOptions& options, const MaskedLmTask& task, std::stop_token stop = {}, std::ostream* log = nullptr);
+TFM_API TrainingResult train(const TrainingOptions& options, const SentenceClassifierTask& task, std::stop_token stop = {},
+                             std::ostream* log = nullptr);
 
 }  // namespace tfm

@@ -6,9 +6,11 @@
 #include <iostream>
 #include <sstream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/trainer_flags.h"
+#include "cli/stop_on_signal.h"
 #include "cli/validators.h"
 #include "data/text.h"
 #include "io/output_file.h"
@@ -19,6 +21,34 @@
 #include "train/progress.h"
 
 namespace tfm::cli {
+
+// `tfm bert classifier`: fine-tunes a sentence classifier from a pretrained BERT.
+void add_classifier_command(CLI::App& bert, int& exit_code) {
+  struct Command {
+    tfm::SentenceClassifierTask task;
+    tfm::TrainingOptions training = tfm::SentenceClassifierTask::training_defaults();
+    std::optional<TrainerFlags> flags;
+  };
+  auto c = std::make_shared<Command>();
+  CLI::App* cmd = bert.add_subcommand(
+      "classifier", "Fine-tune a sentence classifier (BertForSequenceClassification) from a pretrained BERT (--init-from: a checkpoint of "
+                    "tfm bert train or a Hugging Face directory) on labelled sentences");
+  CLI::Option_group* data = cmd->add_option_group("data");
+  data->add_option("--train", c->task.train, "Labelled sentences: TSV (text<TAB>label), CSV (text,label; a header may name them), "
+                                             "plain or .gz, or a folder DIR/<label>/<text files>")
+      ->required()->check(CLI::ExistingPath);
+  data->add_option("--valid", c->task.valid, "Validation sentences, as --train (default: every 10th training sentence)")->check(CLI::ExistingPath);
+  data->add_option("--batch", c->task.batch, "Sentences per batch")->capture_default_str()->check(at_least<int64_t>(1));
+  data->add_option("--vocab", c->task.vocab, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  c->flags.emplace(cmd, c->training);
+  cmd->callback([c, cmd, &exit_code] {
+    tfm::TrainingOptions training = c->training;
+    training.precision = to_string(precision_flag(*cmd));
+    training.device = device_flag(*cmd);
+    const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
+    exit_code = tfm::train(training, c->task, stop.token()).stopped ? 130 : 0;
+  });
+}
 
 void add_bert_command(CLI::App& app, int& exit_code) {
   CLI::App* bert = app.add_subcommand("bert", "BERT-style encoders (masked language model)");
@@ -33,6 +63,7 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--mask-fraction", c->task.mask_fraction, "Fraction of tokens chosen for prediction")
       ->capture_default_str()->check(strictly_between(0.0, 1.0));
   add_training_flags_and_run(cmd, c, exit_code);
+  add_classifier_command(*bert, exit_code);
 }
 
 namespace {

@@ -1,0 +1,99 @@
+// Fine-tuning a BERT sentence classifier (`tfm bert classifier`, train/sentence_classifier):
+// labelled sentences read from TSV, CSV and label folders; a run from a Hugging Face
+// BertForMaskedLM (tests/fixtures/hf/bert_mlm_tiny) on a task derived from Multi30k
+// (tests/fixtures/classifier, its README in tests/reference/make_classifier_fixture.py)
+// beats the majority baseline clearly, and its checkpoint classifies through `tfm
+// classify` and exports as a BertForSequenceClassification that classifies the same.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "data/labelled_text.h"
+#include "support/fixture.h"
+#include "support/process.h"
+#include "tfm/encoder.h"
+
+namespace tfm {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::pair<std::string, std::string>> pairs(const std::vector<data::LabelledText>& rows) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const data::LabelledText& r : rows) out.emplace_back(r.text, r.label);
+  return out;
+}
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+TEST(SentenceClassifier, ReadsTsvCsvAndLabelFolders) {
+  const testing::TempDir tmp;
+  std::ofstream(tmp.path("a.tsv")) << "sentence\tlabel\nA dog runs.\tanimal\nA man, a car\tvehicle\n";
+  EXPECT_EQ(pairs(data::read_labelled_text(tmp.path("a.tsv"))), (Pairs{{"A dog runs.", "animal"}, {"A man, a car", "vehicle"}}));
+  std::ofstream(tmp.path("b.csv")) << "label,text\nanimal,\"A dog, running\"\nother,\"He said \"\"hi\"\"\"\n";
+  EXPECT_EQ(pairs(data::read_labelled_text(tmp.path("b.csv"))), (Pairs{{"A dog, running", "animal"}, {"He said \"hi\"", "other"}}));
+  std::ofstream(tmp.path("c.csv")) << "A cat,animal\n";  // no header: text, then label
+  EXPECT_EQ(pairs(data::read_labelled_text(tmp.path("c.csv"))), (Pairs{{"A cat", "animal"}}));
+  fs::create_directories(tmp.path("d/pos")), fs::create_directories(tmp.path("d/neg"));
+  std::ofstream(tmp.path("d/pos/1.txt")) << "Great\nfilm.\n";
+  std::ofstream(tmp.path("d/neg/1.txt")) << "Dull.\n";
+  EXPECT_EQ(pairs(data::read_labelled_text(tmp.path("d"))), (Pairs{{"Dull.", "neg"}, {"Great film.", "pos"}}));
+  std::ofstream(tmp.path("e.tsv")) << "A dog.\tanimal\nno label here\n";
+  EXPECT_EQ(testing::error_of([&] { data::read_labelled_text(tmp.path("e.tsv")); }),
+            tmp.path("e.tsv") + ":2: expected a text and a label separated by a tab");
+  std::ofstream(tmp.path("f.csv")) << "\"open,animal\n";
+  EXPECT_NE(testing::error_of([&] { data::read_labelled_text(tmp.path("f.csv")); }).find("f.csv:1: a quoted field does not end"),
+            std::string::npos);
+}
+
+// The run's log: the majority baseline it names, and the best accuracy it reports.
+double percent_after(const std::string& log, const std::string& before) {
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(log, m, std::regex(before + " ([0-9.]+)%"))) << log;
+  return m.empty() ? 0 : std::stod(m[1]);
+}
+
+TEST(SentenceClassifier, FineTunedFromAHuggingFaceBertBeatsTheMajorityBaselineAndExports) {
+  const testing::TempDir tmp;
+  const std::string data = testing::fixture_path("classifier"), base = testing::fixture_path("hf/bert_mlm_tiny");
+  const testing::CliResult run =
+      testing::run_tfm("bert classifier --init-from " + base + " --train " + data + "/train.tsv.gz --valid " + data + "/valid.tsv --out " +
+                       tmp.path("run") + " --lr 3e-3 --epochs 2 --validate-every 50 --threads 2 2>&1");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("a new pooler, a new classifier of 4 labels"), std::string::npos) << run.output;
+  const double majority = percent_after(run.output, R"(the majority baseline \(always animal\) scores)");
+  const double best = percent_after(run.output, "best validation accuracy");
+  EXPECT_NEAR(majority, 26.5, 0.1);
+  EXPECT_GE(best, majority + 10) << run.output;  // 44.7 when written (2 epochs, 3 s)
+
+  const std::string checkpoint = tmp.path("run/best.safetensors");
+  std::ofstream(tmp.path("s.txt")) << "A brown dog runs through the grass.\nTwo men ride a red motorcycle.\n";
+  const testing::CliResult labels = testing::run_tfm("classify " + checkpoint + " -i " + tmp.path("s.txt") + " 2>&1");
+  ASSERT_EQ(labels.code, 0) << labels.output;
+  EXPECT_EQ(std::count(labels.output.begin(), labels.output.end(), '\n'), 2);
+  ASSERT_EQ(testing::run_tfm("export --model " + checkpoint + " --hf " + tmp.path("hf")).code, 0);
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(tmp.path("hf/config.json")));
+  EXPECT_EQ(config["architectures"], nlohmann::json({"BertForSequenceClassification"}));
+  EXPECT_EQ(config["id2label"], nlohmann::json({{"0", "animal"}, {"1", "other"}, {"2", "sport"}, {"3", "vehicle"}}));
+  const std::vector<std::string> sentences = {"A brown dog runs through the grass.", "Two men ride a red motorcycle."};
+  EXPECT_EQ(Encoder(tmp.path("hf")).classify(sentences).probabilities, Encoder(checkpoint).classify(sentences).probabilities);
+}
+
+TEST(SentenceClassifier, RefusesAStartWithoutWeightsAndValidationLabelsTheTrainingLacks) {
+  const testing::TempDir tmp;
+  const std::string data = testing::fixture_path("classifier");
+  const testing::CliResult scratch = testing::run_tfm("bert classifier --train " + data + "/valid.tsv --out " + tmp.path("a") + " 2>&1");
+  EXPECT_EQ(scratch.code, 1);
+  EXPECT_NE(scratch.output.find("is fine-tuned from a pretrained BERT: give --init-from"), std::string::npos) << scratch.output;
+  std::ofstream(tmp.path("v.tsv")) << "A ship at sea.\tship\n";
+  const testing::CliResult unknown = testing::run_tfm("bert classifier --init-from " + testing::fixture_path("hf/bert_mlm_tiny") + " --train " +
+                                                      data + "/valid.tsv --valid " + tmp.path("v.tsv") + " --out " + tmp.path("b") + " 2>&1");
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.output.find("sentence 1 has the label 'ship', which no training sentence has"), std::string::npos) << unknown.output;
+}
+
+}  // namespace
+}  // namespace tfm
