@@ -6,6 +6,7 @@
 #include "data/hf_tokenizer.h"
 #include "data/image_processor.h"
 #include "data/tokenizer.h"
+#include "data/tokenizer_json.h"
 #include "decode/family_checkpoint.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
@@ -86,7 +87,8 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" || kind == "bert") {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
-    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file(kind == "gpt" ? "vocab.json" : "vocab.txt"), kind == "bert");
+    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), data::tokenizer_file(dir, kind == "gpt" ? "vocab.json" : "vocab.txt"),
+                         kind == "bert");
     meta["tfm.tokenizer"] = t.record();
   } else {
     check_image_processor(d, config.at("image_size").get<int64_t>());
