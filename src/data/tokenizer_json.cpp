@@ -72,6 +72,14 @@ class Reader {
     TFM_CHECK(value.is_string(), out_.path << ": " << join(at, key) << " must be a string, got " << value.dump().substr(0, 80));
     return value.get<std::string>();
   }
+  // A Sequence's list `key` of components, each read by `read` with its JSON path.
+  template <class Read>
+  void read_steps(const json& sequence, const std::string& at, const char* key, Read read) {
+    check_keys(sequence, at, {"type", key});
+    const json& steps = member(sequence, at, key);
+    TFM_CHECK(steps.is_array(), out_.path << ": " << join(at, key) << " must be a list");
+    for (size_t i = 0; i < steps.size(); ++i) read(steps[i], join(at, key) + "[" + std::to_string(i) + "]");
+  }
   bool wordpiece() const { return out_.model == TokenizerJson::Model::kWordPiece; }
   // A component of the other family (a WordPiece model's ByteLevel pre-tokenizer, ...).
   void require_family(bool wordpiece_family, const std::string& at, const std::string& type) const {
@@ -81,7 +89,7 @@ class Reader {
   void read_model(const json& model, const std::string& at);
   void read_merges(const json& merges, const std::string& at);
   void read_normalizer(const json& normalizer, const std::string& at);
-  void read_normalizers(const json& normalizers, const std::string& at);
+  void read_normalizers(const json& sequence, const std::string& at);
   void read_pre_tokenizer(const json& pre_tokenizer, const std::string& at);
   void read_post_processor(const json& processor, const std::string& at);
   void read_template(const json& processor, const std::string& at);
@@ -146,9 +154,8 @@ void Reader::read_normalizer(const json& normalizer, const std::string& at) {
   }
   const std::string type = type_of(normalizer, at);
   if (type == "Sequence") {
-    check_keys(normalizer, at, {"type", "normalizers"});
     require_family(true, at, type);
-    read_normalizers(member(normalizer, at, "normalizers"), join(at, "normalizers"));
+    read_normalizers(normalizer, at);
     return;
   }
   if (type != "BertNormalizer") refuse(at + ".type", type);
@@ -165,18 +172,16 @@ void Reader::read_normalizer(const json& normalizer, const std::string& at) {
 // A Sequence's steps, as BertTokenizer's settings: Lowercase; NFD followed (later) by
 // StripAccents, which together strip accents; NFC, which BertTokenizer applies anyway.
 // An NFD without StripAccents would leave the text decomposed, which BertTokenizer never does.
-void Reader::read_normalizers(const json& normalizers, const std::string& at) {
-  TFM_CHECK(normalizers.is_array(), out_.path << ": " << at << " must be a list of normalizers");
+void Reader::read_normalizers(const json& sequence, const std::string& at) {
   bool lower = false, nfd = false, strip = false;
-  for (size_t i = 0; i < normalizers.size(); ++i) {
-    const std::string step_at = at + "[" + std::to_string(i) + "]";
-    const std::string type = type_of(normalizers[i], step_at);
-    check_keys(normalizers[i], step_at, {"type"});
+  read_steps(sequence, at, "normalizers", [&](const json& step, const std::string& step_at) {
+    const std::string type = type_of(step, step_at);
+    check_keys(step, step_at, {"type"});
     if (type == "Lowercase") lower = true;
     else if (type == "NFD") nfd = true;
     else if (type == "StripAccents" && nfd) strip = true;
     else if (type != "NFC") refuse(step_at + ".type", type);
-  }
+  });
   if (nfd && !strip) refuse(at, "NFD without StripAccents");
   settings_.update({{"do_lower_case", lower}, {"strip_accents", strip}, {"tokenize_chinese_chars", false}});
   out_.settings.clean_text = false;
@@ -188,10 +193,7 @@ void Reader::read_pre_tokenizer(const json& pre_tokenizer, const std::string& at
   if (pre_tokenizer.is_null()) refuse(at, pre_tokenizer);
   const std::string type = type_of(pre_tokenizer, at);
   if (type == "Sequence") {
-    check_keys(pre_tokenizer, at, {"type", "pretokenizers"});
-    const json& steps = member(pre_tokenizer, at, "pretokenizers");
-    TFM_CHECK(steps.is_array(), out_.path << ": " << join(at, "pretokenizers") << " must be a list of pre-tokenizers");
-    for (size_t i = 0; i < steps.size(); ++i) read_pre_tokenizer(steps[i], join(at, "pretokenizers") + "[" + std::to_string(i) + "]");
+    read_steps(pre_tokenizer, at, "pretokenizers", [&](const json& step, const std::string& step_at) { read_pre_tokenizer(step, step_at); });
     if (!saw_pre_tokenizer_) refuse(at, pre_tokenizer);
     return;
   }
@@ -216,10 +218,7 @@ void Reader::read_post_processor(const json& processor, const std::string& at) {
   if (processor.is_null()) return;
   const std::string type = type_of(processor, at);
   if (type == "Sequence") {
-    check_keys(processor, at, {"type", "processors"});
-    const json& steps = member(processor, at, "processors");
-    TFM_CHECK(steps.is_array(), out_.path << ": " << join(at, "processors") << " must be a list of post-processors");
-    for (size_t i = 0; i < steps.size(); ++i) read_post_processor(steps[i], join(at, "processors") + "[" + std::to_string(i) + "]");
+    read_steps(processor, at, "processors", [&](const json& step, const std::string& step_at) { read_post_processor(step, step_at); });
   } else if (type == "ByteLevel") {  // offsets only
     require_family(false, at, type);
     check_keys(processor, at, {"type", "add_prefix_space", "trim_offsets", "use_regex"});
