@@ -38,7 +38,8 @@ class Reader {
 
  private:
   [[noreturn]] void refuse(const std::string& at, const json& value) const {
-    throw Error(out_.path + ": " + at + " " + value.dump() + " is not supported " + kFamilies);
+    const std::string shown = value.dump();
+    throw Error(out_.path + ": " + at + " " + (shown.size() > 100 ? shown.substr(0, 100) + "..." : shown) + " is not supported " + kFamilies);
   }
   static std::string join(const std::string& at, const std::string& key) { return at.empty() ? key : at + "." + key; }
 
@@ -94,6 +95,7 @@ class Reader {
   void read_post_processor(const json& processor, const std::string& at);
   void read_template(const json& processor, const std::string& at);
   std::vector<std::string> pair_token(const json& processor, const std::string& at, const char* key);
+  std::vector<std::pair<std::string, int>> template_tokens(const json& specials, const json& name, const std::string& at) const;
   void read_decoder(const json& decoder, const std::string& at);
   void read_added_tokens(const json& tokens);
   json merged_settings(const TokenizerConfig& config) const;
@@ -255,25 +257,33 @@ void Reader::read_template(const json& processor, const std::string& at) {
   for (size_t i = 0; i < single.size(); ++i) {
     const std::string piece_at = join(at, "single") + "[" + std::to_string(i) + "]";
     const json& piece = single[i];
-    if (piece.is_object() && piece.contains("Sequence") && piece.size() == 1) {
-      if (sequence || piece["Sequence"].value("id", "") != "A") refuse(piece_at, piece);
+    const bool is_sequence = piece.is_object() && piece.size() == 1 && piece.contains("Sequence");
+    const bool is_special = piece.is_object() && piece.size() == 1 && piece.contains("SpecialToken");
+    if (is_sequence && !sequence && piece["Sequence"] == json{{"id", "A"}, {"type_id", 0}}) {
       sequence = true;
       continue;
     }
-    if (!piece.is_object() || !piece.contains("SpecialToken") || piece.size() != 1) refuse(piece_at, piece);
-    const std::string name = piece["SpecialToken"].value("id", "");
-    TFM_CHECK(specials.contains(name), out_.path << ": " << piece_at << " names " << name << ", which " << join(at, "special_tokens") << " lacks");
-    const json& special = specials[name];
-    const json tokens = special.value("tokens", json()), ids = special.value("ids", json());
-    TFM_CHECK(tokens.is_array() && ids.is_array() && tokens.size() == ids.size(),
-              out_.path << ": " << join(at, "special_tokens") << "." << name << " must have as many \"tokens\" as \"ids\"");
-    std::vector<std::string>& side = sequence ? *out_.settings.after : *out_.settings.before;
-    for (size_t k = 0; k < tokens.size(); ++k) {
-      side.push_back(tokens[k].get<std::string>());
-      framing_ids_.emplace_back(tokens[k].get<std::string>(), ids[k].get<int>());
+    if (!is_special || !piece["SpecialToken"].is_object() || !piece["SpecialToken"].contains("id")) refuse(piece_at, piece);
+    for (const auto& [token, id] : template_tokens(specials, piece["SpecialToken"]["id"], join(at, "special_tokens"))) {
+      (sequence ? *out_.settings.after : *out_.settings.before).push_back(token);
+      framing_ids_.emplace_back(token, id);
     }
   }
   if (!sequence) refuse(join(at, "single"), single);
+}
+
+// A TemplateProcessing's special token: {"id": name, "ids": [...], "tokens": [...]}.
+std::vector<std::pair<std::string, int>> Reader::template_tokens(const json& specials, const json& name, const std::string& at) const {
+  const json& special = specials.is_object() && name.is_string() && specials.contains(name.get<std::string>()) ? specials[name.get<std::string>()] : json();
+  TFM_CHECK(special.is_object(), out_.path << ": " << at << " lacks " << name.dump() << ", which the template names");
+  const json tokens = special.value("tokens", json()), ids = special.value("ids", json());
+  const auto all = [](const json& list, auto is) { return list.is_array() && std::all_of(list.begin(), list.end(), is); };
+  TFM_CHECK(all(tokens, [](const json& t) { return t.is_string(); }) && all(ids, [](const json& i) { return i.is_number_integer(); }) &&
+                tokens.size() == ids.size(),
+            out_.path << ": " << at << "." << name.get<std::string>() << " must have as many \"tokens\" (strings) as \"ids\" (integers)");
+  std::vector<std::pair<std::string, int>> out;
+  for (size_t k = 0; k < tokens.size(); ++k) out.emplace_back(tokens[k].get<std::string>(), ids[k].get<int>());
+  return out;
 }
 
 // WordPiece's decoder (its prefix the model's) or ByteLevel's: what the tokenizers join
@@ -306,7 +316,8 @@ void Reader::read_added_tokens(const json& tokens) {
     check_keys(token, at, {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"});
     const std::string id = std::to_string(token["id"].get<uint64_t>());
     token.erase("id");
-    if (token.value("special", false)) special_.push_back(token.value("content", ""));
+    const std::string content = string(token, at, "content");
+    if (flag(token, at, "special", false)) special_.push_back(content);
     added_[id] = std::move(token);
   }
 }
