@@ -88,10 +88,10 @@ HfTokenizer::HfTokenizer(std::vector<std::string> pieces, const TokenizerConfig&
                          const std::vector<std::pair<SpecialToken, std::string>>& defaults)
     : pieces_(std::move(pieces)), special_ids_(kSpecialCount), special_tokens_(kSpecialCount) {
   for (size_t id = 0; id < pieces_.size(); ++id) vocabulary_ids_[pieces_[id]] = static_cast<int>(id);
-  const size_t vocabulary_size = pieces_.size();
+  vocabulary_size_ = pieces_.size();
   read_added_tokens(config);
   read_special_tokens(config, defaults);
-  for (size_t id = vocabulary_size; id < pieces_.size(); ++id)
+  for (size_t id = vocabulary_size_; id < pieces_.size(); ++id)
     TFM_CHECK(added_token(static_cast<int>(id)), config.path() << ": no token has id " << id << " (added tokens must follow the vocabulary without gaps)");
   // Longest first: where two added tokens start at one place, the longer one is matched.
   std::stable_sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
@@ -138,7 +138,7 @@ void HfTokenizer::read_special_tokens(const TokenizerConfig& config, const std::
     TFM_CHECK(more.is_array(), config.path() << ": additional_special_tokens must be a list of tokens");
     all.insert(all.end(), more.begin(), more.end());
   }
-  std::vector<int> special_ids;
+  std::vector<int> special_ids, additional_ids;
   for (size_t k = 0; k < all.size(); ++k) {
     if (all[k].is_null()) continue;
     const std::string content = token_content(all[k], config.path());
@@ -160,9 +160,16 @@ void HfTokenizer::read_special_tokens(const TokenizerConfig& config, const std::
     }
     if (k < kSpecialCount) special_ids_[k] = id, special_tokens_[k] = content;
     special_ids.push_back(id);
+    if (k >= kSpecialCount) additional_ids.push_back(id);
   }
   special_.assign(pieces_.size(), false);
   for (int id : special_ids) special_[static_cast<size_t>(id)] = true;
+  // PreTrainedTokenizer._decode's "legacy added tokens", which stand apart in decoded text:
+  // the added tokens that are not special, and additional special ones beyond the vocabulary.
+  apart_.assign(pieces_.size(), false);
+  for (const AddedToken& t : added_) apart_[static_cast<size_t>(t.id)] = !special_[static_cast<size_t>(t.id)];
+  for (int id : additional_ids)
+    if (static_cast<size_t>(id) >= vocabulary_size_) apart_[static_cast<size_t>(id)] = true;
 }
 
 const HfTokenizer::AddedToken* HfTokenizer::added_token(int id) const {
@@ -277,13 +284,14 @@ std::vector<int> HfTokenizer::encode(const std::string& text) const {
 }
 
 // PreTrainedTokenizer._decode: the model joins runs of its tokens; added tokens that are
-// not special stand apart; the parts are joined with spaces.
+// not special (and additional special ones beyond the vocabulary) stand apart; the parts
+// are joined with spaces.
 std::string HfTokenizer::decode(const std::vector<int>& ids, bool skip_special) const {
   std::vector<std::string> parts, run;
   for (int id : ids) {
     const std::string& token = piece(id);
     if (skip_special && is_special(id)) continue;
-    if (!added_token(id) || is_special(id)) {
+    if (!apart_[static_cast<size_t>(id)]) {
       run.push_back(token);
       continue;
     }

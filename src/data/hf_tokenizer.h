@@ -116,6 +116,8 @@ class HfTokenizer {
   std::vector<std::optional<int>> special_ids_;           // by SpecialToken
   std::vector<std::string> special_tokens_;               // by SpecialToken ("" where none)
   std::vector<bool> special_;                             // by id
+  std::vector<bool> apart_;                               // by id: whether decoding keeps it apart from the model's tokens
+  size_t vocabulary_size_ = 0;                            // the model's, added tokens aside
   bool clean_up_spaces_ = true;
   std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> frame_;  // before, after
 };
