@@ -137,11 +137,12 @@ void Reader::read_merges(const json& merges, const std::string& at) {
   TFM_CHECK(merges.is_array(), out_.path << ": " << at << " must be a list of merges");
   for (size_t i = 0; i < merges.size(); ++i) {
     const json& m = merges[i];
-    const bool as_string = m.is_string() && std::count(m.get<std::string>().begin(), m.get<std::string>().end(), ' ') == 1;
+    const std::string text = m.is_string() ? m.get<std::string>() : "";
+    const bool as_string = std::count(text.begin(), text.end(), ' ') == 1 && text.front() != ' ' && text.back() != ' ';
     const bool as_pair = m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string();
     TFM_CHECK(as_string || as_pair, out_.path << ": " << at << "[" << i << "] must be \"first second\" or [\"first\", \"second\"], got "
                                               << m.dump().substr(0, 80));
-    const std::string key = as_string ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>();
+    const std::string key = as_string ? text : m[0].get<std::string>() + " " + m[1].get<std::string>();
     out_.merge_ranks[key] = static_cast<int>(i);  // a merge listed twice ranks by its later place, as the older merges.txt
   }
 }
