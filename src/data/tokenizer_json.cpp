@@ -179,11 +179,11 @@ void Reader::read_normalizers(const json& sequence, const std::string& at) {
   bool lower = false, nfd = false, strip = false;
   read_steps(sequence, at, "normalizers", [&](const json& step, const std::string& step_at) {
     const std::string type = type_of(step, step_at);
-    check_keys(step, step_at, {"type"});
     if (type == "Lowercase") lower = true;
     else if (type == "NFD") nfd = true;
     else if (type == "StripAccents" && nfd) strip = true;
     else if (type != "NFC") refuse(step_at + ".type", type);
+    check_keys(step, step_at, {"type"});
   });
   if (nfd && !strip) refuse(at, "NFD without StripAccents");
   settings_.update({{"do_lower_case", lower}, {"strip_accents", strip}, {"tokenize_chinese_chars", false}});
