@@ -524,14 +524,40 @@ TEST(TokenizerJson, MergesAsStringsOrPairsAgree) {
   expect_cases(ByteLevelBpe::load(dir.path("")), read_json(ours("gpt2_json") + "/reference.json")["cases"]);
 }
 
-// tokenizer_config.json's settings win over those of tokenizer.json's normalizer, as in
-// transformers' BertTokenizerFast; without it, the normalizer's hold.
-TEST(TokenizerJson, TokenizerConfigSettingsWinAsInTransformers) {
+// As transformers' BertTokenizerFast, tokenizer_config.json's settings (or the class's
+// defaults) replace a BertNormalizer's; PreTrainedTokenizerFast keeps the normalizer's, and
+// no class changes a Sequence.
+TEST(TokenizerJson, SettingsCombineAsTransformersFastClasses) {
   TempDir dir;
+  const auto tokens = [&](const std::string& config) {
+    write_file(dir.path("tokenizer_config.json"), config);
+    return WordPiece::load(dir.path("")).tokens("Dog");
+  };
+  const std::vector<std::string> lower{"[CLS]", "dog", "[SEP]"}, cased{"[CLS]", "[UNK]", "[SEP]"};
   edited_copy("bert_json_uncased", dir, [](json& file) { file["normalizer"]["lowercase"] = false; });
-  EXPECT_EQ(WordPiece::load(dir.path("")).tokens("Dog"), (std::vector<std::string>{"[CLS]", "dog", "[SEP]"}));
-  std::filesystem::remove(dir.path("tokenizer_config.json"));
-  EXPECT_EQ(WordPiece::load(dir.path("")).tokens("Dog"), (std::vector<std::string>{"[CLS]", "[UNK]", "[SEP]"}));
+  EXPECT_EQ(tokens(R"({"do_lower_case": true})"), lower);
+  EXPECT_EQ(tokens("{}"), lower);  // BertTokenizerFast's do_lower_case defaults to true
+  EXPECT_EQ(tokens(R"({"tokenizer_class": "PreTrainedTokenizerFast"})"), cased);
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}}; });
+  EXPECT_EQ(tokens(R"({"do_lower_case": true})"), cased);
+}
+
+// add_bos_token, which GPT2Tokenizer follows and GPT2TokenizerFast leaves to the
+// post-processor, is refused where the two would differ.
+TEST(TokenizerJson, AddBosTokenMustAgreeWithThePostProcessor) {
+  TempDir dir;
+  edited_copy("gpt2_json", dir, [](json&) {});
+  write_file(dir.path("tokenizer_config.json"), R"({"add_bos_token": true})");
+  EXPECT_EQ(error_of([&] { ByteLevelBpe::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": tokenizer_config.json's add_bos_token is true, but tokenizer.json's post-processor adds no "
+                                         "<|endoftext|> (make it a TemplateProcessing that does, or set add_bos_token false)");
+  edited_copy("gpt2_json", dir, [](json& file) {
+    file["post_processor"] = json::parse(R"({"type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [556], "tokens": ["<|endoftext|>"]}}})");
+  });
+  write_file(dir.path("tokenizer_config.json"), R"({"add_bos_token": true})");
+  EXPECT_EQ(ByteLevelBpe::load(dir.path("")).encode("Hello"), (std::vector<int>{556, 39, 412, 78}));
 }
 
 // ByteLevel's use_regex false: the text is one word, not cut by GPT-2's pattern (which

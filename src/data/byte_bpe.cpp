@@ -144,7 +144,13 @@ ByteLevelBpe::ByteLevelBpe(std::vector<std::string> pieces, const TokenizerConfi
       use_regex_(settings.use_regex),
       cache_(std::make_shared<WordCache>()) {
   TFM_CHECK(!add_bos_token_ || special_id(SpecialToken::kBos), config.path() << ": add_bos_token is true, but there is no bos_token");
-  if (settings.before) set_frame(*settings.before, *settings.after);
+  if (!settings.before) return;
+  // GPT2TokenizerFast leaves add_bos_token to the post-processor, GPT2Tokenizer does not:
+  // where they would differ, neither is taken.
+  TFM_CHECK(!add_bos_token_ || (!settings.before->empty() && settings.before->front() == special_token(SpecialToken::kBos)),
+            config.path() << ": tokenizer_config.json's add_bos_token is true, but tokenizer.json's post-processor adds no "
+                          << special_token(SpecialToken::kBos) << " (make it a TemplateProcessing that does, or set add_bos_token false)");
+  set_frame(*settings.before, *settings.after);
 }
 
 std::string ByteLevelBpe::prepare(std::string_view text) const {

@@ -101,7 +101,10 @@ class Reader {
   json merged_settings(const TokenizerConfig& config) const;
 
   TokenizerJson& out_;
-  json settings_ = json::object();     // tokenizer_config.json's keys that tokenizer.json implies
+  // tokenizer_config.json's keys that tokenizer.json implies, by who wins where both say one:
+  json settings_ = json::object();        // tokenizer_config.json (unk_token, clean_up_tokenization_spaces)
+  json class_settings_ = json::object();  // the tokenizer class (a BertNormalizer's, a ByteLevel pre-tokenizer's)
+  json pipeline_ = json::object();        // tokenizer.json (a Sequence's, which no class replaces)
   json added_ = json::object();        // added_tokens_decoder
   json special_ = json::array();       // the added tokens marked special
   bool saw_pre_tokenizer_ = false;
@@ -151,7 +154,7 @@ void Reader::read_merges(const json& merges, const std::string& at) {
 // Byte-level BPE reads raw text (normalizer null), as GPT-2's and RoBERTa's.
 void Reader::read_normalizer(const json& normalizer, const std::string& at) {
   if (normalizer.is_null()) {  // none: text as it is
-    if (wordpiece()) settings_.update({{"do_lower_case", false}, {"strip_accents", false}, {"tokenize_chinese_chars", false}});
+    if (wordpiece()) pipeline_.update({{"do_lower_case", false}, {"strip_accents", false}, {"tokenize_chinese_chars", false}});
     if (wordpiece()) out_.settings.clean_text = false;
     return;
   }
@@ -167,7 +170,7 @@ void Reader::read_normalizer(const json& normalizer, const std::string& at) {
   out_.settings.clean_text = flag(normalizer, at, "clean_text", true);
   const json strip = normalizer.value("strip_accents", json());
   TFM_CHECK(strip.is_null() || strip.is_boolean(), out_.path << ": " << join(at, "strip_accents") << " must be true, false or null");
-  settings_.update({{"do_lower_case", flag(normalizer, at, "lowercase", true)},
+  class_settings_.update({{"do_lower_case", flag(normalizer, at, "lowercase", true)},
                     {"strip_accents", strip},
                     {"tokenize_chinese_chars", flag(normalizer, at, "handle_chinese_chars", true)}});
 }
@@ -186,7 +189,7 @@ void Reader::read_normalizers(const json& sequence, const std::string& at) {
     check_keys(step, step_at, {"type"});
   });
   if (nfd && !strip) refuse(at, "NFD without StripAccents");
-  settings_.update({{"do_lower_case", lower}, {"strip_accents", strip}, {"tokenize_chinese_chars", false}});
+  pipeline_.update({{"do_lower_case", lower}, {"strip_accents", strip}, {"tokenize_chinese_chars", false}});
   out_.settings.clean_text = false;
 }
 
@@ -209,7 +212,7 @@ void Reader::read_pre_tokenizer(const json& pre_tokenizer, const std::string& at
   if (type != "ByteLevel" || saw_pre_tokenizer_) refuse(at + ".type", type);
   require_family(false, at, type);
   check_keys(pre_tokenizer, at, {"type", "add_prefix_space", "trim_offsets", "use_regex"});  // trim_offsets: offsets only
-  settings_["add_prefix_space"] = flag(pre_tokenizer, at, "add_prefix_space", true);
+  (at == "pre_tokenizer" ? class_settings_ : pipeline_)["add_prefix_space"] = flag(pre_tokenizer, at, "add_prefix_space", true);
   out_.settings.use_regex = flag(pre_tokenizer, at, "use_regex", true);
   saw_pre_tokenizer_ = true;
 }
@@ -323,12 +326,19 @@ void Reader::read_added_tokens(const json& tokens) {
   }
 }
 
-// tokenizer_config.json's settings over those tokenizer.json implies (its added tokens
-// are tokenizer.json's, the fast tokenizer's own); the post-processor's tokens checked
-// against the ids the tokenizer gives them.
+// The settings of tokenizer_config.json and tokenizer.json together, as transformers'
+// fast classes combine them (the added tokens are tokenizer.json's, the fast tokenizer's
+// own); the post-processor's tokens checked against the ids the tokenizer gives them.
 json Reader::merged_settings(const TokenizerConfig& config) const {
   json merged = settings_;
   merged.update(config.json());
+  // BertTokenizerFast, GPT2TokenizerFast and RobertaTokenizerFast (what transformers loads
+  // a BERT's, GPT-2's or RoBERTa's directory with) replace a BertNormalizer's lowercase,
+  // strip_accents and handle_chinese_chars, and a ByteLevel pre-tokenizer's
+  // add_prefix_space, by tokenizer_config.json's settings or the class's defaults;
+  // PreTrainedTokenizerFast keeps them, and no class changes a Sequence.
+  if (config.json().value("tokenizer_class", json()) == "PreTrainedTokenizerFast") merged.update(class_settings_);
+  merged.update(pipeline_);
   merged["added_tokens_decoder"] = added_;
   json more = merged.value("additional_special_tokens", json::array());
   TFM_CHECK(more.is_array(), config.path() << ": additional_special_tokens must be a list of tokens");

@@ -43,10 +43,12 @@ struct TokenizerJson {
   Model model = Model::kWordPiece;
   std::vector<std::string> pieces;  // model.vocab, by id
   MergeRanks merge_ranks;           // byte-level BPE
-  // The directory's tokenizer_config.json, with tokenizer.json's added tokens and, where
-  // tokenizer_config.json does not set them, the settings tokenizer.json implies
-  // (do_lower_case, strip_accents, add_prefix_space, unk_token, ...): as transformers'
-  // BertTokenizerFast and GPT2TokenizerFast, which let tokenizer_config.json's win.
+  // The directory's tokenizer_config.json with tokenizer.json's added tokens and the
+  // settings tokenizer.json implies (do_lower_case, strip_accents, add_prefix_space, ...),
+  // combined as transformers' fast classes combine them: BertTokenizerFast and
+  // GPT2TokenizerFast replace a BertNormalizer's and a ByteLevel pre-tokenizer's settings
+  // by tokenizer_config.json's (or their own defaults), PreTrainedTokenizerFast keeps
+  // them, and a Sequence's hold whatever the class.
   TokenizerConfig config;
   TokenizerSettings settings;
 
