@@ -105,8 +105,8 @@ class Reader {
   json settings_ = json::object();        // tokenizer_config.json (unk_token, clean_up_tokenization_spaces)
   json class_settings_ = json::object();  // the tokenizer class (a BertNormalizer's, a ByteLevel pre-tokenizer's)
   json pipeline_ = json::object();        // tokenizer.json (a Sequence's, which no class replaces)
-  json added_ = json::object();        // added_tokens_decoder
-  json special_ = json::array();       // the added tokens marked special
+  json added_ = json::object();           // added_tokens_decoder
+  json special_ = json::array();          // the added tokens marked special
   bool saw_pre_tokenizer_ = false;
   std::vector<std::pair<std::string, int>> framing_ids_;  // the post-processor's tokens with the ids it gives them
 };
