@@ -637,6 +637,10 @@ TEST(TokenizerJson, WrongFamilyAndBrokenIdsAreOneLine) {
   edited_copy("bert_json_uncased", dir, [](json& file) { file["post_processor"]["special_tokens"]["[CLS]"]["ids"] = {7}; });
   EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
             dir.path("tokenizer.json") + ": the post-processor gives [CLS] the id 7, which is not that token's");
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["post_processor"] = nullptr; });
+  EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": post_processor frames a text as $A, not [CLS] $A [SEP] as BERT's tokenizer does "
+                                         "(a TemplateProcessing or BertProcessing that does is needed)");
   edited_copy("bert_json_uncased", dir, [](json& file) { file["model"]["vocab"]["the"] = 0; });
   EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
             dir.path("tokenizer.json") + ": model.vocab: \"[PAD]\" and \"the\" both have id 0");

@@ -24,8 +24,9 @@ namespace tfm::data {
 // What a tokenizer.json can say that tokenizer_config.json cannot; the defaults are the
 // slow tokenizers' (BertTokenizer's, GPT2Tokenizer's), which the older files describe.
 struct TokenizerSettings {
-  // The post-processor's tokens before and after every text; unset: the tokenizer class's
-  // own ([CLS] ... [SEP] for WordPiece; a bos_token where add_bos_token says so for GPT-2).
+  // The post-processor's tokens before and after every text (WordPiece requires BERT's
+  // [CLS] and [SEP]); unset: the tokenizer class's own (a bos_token where add_bos_token
+  // says so for GPT-2).
   std::optional<std::vector<std::string>> before, after;
   std::string continuing_prefix = "##";  // WordPiece: how a piece inside a word is written
   size_t max_word_characters = 100;      // WordPiece: longer words are the unknown token

@@ -97,6 +97,15 @@ std::vector<std::u32string> split_on_punctuation(std::u32string_view word) {
   return out;
 }
 
+// A post-processor's frame of a text as TemplateProcessing writes it: "[CLS] $A [SEP]".
+std::string frame(const std::vector<std::string>& before, const std::vector<std::string>& after) {
+  std::string out;
+  for (const std::string& token : before) out += token + " ";
+  out += "$A";
+  for (const std::string& token : after) out += " " + token;
+  return out;
+}
+
 // The settings this implementation does not follow, refused rather than ignored.
 void check_supported(const TokenizerConfig& config) {
   TFM_CHECK(config.flag("do_basic_tokenize", true), config.path() << ": do_basic_tokenize false is not supported");
@@ -135,7 +144,12 @@ WordPiece::WordPiece(std::vector<std::string> pieces, const TokenizerConfig& con
   check_supported(config);
   for (SpecialToken needed : {SpecialToken::kUnk, SpecialToken::kCls, SpecialToken::kSep})
     TFM_CHECK(special_id(needed), config.path() << ": BERT's tokenizer needs an unk_token, a cls_token and a sep_token");
-  if (settings.before) set_frame(*settings.before, *settings.after);
+  // tfm's BERT reads [CLS] text [SEP] (Tokenizer::sentence, the [CLS] pooling): a
+  // tokenizer.json whose post-processor frames text otherwise is refused, not followed.
+  const std::vector<std::string> before{special_token(SpecialToken::kCls)}, after{special_token(SpecialToken::kSep)};
+  TFM_CHECK(!settings.before || (*settings.before == before && *settings.after == after),
+            config.path() << ": post_processor frames a text as " << frame(*settings.before, *settings.after) << ", not " << frame(before, after)
+                          << " as BERT's tokenizer does (a TemplateProcessing or BertProcessing that does is needed)");
 }
 
 // As PreTrainedTokenizer.tokenize for a tokenizer with do_lower_case.
