@@ -154,8 +154,9 @@ void Reader::read_merges(const json& merges, const std::string& at) {
 // Byte-level BPE reads raw text (normalizer null), as GPT-2's and RoBERTa's.
 void Reader::read_normalizer(const json& normalizer, const std::string& at) {
   if (normalizer.is_null()) {  // none: text as it is
-    if (wordpiece()) pipeline_.update({{"do_lower_case", false}, {"strip_accents", false}, {"tokenize_chinese_chars", false}});
-    if (wordpiece()) out_.settings.clean_text = false;
+    if (!wordpiece()) return;
+    pipeline_.update({{"do_lower_case", false}, {"strip_accents", false}, {"tokenize_chinese_chars", false}});
+    out_.settings.clean_text = false;
     return;
   }
   const std::string type = type_of(normalizer, at);
@@ -171,8 +172,8 @@ void Reader::read_normalizer(const json& normalizer, const std::string& at) {
   const json strip = normalizer.value("strip_accents", json());
   TFM_CHECK(strip.is_null() || strip.is_boolean(), out_.path << ": " << join(at, "strip_accents") << " must be true, false or null");
   class_settings_.update({{"do_lower_case", flag(normalizer, at, "lowercase", true)},
-                    {"strip_accents", strip},
-                    {"tokenize_chinese_chars", flag(normalizer, at, "handle_chinese_chars", true)}});
+                          {"strip_accents", strip},
+                          {"tokenize_chinese_chars", flag(normalizer, at, "handle_chinese_chars", true)}});
 }
 
 // A Sequence's steps, as BertTokenizer's settings: Lowercase; NFD followed (later) by
