@@ -6,6 +6,7 @@
 // tokenizer.json: tests/fixtures/hf's, against transformers' ids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -178,6 +179,25 @@ TEST(HfTokenizerGpt2Config, AddedTokensTakeWhitespaceAsConfigured) {
                    dir);
   const ByteLevelBpe gpt2 = ByteLevelBpe::load(dir.path(""));
   EXPECT_EQ(gpt2.tokens("a  <|endoftext|>  b"), (std::vector<std::string>{"a", "<|endoftext|>", "b"}));
+}
+
+// single_word (as PreTrainedTokenizer.tokenize): the token is one only where a space (or
+// the text's end) is on either side; elsewhere it is text of the word it touches.
+TEST(HfTokenizerGpt2Config, SingleWordAddedTokensOnlyBetweenSpaces) {
+  TempDir dir;
+  copy_with_config("gpt2_tiny", {"vocab.json", "merges.txt"},
+                   R"({"added_tokens_decoder": {"556": {"content": "<|endoftext|>", "single_word": true, "special": true}},
+                       "eos_token": "<|endoftext|>"})",
+                   dir);
+  const ByteLevelBpe gpt2 = ByteLevelBpe::load(dir.path(""));
+  const auto has_token = [&](const std::string& text) {
+    const std::vector<std::string> tokens = gpt2.tokens(text);
+    return std::find(tokens.begin(), tokens.end(), "<|endoftext|>") != tokens.end();
+  };
+  EXPECT_TRUE(has_token("a <|endoftext|> b"));
+  EXPECT_TRUE(has_token("<|endoftext|>"));
+  EXPECT_FALSE(has_token("a<|endoftext|> b"));
+  EXPECT_FALSE(has_token("a <|endoftext|>b"));
 }
 
 TEST(HfTokenizerGpt2Config, MalformedFilesAreOneLineErrorsNamingThem) {
