@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 scripts/install-deps.sh
 CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null
-targets=(safetensors torch config text idx spm image http)
+targets=(safetensors torch config text idx spm image http tokenizer_json)
 cmake --build build-checked -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 status=0
 for target in "${targets[@]}"; do

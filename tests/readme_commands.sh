@@ -8,8 +8,9 @@
 #   tests/readme_commands.sh [BUILD_DIR]      (default: build)
 #
 # Lines of scripts/ and bench/ (building, testing, fuzzing, benchmarks) are not run
-# here: scripts/test.sh is the test command itself. The one exception makes data:
-# scripts/idx_to_folder.py (an image folder), run first with few images.
+# here: scripts/test.sh is the test command itself. The exceptions make data, run
+# first: scripts/idx_to_folder.py (an image folder, with few images) and `mkdir` lines
+# (a directory laid out from fixtures).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
@@ -69,8 +70,9 @@ commands() {
     sed -E 's/ +# .*$//'
 }
 
-mapfile -t all < <(commands | grep -E '(^D=|build/tfm|scripts/idx_to_folder\.py)' | sed -E 's/^scripts\/build\.sh && //' | substitute)
-sets_up() { [[ "$1" == D=* || "$1" == *scripts/idx_to_folder.py* ]]; }
+# `mkdir` lines lay out a directory that a later command reads (a model with tokenizer.json alone).
+mapfile -t all < <(commands | grep -E '(^D=|^mkdir |build/tfm|scripts/idx_to_folder\.py)' | sed -E 's/^scripts\/build\.sh && //' | substitute)
+sets_up() { [[ "$1" == D=* || "$1" == mkdir\ * || "$1" == *scripts/idx_to_folder.py* ]]; }
 makes_model() { [[ "$1" =~ build/tfm\ (vocab|train|lm\ train|vit\ train|bert\ train)( |$) ]]; }
 ordered=()
 makes_vocab() { [[ "$1" =~ build/tfm\ vocab( |$) ]]; }

@@ -404,5 +404,37 @@ TEST(HfCli, AnHugeEmbeddingWidthIsRefusedWithoutOverflow) {
   EXPECT_NE(r.output.find("n_embd 4611686018427387904 outside"), std::string::npos) << r.output;  // the key, as config.json names it
 }
 
+// Directories whose tokenizer is tokenizer.json alone (models trained with the tokenizers
+// library, repositories saved with legacy_format=False) run as the fixtures with the
+// older files do: GPT-2 generates transformers' text, BERT embeds the same vector, both
+// convert to a checkpoint that exports back with its tokenizer.json.
+TEST(HfCli, TokenizerJsonOnlyDirectoriesRunAsWithTheOlderFiles) {
+  testing::TempDir tmp;
+  const auto tokenizer_json_only = [&](const std::string& shared, const std::string& fixture, const std::vector<std::string>& older) {
+    const std::string dir = tmp.path(shared);
+    writable_copy(testing::hf_fixture_path(shared), dir);
+    for (const std::string& file : older) std::filesystem::remove(dir + "/" + file);
+    std::filesystem::copy_file(testing::fixture_path("hf/" + fixture + "/tokenizer.json"), dir + "/tokenizer.json");
+    return dir;
+  };
+  const std::string gpt2 = tokenizer_json_only("gpt2_tiny", "gpt2_json", {"vocab.json", "merges.txt"});
+  const std::string bert = tokenizer_json_only("bert_tiny_uncased", "bert_json_uncased", {"vocab.txt"});
+  expect_generations(gpt2, reference("gpt2_tiny")["cases"]);
+  testing::write_file(tmp.path("s.txt"), reference("bert_tiny_uncased")["cases"][0]["text"].get<std::string>() + "\n");
+  const std::string embed = " --pool cls -i " + tmp.path("s.txt") + " 2>&1";
+  const testing::CliResult e = run_tfm("embed --model " + bert + embed);
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_EQ(e.output, run_tfm("embed --model " + testing::hf_fixture_path("bert_tiny_uncased") + embed).output);
+  for (const std::string& dir : {gpt2, bert}) {
+    const testing::CliResult c = run_tfm("convert --model " + dir + " -o " + dir + ".safetensors 2>&1");
+    EXPECT_EQ(c.code, 0) << c.output;
+    const testing::CliResult x = run_tfm("export --model " + dir + ".safetensors --hf " + dir + "_hf 2>&1");
+    EXPECT_EQ(x.code, 0) << x.output;
+    EXPECT_TRUE(std::filesystem::exists(dir + "_hf/tokenizer.json")) << x.output;
+    const testing::CliResult back = run_tfm("info --model " + dir + "_hf 2>&1");
+    EXPECT_EQ(back.code, 0) << back.output;
+  }
+}
+
 }  // namespace
 }  // namespace tfm

@@ -2,9 +2,11 @@
 // SentencePiece through vocab.json) against what transformers 4.39 computed for the
 // fixtures in ../shared/fixtures/hf, and on edge cases. Where a fixture has no case, the
 // expected values come from transformers' slow-tokenizer code transcribed into Python
-// (the same code, run on this machine's Python unicodedata).
+// (the same code, run on this machine's Python unicodedata). The same families read from
+// tokenizer.json: tests/fixtures/hf's, against transformers' ids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -177,6 +179,25 @@ TEST(HfTokenizerGpt2Config, AddedTokensTakeWhitespaceAsConfigured) {
                    dir);
   const ByteLevelBpe gpt2 = ByteLevelBpe::load(dir.path(""));
   EXPECT_EQ(gpt2.tokens("a  <|endoftext|>  b"), (std::vector<std::string>{"a", "<|endoftext|>", "b"}));
+}
+
+// single_word (as PreTrainedTokenizer.tokenize): the token is one only where a space (or
+// the text's end) is on either side; elsewhere it is text of the word it touches.
+TEST(HfTokenizerGpt2Config, SingleWordAddedTokensOnlyBetweenSpaces) {
+  TempDir dir;
+  copy_with_config("gpt2_tiny", {"vocab.json", "merges.txt"},
+                   R"({"added_tokens_decoder": {"556": {"content": "<|endoftext|>", "single_word": true, "special": true}},
+                       "eos_token": "<|endoftext|>"})",
+                   dir);
+  const ByteLevelBpe gpt2 = ByteLevelBpe::load(dir.path(""));
+  const auto has_token = [&](const std::string& text) {
+    const std::vector<std::string> tokens = gpt2.tokens(text);
+    return std::find(tokens.begin(), tokens.end(), "<|endoftext|>") != tokens.end();
+  };
+  EXPECT_TRUE(has_token("a <|endoftext|> b"));
+  EXPECT_TRUE(has_token("<|endoftext|>"));
+  EXPECT_FALSE(has_token("a<|endoftext|> b"));
+  EXPECT_FALSE(has_token("a <|endoftext|>b"));
 }
 
 TEST(HfTokenizerGpt2Config, MalformedFilesAreOneLineErrorsNamingThem) {
@@ -438,6 +459,211 @@ TEST(HfTokenizerMarianLabelSplit, IsPythonsRegex) {
     EXPECT_EQ(split.label, label) << text;
     EXPECT_EQ(split.rest, rest) << text;
   }
+}
+
+// ---- tokenizer.json ----
+// tokenizer.json (Hugging Face's `tokenizers` library's one file) read by WordPiece and
+// ByteLevelBpe: the ids, tokens and texts transformers gave on the fixtures of
+// tests/fixtures/hf (tests/reference/make_hf_tokenizer_json.py); the same ids where the
+// older files are there too; and every component tfm does not run refused by its JSON path.
+
+std::string ours(const std::string& fixture) { return tfm::testing::fixture_path("hf/" + fixture); }
+json read_json(const std::string& path) { return json::parse(std::ifstream(path)); }
+
+// A fixture's tokenizer, WordPiece or byte-level BPE as its name says.
+std::unique_ptr<HfTokenizer> load(const std::string& dir, bool wordpiece) {
+  if (wordpiece) return std::make_unique<WordPiece>(WordPiece::load(dir));
+  return std::make_unique<ByteLevelBpe>(ByteLevelBpe::load(dir));
+}
+
+// Every case of a reference.json: ids, tokens and decoded text as transformers gave them.
+void expect_cases(const HfTokenizer& tokenizer, const json& cases) {
+  for (const json& c : cases) {
+    const std::string text = c["text"].get<std::string>();
+    EXPECT_EQ(tokenizer.tokens(text), c["tokens"].get<std::vector<std::string>>()) << text;
+    EXPECT_EQ(tokenizer.encode(text), c["ids"].get<std::vector<int>>()) << text;
+    EXPECT_EQ(tokenizer.decode(c["ids"].get<std::vector<int>>()), c["decoded"].get<std::string>()) << text;
+  }
+}
+
+class TokenizerJsonFixture : public ::testing::TestWithParam<std::pair<const char*, bool>> {};
+
+TEST_P(TokenizerJsonFixture, GivesTransformersIdsTokensAndTexts) {
+  const auto [fixture, wordpiece] = GetParam();
+  const json reference = read_json(ours(fixture) + "/reference.json");
+  const std::unique_ptr<HfTokenizer> tokenizer = load(ours(fixture), wordpiece);
+  EXPECT_EQ(tokenizer->size(), reference["size"].get<int>());
+  expect_cases(*tokenizer, reference["cases"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerJsonFixture,
+                         ::testing::Values(std::pair{"bert_json_uncased", true}, std::pair{"bert_json_cased", true},
+                                           std::pair{"bert_json_trained", true}, std::pair{"gpt2_json", false},
+                                           std::pair{"roberta_json_added", false}),
+                         [](const auto& info) { return std::string(info.param.first); });
+
+// A directory of the older files and tokenizer.json (as save_pretrained writes both) reads
+// tokenizer.json, and either gives transformers' ids.
+TEST(TokenizerJson, BesideTheOlderFilesGivesTheSameIds) {
+  const std::pair<const char*, const char*> pairs[] = {{"bert_tiny_uncased", "bert_json_uncased"}, {"gpt2_tiny", "gpt2_json"}};
+  for (const auto& [shared, fixture] : pairs) {
+    const bool wordpiece = std::string(shared).starts_with("bert");
+    TempDir dir;
+    const std::string from = hf_fixture_path(shared);
+    for (const char* file : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"})
+      if (std::filesystem::exists(from + "/" + file)) std::filesystem::copy_file(from + "/" + file, dir.path(file));
+    const json cases = read_json(ours(fixture) + "/reference.json")["cases"];
+    expect_cases(*load(dir.path(""), wordpiece), cases);  // the older files alone
+    std::filesystem::copy_file(ours(fixture) + "/tokenizer.json", dir.path("tokenizer.json"));
+    expect_cases(*load(dir.path(""), wordpiece), cases);
+    write_file(dir.path("tokenizer.json"), "{}");  // read, not the older files
+    EXPECT_NE(error_of([&] { load(dir.path(""), wordpiece); }).find("tokenizer.json: model is missing"), std::string::npos) << shared;
+  }
+}
+
+// A copy of a fixture's tokenizer.json (with its tokenizer_config.json) in `dir`, changed by `edit`.
+template <class Edit>
+void edited_copy(const std::string& fixture, const TempDir& dir, Edit edit) {
+  json file = read_json(ours(fixture) + "/tokenizer.json");
+  edit(file);
+  write_file(dir.path("tokenizer.json"), file.dump());
+  if (std::filesystem::exists(ours(fixture) + "/tokenizer_config.json"))
+    std::filesystem::copy_file(ours(fixture) + "/tokenizer_config.json", dir.path("tokenizer_config.json"),
+                               std::filesystem::copy_options::overwrite_existing);
+}
+
+// Merges as "a b" strings (tokenizers up to 0.19) and as ["a", "b"] pairs (from 0.20) are one list.
+TEST(TokenizerJson, MergesAsStringsOrPairsAgree) {
+  TempDir dir;
+  edited_copy("gpt2_json", dir, [](json& file) {
+    for (json& merge : file["model"]["merges"]) {
+      const std::string m = merge.get<std::string>();
+      merge = json::array({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
+    }
+  });
+  expect_cases(ByteLevelBpe::load(dir.path("")), read_json(ours("gpt2_json") + "/reference.json")["cases"]);
+}
+
+// As transformers' BertTokenizerFast, tokenizer_config.json's settings (or the class's
+// defaults) replace a BertNormalizer's; PreTrainedTokenizerFast keeps the normalizer's, and
+// no class changes a Sequence.
+TEST(TokenizerJson, SettingsCombineAsTransformersFastClasses) {
+  TempDir dir;
+  const auto tokens = [&](const std::string& config) {
+    write_file(dir.path("tokenizer_config.json"), config);
+    return WordPiece::load(dir.path("")).tokens("Dog");
+  };
+  const std::vector<std::string> lower{"[CLS]", "dog", "[SEP]"}, cased{"[CLS]", "[UNK]", "[SEP]"};
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["normalizer"]["lowercase"] = false; });
+  EXPECT_EQ(tokens(R"({"do_lower_case": true})"), lower);
+  EXPECT_EQ(tokens("{}"), lower);  // BertTokenizerFast's do_lower_case defaults to true
+  EXPECT_EQ(tokens(R"({"tokenizer_class": "PreTrainedTokenizerFast"})"), cased);
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}}; });
+  EXPECT_EQ(tokens(R"({"do_lower_case": true})"), cased);
+}
+
+// add_bos_token, which GPT2Tokenizer follows and GPT2TokenizerFast leaves to the
+// post-processor, is refused where the two would differ.
+TEST(TokenizerJson, AddBosTokenMustAgreeWithThePostProcessor) {
+  TempDir dir;
+  edited_copy("gpt2_json", dir, [](json&) {});
+  write_file(dir.path("tokenizer_config.json"), R"({"add_bos_token": true})");
+  EXPECT_EQ(error_of([&] { ByteLevelBpe::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": tokenizer_config.json's add_bos_token is true, but tokenizer.json's post-processor adds no "
+                                         "<|endoftext|> (make it a TemplateProcessing that does, or set add_bos_token false)");
+  edited_copy("gpt2_json", dir, [](json& file) {
+    file["post_processor"] = json::parse(R"({"type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [556], "tokens": ["<|endoftext|>"]}}})");
+  });
+  write_file(dir.path("tokenizer_config.json"), R"({"add_bos_token": true})");
+  EXPECT_EQ(ByteLevelBpe::load(dir.path("")).encode("Hello"), (std::vector<int>{556, 39, 412, 78}));
+}
+
+// ByteLevel's use_regex false: the text is one word, not cut by GPT-2's pattern (which
+// cuts " 's" into " '" and "s", where the merge "' s" ranks before "Ġ '").
+TEST(TokenizerJson, ByteLevelWithoutTheRegexKeepsTextWhole) {
+  TempDir dir;
+  edited_copy("gpt2_json", dir, [](json& file) { file["pre_tokenizer"]["use_regex"] = false; });
+  const ByteLevelBpe whole = ByteLevelBpe::load(dir.path(""));
+  const ByteLevelBpe cut = ByteLevelBpe::load(ours("gpt2_json"));
+  EXPECT_EQ(whole.tokens("the"), cut.tokens("the"));
+  EXPECT_EQ(cut.tokens(" 's"), (std::vector<std::string>{"\u0120'", "s"}));
+  EXPECT_EQ(whole.tokens(" 's"), (std::vector<std::string>{"\u0120", "'s"}));
+}
+
+// Each component or setting tfm does not run is one line naming the file, the component's
+// JSON path and its type or value.
+struct Refusal {
+  const char* fixture;
+  const char* pointer;  // a JSON pointer into tokenizer.json
+  const char* value;    // what it becomes (JSON)
+  const char* message;  // after "<dir>/tokenizer.json: "
+};
+
+constexpr const char* kUnsupported = " is not supported (tfm reads WordPiece and byte-level BPE tokenizers)";
+
+class TokenizerJsonRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(TokenizerJsonRefusal, NamesTheComponent) {
+  const Refusal& r = GetParam();
+  TempDir dir;
+  edited_copy(r.fixture, dir, [&](json& file) { file[json::json_pointer(r.pointer)] = json::parse(r.value); });
+  const bool wordpiece = std::string(r.fixture).starts_with("bert");
+  EXPECT_EQ(error_of([&] { load(dir.path(""), wordpiece); }), dir.path("tokenizer.json") + ": " + r.message + kUnsupported);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Components, TokenizerJsonRefusal,
+    ::testing::Values(Refusal{"bert_json_uncased", "/pre_tokenizer", R"({"type": "Metaspace", "replacement": "_"})", R"(pre_tokenizer.type "Metaspace")"},
+                      Refusal{"bert_json_uncased", "/pre_tokenizer", "null", "pre_tokenizer null"},
+                      Refusal{"bert_json_uncased", "/pre_tokenizer", R"({"type": "Sequence", "pretokenizers": [{"type": "BertPreTokenizer"}, {"type": "Digits", "individual_digits": true}]})",
+                              R"(pre_tokenizer.pretokenizers[1].type "Digits")"},
+                      Refusal{"bert_json_uncased", "/normalizer", R"({"type": "NFKC"})", R"(normalizer.type "NFKC")"},
+                      Refusal{"bert_json_uncased", "/normalizer", R"({"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": "a"}, "content": "b"}]})",
+                              R"(normalizer.normalizers[1].type "Replace")"},
+                      Refusal{"bert_json_uncased", "/normalizer", R"({"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}]})",
+                              R"(normalizer "NFD without StripAccents")"},
+                      Refusal{"bert_json_uncased", "/normalizer/clean_txt", "true", "normalizer.clean_txt true"},
+                      Refusal{"bert_json_uncased", "/model/type", R"("Unigram")", R"(model.type "Unigram")"},
+                      Refusal{"bert_json_uncased", "/model/max_input_chars_per_word", "-1", "model.max_input_chars_per_word -1"},
+                      Refusal{"bert_json_uncased", "/post_processor", R"({"type": "Custom"})", R"(post_processor.type "Custom")"},
+                      Refusal{"bert_json_uncased", "/post_processor/single/1", R"({"Sequence": {"id": "B", "type_id": 0}})",
+                              R"(post_processor.single[1] {"Sequence":{"id":"B","type_id":0}})"},
+                      Refusal{"bert_json_uncased", "/decoder", R"({"type": "Metaspace"})", R"(decoder.type "Metaspace")"},
+                      Refusal{"bert_json_uncased", "/decoder", "null", "decoder null"},
+                      Refusal{"bert_json_uncased", "/decoder/prefix", R"("@@")", R"(decoder.prefix "@@")"},
+                      Refusal{"bert_json_uncased", "/decoder/type", R"("ByteLevel")", R"(decoder.type "ByteLevel")"},
+                      Refusal{"bert_json_uncased", "/added_tokens/0/special_flag", "true", "added_tokens[0].special_flag true"},
+                      Refusal{"bert_json_uncased", "/version", R"("2.0")", R"(version "2.0")"},
+                      Refusal{"gpt2_json", "/pre_tokenizer", R"({"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false})",
+                              R"(pre_tokenizer.type "Split")"},
+                      Refusal{"gpt2_json", "/pre_tokenizer", R"({"type": "BertPreTokenizer"})", R"(pre_tokenizer.type "BertPreTokenizer")"},
+                      Refusal{"gpt2_json", "/normalizer", R"({"type": "BertNormalizer"})", R"(normalizer.type "BertNormalizer")"},
+                      Refusal{"gpt2_json", "/normalizer", R"({"type": "NFC"})", R"(normalizer.type "NFC")"},
+                      Refusal{"gpt2_json", "/model/byte_fallback", "true", "model.byte_fallback true"},
+                      Refusal{"gpt2_json", "/model/dropout", "0.1", "model.dropout 0.1"},
+                      Refusal{"gpt2_json", "/model/ignore_merges", "true", "model.ignore_merges true"},
+                      Refusal{"gpt2_json", "/model/end_of_word_suffix", R"("</w>")", R"(model.end_of_word_suffix "</w>")"},
+                      Refusal{"gpt2_json", "/decoder", R"({"type": "BPEDecoder", "suffix": "</w>"})", R"(decoder.type "BPEDecoder")"},
+                      Refusal{"roberta_json_added", "/post_processor/type", R"("BertProcessing")", "post_processor.add_prefix_space false"}));
+
+// A file of the other family than the model's tokenizer, and broken ids, are one line.
+TEST(TokenizerJson, WrongFamilyAndBrokenIdsAreOneLine) {
+  TempDir dir;
+  edited_copy("gpt2_json", dir, [](json&) {});
+  EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": model.type \"BPE\" is not BERT's tokenizer (WordPiece)");
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["post_processor"]["special_tokens"]["[CLS]"]["ids"] = {7}; });
+  EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": the post-processor gives [CLS] the id 7, which is not that token's");
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["post_processor"] = nullptr; });
+  EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": post_processor frames a text as $A, not [CLS] $A [SEP] as BERT's tokenizer does "
+                                         "(a TemplateProcessing or BertProcessing that does is needed)");
+  edited_copy("bert_json_uncased", dir, [](json& file) { file["model"]["vocab"]["the"] = 0; });
+  EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": model.vocab: \"[PAD]\" and \"the\" both have id 0");
 }
 
 }  // namespace

@@ -101,9 +101,9 @@ std::vector<std::string> join_pair(const std::vector<std::string>& symbols, cons
 
 // merges.txt: one merge a line, "first second", the first merges first; a first line
 // "#version: ..." is a header. The rank of a merge listed twice is its later line's, as HF's.
-std::unordered_map<std::string, int> read_merges(const std::string& path) {
+MergeRanks read_merges(const std::string& path) {
   const std::vector<std::string> lines = read_lines(path);
-  std::unordered_map<std::string, int> ranks;
+  MergeRanks ranks;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i == 0 && lines[i].starts_with("#version")) continue;
     std::istringstream words(lines[i]);
@@ -126,19 +126,31 @@ struct ByteLevelBpe::WordCache {
 };
 
 ByteLevelBpe ByteLevelBpe::load(const std::string& dir) {
+  if (std::optional<TokenizerJson> file = TokenizerJson::read(dir)) {
+    TFM_CHECK(file->model == TokenizerJson::Model::kByteLevelBpe, file->path << ": model.type \"WordPiece\" is not GPT-2's tokenizer (byte-level BPE)");
+    return ByteLevelBpe(std::move(file->pieces), file->config, std::move(file->merge_ranks), file->settings);
+  }
   const std::filesystem::path d(dir);
   return ByteLevelBpe(read_vocab_json((d / "vocab.json").string()), TokenizerConfig::read((d / "tokenizer_config.json").string()),
-                      read_merges((d / "merges.txt").string()));
+                      read_merges((d / "merges.txt").string()), {});
 }
 
-ByteLevelBpe::ByteLevelBpe(std::vector<std::string> pieces, const TokenizerConfig& config, std::unordered_map<std::string, int> ranks)
+ByteLevelBpe::ByteLevelBpe(std::vector<std::string> pieces, const TokenizerConfig& config, MergeRanks ranks, const TokenizerSettings& settings)
     : HfTokenizer(std::move(pieces), config,
                   {{SpecialToken::kBos, "<|endoftext|>"}, {SpecialToken::kEos, "<|endoftext|>"}, {SpecialToken::kUnk, "<|endoftext|>"}}),
       ranks_(std::move(ranks)),
       add_prefix_space_(config.flag("add_prefix_space", false)),
       add_bos_token_(config.flag("add_bos_token", false)),
+      use_regex_(settings.use_regex),
       cache_(std::make_shared<WordCache>()) {
   TFM_CHECK(!add_bos_token_ || special_id(SpecialToken::kBos), config.path() << ": add_bos_token is true, but there is no bos_token");
+  if (!settings.before) return;
+  // GPT2TokenizerFast leaves add_bos_token to the post-processor, GPT2Tokenizer does not:
+  // where they would differ, neither is taken.
+  TFM_CHECK(!add_bos_token_ || (!settings.before->empty() && settings.before->front() == special_token(SpecialToken::kBos)),
+            config.path() << ": tokenizer_config.json's add_bos_token is true, but tokenizer.json's post-processor adds no "
+                          << special_token(SpecialToken::kBos) << " (make it a TemplateProcessing that does, or set add_bos_token false)");
+  set_frame(*settings.before, *settings.after);
 }
 
 std::string ByteLevelBpe::prepare(std::string_view text) const {
@@ -155,7 +167,7 @@ std::vector<std::string> ByteLevelBpe::tokenize_plain(std::string_view text) con
   const std::u32string chars = code_points(text, "the text to tokenize");
   std::vector<std::string> tokens;
   for (size_t pos = 0; pos < chars.size();) {
-    const size_t length = word_length(chars, pos);
+    const size_t length = use_regex_ ? word_length(chars, pos) : chars.size() - pos;  // without the pattern: one word
     std::string word;
     for (char byte : to_utf8(std::u32string_view(chars).substr(pos, length))) word += byte_symbols().utf8[static_cast<unsigned char>(byte)];
     for (std::string& token : cached_merge(word)) tokens.push_back(std::move(token));

@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "data/hf_tokenizer.h"
+#include "data/tokenizer_json.h"
 
 namespace tfm::data {
 
 class ByteLevelBpe : public HfTokenizer {
  public:
-  // A Hugging Face tokenizer directory: vocab.json, merges.txt and, where present,
+  // A Hugging Face tokenizer directory: tokenizer.json where it has one (as transformers'
+  // GPT2TokenizerFast), else vocab.json and merges.txt; and, where present,
   // tokenizer_config.json (added tokens, add_prefix_space, add_bos_token).
   static ByteLevelBpe load(const std::string& dir);
 
@@ -27,13 +29,13 @@ class ByteLevelBpe : public HfTokenizer {
 
  private:
   struct WordCache;
-  ByteLevelBpe(std::vector<std::string> pieces, const TokenizerConfig& config, std::unordered_map<std::string, int> ranks);
+  ByteLevelBpe(std::vector<std::string> pieces, const TokenizerConfig& config, MergeRanks ranks, const TokenizerSettings& settings);
   // The BPE tokens of one word of byte symbols.
   std::vector<std::string> merge(const std::string& word) const;
   std::vector<std::string> cached_merge(const std::string& word) const;
 
-  std::unordered_map<std::string, int> ranks_;  // "first second" -> the merge's rank (line), lower first
-  bool add_prefix_space_ = false, add_bos_token_ = false;
+  MergeRanks ranks_;
+  bool add_prefix_space_ = false, add_bos_token_ = false, use_regex_ = true;
   std::shared_ptr<WordCache> cache_;
 };
 

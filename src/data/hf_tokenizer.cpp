@@ -69,6 +69,13 @@ TokenizerConfig TokenizerConfig::read(const std::string& path) {
   return config;
 }
 
+TokenizerConfig TokenizerConfig::from_json(nlohmann::json settings, const std::string& origin) {
+  TokenizerConfig config;
+  config.path_ = origin;
+  config.json_ = std::make_shared<const nlohmann::json>(std::move(settings));
+  return config;
+}
+
 bool TokenizerConfig::flag(const char* key, bool fallback) const { return optional_flag(key).value_or(fallback); }
 
 std::optional<bool> TokenizerConfig::optional_flag(const char* key) const {
@@ -81,10 +88,10 @@ HfTokenizer::HfTokenizer(std::vector<std::string> pieces, const TokenizerConfig&
                          const std::vector<std::pair<SpecialToken, std::string>>& defaults)
     : pieces_(std::move(pieces)), special_ids_(kSpecialCount), special_tokens_(kSpecialCount) {
   for (size_t id = 0; id < pieces_.size(); ++id) vocabulary_ids_[pieces_[id]] = static_cast<int>(id);
-  const size_t vocabulary_size = pieces_.size();
+  vocabulary_size_ = pieces_.size();
   read_added_tokens(config);
   read_special_tokens(config, defaults);
-  for (size_t id = vocabulary_size; id < pieces_.size(); ++id)
+  for (size_t id = vocabulary_size_; id < pieces_.size(); ++id)
     TFM_CHECK(added_token(static_cast<int>(id)), config.path() << ": no token has id " << id << " (added tokens must follow the vocabulary without gaps)");
   // Longest first: where two added tokens start at one place, the longer one is matched.
   std::stable_sort(added_.begin(), added_.end(), [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
@@ -105,12 +112,11 @@ void HfTokenizer::read_added_tokens(const TokenizerConfig& config) {
   TFM_CHECK(decoder.is_object(), config.path() << ": added_tokens_decoder must be an object of ids and tokens");
   for (const auto& [key, description] : decoder.items()) {
     TFM_CHECK(description.is_object(), config.path() << ": added token " << key << " must be an object with its \"content\"");
-    TFM_CHECK(!token_flag(description, "single_word", false, config.path()),
-              config.path() << ": added token " << key << " is single_word, which tfm does not support");
     add_token({.content = token_content(description, config.path()),
                .id = parse_id(key, config.path()),
                .lstrip = token_flag(description, "lstrip", false, config.path()),
                .rstrip = token_flag(description, "rstrip", false, config.path()),
+               .single_word = token_flag(description, "single_word", false, config.path()),
                .normalized = token_flag(description, "normalized", true, config.path()),
                .special = token_flag(description, "special", false, config.path())},
               config.path());
@@ -132,7 +138,7 @@ void HfTokenizer::read_special_tokens(const TokenizerConfig& config, const std::
     TFM_CHECK(more.is_array(), config.path() << ": additional_special_tokens must be a list of tokens");
     all.insert(all.end(), more.begin(), more.end());
   }
-  std::vector<int> special_ids;
+  std::vector<int> special_ids, additional_ids;
   for (size_t k = 0; k < all.size(); ++k) {
     if (all[k].is_null()) continue;
     const std::string content = token_content(all[k], config.path());
@@ -148,14 +154,22 @@ void HfTokenizer::read_special_tokens(const TokenizerConfig& config, const std::
                  .id = id,
                  .lstrip = all[k].is_object() && token_flag(all[k], "lstrip", false, config.path()),
                  .rstrip = all[k].is_object() && token_flag(all[k], "rstrip", false, config.path()),
+                 .single_word = all[k].is_object() && token_flag(all[k], "single_word", false, config.path()),
                  .special = true},
                 config.path());
     }
     if (k < kSpecialCount) special_ids_[k] = id, special_tokens_[k] = content;
     special_ids.push_back(id);
+    if (k >= kSpecialCount) additional_ids.push_back(id);
   }
   special_.assign(pieces_.size(), false);
   for (int id : special_ids) special_[static_cast<size_t>(id)] = true;
+  // PreTrainedTokenizer._decode's "legacy added tokens", which stand apart in decoded text:
+  // the added tokens that are not special, and additional special ones beyond the vocabulary.
+  apart_.assign(pieces_.size(), false);
+  for (const AddedToken& t : added_) apart_[static_cast<size_t>(t.id)] = !special_[static_cast<size_t>(t.id)];
+  for (int id : additional_ids)
+    if (static_cast<size_t>(id) >= vocabulary_size_) apart_[static_cast<size_t>(id)] = true;
 }
 
 const HfTokenizer::AddedToken* HfTokenizer::added_token(int id) const {
@@ -195,24 +209,36 @@ std::vector<HfTokenizer::Segment> HfTokenizer::find_added_tokens(std::string_vie
       ++pos;
       continue;
     }
-    if (pos > plain) segments.push_back({text.substr(plain, pos - plain)});
-    segments.push_back({text.substr(pos, match->content.size()), &*match});
+    if (pos > plain) segments.push_back({std::string(text.substr(plain, pos - plain))});
+    segments.push_back({match->content, &*match});
     pos += match->content.size();
     plain = pos;
   }
-  if (plain < text.size()) segments.push_back({text.substr(plain)});
+  if (plain < text.size()) segments.push_back({std::string(text.substr(plain))});
   return segments;
 }
 
 // PreTrainedTokenizer.tokenize's split: an added token with lstrip (rstrip) takes the
-// whitespace of the text on its left (right).
+// whitespace of the text on its left (right); a single_word one with a neighbour that is
+// not a space there is no token but text, joined to that neighbour (the left first).
 std::vector<HfTokenizer::Segment> HfTokenizer::split_on_added_tokens(std::string_view text) const {
   std::vector<Segment> segments = find_added_tokens(text, [](const AddedToken&) { return true; });
   for (size_t i = 0; i < segments.size(); ++i) {
     const AddedToken* token = segments[i].token;
     if (!token) continue;
-    if (token->rstrip && i + 1 < segments.size() && !segments[i + 1].token) segments[i + 1].text = lstrip_space(segments[i + 1].text);
-    if (token->lstrip && i > 0 && !segments[i - 1].token) segments[i - 1].text = rstrip_space(segments[i - 1].text);
+    Segment* left = i > 0 ? &segments[i - 1] : nullptr;
+    Segment* right = i + 1 < segments.size() ? &segments[i + 1] : nullptr;
+    // The neighbours as they were before stripping, which single_word looks at (as HF's).
+    const std::string left_text = left ? left->text : "", right_text = right ? right->text : "";
+    if (token->rstrip && right && !right->token) right->text = std::string(lstrip_space(right->text));
+    if (token->lstrip && left && !left->token) left->text = std::string(rstrip_space(left->text));
+    if (token->single_word && !left_text.empty() && !left_text.ends_with(' ')) {
+      *left = {left->text + token->content};
+      segments[i] = {""};
+    } else if (token->single_word && !right_text.empty() && !right_text.starts_with(' ')) {
+      *right = {token->content + right->text};
+      segments[i] = {""};
+    }
   }
   std::erase_if(segments, [](const Segment& s) { return s.text.empty(); });
   return segments;
@@ -222,7 +248,7 @@ std::string HfTokenizer::lower_outside_added_tokens(std::string_view text) const
   const auto keeps_case = [&](const AddedToken& t) { return is_special(t.id) || (!t.special && t.normalized); };
   std::string out;
   for (const Segment& s : find_added_tokens(text, keeps_case))
-    out += s.token ? std::string(s.text) : to_utf8(unicode::lower(code_points(s.text, "the text to tokenize")));
+    out += s.token ? s.text : to_utf8(unicode::lower(code_points(s.text, "the text to tokenize")));
   return out;
 }
 
@@ -237,7 +263,18 @@ std::vector<std::string> HfTokenizer::tokens(const std::string& text) const {
     }
     for (std::string& token : tokenize_plain(segment.text)) out.push_back(std::move(token));
   }
-  return add_special_tokens(std::move(out));
+  if (!frame_) return add_special_tokens(std::move(out));
+  out.insert(out.begin(), frame_->first.begin(), frame_->first.end());
+  out.insert(out.end(), frame_->second.begin(), frame_->second.end());
+  return out;
+}
+
+void HfTokenizer::set_frame(std::vector<std::string> before, std::vector<std::string> after) {
+  for (const std::vector<std::string>* tokens : {&before, &after})
+    for (const std::string& token : *tokens)
+      TFM_CHECK(in_vocabulary(token) || std::any_of(added_.begin(), added_.end(), [&](const AddedToken& t) { return t.content == token; }),
+                "the token " << token << " that frames every text is not in the vocabulary");
+  frame_.emplace(std::move(before), std::move(after));
 }
 
 std::vector<int> HfTokenizer::encode(const std::string& text) const {
@@ -247,13 +284,14 @@ std::vector<int> HfTokenizer::encode(const std::string& text) const {
 }
 
 // PreTrainedTokenizer._decode: the model joins runs of its tokens; added tokens that are
-// not special stand apart; the parts are joined with spaces.
+// not special (and additional special ones beyond the vocabulary) stand apart; the parts
+// are joined with spaces.
 std::string HfTokenizer::decode(const std::vector<int>& ids, bool skip_special) const {
   std::vector<std::string> parts, run;
   for (int id : ids) {
     const std::string& token = piece(id);
     if (skip_special && is_special(id)) continue;
-    if (!added_token(id) || is_special(id)) {
+    if (!apart_[static_cast<size_t>(id)]) {
       run.push_back(token);
       continue;
     }
@@ -275,8 +313,9 @@ std::string clean_up_tokenization(std::string text) {
   return text;
 }
 
-std::vector<std::string> read_vocab_json(const std::string& path) {
-  const json vocab = read_json(path, "vocabulary");
+std::vector<std::string> read_vocab_json(const std::string& path) { return vocabulary_from_json(read_json(path, "vocabulary"), path); }
+
+std::vector<std::string> vocabulary_from_json(const json& vocab, const std::string& path) {
   TFM_CHECK(vocab.is_object(), path << ": not a JSON object of tokens and their ids");
   std::vector<std::string> pieces(vocab.size());
   std::vector<bool> seen(vocab.size(), false);

@@ -22,6 +22,9 @@ namespace tfm::data {
 class TokenizerConfig {
  public:
   static TokenizerConfig read(const std::string& path);
+  // Settings from elsewhere (tokenizer.json's, with tokenizer_config.json's); `origin`
+  // names them in messages.
+  static TokenizerConfig from_json(nlohmann::json settings, const std::string& origin);
   // A boolean setting; missing or null: `fallback`.
   bool flag(const char* key, bool fallback) const;
   // A boolean setting that may be unset (missing or null), such as strip_accents.
@@ -73,6 +76,9 @@ class HfTokenizer {
   virtual std::string prepare(std::string_view text) const { return std::string(text); }
   // HF's build_inputs_with_special_tokens, on token strings.
   virtual std::vector<std::string> add_special_tokens(std::vector<std::string> tokens) const { return tokens; }
+  // Tokens around every text in place of add_special_tokens's (a tokenizer.json's
+  // post-processor).
+  void set_frame(std::vector<std::string> before, std::vector<std::string> after);
 
   // Whether `token` is in the model's vocabulary (added tokens aside).
   bool in_vocabulary(const std::string& token) const { return vocabulary_ids_.count(token) != 0; }
@@ -87,12 +93,13 @@ class HfTokenizer {
     std::string content;
     int id = 0;
     bool lstrip = false, rstrip = false;  // whether it takes the whitespace on its left, its right
+    bool single_word = false;             // whether it is a token only with a space (or nothing) either side
     // The file's flags, which only lower-casing consults (is_special is what the configuration names).
     bool normalized = false, special = false;
   };
   // A stretch of text: an added token, or text between them (token == nullptr).
   struct Segment {
-    std::string_view text;
+    std::string text;
     const AddedToken* token = nullptr;
   };
   template <class Accept>
@@ -109,7 +116,10 @@ class HfTokenizer {
   std::vector<std::optional<int>> special_ids_;           // by SpecialToken
   std::vector<std::string> special_tokens_;               // by SpecialToken ("" where none)
   std::vector<bool> special_;                             // by id
+  std::vector<bool> apart_;                               // by id: whether decoding keeps it apart from the model's tokens
+  size_t vocabulary_size_ = 0;                            // the model's, added tokens aside
   bool clean_up_spaces_ = true;
+  std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> frame_;  // before, after
 };
 
 // HF's clean_up_tokenization: " ." -> ".", " ?", " !", " ,", " ' " -> "'", " n't", " 'm",
@@ -118,5 +128,7 @@ std::string clean_up_tokenization(std::string text);
 
 // A vocab.json (token -> id, the ids 0..N-1 each once): the tokens by id.
 std::vector<std::string> read_vocab_json(const std::string& path);
+// The same from a JSON object (tokenizer.json's model.vocab); `origin` names it in messages.
+std::vector<std::string> vocabulary_from_json(const nlohmann::json& vocab, const std::string& origin);
 
 }  // namespace tfm::data

@@ -16,9 +16,6 @@ namespace {
 using unicode::Category;
 using unicode::category;
 
-// Words longer than this (in characters) are [UNK], as HF's max_input_chars_per_word.
-constexpr size_t kMaxWordCharacters = 100;
-
 // The character classes of HF's tokenization_bert.py (_is_whitespace, _is_control,
 // _is_punctuation, _is_chinese_char), which differ from Python's own.
 bool is_whitespace(char32_t c) { return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r' || category(c) == Category::kSpaceSeparator; }
@@ -100,6 +97,15 @@ std::vector<std::u32string> split_on_punctuation(std::u32string_view word) {
   return out;
 }
 
+// A post-processor's frame of a text as TemplateProcessing writes it: "[CLS] $A [SEP]".
+std::string frame(const std::vector<std::string>& before, const std::vector<std::string>& after) {
+  std::string out;
+  for (const std::string& token : before) out += token + " ";
+  out += "$A";
+  for (const std::string& token : after) out += " " + token;
+  return out;
+}
+
 // The settings this implementation does not follow, refused rather than ignored.
 void check_supported(const TokenizerConfig& config) {
   TFM_CHECK(config.flag("do_basic_tokenize", true), config.path() << ": do_basic_tokenize false is not supported");
@@ -110,6 +116,10 @@ void check_supported(const TokenizerConfig& config) {
 }  // namespace
 
 WordPiece WordPiece::load(const std::string& dir) {
+  if (std::optional<TokenizerJson> file = TokenizerJson::read(dir)) {
+    TFM_CHECK(file->model == TokenizerJson::Model::kWordPiece, file->path << ": model.type \"BPE\" is not BERT's tokenizer (WordPiece)");
+    return WordPiece(std::move(file->pieces), file->config, file->settings);
+  }
   const std::string vocab = (std::filesystem::path(dir) / "vocab.txt").string();
   std::vector<std::string> pieces = read_lines(vocab);
   std::unordered_map<std::string_view, size_t> first;  // a repeated token would leave an id that no text gives
@@ -117,20 +127,29 @@ WordPiece WordPiece::load(const std::string& dir) {
     const auto [at, fresh] = first.emplace(pieces[i], i);
     TFM_CHECK(fresh, vocab << ": line " << i + 1 << " repeats the token '" << pieces[i] << "' of line " << at->second + 1);
   }
-  return WordPiece(std::move(pieces), TokenizerConfig::read((std::filesystem::path(dir) / "tokenizer_config.json").string()));
+  return WordPiece(std::move(pieces), TokenizerConfig::read((std::filesystem::path(dir) / "tokenizer_config.json").string()), {});
 }
 
-WordPiece::WordPiece(std::vector<std::string> pieces, const TokenizerConfig& config)
+WordPiece::WordPiece(std::vector<std::string> pieces, const TokenizerConfig& config, const TokenizerSettings& settings)
     : HfTokenizer(std::move(pieces), config,
                   {{SpecialToken::kUnk, "[UNK]"}, {SpecialToken::kSep, "[SEP]"}, {SpecialToken::kPad, "[PAD]"},
                    {SpecialToken::kCls, "[CLS]"}, {SpecialToken::kMask, "[MASK]"}}),
       lower_case_(config.flag("do_lower_case", true)),
       chinese_chars_(config.flag("tokenize_chinese_chars", true)),
       split_on_punctuation_(config.flag("do_split_on_punc", true)),
+      clean_text_(settings.clean_text),
+      prefix_(settings.continuing_prefix),
+      max_word_characters_(settings.max_word_characters),
       strip_accents_(config.optional_flag("strip_accents")) {
   check_supported(config);
   for (SpecialToken needed : {SpecialToken::kUnk, SpecialToken::kCls, SpecialToken::kSep})
     TFM_CHECK(special_id(needed), config.path() << ": BERT's tokenizer needs an unk_token, a cls_token and a sep_token");
+  // tfm's BERT reads [CLS] text [SEP] (Tokenizer::sentence, the [CLS] pooling): a
+  // tokenizer.json whose post-processor frames text otherwise is refused, not followed.
+  const std::vector<std::string> before{special_token(SpecialToken::kCls)}, after{special_token(SpecialToken::kSep)};
+  TFM_CHECK(!settings.before || (*settings.before == before && *settings.after == after),
+            config.path() << ": post_processor frames a text as " << frame(*settings.before, *settings.after) << ", not " << frame(before, after)
+                          << " as BERT's tokenizer does (a TemplateProcessing or BertProcessing that does is needed)");
 }
 
 // As PreTrainedTokenizer.tokenize for a tokenizer with do_lower_case.
@@ -156,7 +175,7 @@ std::vector<std::string> WordPiece::tokenize_plain(std::string_view text) const 
 
 // HF's BasicTokenizer.tokenize.
 std::vector<std::u32string> WordPiece::basic_tokens(std::u32string_view text) const {
-  std::u32string cleaned = clean(text);
+  std::u32string cleaned = clean_text_ ? clean(text) : std::u32string(text);
   if (chinese_chars_) cleaned = space_chinese_chars(cleaned);
   std::vector<std::u32string> out;
   for (std::u32string word : split_on_space(unicode::nfc(cleaned))) {
@@ -172,13 +191,13 @@ std::vector<std::u32string> WordPiece::basic_tokens(std::u32string_view text) co
 // longest "##" continuation from there, and so on; nothing for a word with no such cut
 // (or too long a word).
 std::optional<std::vector<std::string>> WordPiece::word_pieces(std::u32string_view word) const {
-  if (word.size() > kMaxWordCharacters) return std::nullopt;
+  if (word.size() > max_word_characters_) return std::nullopt;
   std::vector<std::string> pieces;
   for (size_t start = 0; start < word.size();) {
     size_t end = word.size();
     std::string piece;
     for (; end > start; --end) {
-      piece = (start > 0 ? "##" : "") + to_utf8(word.substr(start, end - start));
+      piece = (start > 0 ? prefix_ : "") + to_utf8(word.substr(start, end - start));
       if (in_vocabulary(piece)) break;
     }
     if (end == start) return std::nullopt;
@@ -193,8 +212,8 @@ std::optional<std::vector<std::string>> WordPiece::word_pieces(std::u32string_vi
 std::string WordPiece::join_tokens(const std::vector<std::string>& tokens) const {
   std::string text;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    const bool continuation = i > 0 && tokens[i].starts_with("##");
-    text += continuation ? tokens[i].substr(2) : (i ? " " : "") + tokens[i];
+    const bool continuation = i > 0 && !prefix_.empty() && tokens[i].starts_with(prefix_);
+    text += continuation ? tokens[i].substr(prefix_.size()) : (i ? " " : "") + tokens[i];
   }
   return std::string(strip_space(text));
 }

@@ -8,6 +8,7 @@
 #include "data/image_processor.h"
 #include "data/tokenizer.h"
 #include "decode/embedding.h"
+#include "data/tokenizer_json.h"
 #include "decode/family_checkpoint.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
@@ -131,7 +132,8 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" || kind == "bert") {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
-    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file(kind == "gpt" ? "vocab.json" : "vocab.txt"), kind == "bert");
+    check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), data::tokenizer_file(dir, kind == "gpt" ? "vocab.json" : "vocab.txt"),
+                         kind == "bert");
     meta["tfm.tokenizer"] = t.record();
   }
   if (kind == "bert" && config.contains("classes")) meta[kTextLabelsKey] = classes_record(class_names(d, config.at("classes").get<int64_t>()));

@@ -58,7 +58,7 @@ void write_stack_tokenizer(const io::Checkpoint& info, const std::string& checkp
   const std::string type = record.value("type", "");
   if (type == "byte_bpe" || type == "wordpiece") {
     const std::string from = record.at("path").get<std::string>();
-    for (const char* f : {"vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
+    for (const char* f : {"tokenizer.json", "vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
       if (fs::exists(from + "/" + f)) copy_file(from + "/" + f, dir + "/" + f);
     return;
   }
