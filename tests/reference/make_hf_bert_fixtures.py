@@ -40,6 +40,17 @@ def config(**extra):
                       max_position_embeddings=64, initializer_range=0.3, **extra)
 
 
+def labelled_config(labels, **extra):
+    return config(id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)}, **extra)
+
+
+def logits_of(model, tok, sentence):
+    """The tokenizer's ids of the sentence, and the model's logits."""
+    enc = tok(sentence, return_tensors="pt")
+    with torch.no_grad():
+        return enc, model(**enc).logits
+
+
 def build(name, model_class, cfg, extra_files=None):
     """The model from seed 0, perturbed, saved with the tokenizer, reloaded (bit-exact), in eval mode."""
     directory = os.path.join(common.OUT, name)
@@ -93,13 +104,10 @@ def make_sentence():
 
 
 def make_sequence(name, labels, problem_type):
-    cfg = config(id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)}, problem_type=problem_type)
-    directory, model, tok = build(name, BertForSequenceClassification, cfg)
+    directory, model, tok = build(name, BertForSequenceClassification, labelled_config(labels, problem_type=problem_type))
     tensors, cases = {}, []
     for i, s in enumerate(SENTENCES):
-        enc = tok(s, return_tensors="pt")
-        with torch.no_grad():
-            logits = model(**enc).logits
+        enc, logits = logits_of(model, tok, s)
         probs = torch.sigmoid(logits) if problem_type == "multi_label_classification" else torch.softmax(logits, -1)
         p = f"s{i}"
         tensors.update({p + ".input_ids": enc.input_ids, p + ".logits": logits, p + ".probabilities": probs})
@@ -109,13 +117,10 @@ def make_sequence(name, labels, problem_type):
 
 def make_token():
     name, labels = "bert_token_tiny", ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-MISC"]
-    cfg = config(id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)})
-    directory, model, tok = build(name, BertForTokenClassification, cfg)
+    directory, model, tok = build(name, BertForTokenClassification, labelled_config(labels))
     tensors, cases = {}, []
     for i, s in enumerate(SENTENCES):
-        enc = tok(s, return_tensors="pt")
-        with torch.no_grad():
-            logits = model(**enc).logits
+        enc, logits = logits_of(model, tok, s)
         pieces = tok.convert_ids_to_tokens(enc.input_ids[0])
         best = logits[0].argmax(-1).tolist()
         words = []  # a word's label is its first piece's (aggregation "first"); [CLS] and [SEP] are no words
@@ -138,9 +143,7 @@ def make_mlm():
     directory, model, tok = build(name, BertForMaskedLM, config())
     tensors, cases = {}, []
     for i, s in enumerate(SENTENCES[:2]):
-        enc = tok(s, return_tensors="pt")
-        with torch.no_grad():
-            logits = model(**enc).logits
+        enc, logits = logits_of(model, tok, s)
         tensors.update({f"s{i}.input_ids": enc.input_ids, f"s{i}.logits": logits})
         cases.append({"text": s, "input_ids": enc.input_ids[0].tolist()})
     write(directory, name, "BertForMaskedLM", cases, tensors)
