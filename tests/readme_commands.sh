@@ -73,7 +73,7 @@ commands() {
 # `mkdir` lines lay out a directory that a later command reads (a model with tokenizer.json alone).
 mapfile -t all < <(commands | grep -E '(^D=|^mkdir |build/tfm|scripts/idx_to_folder\.py)' | sed -E 's/^scripts\/build\.sh && //' | substitute)
 sets_up() { [[ "$1" == D=* || "$1" == mkdir\ * || "$1" == *scripts/idx_to_folder.py* ]]; }
-makes_model() { [[ "$1" =~ build/tfm\ (vocab|train|lm\ train|vit\ train|bert\ train|bert\ classifier)( |$) ]]; }
+makes_model() { [[ "$1" =~ build/tfm\ (vocab|train|lm\ train|vit\ train|bert\ train|bert\ classifier|bert\ tagger)( |$) ]]; }
 ordered=()
 makes_vocab() { [[ "$1" =~ build/tfm\ vocab( |$) ]]; }
 for c in "${all[@]}"; do sets_up "$c" && ordered+=("$c"); done

@@ -192,6 +192,23 @@ struct SentenceClassifierTask {
   TFM_API static TrainingOptions training_defaults();
 };
 
+// A BERT token classifier (NER) fine-tuned on labelled words (`tfm bert tagger`), as
+// transformers fine-tunes BertForTokenClassification: the encoder of the BERT that
+// TrainingOptions::init_from names, a classifier of the training data's labels on each
+// word's first piece (its other pieces unlabelled). Validation: entity F1 as seqeval
+// computes it (B-/I- labels grouped into entities; an entity right where its type and
+// words are), token accuracy. The checkpoints tag words (`tfm classify`,
+// tfm::Encoder::tag) and export as BertForTokenClassification.
+struct TokenClassifierTask {
+  // CoNLL columns (a word and its label a line, the label last; a blank line between
+  // sentences), plain or .gz. Without `valid`, every 10th training sentence is held out.
+  std::string train, valid;
+  std::string vocab;   // the SentencePiece model, if not at the path the checkpoint records
+  int64_t batch = 32;  // sentences per batch
+  // As SentenceClassifierTask's, runs/tagger.
+  TFM_API static TrainingOptions training_defaults();
+};
+
 struct TrainingResult {
   bool stopped = false;  // the stop token ended the run early (last.safetensors saved; resume it)
   int64_t steps = 0;     // the step the run ended at (counting a resumed run's earlier steps)
@@ -214,6 +231,8 @@ TFM_API TrainingResult train(const TrainingOptions& options, const LanguageModel
 TFM_API TrainingResult train(const TrainingOptions& options, const VitTask& task, std::stop_token stop = {}, std::ostream* log = nullptr);
 TFM_API TrainingResult train(const TrainingOptions& options, const MaskedLmTask& task, std::stop_token stop = {}, std::ostream* log = nullptr);
 TFM_API TrainingResult train(const TrainingOptions& options, const SentenceClassifierTask& task, std::stop_token stop = {},
+                             std::ostream* log = nullptr);
+TFM_API TrainingResult train(const TrainingOptions& options, const TokenClassifierTask& task, std::stop_token stop = {},
                              std::ostream* log = nullptr);
 
 }  // namespace tfm

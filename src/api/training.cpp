@@ -10,7 +10,7 @@
 #include "train/copy_task.h"
 #include "train/language_model.h"
 #include "train/masked_lm.h"
-#include "train/sentence_classifier.h"
+#include "train/bert_classifiers.h"
 #include "train/translation.h"
 #include "train/vit.h"
 
@@ -43,6 +43,7 @@ TrainingOptions LanguageModelTask::training_defaults() { return training::langua
 TrainingOptions VitTask::training_defaults() { return training::vit_training_defaults(); }
 TrainingOptions MaskedLmTask::training_defaults() { return training::masked_lm_training_defaults(); }
 TrainingOptions SentenceClassifierTask::training_defaults() { return training::sentence_classifier_training_defaults(); }
+TrainingOptions TokenClassifierTask::training_defaults() { return training::token_classifier_training_defaults(); }
 
 TrainingResult train(const TrainingOptions& options, const TranslationTask& task, std::stop_token stop, std::ostream* log) {
   return training::run_translation_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
@@ -66,6 +67,10 @@ TrainingResult train(const TrainingOptions& options, const MaskedLmTask& task, s
 
 TrainingResult train(const TrainingOptions& options, const SentenceClassifierTask& task, std::stop_token stop, std::ostream* log) {
   return training::run_sentence_classifier_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
+}
+
+TrainingResult train(const TrainingOptions& options, const TokenClassifierTask& task, std::stop_token stop, std::ostream* log) {
+  return training::run_token_classifier_training(trainer_options(options, std::move(stop), log), task, log_or_stdout(log));
 }
 
 }  // namespace tfm

@@ -22,22 +22,20 @@
 
 namespace tfm::cli {
 
-// `tfm bert classifier`: fine-tunes a sentence classifier from a pretrained BERT.
-void add_classifier_command(CLI::App& bert, int& exit_code) {
+// `tfm bert classifier` and `tfm bert tagger`: a sentence or token classifier fine-tuned
+// from a pretrained BERT on labelled sentences or words.
+template <class Task>
+void add_fine_tuning_command(CLI::App& bert, const char* name, const std::string& help, const std::string& data_help, int& exit_code) {
   struct Command {
-    tfm::SentenceClassifierTask task;
-    tfm::TrainingOptions training = tfm::SentenceClassifierTask::training_defaults();
+    Task task;
+    tfm::TrainingOptions training = Task::training_defaults();
     std::optional<TrainerFlags> flags;
   };
   auto c = std::make_shared<Command>();
-  CLI::App* cmd = bert.add_subcommand(
-      "classifier", "Fine-tune a sentence classifier (BertForSequenceClassification) from a pretrained BERT (--init-from: a checkpoint of "
-                    "tfm bert train or a Hugging Face directory) on labelled sentences");
+  CLI::App* cmd = bert.add_subcommand(name, help);
   CLI::Option_group* data = cmd->add_option_group("data");
-  data->add_option("--train", c->task.train, "Labelled sentences: TSV (text<TAB>label), CSV (text,label; a header may name them), "
-                                             "plain or .gz, or a folder DIR/<label>/<text files>")
-      ->required()->check(CLI::ExistingPath);
-  data->add_option("--valid", c->task.valid, "Validation sentences, as --train (default: every 10th training sentence)")->check(CLI::ExistingPath);
+  data->add_option("--train", c->task.train, data_help)->required()->check(CLI::ExistingPath);
+  data->add_option("--valid", c->task.valid, "Validation data, as --train (default: every 10th training sentence)")->check(CLI::ExistingPath);
   data->add_option("--batch", c->task.batch, "Sentences per batch")->capture_default_str()->check(at_least<int64_t>(1));
   data->add_option("--vocab", c->task.vocab, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   c->flags.emplace(cmd, c->training);
@@ -48,6 +46,20 @@ void add_classifier_command(CLI::App& bert, int& exit_code) {
     const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
     exit_code = tfm::train(training, c->task, stop.token()).stopped ? 130 : 0;
   });
+}
+
+void add_classifier_commands(CLI::App& bert, int& exit_code) {
+  add_fine_tuning_command<tfm::SentenceClassifierTask>(
+      bert, "classifier",
+      "Fine-tune a sentence classifier (BertForSequenceClassification) from a pretrained BERT (--init-from: a checkpoint of tfm bert train "
+      "or a Hugging Face directory) on labelled sentences; validation accuracy",
+      "Labelled sentences: TSV (text<TAB>label), CSV (text,label; a header may name them), plain or .gz, or a folder DIR/<label>/<text files>",
+      exit_code);
+  add_fine_tuning_command<tfm::TokenClassifierTask>(
+      bert, "tagger",
+      "Fine-tune a token classifier (NER; BertForTokenClassification) from a pretrained BERT (--init-from) on labelled words; "
+      "validation entity F1 (seqeval's)",
+      "Labelled words in CoNLL columns (a word and its label a line, the label last; a blank line between sentences), plain or .gz", exit_code);
 }
 
 void add_bert_command(CLI::App& app, int& exit_code) {
@@ -63,7 +75,7 @@ void add_bert_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--mask-fraction", c->task.mask_fraction, "Fraction of tokens chosen for prediction")
       ->capture_default_str()->check(strictly_between(0.0, 1.0));
   add_training_flags_and_run(cmd, c, exit_code);
-  add_classifier_command(*bert, exit_code);
+  add_classifier_commands(*bert, exit_code);
 }
 
 namespace {

@@ -106,6 +106,30 @@ std::vector<LabelledText> read_folder(const std::string& dir) {
 
 }  // namespace
 
+std::vector<LabelledWords> read_conll(const std::string& path) {
+  LineReader in(path);
+  std::vector<LabelledWords> out(1);
+  int64_t number = 0;
+  for (std::string line; in.next(line);) {
+    ++number;
+    std::vector<std::string> columns;
+    for (size_t at = 0; (at = line.find_first_not_of(" \t", at)) != std::string::npos;) {
+      const size_t end = std::min(line.find_first_of(" \t", at), line.size());
+      columns.push_back(line.substr(at, end - at));
+      at = end;
+    }
+    if (columns.empty() || columns[0] == "-DOCSTART-") {
+      if (!out.back().words.empty()) out.emplace_back();
+      continue;
+    }
+    TFM_CHECK(columns.size() >= 2, path << ":" << number << ": expected a word and its label (CoNLL columns)");
+    out.back().words.push_back(columns.front()), out.back().labels.push_back(columns.back());
+  }
+  if (out.back().words.empty()) out.pop_back();
+  TFM_CHECK(!out.empty(), path << ": holds no labelled words");
+  return out;
+}
+
 std::vector<LabelledText> read_labelled_text(const std::string& path) {
   TFM_CHECK(fs::exists(path), path << ": not found");
   return fs::is_directory(path) ? read_folder(path) : read_table(path);

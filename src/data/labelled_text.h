@@ -22,4 +22,14 @@ struct LabelledText {
 
 std::vector<LabelledText> read_labelled_text(const std::string& path);
 
+// A sentence of labelled words, for a token classifier.
+struct LabelledWords {
+  std::vector<std::string> words, labels;
+};
+
+// A CoNLL file (CoNLL-2003's, WikiANN's, most NER sets'), plain or .gz: a word a line,
+// the word in the first whitespace-separated column and its label in the last, sentences
+// separated by blank lines, -DOCSTART- lines skipped.
+std::vector<LabelledWords> read_conll(const std::string& path);
+
 }  // namespace tfm::data

@@ -1,9 +1,10 @@
-// Fine-tuning a BERT sentence classifier (`tfm bert classifier`, train/sentence_classifier):
-// labelled sentences read from TSV, CSV and label folders; a run from a Hugging Face
-// BertForMaskedLM (tests/fixtures/hf/bert_mlm_tiny) on a task derived from Multi30k
-// (tests/fixtures/classifier, its README in tests/reference/make_classifier_fixture.py)
-// beats the majority baseline clearly, and its checkpoint classifies through `tfm
-// classify` and exports as a BertForSequenceClassification that classifies the same.
+// Fine-tuning BERT classifiers (`tfm bert classifier` and `tfm bert tagger`,
+// train/bert_classifiers): labelled sentences read from TSV, CSV and label folders, and
+// words from CoNLL columns; runs from a Hugging Face BertForMaskedLM
+// (tests/fixtures/hf/bert_mlm_tiny) on tasks derived from Multi30k (tests/fixtures/classifier
+// and tests/fixtures/tagger, described in tests/reference/make_*_fixture.py) beat the
+// majority baseline clearly, and their checkpoints classify through `tfm classify` and
+// export as Hugging Face classifiers that classify the same.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -49,10 +50,10 @@ TEST(SentenceClassifier, ReadsTsvCsvAndLabelFolders) {
             std::string::npos);
 }
 
-// The run's log: the majority baseline it names, and the best accuracy it reports.
-double percent_after(const std::string& log, const std::string& before) {
+// The number after `before` in a run's log (the majority baseline it names, the best score it reports).
+double number_after(const std::string& log, const std::string& before) {
   std::smatch m;
-  EXPECT_TRUE(std::regex_search(log, m, std::regex(before + " ([0-9.]+)%"))) << log;
+  EXPECT_TRUE(std::regex_search(log, m, std::regex(before + " ([0-9.]+)"))) << log;
   return m.empty() ? 0 : std::stod(m[1]);
 }
 
@@ -64,8 +65,8 @@ TEST(SentenceClassifier, FineTunedFromAHuggingFaceBertBeatsTheMajorityBaselineAn
                        tmp.path("run") + " --lr 3e-3 --epochs 2 --validate-every 50 --threads 2 2>&1");
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("a new pooler, a new classifier of 4 labels"), std::string::npos) << run.output;
-  const double majority = percent_after(run.output, R"(the majority baseline \(always animal\) scores)");
-  const double best = percent_after(run.output, "best validation accuracy");
+  const double majority = number_after(run.output, R"(the majority baseline \(always animal\) scores)");
+  const double best = number_after(run.output, "best validation accuracy");
   EXPECT_NEAR(majority, 26.5, 0.1);
   EXPECT_GE(best, majority + 10) << run.output;  // 44.7 when written (2 epochs, 3 s)
 
@@ -82,17 +83,49 @@ TEST(SentenceClassifier, FineTunedFromAHuggingFaceBertBeatsTheMajorityBaselineAn
   EXPECT_EQ(Encoder(tmp.path("hf")).classify(sentences).probabilities, Encoder(checkpoint).classify(sentences).probabilities);
 }
 
+TEST(TokenClassifier, ReadsCoNLLColumns) {
+  const testing::TempDir tmp;
+  std::ofstream(tmp.path("a.conll")) << "-DOCSTART- -X- O O\n\nJohn NNP B-PER\nSmith NNP I-PER\nruns VBZ O\n\n\nA DT O\ndog NN B-ANIMAL\n";
+  const std::vector<data::LabelledWords> s = data::read_conll(tmp.path("a.conll"));
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].words, (std::vector<std::string>{"John", "Smith", "runs"}));
+  EXPECT_EQ(s[0].labels, (std::vector<std::string>{"B-PER", "I-PER", "O"}));
+  EXPECT_EQ(s[1].labels, (std::vector<std::string>{"O", "B-ANIMAL"}));
+  std::ofstream(tmp.path("b.conll")) << "John B-PER\nalone\n";
+  EXPECT_EQ(testing::error_of([&] { data::read_conll(tmp.path("b.conll")); }),
+            tmp.path("b.conll") + ":2: expected a word and its label (CoNLL columns)");
+}
+
+// The majority baseline labels every word O: an entity F1 of 0.
+TEST(TokenClassifier, FineTunedFromAHuggingFaceBertFindsEntitiesAndExports) {
+  const testing::TempDir tmp;
+  const std::string data = testing::fixture_path("tagger");
+  const testing::CliResult run = testing::run_tfm("bert tagger --init-from " + testing::fixture_path("hf/bert_mlm_tiny") + " --train " + data +
+                                                  "/train.conll.gz --valid " + data + "/valid.conll --out " + tmp.path("run") +
+                                                  " --lr 1e-2 --epochs 10 --validate-every 100 --threads 2 2>&1");
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_GE(number_after(run.output, "best validation entity_f1"), 50) << run.output;  // 76.1 when written (10 epochs, 4 s)
+  const std::string checkpoint = tmp.path("run/best.safetensors");
+  ASSERT_EQ(testing::run_tfm("export --model " + checkpoint + " --hf " + tmp.path("hf")).code, 0);
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(tmp.path("hf/config.json")));
+  EXPECT_EQ(config["architectures"], nlohmann::json({"BertForTokenClassification"}));
+  const std::vector<std::string> sentences = {"A man in a red shirt walks his brown dog."};
+  const TaggedSentence a = Encoder(tmp.path("hf")).tag(sentences)[0], b = Encoder(checkpoint).tag(sentences)[0];
+  ASSERT_EQ(a.words.size(), b.words.size());
+  for (size_t w = 0; w < a.words.size(); ++w) EXPECT_EQ(a.words[w].label, b.words[w].label);
+}
+
 TEST(SentenceClassifier, RefusesAStartWithoutWeightsAndValidationLabelsTheTrainingLacks) {
   const testing::TempDir tmp;
   const std::string data = testing::fixture_path("classifier");
   const testing::CliResult scratch = testing::run_tfm("bert classifier --train " + data + "/valid.tsv --out " + tmp.path("a") + " 2>&1");
   EXPECT_EQ(scratch.code, 1);
-  EXPECT_NE(scratch.output.find("is fine-tuned from a pretrained BERT: give --init-from"), std::string::npos) << scratch.output;
+  EXPECT_NE(scratch.output.find("tfm bert classifier fine-tunes a pretrained BERT: give --init-from"), std::string::npos) << scratch.output;
   std::ofstream(tmp.path("v.tsv")) << "A ship at sea.\tship\n";
   const testing::CliResult unknown = testing::run_tfm("bert classifier --init-from " + testing::fixture_path("hf/bert_mlm_tiny") + " --train " +
                                                       data + "/valid.tsv --valid " + tmp.path("v.tsv") + " --out " + tmp.path("b") + " 2>&1");
   EXPECT_EQ(unknown.code, 1);
-  EXPECT_NE(unknown.output.find("sentence 1 has the label 'ship', which no training sentence has"), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find("sentence 1 has the label 'ship', which the training data does not have"), std::string::npos) << unknown.output;
 }
 
 }  // namespace
