@@ -94,6 +94,14 @@ py::class_<T> settings_class(py::module_& m, const char* name, const char* doc) 
   return py::class_<T>(m, name, doc).def(py::init(&from_kwargs<T>));
 }
 
+// A BERT fine-tuning task's settings (its fields are the same for both kinds).
+template <class Task>
+void fine_tuning_class(py::module_& m, const char* name, const char* doc) {
+  settings_class<Task>(m, name, doc)
+      .def_readwrite("train", &Task::train).def_readwrite("valid", &Task::valid).def_readwrite("vocab", &Task::vocab)
+      .def_readwrite("batch", &Task::batch).def_static("training_defaults", &Task::training_defaults);
+}
+
 void bind_translator(py::module_& m) {
   py::class_<tfm::Translation>(m, "Translation", "One sentence's translation: hypotheses best first, with their scores")
       .def_readonly("hypotheses", &tfm::Translation::hypotheses)
@@ -454,7 +462,7 @@ void bind_training(py::module_& m) {
       .def_readwrite("adam", &O::adam).def_readwrite("clip_norm", &O::clip_norm).def_readwrite("validate_every", &O::validate_every)
       .def_readwrite("save_every", &O::save_every).def_readwrite("patience", &O::patience)
       .def_readwrite("skip_nonfinite", &O::skip_nonfinite).def_readwrite("seed", &O::seed).def_readwrite("log_every", &O::log_every)
-      .def_readwrite("resume", &O::resume).def_readwrite("force", &O::force).def_readwrite("precision", &O::precision)
+      .def_readwrite("resume", &O::resume).def_readwrite("init_from", &O::init_from).def_readwrite("force", &O::force).def_readwrite("precision", &O::precision)
       .def_readwrite("device", &O::device);
   settings_class<tfm::TextData>(m, "TextData", "A text to train on: text, valid_text, vocab (SentencePiece; empty: characters)")
       .def_readwrite("text", &tfm::TextData::text).def_readwrite("valid_text", &tfm::TextData::valid_text)
@@ -485,6 +493,10 @@ void bind_training(py::module_& m) {
   settings_class<B>(m, "MaskedLmTask", "A BERT-style encoder with the masked-LM objective (tfm bert train)")
       .def_readwrite("data", &B::data).def_readwrite("config", &B::config).def_readwrite("model", &B::model)
       .def_readwrite("batch", &B::batch).def_readwrite("mask_fraction", &B::mask_fraction).def_static("training_defaults", &B::training_defaults);
+  fine_tuning_class<tfm::SentenceClassifierTask>(m, "SentenceClassifierTask",
+                                                 "A BERT sentence classifier fine-tuned from TrainingOptions.init_from (tfm bert classifier)");
+  fine_tuning_class<tfm::TokenClassifierTask>(m, "TokenClassifierTask",
+                                              "A BERT token classifier (NER) fine-tuned from TrainingOptions.init_from (tfm bert tagger)");
   py::class_<StopSource>(m, "StopSource", "Pass to train(stop=...); request() from another thread ends the run after its step, saved")
       .def(py::init<>())
       .def("request", &StopSource::request);
@@ -493,6 +505,8 @@ void bind_training(py::module_& m) {
   bind_train<tfm::LanguageModelTask>(m);
   bind_train<tfm::VitTask>(m);
   bind_train<tfm::MaskedLmTask>(m);
+  bind_train<tfm::SentenceClassifierTask>(m);
+  bind_train<tfm::TokenClassifierTask>(m);
 }
 
 }  // namespace

@@ -238,6 +238,18 @@ def test_training_from_python_with_the_command_lines_options(tmp_path):
         tfm.train(options, task, quiet=True)
 
 
+def test_fine_tuning_a_sentence_classifier_from_python(tmp_path):
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+    options = tfm.SentenceClassifierTask.training_defaults()
+    options.init_from, options.out_dir, options.epochs, options.validate_every = os.path.join(fixtures, "hf", "bert_mlm_tiny"), str(tmp_path / "run"), 1, 0
+    options.schedule.lr = 3e-3
+    task = tfm.SentenceClassifierTask(train=os.path.join(fixtures, "classifier", "train.tsv.gz"), valid=os.path.join(fixtures, "classifier", "valid.tsv"))
+    result = tfm.train(options, task, quiet=True)
+    assert result["score_name"] == "accuracy" and result["metrics"]["accuracy"] > 26.5  # the majority baseline
+    labels, probabilities = tfm.Encoder(str(tmp_path / "run" / "best.safetensors")).classify(["A dog runs."])
+    assert labels[0] in {"animal", "other", "sport", "vehicle"} and probabilities.shape == (1, 4)
+
+
 def test_training_logs_to_pythons_stdout_unless_quiet(tmp_path, capsys):
     options, task = lm_run(tmp_path, 3)
     options.log_every = 1
