@@ -115,6 +115,23 @@ TEST(TokenClassifier, FineTunedFromAHuggingFaceBertFindsEntitiesAndExports) {
   for (size_t w = 0; w < a.words.size(); ++w) EXPECT_EQ(a.words[w].label, b.words[w].label);
 }
 
+// A run resumes where it stopped, on the same labels only.
+TEST(SentenceClassifier, ResumesOnTheSameLabelsAndRefusesOthers) {
+  const testing::TempDir tmp;
+  const std::string data = testing::fixture_path("classifier");
+  const std::string start = "bert classifier --train " + data + "/valid.tsv --lr 3e-3 --validate-every 0 --threads 2 ";
+  ASSERT_EQ(testing::run_tfm(start + "--init-from " + testing::fixture_path("hf/bert_mlm_tiny") + " --steps 4 --out " + tmp.path("run")).code, 0);
+  const testing::CliResult resumed = testing::run_tfm(start + "--resume " + tmp.path("run/last.safetensors") + " --steps 8 2>&1");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("at step 4"), std::string::npos) << resumed.output;
+  std::ofstream(tmp.path("other.tsv")) << "A dog.\tdog\nA cat.\tcat\n";
+  const testing::CliResult refused =
+      testing::run_tfm("bert classifier --train " + tmp.path("other.tsv") + " --valid " + tmp.path("other.tsv") + " --resume " +
+                       tmp.path("run/last.safetensors") + " --steps 12 2>&1");
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.output.find("was trained on other labels than this data's (cat, dog)"), std::string::npos) << refused.output;
+}
+
 TEST(SentenceClassifier, RefusesAStartWithoutWeightsAndValidationLabelsTheTrainingLacks) {
   const testing::TempDir tmp;
   const std::string data = testing::fixture_path("classifier");

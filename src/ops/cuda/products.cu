@@ -247,9 +247,13 @@ std::optional<cublasLtMatmulAlgo_t> class_algorithm(const Product& p, const Plan
   auto known = classes.find(class_key);
   if (known != classes.end()) return known->second;
   if (classes.size() >= 4096) classes.clear();
-  Plan plan(r);
-  const bool found = plan.choose(context, alignments(key, 0), alignments(key, 1), alignments(key, 2));
-  return classes.emplace(class_key, found ? std::optional(plan.algo) : std::nullopt).first->second;
+  std::optional<cublasLtMatmulAlgo_t> algo;
+  try {  // (a representative cuBLASLt refuses leaves the problem to its own heuristic)
+    Plan plan(r);
+    if (plan.choose(context, alignments(key, 0), alignments(key, 1), alignments(key, 2))) algo = plan.algo;
+  } catch (const Error&) {
+  }
+  return classes.emplace(class_key, algo).first->second;
 }
 
 const Plan& plan_for(const Product& p, LtContext& context) {
