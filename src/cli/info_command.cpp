@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "decode/embedding.h"
 #include "decode/family_checkpoint.h"
 #include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
@@ -30,9 +31,16 @@ std::string tokenizer_summary(const std::string& record) {
   return record;
 }
 
-const char* family_of(const std::string& kind) {
+// What a model is, by its kind (and a BERT's head).
+std::string family_of(const std::string& kind, const std::string& config_json, const std::string& path) {
   if (kind == "gpt") return "decoder-only language model (gpt)";
-  if (kind == "bert") return "masked-language-model encoder (bert)";
+  if (kind == "bert") {
+    const models::StackConfig c = models::StackConfig::from_json(config_json, path, "bert");
+    if (c.head == "sequence") return std::string("sentence classifier (bert") + (c.multi_label ? ", multi-label" : "") + ")";
+    if (c.head == "token") return "token classifier (bert)";
+    if (c.head == "none") return "encoder without a head (bert)";
+    return "masked-language-model encoder (bert)";
+  }
   if (kind == "vit") return "Vision Transformer (vit)";
   return "encoder-decoder (translation or copy task)";
 }
@@ -64,11 +72,13 @@ void add_info_command(CLI::App& app, int&) {
     int64_t params = 0;
     for (const auto& [name, t] : file.tensors)
       if (name.rfind(io::kOptimizerPrefix, 0) != 0) params += t.numel();
-    std::cout << "model: " << info.model_kind << ", " << family_of(info.model_kind) << "\nconfig: " << config << "\nparameters: " << params
+    std::cout << "model: " << info.model_kind << ", " << family_of(info.model_kind, info.config_json, *path) << "\nconfig: " << config << "\nparameters: " << params
               << "\n";
     if (info.metadata.count("tfm.vocab")) std::cout << "vocabularies: " << info.metadata.at("tfm.vocab") << "\n";
     if (info.metadata.count("tfm.tokenizer")) std::cout << "tokenizer: " << tokenizer_summary(info.metadata.at("tfm.tokenizer")) << "\n";
     if (info.metadata.count(decode::kImageFolderKey)) std::cout << "image folder: " << info.metadata.at(decode::kImageFolderKey) << "\n";
+    for (const char* key : {decode::kTextLabelsKey, decode::kSentenceEmbeddingKey})  // a classifier's labels, a sentence embedder's pooling
+      if (info.metadata.count(key)) std::cout << (key == decode::kTextLabelsKey ? "labels: " : "sentence embedding: ") << info.metadata.at(key) << "\n";
     if (info.metadata.count("tfm.averaged")) std::cout << "averaged from: " << info.metadata.at("tfm.averaged") << "\n";
     std::cout << "training state: " << (info.train_state.empty() ? "none" : info.train_state) << "\n";
   });
