@@ -38,7 +38,7 @@ fi
 # It exports the public API's functions and no other function of tfm's.
 internal=$(nm -DC --defined-only "$library" | grep -E ' [TW] tfm::' |
            grep -vE ' T tfm::(Translator|Encoder|Generator|Classifier|TextStream)::| T tfm::((read|write)_checkpoint|checkpoint_family|read_image|decode_image)\(' |
-           grep -vE ' T tfm::(train\(|(Translation|Copy|LanguageModel|Vit|MaskedLm)Task::training_defaults\(\))' || true)
+           grep -vE ' T tfm::(train\(|(Translation|Copy|LanguageModel|Vit|MaskedLm|SentenceClassifier|TokenClassifier)Task::training_defaults\(\))' || true)
 if [[ -n $internal ]]; then
   echo "libtfm.so exports internal functions:"$'\n'"$internal"
   exit 1
