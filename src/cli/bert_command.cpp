@@ -1,5 +1,6 @@
 // `tfm bert train`: a BERT-style encoder with the masked-language-model objective.
-// `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled).
+// `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled), or image
+// vectors from a ViT (vit_command.cpp).
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -36,18 +37,30 @@ void add_bert_command(CLI::App& app, int& exit_code) {
 void add_embed_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string checkpoint, input = "-", output = "-", spm, pool = "mean";
+    std::vector<std::string> images;  // a ViT's image files instead of text
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder from `tfm bert train`: one line of numbers per input line");
   add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm bert train` (e.g. runs/bert/best.safetensors)");
-  cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
+  CLI::Option* input = cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
+  cmd->add_option("--image", o->images, "PNG or JPEG files, for a ViT (tfm's, or Hugging Face's ViT, ViTModel or DeiT): one vector per image")
+      ->excludes(input);
   cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
       ->capture_default_str();
-  cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector")
-      ->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
+  cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector. Images: pooler (ViTModel's pooler_output, "
+                                     "tanh of a dense layer on the final [CLS]; the default where the model has a pooler) or cls (the final "
+                                     "[CLS] state after the last LayerNorm, last_hidden_state[:, 0]; the default otherwise)")
+      ->capture_default_str()->check(CLI::IsMember({"mean", "cls", "pooler"}));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
+    if (!o->images.empty()) {
+      const bool pool_given = cmd->get_option("--pool")->count() > 0;
+      out.write(image_features(o->checkpoint, o->images, pool_given ? o->pool : "", *cmd));
+      out.finish();
+      exit_code = 0;
+      return;
+    }
     const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
     data::LineReader in(o->input);
     int64_t truncated = 0;

@@ -24,6 +24,8 @@ std::string StackConfig::to_json() const {
   if (type_vocab != d.type_vocab) j["type_vocab"] = type_vocab;
   if (pooler != d.pooler) j["pooler"] = pooler;
   if (scores_by_layer != d.scores_by_layer) j["scores_by_layer"] = scores_by_layer;
+  if (distilled != d.distilled) j["distilled"] = distilled;
+  if (distill_head != d.distill_head) j["distill_head"] = distill_head;
   return j.dump();
 }
 
@@ -31,7 +33,7 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
                                    bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
                               "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
-                              "pooler", "scores_by_layer"});
+                              "pooler", "scores_by_layer", "distilled", "distill_head"});
   StackConfig c = std::move(base);
   c.family = family;
   f.read("family", c.family);
@@ -55,13 +57,15 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("type_vocab", c.type_vocab);
   f.read("scores_by_layer", c.scores_by_layer);
   f.read("pooler", c.pooler);
+  f.read("distilled", c.distilled);
+  f.read("distill_head", c.distill_head);
   return validate ? c.validated(origin) : c;
 }
 
 StackConfig StackConfig::validated(const std::string& origin) const {
   validate(origin);
   StackConfig c = *this;
-  if (c.family == "vit") c.max_len = c.patches() + 1;
+  if (c.family == "vit") c.max_len = c.vit_tokens();
   return c;
 }
 
@@ -80,14 +84,17 @@ void StackConfig::validate(const std::string& origin) const {
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
   TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   check_range(origin, "type_vocab", type_vocab, 0, family == "bert" ? 1024 : 0);
-  TFM_CHECK(!pooler || family == "bert", origin << ": pooler is a setting of bert, not " << family);
+  TFM_CHECK(!pooler || family == "bert" || family == "vit", origin << ": pooler is a setting of bert and vit, not " << family);
+  TFM_CHECK((!distilled && !distill_head) || family == "vit", origin << ": distilled and distill_head are settings of vit, not " << family);
+  TFM_CHECK(distilled || !distill_head, origin << ": distill_head needs distilled (the distillation token it reads)");
   TFM_CHECK(!scores_by_layer || family == "gpt", origin << ": scores_by_layer is a setting of gpt, not " << family);
   if (family == "vit") {
     check_range(origin, "image_size", image_size, 1, kMaxImageSize);
     check_range(origin, "patch", patch, 1, image_size);
     TFM_CHECK(image_size % patch == 0, origin << ": image_size " << image_size << " is not a multiple of patch " << patch);
     check_range(origin, "channels", channels, 1, kMaxChannels);
-    check_range(origin, "classes", classes, 2, kMaxVocab);
+    if (classes != 0) check_range(origin, "classes", classes, 2, kMaxVocab);  // 0: a base, without a classifier
+    TFM_CHECK(classes != 0 || !distill_head, origin << ": distill_head is a classifier, but classes is 0");
   } else {
     check_range(origin, "vocab", vocab, 1, kMaxVocab);
     check_range(origin, "max_len", max_len, 1, kMaxPositions);
@@ -100,7 +107,10 @@ void StackConfig::validate(const std::string& origin) const {
 // for gpt). The bounds validate() checks first keep every product far inside int64.
 int64_t StackConfig::weight_floats() const {
   const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0);
-  if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
+  if (family == "vit") {
+    const int64_t heads = (distill_head ? 2 : 1) * (classes * d_model + classes) + (pooler ? d_model * d_model + d_model : 0);
+    return stack + (channels * patch * patch + vit_tokens() + 2 + (distilled ? 1 : 0)) * d_model + heads;
+  }
   const int64_t heads = pooler ? d_model * d_model + 3 * d_model + 2 : 0;  // BERT's pooler and next-sentence head
   return stack + (vocab + max_len + type_vocab + d_model + 5) * d_model + vocab + heads;
 }

@@ -173,7 +173,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   task.join(o_.comm);
   if (resumed_info_ && !o_.init_from.empty()) {
     task.check_resumable(*resumed_info_, o_.init_from);
-    io::load_parameters(model.named_parameters(), resumed_file_, o_.init_from);  // a checkpoint's optimizer moments are left
+    Rng init(o_.seed);
+    task.load_initial(resumed_file_, o_.init_from, init);  // a checkpoint's optimizer moments are left
     resumed_file_ = {}, resumed_info_.reset();  // a fresh run from here on
     state_.dropout_rng = o_.seed * 7919 + 1;
     out_ << "initialised from " << o_.init_from << "\n";

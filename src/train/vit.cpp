@@ -142,19 +142,29 @@ std::optional<Folders> image_folders(const tfm::VitTask& o) {
   return split_folder(o);
 }
 
-// A resumed run's model: the checkpoint's, which every setting given must agree with.
+bool is_base(const io::Checkpoint& c, const std::string& path) { return models::StackConfig::from_json(c.config_json, path, "vit").classes == 0; }
+
+// A resumed run's model: the checkpoint's, which every setting given must agree with. A
+// base (ViTModel) gets a new classifier of the chosen classes (an image folder's) and loses
+// its pooler, as ViTForImageClassification.from_pretrained(base) does.
 models::StackConfig resumed_config(const io::Checkpoint& resumed, const ModelSettings& settings, const models::StackConfig& chosen,
-                                   const std::string& path) {
+                                   const std::string& path, bool initialising) {
   io::check_model_kind(resumed.model_kind, {"vit"}, path, "a vit one");
-  const models::StackConfig saved = models::StackConfig::from_json(resumed.config_json, path, "vit");
+  models::StackConfig saved = models::StackConfig::from_json(resumed.config_json, path, "vit");
+  if (saved.classes == 0) {
+    TFM_CHECK(initialising, path << ": is a ViT base without a classifier; start a fine-tune from it with --init-from, not --resume");
+    saved.classes = chosen.classes, saved.pooler = false;
+  }
   settings.check_kept(chosen.to_json(), saved.to_json(), path);
   return saved;
 }
 
 class VitTraining : public TrainingTask {
  public:
-  VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, std::ostream& out)
-      : o_(o) {
+  // `initialising`: `resumed` is --init-from's, not --resume's.
+  VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, bool initialising,
+              std::ostream& out)
+      : o_(o), out_(out) {
     const ModelSettings settings(o.config, o.model);
     models::StackConfig config = settings.over(default_vit());
     const std::optional<Folders> folders = image_folders(o);
@@ -162,7 +172,7 @@ class VitTraining : public TrainingTask {
       classes_ = folders->first.classes;
       fit_to_folder(config, settings, folders->first);
     }
-    config = resumed ? resumed_config(*resumed, settings, config, resume_path) : config.validated(settings.origin());
+    config = resumed ? resumed_config(*resumed, settings, config, resume_path, initialising) : config.validated(settings.origin());
     data_ = folders ? folder_data(*folders, config, out) : idx_data(o, config);
     model_ = std::make_unique<models::ViT>(config);
     out << "images: " << data_.train.count << " for training, " << data_.valid.count << " for validation from " << data_.origin << " ("
@@ -183,8 +193,22 @@ class VitTraining : public TrainingTask {
   }
 
   void check_resumable(const io::Checkpoint& saved, const std::string& origin) const override {
+    if (is_base(saved, origin)) return;  // its classifier is new: any classes
     const std::vector<std::string> trained_on = decode::recorded_classes(saved.metadata, model_->config().classes, origin);
     TFM_CHECK(trained_on == classes_, origin << ": trained on " << classes_named(trained_on) << ", not " << classes_named(classes_));
+  }
+
+  // A base's weights under a new classifier, drawn from `rng` (its pooler left out).
+  void load_initial(const io::SafeTensors& file, const std::string& origin, Rng& rng) override {
+    if (file.find("head.weight")) return TrainingTask::load_initial(file, origin, rng);
+    model_->init_parameters(rng);
+    io::NamedTensors kept;
+    for (const auto& [name, p] : model_->named_parameters())
+      if (!name.starts_with("head.")) kept.emplace_back(name, p);
+    io::SafeTensors base = file;
+    std::erase_if(base.tensors, [](const auto& t) { return t.first.starts_with("pooler."); });
+    io::load_parameters(kept, base, origin);
+    out_ << "a new classifier of " << count_of(model_->config().classes, "class", "classes") << " over the base " << origin << "\n";
   }
 
   std::string unit() const override { return "img"; }
@@ -246,6 +270,7 @@ class VitTraining : public TrainingTask {
   }
 
   const tfm::VitTask& o_;
+  std::ostream& out_;
   std::vector<std::string> classes_;  // an image folder's class names; empty for MNIST-style files
   VitData data_;
   std::vector<int64_t> order_;
@@ -259,7 +284,7 @@ class VitTraining : public TrainingTask {
 tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& o, std::ostream& out) {
   TFM_CHECK(o.batch >= 1, "batch must be at least 1");
   Trainer trainer(options, out);
-  VitTraining task(o, trainer.started_from(), trainer.started_from_path(), out);
+  VitTraining task(o, trainer.started_from(), trainer.started_from_path(), !options.init_from.empty(), out);
   return trainer.run(task);
 }
 
