@@ -173,6 +173,7 @@ class VitTraining : public TrainingTask {
       fit_to_folder(config, settings, folders->first);
     }
     config = resumed ? resumed_config(*resumed, settings, config, resume_path, initialising) : config.validated(settings.origin());
+    TFM_CHECK(config.classes > 0, settings.origin() << ": classes 0 is a base without a classifier, which cannot be trained; give 2 or more");
     data_ = folders ? folder_data(*folders, config, out) : idx_data(o, config);
     model_ = std::make_unique<models::ViT>(config);
     out << "images: " << data_.train.count << " for training, " << data_.valid.count << " for validation from " << data_.origin << " ("
