@@ -68,14 +68,14 @@ Tensor ViT::pooled(const Tensor& hidden) {
   return ops::tanh(pooler->forward(token(hidden, 0)));
 }
 
-Tensor cls_attention(const Tensor& w) {  // w: [batch, heads, patches + 1, patches + 1]
-  const int64_t B = w.size(0), heads = w.size(1), n = w.size(3) - 1;
+Tensor cls_attention(const Tensor& w, int64_t specials) {  // w: [batch, heads, tokens, tokens]
+  const int64_t B = w.size(0), heads = w.size(1), T = w.size(3), n = T - specials;
   Tensor out = Tensor::zeros({B, n});
   const Tensor ww = ops::contiguous(ops::to(w, Device::CPU));  // a map for people: on the host
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < heads; ++h) {
-      const float* row = ww.data() + ((b * heads + h) * (n + 1)) * (n + 1);  // query 0 = [CLS]
-      for (int64_t j = 0; j < n; ++j) out.data()[b * n + j] += row[j + 1] / static_cast<float>(heads);
+      const float* row = ww.data() + ((b * heads + h) * T) * T;  // query 0 = [CLS]
+      for (int64_t j = 0; j < n; ++j) out.data()[b * n + j] += row[j + specials] / static_cast<float>(heads);
     }
   return out;
 }

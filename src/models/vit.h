@@ -20,8 +20,9 @@ namespace tfm::models {
 
 
 // Attention of [CLS] to each patch, averaged over heads, from one layer's attention
-// probabilities [batch, heads, patches + 1, patches + 1]: [batch, patches].
-Tensor cls_attention(const Tensor& weights);
+// probabilities [batch, heads, tokens, tokens] whose first `specials` tokens are not patches
+// ([CLS], DeiT's distillation token): [batch, patches].
+Tensor cls_attention(const Tensor& weights, int64_t specials = 1);
 
 class ViT : public nn::Module {
  public:
