@@ -37,9 +37,11 @@ import numpy as np  # noqa: E402
 import PIL  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
 from transformers import (AutoImageProcessor, DeiTConfig, DeiTForImageClassificationWithTeacher, DeiTImageProcessor,  # noqa: E402
                           ViTConfig, ViTForImageClassification, ViTImageProcessor, ViTModel)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_hf_fixtures import write_reference  # noqa: E402  (the same reference.json and reference.safetensors)
 
 IMAGENET_MEAN, IMAGENET_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 SIZES = [(24, 32), (48, 44)]  # (height, width)
@@ -88,14 +90,6 @@ def save_and_reload(model, directory, model_class):
     for name, t in before.items():
         assert torch.equal(t, after[name]), name
     return reloaded
-
-
-def write_reference(directory, summary, tensors):
-    index = {name: {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape)} for name, t in tensors.items()}
-    save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(directory, "reference.safetensors"))
-    with open(os.path.join(directory, "reference.json"), "w", encoding="utf-8") as f:
-        json.dump({**summary, "tensors": index}, f, ensure_ascii=False, indent=1)
-        f.write("\n")
 
 
 def pixel_values(directory, paths):
