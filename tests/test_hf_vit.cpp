@@ -230,8 +230,6 @@ TEST(HfVit, BaseRefusesClassificationInOneLine) {
   const testing::CliResult no_pooler =
       testing::run_tfm("embed --model " + dir_of("deit_distilled_tiny") + " --pool pooler --image " + image("deit_distilled_tiny", 0) + " 2>&1");
   EXPECT_NE(no_pooler.output.find("this model has no pooler"), std::string::npos) << no_pooler.output;
-  const testing::CliResult resume = testing::run_tfm("vit train --resume " + dir + " --data " + dir + " 2>&1");
-  EXPECT_NE(resume.output.find("start a fine-tune from it with --init-from, not --resume"), std::string::npos) << resume.output;
 }
 
 // A directory whose processor makes images of another size than config.json's is refused.

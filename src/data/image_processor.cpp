@@ -158,11 +158,11 @@ ImageProcessor ImageProcessor::read(const std::string& path, const std::string& 
 
 std::string ImageProcessor::to_json() const {
   const json size = shortest_edge ? json{{"shortest_edge", shortest_edge}} : json{{"height", height}, {"width", width}};
-  return json{{"image_processor_type", deit ? "DeiTImageProcessor" : "ViTImageProcessor"}, {"do_resize", do_resize}, {"size", size},
-              {"resample", static_cast<int>(resample)}, {"do_center_crop", do_center_crop},
-              {"crop_size", {{"height", crop_height}, {"width", crop_width}}}, {"do_rescale", do_rescale}, {"rescale_factor", rescale_factor},
-              {"do_normalize", do_normalize}, {"image_mean", image_mean}, {"image_std", image_std}}
-      .dump();
+  json j = {{"image_processor_type", deit ? "DeiTImageProcessor" : "ViTImageProcessor"}, {"do_resize", do_resize}, {"size", size},
+            {"resample", static_cast<int>(resample)}, {"do_rescale", do_rescale}, {"rescale_factor", rescale_factor},
+            {"do_normalize", do_normalize}, {"image_mean", image_mean}, {"image_std", image_std}};
+  if (deit) j.update({{"do_center_crop", do_center_crop}, {"crop_size", {{"height", crop_height}, {"width", crop_width}}}});
+  return j.dump();
 }
 
 std::pair<int64_t, int64_t> ImageProcessor::output_size(int64_t h, int64_t w) const {
