@@ -232,6 +232,29 @@ TEST(HfVit, BaseRefusesClassificationInOneLine) {
   EXPECT_NE(no_pooler.output.find("this model has no pooler"), std::string::npos) << no_pooler.output;
 }
 
+// `vit eval --data` on a folder prepares its images by the model's processor too (DeiT's
+// bicubic resize and crop, ImageNet's mean): its loss is transformers' cross-entropy.
+TEST(HfVit, EvaluatingAFolderUsesTheModelsProcessor) {
+  testing::TempDir tmp;
+  const std::string fixture = "vit_deit_processor_tiny";
+  for (const auto& [label, i] : {std::pair<std::string, int>{"cat", 0}, {"dog", 1}}) {
+    std::filesystem::create_directories(tmp.path("images/" + label));
+    std::filesystem::copy(image(fixture, i), tmp.path("images/" + label + "/x.png"));
+  }
+  const testing::CliResult r = testing::run_tfm("vit eval --model " + dir_of(fixture) + " --data " + tmp.path("images") + " 2>&1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::vector<float> logits = reference(fixture, "logits").to_vector();  // [2, 5]; labels cat 0, dog 1
+  double loss = 0;
+  for (int i = 0; i < 2; ++i) {
+    double sum = 0;
+    for (int k = 0; k < 5; ++k) sum += std::exp(static_cast<double>(logits[i * 5 + k]));
+    loss += (std::log(sum) - logits[i * 5 + i]) / 2;
+  }
+  const size_t at = r.output.find("loss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_NEAR(std::stod(r.output.substr(at + 5)), loss, 1e-4) << r.output;
+}
+
 // A directory whose processor makes images of another size than config.json's is refused.
 TEST(HfVit, ProcessorOfAnotherSizeIsRefusedWhenTheModelLoads) {
   testing::TempDir tmp;
@@ -265,6 +288,8 @@ TEST(HfVit, FineTuningFromABaseTrainsANewClassifier) {
   const testing::CliResult eval = testing::run_tfm("vit eval --model " + tmp.path("run/last.safetensors") + " -i " +
                                                    tmp.path("images/red/0.png") + " 2>&1");
   ASSERT_EQ(eval.code, 0) << eval.output;
+  // The checkpoint keeps the base's processor, which prepares the images it is given.
+  EXPECT_EQ(io::read_safetensors(tmp.path("run/last.safetensors")).metadata.count("tfm.image_processor"), 1u);
   EXPECT_TRUE(eval.output.find(": red (") != std::string::npos || eval.output.find(": blue (") != std::string::npos) << eval.output;
 }
 

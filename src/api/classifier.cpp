@@ -17,24 +17,13 @@
 
 namespace tfm {
 
-namespace {
-
-// A Hugging Face ViT's image processor, where its checkpoint records one.
-std::optional<data::ImageProcessor> recorded_processor(const std::map<std::string, std::string>& metadata, const std::string& path) {
-  const auto it = metadata.find(decode::kImageProcessorKey);
-  if (it == metadata.end()) return std::nullopt;
-  return data::ImageProcessor::from_json(it->second, path);
-}
-
-}  // namespace
-
 struct Classifier::Impl : api::FamilyModel<models::ViT> {
   decode::VitClasses classes;
   std::optional<data::ImageProcessor> processor;  // none: tfm's own pixels
   Impl(const std::string& path, const ModelOptions& o)
       : FamilyModel(path, "vit", "a ViT from `tfm vit train`", o),
         classes(decode::recorded_vit_classes(checkpoint.file.metadata, model.config().classes, path)),
-        processor(recorded_processor(checkpoint.file.metadata, path)) {}
+        processor(decode::recorded_image_processor(checkpoint.file.metadata, path)) {}
 
   // `count` images of pixels as the model takes them: normalised as its image processor
   // says, or as tfm's training did (pixels / 127.5 - 1).
@@ -42,10 +31,7 @@ struct Classifier::Impl : api::FamilyModel<models::ViT> {
     const models::StackConfig& c = model.config();
     const int64_t C = c.channels, S = c.image_size;
     if (!processor) return ops::from_pixels(Tensor::from_values({count, C, S, S}, pixels));
-    std::vector<float> values(pixels.size());
-    const size_t plane = static_cast<size_t>(S * S);
-    for (size_t i = 0; i < values.size(); ++i) values[i] = processor->value(pixels[i], (i / plane) % static_cast<size_t>(C));
-    return Tensor::from_values({count, C, S, S}, values);
+    return Tensor::from_values({count, C, S, S}, processor->normalise(pixels, C, S, S));
   }
 };
 

@@ -58,6 +58,7 @@ void use_for_inference(nn::Module& model, const CLI::App& cmd);
 struct LoadedVit {
   std::unique_ptr<models::ViT> model;
   decode::VitClasses classes;
+  std::optional<data::ImageProcessor> processor;  // a Hugging Face model's
 };
 LoadedVit load_vit(const std::string& path);
 

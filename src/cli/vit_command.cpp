@@ -57,7 +57,8 @@ data::ImageSet test_images(const LoadedVit& vit, const std::string& data_dir) {
   if (vit.classes.resizes) {
     TFM_CHECK(!data::holds_idx_files(data_dir), data_dir << ": MNIST-style files, but the model was trained on an image folder "
                                                              "(evaluate it on one: --data DIR/<class>/<image>.png|jpg|jpeg)");
-    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.classes.names, "the model"), c.channels, c.image_size);
+    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.classes.names, "the model"), c.channels, c.image_size,
+                             vit.processor);
   }
   const data::ImageSet test = data::read_image_split(data_dir, /*train=*/false, c.classes);
   TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size,
@@ -149,7 +150,8 @@ std::string image_features(const std::string& checkpoint, const std::vector<std:
 
 LoadedVit load_vit(const std::string& path) {
   decode::FamilyCheckpoint c = decode::open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
-  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_vit_classes(c.file.metadata, c.config.classes, path)};
+  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_vit_classes(c.file.metadata, c.config.classes, path),
+                decode::recorded_image_processor(c.file.metadata, path)};
   io::load_parameters(vit.model->named_parameters(), c.file, path);
   vit.model->eval();
   return vit;

@@ -179,15 +179,20 @@ std::vector<uint8_t> ImageProcessor::pixels(const Image& image, int64_t channels
   return channel_major(do_center_crop ? center_crop(x, crop_height, crop_width) : x);
 }
 
+std::vector<float> ImageProcessor::normalise(const std::vector<uint8_t>& images, int64_t channels, int64_t height, int64_t width) const {
+  const size_t plane = static_cast<size_t>(height * width);
+  std::vector<float> out(images.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = value(images[i], (i / plane) % static_cast<size_t>(channels));
+  return out;
+}
+
 std::vector<float> ImageProcessor::preprocess(const Image& image, int64_t channels) const {
   for (const std::vector<float>* v : {&image_mean, &image_std})
     TFM_CHECK(v->size() == 1 || static_cast<int64_t>(v->size()) == channels,
               "the image processor's mean and standard deviation have " << v->size() << " values for " << channels << " channels");
   const std::vector<uint8_t> planes = pixels(image, channels);
-  const size_t plane = planes.size() / static_cast<size_t>(channels);
-  std::vector<float> out(planes.size());  // [channels, H, W]
-  for (size_t i = 0; i < out.size(); ++i) out[i] = value(planes[i], i / plane);
-  return out;
+  const auto [h, w] = output_size(image.height, image.width);
+  return normalise(planes, channels, h, w);
 }
 
 }  // namespace tfm::data

@@ -47,6 +47,8 @@ struct ImageProcessor {
   // The rest, on one byte of channel `c`: rescaled and normalised as NumPy computes them
   // there: the rescale in double, rounded to float, the normalisation in float.
   float value(uint8_t v, size_t c) const;
+  // value() of every byte of images [n, channels, H, W], channel-major as pixels() gives them.
+  std::vector<float> normalise(const std::vector<uint8_t>& images, int64_t channels, int64_t height, int64_t width) const;
   // pixel_values for one image: [channels, H, W] floats, both of the above.
   std::vector<float> preprocess(const Image& image, int64_t channels = 3) const;
   // The side lengths pixels() gives an image of `height` x `width`.

@@ -41,7 +41,8 @@ Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indice
     for (int64_t r = 0; r < C * R; ++r)  // the rows of every channel
       for (int64_t c = 0; c < W; ++c) d[(i * C * R + r) * W + c] = img[r * W + (mirror ? W - 1 - c : c)];
   }
-  return ops::from_pixels(x);
+  if (!set.processor) return ops::from_pixels(x);
+  return Tensor::from_values({n, C, R, W}, set.processor->normalise(std::vector<uint8_t>(d, d + n * C * R * W), C, R, W));
 }
 
 std::vector<std::string> idx_class_names(const std::string& data_dir, int64_t classes) {
@@ -174,6 +175,10 @@ class VitTraining : public TrainingTask {
     }
     config = resumed ? resumed_config(*resumed, settings, config, resume_path, initialising) : config.validated(settings.origin());
     TFM_CHECK(config.classes > 0, settings.origin() << ": classes 0 is a base without a classifier, which cannot be trained; give 2 or more");
+    // A Hugging Face model's images are prepared by its own processor (DeiT's crop, ImageNet's mean), and its checkpoints keep it.
+    if (resumed) processor_ = decode::recorded_image_processor(resumed->metadata, resume_path);
+    TFM_CHECK(folders || !processor_, o.data_dir << ": MNIST-style files, but " << resume_path
+                                                 << " prepares images by its image processor (give it an image folder: DIR/<class>/<image>.png|jpg|jpeg)");
     data_ = folders ? folder_data(*folders, config, out) : idx_data(o, config);
     model_ = std::make_unique<models::ViT>(config);
     out << "images: " << data_.train.count << " for training, " << data_.valid.count << " for validation from " << data_.origin << " ("
@@ -188,6 +193,7 @@ class VitTraining : public TrainingTask {
   io::Checkpoint describe() const override {
     io::Checkpoint c{"vit", model_->config().to_json(), {}, "", {}};
     if (!classes_.empty()) c.metadata[decode::kImageFolderKey] = decode::classes_record(classes_);
+    if (processor_) c.metadata[decode::kImageProcessorKey] = processor_->to_json();
     const std::vector<std::string> idx = classes_.empty() ? idx_class_names(o_.data_dir, model_->config().classes) : std::vector<std::string>{};
     if (!idx.empty()) c.metadata[decode::kIdxClassesKey] = decode::classes_record(idx);  // named in `vit eval` and an export
     return c;
@@ -266,13 +272,14 @@ class VitTraining : public TrainingTask {
     if (!skipped.empty())
       out << "skipped " << skipped.size() << " entries named as images that are not files (a FIFO, a device, a directory, a broken link): "
            << skipped.front() << (skipped.size() > 1 ? ", ..." : "") << "\n";
-    return {data::load_images(folders.first, config.channels, config.image_size),
-            data::load_images(folders.second, config.channels, config.image_size), o_.data_dir};
+    return {data::load_images(folders.first, config.channels, config.image_size, processor_),
+            data::load_images(folders.second, config.channels, config.image_size, processor_), o_.data_dir};
   }
 
   const tfm::VitTask& o_;
   std::ostream& out_;
   std::vector<std::string> classes_;  // an image folder's class names; empty for MNIST-style files
+  std::optional<data::ImageProcessor> processor_;  // a Hugging Face model's, which prepares its images
   VitData data_;
   std::vector<int64_t> order_;
   std::unique_ptr<models::ViT> model_;
