@@ -32,8 +32,9 @@ std::string StackConfig::to_json() const {
 StackConfig StackConfig::from_json(const std::string& text, const std::string& origin, const std::string& family, StackConfig base,
                                    bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
+                              "distilled", "distill_head",
                               "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
-                              "pooler", "scores_by_layer", "distilled", "distill_head"});
+                              "pooler", "scores_by_layer"});
   StackConfig c = std::move(base);
   c.family = family;
   f.read("family", c.family);
@@ -52,13 +53,13 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("channels", c.channels);
   f.read("patch", c.patch);
   f.read("classes", c.classes);
+  f.read("distilled", c.distilled);
+  f.read("distill_head", c.distill_head);
   f.read("norm_eps", c.norm_eps);
   f.read("final_norm", c.final_norm);
   f.read("type_vocab", c.type_vocab);
   f.read("scores_by_layer", c.scores_by_layer);
   f.read("pooler", c.pooler);
-  f.read("distilled", c.distilled);
-  f.read("distill_head", c.distill_head);
   return validate ? c.validated(origin) : c;
 }
 
@@ -102,15 +103,24 @@ void StackConfig::validate(const std::string& origin) const {
   check_weight_floats(origin, weight_floats(), family == "vit" ? "image_size, patch, d_model, d_ff and layers" : "vocab, max_len, d_model, d_ff and layers");
 }
 
+namespace {
+
+// What Hugging Face's ViT variants add to tfm's: DeiT's distillation token, its position and
+// its classifier, ViTModel's pooler (a base's missing classifier counts 0 in classes).
+int64_t hf_vit_floats(const StackConfig& c) {
+  if (c.family != "vit") return 0;
+  const int64_t distillation = c.distilled ? 2 * c.d_model + (c.distill_head ? (c.d_model + 1) * c.classes : 0) : 0;
+  return distillation + (c.pooler ? (c.d_model + 1) * c.d_model : 0);
+}
+
+}  // namespace
+
 // The layers and final LayerNorm, then the family's inputs and outputs: patch projection,
 // [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
 // for gpt). The bounds validate() checks first keep every product far inside int64.
 int64_t StackConfig::weight_floats() const {
-  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0);
-  if (family == "vit") {
-    const int64_t heads = (distill_head ? 2 : 1) * (classes * d_model + classes) + (pooler ? d_model * d_model + d_model : 0);
-    return stack + (channels * patch * patch + vit_tokens() + 2 + (distilled ? 1 : 0)) * d_model + heads;
-  }
+  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0) + hf_vit_floats(*this);
+  if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
   const int64_t heads = pooler ? d_model * d_model + 3 * d_model + 2 : 0;  // BERT's pooler and next-sentence head
   return stack + (vocab + max_len + type_vocab + d_model + 5) * d_model + vocab + heads;
 }

@@ -20,19 +20,21 @@ struct StackConfig {
   nn::Activation activation = nn::Activation::GELU;
   bool norm_first = true;         // pre-norm, as GPT-2 and ViT
   bool learned_positions = true;  // gpt: learned table (GPT-2) or the paper's sinusoids
-  int64_t image_size = 28, channels = 1, patch = 4, classes = 10;  // vit (classes 0: a base without a classifier, ViTModel)
+  int64_t image_size = 28, channels = 1, patch = 4, classes = 10;  // vit
   float norm_eps = 1e-5f;          // the stack's LayerNorms (Hugging Face's BERT and ViT: 1e-12)
   bool final_norm = true;          // a LayerNorm after the last layer (BERT's post-norm stack has none)
   int64_t type_vocab = 0;          // bert: token-type (segment) embeddings, 0: none; inputs are all type 0
-  bool pooler = false;             // bert: the pooler (dense + tanh on [CLS]) and next-sentence head; vit: the pooler alone
+  bool pooler = false;             // bert: the pooler (dense + tanh on [CLS]) and next-sentence head
   bool scores_by_layer = false;    // gpt: layer i's attention scores divided by i + 1 too (GPT-2's scale_attn_by_inverse_layer_idx)
-  // vit: DeiT's distillation token after [CLS], and (distill_head) its own classifier,
-  // whose logits are averaged with [CLS]'s (DeiTForImageClassificationWithTeacher).
+  // vit, Hugging Face's variants: `classes` 0 is a base without a classifier (ViTModel), and
+  // `pooler` its pooler (dense + tanh on [CLS]); `distilled`, DeiT's distillation token after
+  // [CLS], and `distill_head` its own classifier, whose logits are averaged with [CLS]'s
+  // (DeiTForImageClassificationWithTeacher).
   bool distilled = false, distill_head = false;
 
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
-  int64_t vit_tokens() const { return patches() + 1 + (distilled ? 1 : 0); }  // vit: [CLS], [DIST] where distilled, the patches
   nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm}; }
+  int64_t vit_tokens() const { return patches() + 1 + (distilled ? 1 : 0); }  // vit: [CLS], [DIST] where distilled, the patches
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) for
   // `family`, which a "family" field must name if the text has one. Validates unless the
