@@ -28,12 +28,6 @@ VitClasses recorded_vit_classes(const std::map<std::string, std::string>& metada
   return {recorded_classes(metadata, classes, origin, kIdxClassesKey), false};
 }
 
-std::optional<data::ImageProcessor> recorded_image_processor(const std::map<std::string, std::string>& metadata, const std::string& origin) {
-  const auto it = metadata.find(kImageProcessorKey);
-  if (it == metadata.end()) return std::nullopt;
-  return data::ImageProcessor::from_json(it->second, origin);
-}
-
 FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::string& kind, const std::string& made_by,
                                         const std::string& spm) {
   FamilyCheckpoint c{path, read_model(path), {}, std::nullopt};
@@ -47,6 +41,12 @@ FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::stri
     c.tokenizer = data::Tokenizer::from_record(tok->second, path, spm);
   }
   return c;
+}
+
+std::optional<data::ImageProcessor> recorded_image_processor(const std::map<std::string, std::string>& metadata, const std::string& origin) {
+  const auto it = metadata.find(kImageProcessorKey);
+  if (it == metadata.end()) return std::nullopt;
+  return data::ImageProcessor::from_json(it->second, origin);
 }
 
 }  // namespace tfm::decode

@@ -99,7 +99,6 @@ Exported bert(models::StackConfig c, io::NamedTensors params, const std::string&
 Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const VitLabels& labels, const std::string& origin) {
   const std::vector<std::string>& classes = labels.names;
   refuse_unless(c.norm_first && c.final_norm, origin, "norm_first false or final_norm false (ViT is pre-norm with a final LayerNorm)", "vit");
-  refuse_unless(c.classes > 0 && !c.distilled && !c.pooler, origin, "a base, a pooler or DeiT's distillation token (tfm exports ViTForImageClassification)", "vit");
   json id2label = json::object(), label2id = json::object();
   for (int64_t i = 0; i < c.classes; ++i) {
     const std::string name = i < static_cast<int64_t>(classes.size()) ? classes[static_cast<size_t>(i)] : "LABEL_" + std::to_string(i);
@@ -119,6 +118,7 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
                                               {"size", {{"height", c.image_size}, {"width", c.image_size}}}, {"resample", 2},
                                               {"do_rescale", true}, {"rescale_factor", 1.0 / 255.0}, {"do_normalize", true},
                                               {"image_mean", half}, {"image_std", half}};
+  refuse_unless(c.classes > 0 && !c.distilled && !c.pooler, origin, "a base, a pooler or DeiT's distillation token (tfm exports ViTForImageClassification)", "vit");
   e.tensors = to_hf(params, vit_rules(c, "vit."), origin);
   return e;
 }

@@ -7,6 +7,18 @@
 
 namespace tfm::models {
 
+namespace {
+
+// What Hugging Face's ViT variants add to tfm's: DeiT's distillation token, its position and
+// its classifier, ViTModel's pooler (a base's missing classifier counts 0 in classes).
+int64_t hf_vit_floats(const StackConfig& c) {
+  if (c.family != "vit") return 0;
+  const int64_t distillation = c.distilled ? 2 * c.d_model + (c.distill_head ? (c.d_model + 1) * c.classes : 0) : 0;
+  return distillation + (c.pooler ? (c.d_model + 1) * c.d_model : 0);
+}
+
+}  // namespace
+
 std::string StackConfig::to_json() const {
   nlohmann::json j = {{"family", family},   {"d_model", d_model}, {"heads", heads},     {"d_ff", d_ff},
                       {"layers", layers},   {"dropout", dropout}, {"activation", nn::to_string(activation)},
@@ -102,18 +114,6 @@ void StackConfig::validate(const std::string& origin) const {
   }
   check_weight_floats(origin, weight_floats(), family == "vit" ? "image_size, patch, d_model, d_ff and layers" : "vocab, max_len, d_model, d_ff and layers");
 }
-
-namespace {
-
-// What Hugging Face's ViT variants add to tfm's: DeiT's distillation token, its position and
-// its classifier, ViTModel's pooler (a base's missing classifier counts 0 in classes).
-int64_t hf_vit_floats(const StackConfig& c) {
-  if (c.family != "vit") return 0;
-  const int64_t distillation = c.distilled ? 2 * c.d_model + (c.distill_head ? (c.d_model + 1) * c.classes : 0) : 0;
-  return distillation + (c.pooler ? (c.d_model + 1) * c.d_model : 0);
-}
-
-}  // namespace
 
 // The layers and final LayerNorm, then the family's inputs and outputs: patch projection,
 // [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
