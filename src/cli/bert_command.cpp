@@ -1,6 +1,5 @@
 // `tfm bert train`: a BERT-style encoder with the masked-language-model objective.
-// `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled), or image
-// vectors from a ViT (vit_command.cpp).
+// `tfm embed`: sentence vectors from a trained encoder ([CLS] or mean-pooled).
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -37,14 +36,14 @@ void add_bert_command(CLI::App& app, int& exit_code) {
 void add_embed_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string checkpoint, input = "-", output = "-", spm, pool = "mean";
-    std::vector<std::string> images;  // a ViT's image files instead of text
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("embed", "Sentence vectors from an encoder from `tfm bert train`: one line of numbers per input line");
   add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm bert train` (e.g. runs/bert/best.safetensors)");
-  CLI::Option* input = cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
-  cmd->add_option("--image", o->images, "PNG or JPEG files, for a ViT (tfm's, or Hugging Face's ViT, ViTModel or DeiT): one vector per image")
-      ->excludes(input);
+  cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
+  auto images = std::make_shared<std::vector<std::string>>();  // a ViT's image files instead of text (vit_command.cpp)
+  cmd->add_option("--image", *images, "PNG or JPEG files, for a ViT (tfm's, or Hugging Face's ViT, ViTModel or DeiT): one vector per image")
+      ->excludes("--input");
   cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
       ->capture_default_str();
   cmd->add_option("--pool", o->pool, "mean: average of the token vectors; cls: the [CLS] vector. Images: pooler (ViTModel's pooler_output, "
@@ -52,11 +51,10 @@ void add_embed_command(CLI::App& app, int& exit_code) {
                                      "[CLS] state after the last LayerNorm, last_hidden_state[:, 0]; the default otherwise)")
       ->capture_default_str()->check(CLI::IsMember({"mean", "cls", "pooler"}));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
-  cmd->callback([o, cmd, &exit_code] {
+  cmd->callback([o, images, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
-    if (!o->images.empty()) {
-      const bool pool_given = cmd->get_option("--pool")->count() > 0;
-      out.write(image_features(o->checkpoint, o->images, pool_given ? o->pool : "", *cmd));
+    if (!images->empty()) {
+      out.write(image_features(o->checkpoint, *images, cmd->get_option("--pool")->count() ? o->pool : "", *cmd));
       out.finish();
       exit_code = 0;
       return;
