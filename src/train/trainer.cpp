@@ -161,6 +161,12 @@ bool Trainer::validate(TrainingTask& task, double elapsed_s) {
   return false;
 }
 
+std::string TrainingTask::init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) {
+  (void)rng;
+  io::load_parameters(model().named_parameters(), file, origin);
+  return "";
+}
+
 tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
   model.products().set_precision(precision_);
@@ -174,10 +180,10 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   if (resumed_info_ && !o_.init_from.empty()) {
     task.check_resumable(*resumed_info_, o_.init_from);
     Rng init(o_.seed);
-    task.load_initial(resumed_file_, o_.init_from, init);  // a checkpoint's optimizer moments are left
+    const std::string how = task.init_from(resumed_file_, o_.init_from, init);  // a checkpoint's optimizer moments are left
     resumed_file_ = {}, resumed_info_.reset();  // a fresh run from here on
     state_.dropout_rng = o_.seed * 7919 + 1;
-    out_ << "initialised from " << o_.init_from << "\n";
+    out_ << "initialised from " << o_.init_from << how << "\n";
   } else if (resumed_info_) {
     task.check_resumable(*resumed_info_, o_.resume);
     io::load_parameters(model.named_parameters(), resumed_file_, o_.resume);

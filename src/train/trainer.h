@@ -70,12 +70,10 @@ class TrainingTask {
   virtual io::Checkpoint describe() const = 0;
   // Refuses a checkpoint the task cannot continue (e.g. other vocabularies).
   virtual void check_resumable(const io::Checkpoint& saved, const std::string& origin) const { (void)saved, (void)origin; }
-  // The weights --init-from starts from: every parameter as saved, unless the task starts
-  // some afresh from `rng` (a classifier new to a ViT base).
-  virtual void load_initial(const io::SafeTensors& file, const std::string& origin, Rng& rng) {
-    (void)rng;
-    io::load_parameters(model().named_parameters(), file, origin);
-  }
+  // A fine-tuning run's first weights, from `file` (--init-from): every parameter of the
+  // model from the file; a task whose model differs from the file's in a part (a new
+  // classifier) initialises that part from `rng` instead. Returns what it did, for the log.
+  virtual std::string init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng);
   // Prepares epoch `epoch` (from 1) and returns its number of batches. The batch
   // order must depend only on (seed, epoch) so that a resumed run sees the same data.
   virtual int64_t begin_epoch(int64_t epoch, uint64_t seed) = 0;

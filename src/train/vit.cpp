@@ -165,7 +165,7 @@ class VitTraining : public TrainingTask {
   // `initialising`: `resumed` is --init-from's, not --resume's.
   VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, bool initialising,
               std::ostream& out)
-      : o_(o), out_(out) {
+      : o_(o) {
     const ModelSettings settings(o.config, o.model);
     models::StackConfig config = settings.over(default_vit());
     const std::optional<Folders> folders = image_folders(o);
@@ -206,8 +206,8 @@ class VitTraining : public TrainingTask {
   }
 
   // A base's weights under a new classifier, drawn from `rng` (its pooler left out).
-  void load_initial(const io::SafeTensors& file, const std::string& origin, Rng& rng) override {
-    if (file.find("head.weight")) return TrainingTask::load_initial(file, origin, rng);
+  std::string init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) override {
+    if (file.find("head.weight")) return TrainingTask::init_from(file, origin, rng);
     model_->init_parameters(rng);
     io::NamedTensors kept;
     for (const auto& [name, p] : model_->named_parameters())
@@ -215,7 +215,7 @@ class VitTraining : public TrainingTask {
     io::SafeTensors base = file;
     std::erase_if(base.tensors, [](const auto& t) { return t.first.starts_with("pooler."); });
     io::load_parameters(kept, base, origin);
-    out_ << "a new classifier of " << count_of(model_->config().classes, "class", "classes") << " over the base " << origin << "\n";
+    return ": a base, under a new classifier of " + count_of(model_->config().classes, "class", "classes");
   }
 
   std::string unit() const override { return "img"; }
@@ -277,7 +277,6 @@ class VitTraining : public TrainingTask {
   }
 
   const tfm::VitTask& o_;
-  std::ostream& out_;
   std::vector<std::string> classes_;  // an image folder's class names; empty for MNIST-style files
   std::optional<data::ImageProcessor> processor_;  // a Hugging Face model's, which prepares its images
   VitData data_;
