@@ -31,7 +31,7 @@ namespace tfm {
 namespace {
 
 constexpr double kTol = 1e-4;
-const char* const kFixtures[] = {"vit_base_tiny", "vit_deit_processor_tiny", "deit_distilled_tiny"};
+const char* const kFixtures[] = {"vit_base_tiny", "vit_deit_processor_tiny", "deit_distilled_tiny", "deit_base_tiny"};
 
 std::string dir_of(const std::string& fixture) { return testing::fixture_path("hf/" + fixture); }
 
@@ -124,13 +124,16 @@ TEST(HfVit, ProcessorRefusalsAreOneLineNamingTheSetting) {
 
 // ---- The models ----
 
-TEST(HfVit, BaseGivesLastHiddenStateAndPoolerOutput) {
-  const auto model = load("vit_base_tiny");
-  EXPECT_FALSE(model->has_classifier());
-  autograd::NoGradGuard no_grad;
-  const Tensor hidden = model->hidden_states(reference("vit_base_tiny", "pixel_values"));
-  EXPECT_TENSOR_NEAR("last_hidden_state", hidden, reference("vit_base_tiny", "last_hidden_state"), kTol);
-  EXPECT_TENSOR_NEAR("pooler_output", model->pooled(hidden), reference("vit_base_tiny", "pooler_output"), kTol);
+// ViTModel and DeiTModel (its distillation token, no "deit." prefix either).
+TEST(HfVit, BasesGiveLastHiddenStateAndPoolerOutput) {
+  for (const std::string fixture : {"vit_base_tiny", "deit_base_tiny"}) {
+    const auto model = load(fixture);
+    EXPECT_FALSE(model->has_classifier());
+    autograd::NoGradGuard no_grad;
+    const Tensor hidden = model->hidden_states(reference(fixture, "pixel_values"));
+    EXPECT_TENSOR_NEAR(fixture + " last_hidden_state", hidden, reference(fixture, "last_hidden_state"), kTol);
+    EXPECT_TENSOR_NEAR(fixture + " pooler_output", model->pooled(hidden), reference(fixture, "pooler_output"), kTol);
+  }
 }
 
 TEST(HfVit, DeitProcessorViTAndDistilledDeitGiveTransformersLogits) {

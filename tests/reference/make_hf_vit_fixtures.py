@@ -20,6 +20,9 @@ written as the Hub's are, where noted), two PNG images, reference.json and refer
   token, two classifiers averaged; DeiTImageProcessor saved by save_pretrained (size {"height": 40, "width":
   36}, crop 32, bicubic, ImageNet mean and std). References: pixel_values, last_hidden_state, logits,
   cls_logits, distillation_logits.
+- deit_base_tiny: DeiTModel (its pooler, no classifier, no "deit." prefix); DeiTImageProcessor with its own
+  defaults but the sizes (36 x 36, crop 32: mean and std 0.5). References: pixel_values, last_hidden_state,
+  pooler_output.
 
 The images: image0 is 24 x 32 (height x width: enlarged by every resize), image1 is 48 x 44 (shrunk); smooth
 gradients plus noise from numpy's seed 0, so that bicubic's overshoot is clipped somewhere.
@@ -37,7 +40,7 @@ import numpy as np  # noqa: E402
 import PIL  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
-from transformers import (AutoImageProcessor, DeiTConfig, DeiTForImageClassificationWithTeacher, DeiTImageProcessor,  # noqa: E402
+from transformers import (AutoImageProcessor, DeiTConfig, DeiTForImageClassificationWithTeacher, DeiTImageProcessor, DeiTModel,  # noqa: E402
                           ViTConfig, ViTForImageClassification, ViTImageProcessor, ViTModel)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -136,6 +139,9 @@ def main():
          lambda d: DeiTImageProcessor(size={"height": 40, "width": 36}, crop_size={"height": 32, "width": 32}, image_mean=IMAGENET_MEAN,
                                       image_std=IMAGENET_STD).save_pretrained(d),
          ["logits", "cls_logits", "distillation_logits"])
+    make("deit_base_tiny", seeded(DeiTModel, tiny(DeiTConfig)), DeiTModel,
+         lambda d: DeiTImageProcessor(size={"height": 36, "width": 36}, crop_size={"height": 32, "width": 32}).save_pretrained(d),
+         ["last_hidden_state", "pooler_output"])
 
 
 if __name__ == "__main__":
