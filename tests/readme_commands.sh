@@ -24,7 +24,7 @@ ln -s "$root/tests" "$work/checkout/tests"  # tests/fixtures/hf: the repository'
 ln -s "$shared" "$work/shared"
 cd "$work/checkout"
 
-# Sizes only: steps, model sizes, vocabulary size, sentences and images read, tokens
+# Sizes only (a fine-tune from a Hugging Face directory keeps its model's sizes): steps, model sizes, vocabulary size, sentences and images read, tokens
 # generated, checkpoints kept and averaged; and a server's port, 0 (any free one), so that a busy 8080 cannot fail it.
 tiny_model="--layers 1 --d-model 32 --heads 2 --d-ff 64"
 substitute() {
@@ -39,7 +39,8 @@ substitute() {
     -e 's/(zcat [^ ]*test_2016_flickr\.[a-z]+\.gz) /\1 | head -5 /' \
     -e 's/^build\/tfm train$/build\/tfm train --steps 20/' \
     -e "s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2 $tiny_model/" \
-    -e "s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/" \
+    -e "/--init-from/! s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/" \
+    -e "/--init-from/ s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2/" \
     -e 's/(build\/tfm serve .*)--port [0-9]+/\1--port 0/' \
     -e "s/^mpirun (-np [0-9]+ build\/tfm .*(lm|bert) train .*)$/mpirun $mpirun_root\\1 --steps 2 --validate-every 2 $tiny_model/"
 }

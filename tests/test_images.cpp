@@ -216,8 +216,8 @@ TEST(ImageProcessor, ReadsEveryFieldAndRefusesWhatItCannotReproduce) {
   EXPECT_EQ(data::ImageProcessor::from_json("{}", "p").height, 224);  // ViTImageProcessor's own defaults
   const std::pair<const char*, const char*> refused[] = {
       {R"({"resample": 1})", "p: 'resample' 1 (Lanczos) is not supported: tfm resizes with Pillow's bilinear (2) or bicubic (3) filter"},
-      {R"({"size": {"shortest_edge": 224}})", "p: 'size' must be {\"height\": H, \"width\": W} or a number"},
-      {R"({"image_processor_type": "DeiTImageProcessor"})", "p: image_processor_type \"DeiTImageProcessor\" is not ViTImageProcessor"},
+      {R"({"size": {"longest_edge": 224}})", "p: 'size' must be {\"height\": H, \"width\": W}, {\"shortest_edge\": N} or a number"},
+      {R"({"image_processor_type": "BeitImageProcessor"})", "p: image_processor_type \"BeitImageProcessor\" is not supported"},
       {R"({"do_resize": 1})", "p: 'do_resize' must be true or false, not 1"},
       {R"({"image_std": [0.5, 0]})", "p: 'image_std' holds a zero"},
       {"[1]", "p: not a JSON object"},

@@ -128,6 +128,12 @@ TEST(Limits, WeightCountCoversEveryFamilysParameters) {
   models::StackConfig vit = models::StackConfig::from_json(R"({"image_size": 8, "patch": 2, "channels": 3, "classes": 5, "d_model": 16,
                                                                "heads": 2, "d_ff": 24, "layers": 2})", "v", "vit");
   EXPECT_EQ(vit.weight_floats(), models::ViT(vit).num_parameters());
+  // Hugging Face's variants: a base with its pooler (no classifier), a distilled DeiT with two heads.
+  for (const char* variant : {R"("classes": 0, "pooler": true)", R"("classes": 5, "distilled": true, "distill_head": true)"}) {
+    const models::StackConfig v = models::StackConfig::from_json(
+        std::string(R"({"image_size": 8, "patch": 2, "d_model": 16, "heads": 2, "d_ff": 24, "layers": 2, )") + variant + "}", "v", "vit");
+    EXPECT_EQ(v.weight_floats(), models::ViT(v).num_parameters()) << variant;
+  }
 }
 
 // --- D11: only regular files of bounded size are read ---------------------------

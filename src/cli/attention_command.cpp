@@ -50,7 +50,7 @@ void run_vit(const Options& o, const CLI::App& cmd) {
   const int64_t predicted = std::max_element(logits.data(), logits.data() + c.classes) - logits.data();
   const std::string label = class_name(test.labels[static_cast<size_t>(o.image)], vit.classes.names, c.classes, o.data_dir),
                     guess = class_name(predicted, vit.classes.names, c.classes, o.data_dir);
-  const Tensor attention = models::cls_attention(maps.self[static_cast<size_t>(layer)]);  // [1, patches]
+  const Tensor attention = models::cls_attention(maps.self[static_cast<size_t>(layer)], c.vit_tokens() - c.patches());  // [1, patches]
   const std::vector<uint8_t> pixels(test.pixels.begin() + o.image * test.rows * test.cols,
                                     test.pixels.begin() + (o.image + 1) * test.rows * test.cols);
   const int grid = static_cast<int>(c.image_size / c.patch);

@@ -179,16 +179,28 @@ void add_embed_command(CLI::App& app, int& exit_code) {
                                               "sentence-transformers directory): one line of numbers per input line");
   add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm bert train` (e.g. runs/bert/best.safetensors)");
   cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
+  auto images = std::make_shared<std::vector<std::string>>();  // a ViT's image files instead of text (vit_command.cpp)
+  cmd->add_option("--image", *images, "PNG or JPEG files, for a ViT (tfm's, or Hugging Face's ViT, ViTModel or DeiT): one vector per image")
+      ->excludes("--input");
   cmd->add_option("--output,-o", o->output, "Vectors, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
       ->capture_default_str();
   cmd->add_option("--pool", o->pool,
-                  "mean or max: over every token vector the encoder read, [CLS] and [SEP] included (as sentence-transformers pools); "
-                  "cls: the [CLS] vector (default: a sentence-transformers directory's own pooling, else mean)")
-      ->check(CLI::IsMember({"mean", "cls", "max"}));
+                  "Sentences: mean or max over every token vector the encoder read, [CLS] and [SEP] included (as sentence-transformers "
+                  "pools), or cls, the [CLS] vector (default: a sentence-transformers directory's own pooling, else mean). Images: pooler "
+                  "(ViTModel's pooler_output, tanh of a dense layer on the final [CLS]; the default where the model has a pooler) or cls "
+                  "(the final [CLS] state after the last LayerNorm, last_hidden_state[:, 0]; the default otherwise)")
+      ->check(CLI::IsMember({"mean", "cls", "max", "pooler"}));
   cmd->add_flag("--normalize", o->normalize, "Scale each vector to length 1 (a sentence-transformers directory with a Normalize module always does)");
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
-  cmd->callback([o, cmd, &exit_code] {
+  cmd->callback([o, images, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
+    if (!images->empty()) {
+      TFM_CHECK(!o->normalize, "--normalize scales sentence vectors; image features are written as the model gives them");
+      out.write(image_features(o->checkpoint, *images, cmd->get_option("--pool")->count() ? o->pool : "", *cmd));
+      out.finish();
+      exit_code = 0;
+      return;
+    }
     const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
     data::LineReader in(o->input);
     int64_t truncated = 0;

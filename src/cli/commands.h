@@ -59,8 +59,13 @@ void use_for_inference(nn::Module& model, const CLI::App& cmd);
 struct LoadedVit {
   std::unique_ptr<models::ViT> model;
   decode::VitClasses classes;
+  std::optional<data::ImageProcessor> processor;  // a Hugging Face model's
 };
 LoadedVit load_vit(const std::string& path);
+
+// `tfm embed --image`: one line of numbers per image file, the ViT's features pooled by
+// `pool` ("pooler" or "cls"; "": the model's default, tfm::Classifier::embed).
+std::string image_features(const std::string& checkpoint, const std::vector<std::string>& files, const std::string& pool, const CLI::App& cmd);
 
 // A label's class name: its name in `names` (a model's); without names (of `classes`),
 // Fashion-MNIST's names for a 10-class set in a directory named "fashion...", else the number.

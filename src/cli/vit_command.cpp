@@ -1,7 +1,9 @@
 // `tfm vit train` / `tfm vit eval`: a Vision Transformer on an MNIST-style image set or a
 // folder of PNG and JPEG images.
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "cli/commands.h"
@@ -55,7 +57,8 @@ data::ImageSet test_images(const LoadedVit& vit, const std::string& data_dir) {
   if (vit.classes.resizes) {
     TFM_CHECK(!data::holds_idx_files(data_dir), data_dir << ": MNIST-style files, but the model was trained on an image folder "
                                                              "(evaluate it on one: --data DIR/<class>/<image>.png|jpg|jpeg)");
-    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.classes.names, "the model"), c.channels, c.image_size);
+    return data::load_images(data::relabelled(data::scan_image_folder(data_dir), vit.classes.names, "the model"), c.channels, c.image_size,
+                             vit.processor);
   }
   const data::ImageSet test = data::read_image_split(data_dir, /*train=*/false, c.classes);
   TFM_CHECK(test.rows == c.image_size && test.cols == c.image_size,
@@ -90,6 +93,14 @@ std::string classify_files(const EvalOptions& e, const CLI::App& cmd) {
   return lines;
 }
 
+// A number as `tfm embed` writes its vectors: 6 significant digits.
+std::string vector_line(const float* v, int64_t n) {
+  std::ostringstream line;
+  line << std::setprecision(6);
+  for (int64_t i = 0; i < n; ++i) line << (i ? " " : "") << v[i];
+  return line.str() + "\n";
+}
+
 void add_eval_command(CLI::App* vit, int& exit_code) {
   auto e = std::make_shared<EvalOptions>();
   CLI::App* eval = vit->add_subcommand("eval", "Test accuracy and confusion matrix of a trained ViT, or the classes of image files");
@@ -106,6 +117,7 @@ void add_eval_command(CLI::App* vit, int& exit_code) {
       out.write(classify_files(*e, *eval));
     } else {
       const LoadedVit vit = load_vit(e->checkpoint);
+      TFM_CHECK(vit.model->has_classifier(), e->checkpoint << ": " << Classifier::kNoClassifier);
       use_for_inference(*vit.model, *eval);
       const data::ImageSet test = test_images(vit, e->data_dir);
       const training::Evaluation evaluation = training::evaluate_images(*vit.model, test, 0, test.count);
@@ -125,9 +137,21 @@ std::string class_name(int64_t label, const std::vector<std::string>& names, int
   return label >= 0 && label < static_cast<int64_t>(idx.size()) ? idx[static_cast<size_t>(label)] : std::to_string(label);
 }
 
+std::string image_features(const std::string& checkpoint, const std::vector<std::string>& files, const std::string& pool, const CLI::App& cmd) {
+  TFM_CHECK(pool != "mean", "--pool mean is for text; a ViT's image vectors are pooled by pooler or cls");
+  const Classifier vit(checkpoint, {"", to_string(precision_flag(cmd)), device_flag(cmd)});
+  std::string lines;
+  for (const std::string& file : files) {
+    const Embeddings e = vit.embed(file_pixels(vit, file), 1, pool);
+    lines += vector_line(e.values.data(), e.dim);
+  }
+  return lines;
+}
+
 LoadedVit load_vit(const std::string& path) {
   decode::FamilyCheckpoint c = decode::open_family_checkpoint(path, "vit", "a ViT from `tfm vit train`");
-  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_vit_classes(c.file.metadata, c.config.classes, path)};
+  LoadedVit vit{std::make_unique<models::ViT>(c.config), decode::recorded_vit_classes(c.file.metadata, c.config.classes, path),
+                decode::recorded_image_processor(c.file.metadata, path)};
   io::load_parameters(vit.model->named_parameters(), c.file, path);
   vit.model->eval();
   return vit;

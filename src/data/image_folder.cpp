@@ -103,13 +103,15 @@ std::pair<ImageFolder, ImageFolder> hold_out(const ImageFolder& folder, double f
   return {subset(folder, kept), subset(folder, held)};
 }
 
-ImageSet load_images(const ImageFolder& folder, int64_t channels, int64_t size) {
+ImageSet load_images(const ImageFolder& folder, int64_t channels, int64_t size, const std::optional<ImageProcessor>& processor) {
   const int64_t n = static_cast<int64_t>(folder.files.size()), bytes = channels * size * size;
-  ImageSet set{n, channels, size, size, std::vector<uint8_t>(static_cast<size_t>(n * bytes)), folder.labels};
+  ImageSet set{n, channels, size, size, std::vector<uint8_t>(static_cast<size_t>(n * bytes)), folder.labels, processor};
   std::vector<std::string> errors(static_cast<size_t>(n));  // an exception must not leave an OpenMP region
   parallel_for(n, n > 1, [&](int64_t i) {
     try {
-      const std::vector<uint8_t> pixels = vit_pixels(read_image(folder.files[static_cast<size_t>(i)]), channels, size);
+      const std::string& file = folder.files[static_cast<size_t>(i)];
+      const std::vector<uint8_t> pixels = processor ? processor->pixels(read_image(file), channels) : vit_pixels(read_image(file), channels, size);
+      TFM_CHECK(static_cast<int64_t>(pixels.size()) == bytes, file << ": the model's image processor does not make it " << size << "x" << size << " pixels");
       std::copy(pixels.begin(), pixels.end(), set.pixels.begin() + i * bytes);
     } catch (const std::exception& e) {
       errors[static_cast<size_t>(i)] = e.what();

@@ -33,8 +33,9 @@ ImageFolder relabelled(ImageFolder folder, const std::vector<std::string>& class
 // evenly spaced in sorted order: with 0.1, the 10th, 20th, ... of each class.
 std::pair<ImageFolder, ImageFolder> hold_out(const ImageFolder& folder, double fraction);
 
-// Every image decoded, converted and resized as a ViT takes it (vit_pixels), on every
-// thread; an image that cannot be read is an error naming it.
-ImageSet load_images(const ImageFolder& folder, int64_t channels, int64_t size);
+// Every image decoded, converted and resized as a ViT takes it (vit_pixels, or a Hugging Face
+// model's `processor`, whose images must come out size x size), on every thread; an image
+// that cannot be read is an error naming it.
+ImageSet load_images(const ImageFolder& folder, int64_t channels, int64_t size, const std::optional<ImageProcessor>& processor = std::nullopt);
 
 }  // namespace tfm::data

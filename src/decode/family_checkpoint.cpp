@@ -49,4 +49,10 @@ FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::stri
   return c;
 }
 
+std::optional<data::ImageProcessor> recorded_image_processor(const std::map<std::string, std::string>& metadata, const std::string& origin) {
+  const auto it = metadata.find(kImageProcessorKey);
+  if (it == metadata.end()) return std::nullopt;
+  return data::ImageProcessor::from_json(it->second, origin);
+}
+
 }  // namespace tfm::decode

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "data/image_processor.h"
 #include "data/tokenizer.h"
 #include "io/checkpoint.h"
 #include "models/stack_config.h"
@@ -29,6 +30,11 @@ inline constexpr const char* kImageFolderKey = "tfm.image_folder";
 // images of its own size, unresized.
 inline constexpr const char* kIdxClassesKey = "tfm.idx_classes";
 std::string classes_record(const std::vector<std::string>& classes);
+// A Hugging Face ViT's image processor (data::ImageProcessor::to_json), where its directory
+// has one: how the model takes an image. A checkpoint without it takes tfm's own pixels
+// (data::vit_pixels, ops::from_pixels).
+inline constexpr const char* kImageProcessorKey = "tfm.image_processor";
+std::optional<data::ImageProcessor> recorded_image_processor(const std::map<std::string, std::string>& metadata, const std::string& origin);
 // The class names recorded under `key` (empty where none), checked to be `classes` names.
 std::vector<std::string> recorded_classes(const std::map<std::string, std::string>& metadata, int64_t classes, const std::string& origin,
                                           const char* key = kImageFolderKey);

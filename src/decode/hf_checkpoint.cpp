@@ -30,20 +30,21 @@ std::vector<std::string> class_names(const hf::Directory& d, int64_t classes) {
   return names;
 }
 
-// tfm's ViTs take an image resized (Pillow's bilinear filter) to the model's size, as
-// pixels / 127.5 - 1: ViTImageProcessor with its defaults. Other settings are refused by name.
+// The image processor of preprocessor_config.json (DeiT's where the model is a deit and the
+// file names none), which the classifier records and prepares images by. One whose images
+// are not of the model's size, or whose mean and standard deviation are not one per channel,
+// is refused. None: tfm's own (bilinear, pixels / 127.5 - 1), ViTImageProcessor's defaults.
 void check_image_processor(const hf::Directory& d, int64_t image_size) {
   if (!d.has("preprocessor_config.json")) return;
-  const data::ImageProcessor p = data::ImageProcessor::read(d.file("preprocessor_config.json"));
-  const auto refuse_unless = [&](bool ok, const std::string& setting) {
-    TFM_CHECK(ok, d.file("preprocessor_config.json") << ": " << setting << " is not supported (tfm's ViT takes images resized to "
-                                                      << image_size << "x" << image_size << " by Pillow's bilinear filter, as pixels / 127.5 - 1)");
-  };
-  refuse_unless(p.do_resize && p.height == image_size && p.width == image_size, "the size (or do_resize false)");
-  refuse_unless(p.resample == data::Resample::Bilinear, "resample 3 (bicubic)");
-  refuse_unless(p.do_rescale && p.rescale_factor == 1.0 / 255 && p.do_normalize, "rescaling or normalising other than ViT's");
+  const std::string file = d.file("preprocessor_config.json");
+  const data::ImageProcessor p = data::ImageProcessor::read(file, d.model_type);
+  const auto [h, w] = p.output_size(image_size, image_size);
+  TFM_CHECK(h == image_size && w == image_size, file << ": makes images of " << w << "x" << h << " pixels, but config.json's image_size is "
+                                                     << image_size << " (the size, crop_size or do_resize is not this model's)");
+  const int64_t channels = hf::setting<int64_t>(d, "num_channels", 3);
   for (const std::vector<float>* v : {&p.image_mean, &p.image_std})
-    for (float x : *v) refuse_unless(x == 0.5f, "image_mean or image_std other than 0.5");
+    TFM_CHECK(v->size() == 1 || static_cast<int64_t>(v->size()) == channels,
+              file << ": image_mean and image_std need 1 or " << channels << " values (config.json's num_channels), not " << v->size());
 }
 
 // A tokenizer of more tokens than the model's vocabulary would hand it ids it has no row
@@ -142,7 +143,10 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     check_image_processor(d, config.at("image_size").get<int64_t>());
     // Its labels; images resized, unless tfm exported it from MNIST-style files' training.
     const bool mnist_style = d.config.value("tfm_mnist_style", nlohmann::json(false)) == true;
-    meta[mnist_style ? kIdxClassesKey : kImageFolderKey] = classes_record(class_names(d, config.at("classes").get<int64_t>()));
+    const int64_t classes = config.at("classes").get<int64_t>();  // 0: a base, which has none
+    if (classes > 0) meta[mnist_style ? kIdxClassesKey : kImageFolderKey] = classes_record(class_names(d, classes));
+    if (d.has("preprocessor_config.json"))  // (checked above)
+      meta[kImageProcessorKey] = data::ImageProcessor::read(d.file("preprocessor_config.json"), d.model_type).to_json();
   }
   return file;
 }

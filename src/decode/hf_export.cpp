@@ -96,6 +96,8 @@ void export_hf(const std::string& checkpoint, const std::string& dir) {
     const int end = data::Tokenizer::from_record(tokenizer->second, checkpoint).end_of_text();
     if (end >= 0) e.json_files["config.json"].update({{"bos_token_id", end}, {"eos_token_id", end}});
   }
+  const auto processor = info.metadata.find(kImageProcessorKey);  // a Hugging Face ViT's own, DeiT's or ImageNet's mean included
+  if (processor != info.metadata.end()) e.json_files["preprocessor_config.json"] = nlohmann::json::parse(processor->second);
   io::create_directories(dir);
   for (const auto& [name, j] : e.json_files) io::write_file_atomic(dir + "/" + name, j.dump(2) + "\n");
   io::write_safetensors(dir + "/model.safetensors", e.tensors, {{"format", "pt"}});  // transformers wants the format named

@@ -3,8 +3,8 @@
 // config.json (the architecture, `model_type` naming the family), the weights in
 // model.safetensors or pytorch_model.bin (torch.save's zip archive, read without Python),
 // or in shards listed by model.safetensors.index.json or pytorch_model.bin.index.json, and the
-// tokenizer's and image processor's files. tfm reads four families: marian (opus-mt),
-// gpt2, bert and vit.
+// tokenizer's and image processor's files. tfm reads the families marian (opus-mt),
+// gpt2, bert and vit (deit among them).
 #include <string>
 #include <type_traits>
 
@@ -18,7 +18,7 @@ namespace tfm::hf {
 struct Directory {
   std::string path;
   nlohmann::json config;   // config.json
-  std::string model_type;  // "marian", "gpt2", "bert" or "vit"
+  std::string model_type;  // "marian", "gpt2", "bert", "vit" or "deit"
 
   std::string file(const std::string& name) const { return path + "/" + name; }
   bool has(const std::string& name) const;

@@ -137,7 +137,8 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
                                               {"size", {{"height", c.image_size}, {"width", c.image_size}}}, {"resample", 2},
                                               {"do_rescale", true}, {"rescale_factor", 1.0 / 255.0}, {"do_normalize", true},
                                               {"image_mean", half}, {"image_std", half}};
-  e.tensors = to_hf(params, vit_rules(c), origin);
+  refuse_unless(c.classes > 0 && !c.distilled && !c.pooler, origin, "a base, a pooler or DeiT's distillation token (tfm exports ViTForImageClassification)", "vit");
+  e.tensors = to_hf(params, vit_rules(c, "vit."), origin);
   return e;
 }
 

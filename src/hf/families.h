@@ -28,9 +28,12 @@ bool bert_ignored(const std::string& name);
 // "bert." as the task models (BertForPreTraining, BertForMaskedLM) save, "" as BertModel does.
 std::string bert_prefix(const io::NamedTensors& weights);
 
-models::StackConfig vit_config(const Directory& d);
-std::vector<TensorRule> vit_rules(const models::StackConfig& c);
+// ViT and DeiT (model_type vit or deit): the heads the stored tensors hold.
+models::StackConfig vit_config(const Directory& d, const io::NamedTensors& weights);
+std::vector<TensorRule> vit_rules(const models::StackConfig& c, const std::string& prefix);
 bool vit_ignored(const std::string& name);
+// "vit." or "deit." as the task models save, "" as ViTModel and DeiTModel do.
+std::string vit_prefix(const Directory& d, const io::NamedTensors& weights);
 
 // nn::Activation's name for a Hugging Face activation_function / hidden_act.
 std::string activation(const Directory& d, const char* key, const std::string& fallback);

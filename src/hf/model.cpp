@@ -79,8 +79,8 @@ io::SafeTensors convert(const Directory& d) {
     const io::NamedTensors shapes = models::BERT(c, setting<int>(d, "pad_token_id", 0)).named_parameters();
     return checkpoint("bert", c.to_json(), to_tfm(hf, bert_rules(c, bert_prefix(hf)), shapes, bert_ignored, origin));
   }
-  const models::StackConfig c = vit_config(d);  // open() admits these four only
-  return checkpoint("vit", c.to_json(), to_tfm(hf, vit_rules(c), models::ViT(c).named_parameters(), vit_ignored, origin));
+  const models::StackConfig c = vit_config(d, hf);  // open() admits vit and deit only besides
+  return checkpoint("vit", c.to_json(), to_tfm(hf, vit_rules(c, vit_prefix(d, hf)), models::ViT(c).named_parameters(), vit_ignored, origin));
 }
 
 }  // namespace tfm::hf

@@ -7,6 +7,18 @@
 
 namespace tfm::models {
 
+namespace {
+
+// What Hugging Face's ViT variants add to tfm's: DeiT's distillation token, its position and
+// its classifier, ViTModel's pooler (a base's missing classifier counts 0 in classes).
+int64_t hf_vit_floats(const StackConfig& c) {
+  if (c.family != "vit") return 0;
+  const int64_t distillation = c.distilled ? 2 * c.d_model + (c.distill_head ? (c.d_model + 1) * c.classes : 0) : 0;
+  return distillation + (c.pooler ? (c.d_model + 1) * c.d_model : 0);
+}
+
+}  // namespace
+
 std::string StackConfig::to_json() const {
   nlohmann::json j = {{"family", family},   {"d_model", d_model}, {"heads", heads},     {"d_ff", d_ff},
                       {"layers", layers},   {"dropout", dropout}, {"activation", nn::to_string(activation)},
@@ -27,12 +39,15 @@ std::string StackConfig::to_json() const {
   if (classifies_text()) j["classes"] = classes;
   if (multi_label != d.multi_label) j["multi_label"] = multi_label;
   if (scores_by_layer != d.scores_by_layer) j["scores_by_layer"] = scores_by_layer;
+  if (distilled != d.distilled) j["distilled"] = distilled;
+  if (distill_head != d.distill_head) j["distill_head"] = distill_head;
   return j.dump();
 }
 
 StackConfig StackConfig::from_json(const std::string& text, const std::string& origin, const std::string& family, StackConfig base,
                                    bool validate) {
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
+                              "distilled", "distill_head",
                               "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
                               "pooler", "scores_by_layer", "head", "multi_label"});
   StackConfig c = std::move(base);
@@ -53,6 +68,8 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("channels", c.channels);
   f.read("patch", c.patch);
   f.read("classes", c.classes);
+  f.read("distilled", c.distilled);
+  f.read("distill_head", c.distill_head);
   f.read("norm_eps", c.norm_eps);
   f.read("final_norm", c.final_norm);
   f.read("type_vocab", c.type_vocab);
@@ -66,7 +83,7 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
 StackConfig StackConfig::validated(const std::string& origin) const {
   validate(origin);
   StackConfig c = *this;
-  if (c.family == "vit") c.max_len = c.patches() + 1;
+  if (c.family == "vit") c.max_len = c.vit_tokens();
   return c;
 }
 
@@ -85,7 +102,9 @@ void StackConfig::validate(const std::string& origin) const {
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
   TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   check_range(origin, "type_vocab", type_vocab, 0, family == "bert" ? 1024 : 0);
-  TFM_CHECK(!pooler || family == "bert", origin << ": pooler is a setting of bert, not " << family);
+  TFM_CHECK(!pooler || family == "bert" || family == "vit", origin << ": pooler is a setting of bert and vit, not " << family);
+  TFM_CHECK((!distilled && !distill_head) || family == "vit", origin << ": distilled and distill_head are settings of vit, not " << family);
+  TFM_CHECK(distilled || !distill_head, origin << ": distill_head needs distilled (the distillation token it reads)");
   TFM_CHECK(!scores_by_layer || family == "gpt", origin << ": scores_by_layer is a setting of gpt, not " << family);
   if (family == "bert") validate_bert_head(origin);
   if (family == "vit") {
@@ -93,7 +112,8 @@ void StackConfig::validate(const std::string& origin) const {
     check_range(origin, "patch", patch, 1, image_size);
     TFM_CHECK(image_size % patch == 0, origin << ": image_size " << image_size << " is not a multiple of patch " << patch);
     check_range(origin, "channels", channels, 1, kMaxChannels);
-    check_range(origin, "classes", classes, 2, kMaxVocab);
+    if (classes != 0) check_range(origin, "classes", classes, 2, kMaxVocab);  // 0: a base, without a classifier
+    TFM_CHECK(classes != 0 || !distill_head, origin << ": distill_head is a classifier, but classes is 0");
   } else {
     check_range(origin, "vocab", vocab, 1, kMaxVocab);
     check_range(origin, "max_len", max_len, 1, kMaxPositions);
@@ -113,7 +133,7 @@ void StackConfig::validate_bert_head(const std::string& origin) const {
 // [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
 // for gpt). The bounds validate() checks first keep every product far inside int64.
 int64_t StackConfig::weight_floats() const {
-  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0);
+  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0) + hf_vit_floats(*this);
   if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
   const bool mlm = family == "bert" && head == "mlm";
   const int64_t heads = (pooler ? d_model * d_model + d_model : 0) + (pooler && mlm ? 2 * d_model + 2 : 0) +  // pooler, next-sentence head

@@ -31,10 +31,16 @@ struct StackConfig {
   std::string head = "mlm";
   bool multi_label = false;        // bert "sequence": each label its own sigmoid (multi-label), not one softmax over them
   bool scores_by_layer = false;    // gpt: layer i's attention scores divided by i + 1 too (GPT-2's scale_attn_by_inverse_layer_idx)
+  // vit, Hugging Face's variants: `classes` 0 is a base without a classifier (ViTModel), and
+  // `pooler` its pooler (dense + tanh on [CLS]); `distilled`, DeiT's distillation token after
+  // [CLS], and `distill_head` its own classifier, whose logits are averaged with [CLS]'s
+  // (DeiTForImageClassificationWithTeacher).
+  bool distilled = false, distill_head = false;
 
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
   bool classifies_text() const { return family == "bert" && (head == "sequence" || head == "token"); }
   nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm}; }
+  int64_t vit_tokens() const { return patches() + 1 + (distilled ? 1 : 0); }  // vit: [CLS], [DIST] where distilled, the patches
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) for
   // `family`, which a "family" field must name if the text has one. Validates unless the

@@ -313,6 +313,22 @@ void bind_encoder_and_classifier(py::module_& m) {
             return out;
           },
           "image"_a, "An image as classify takes it, resized as `tfm vit eval -i` resizes it: a file's path or numpy pixels")
+      .def(
+          "embed",
+          [](const tfm::Classifier& c, const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& images, const std::string& pool) {
+            // [n, channels, size, size] uint8 pixels (pixels_of's, stacked) -> [n, dim]: "pooler" (pooler_output), "cls"
+            // (last_hidden_state[:, 0]), or "" (pooler where the model has one)
+            const std::vector<uint8_t> pixels(images.data(), images.data() + images.size());
+            const int64_t n = images.ndim() == 4 ? images.shape(0) : -1;  // any other shape: refused by embed's own check
+            tfm::Embeddings v;
+            {
+              py::gil_scoped_release release;
+              v = c.embed(pixels, n, pool);
+            }
+            return to_numpy(v.values, {static_cast<py::ssize_t>(v.count), static_cast<py::ssize_t>(v.dim)});
+          },
+          "images"_a, "pool"_a = "")
+      .def_property_readonly("has_classifier", &tfm::Classifier::has_classifier)
       .def_property_readonly("image_size", &tfm::Classifier::image_size)
       .def_property_readonly("channels", &tfm::Classifier::channels)
       .def_property_readonly("classes", &tfm::Classifier::classes)

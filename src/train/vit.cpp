@@ -41,7 +41,8 @@ Tensor image_batch(const data::ImageSet& set, const std::vector<int64_t>& indice
     for (int64_t r = 0; r < C * R; ++r)  // the rows of every channel
       for (int64_t c = 0; c < W; ++c) d[(i * C * R + r) * W + c] = img[r * W + (mirror ? W - 1 - c : c)];
   }
-  return ops::from_pixels(x);
+  if (!set.processor) return ops::from_pixels(x);
+  return Tensor::from_values({n, C, R, W}, set.processor->normalise(std::vector<uint8_t>(d, d + n * C * R * W), C, R, W));
 }
 
 std::vector<std::string> idx_class_names(const std::string& data_dir, int64_t classes) {
@@ -142,18 +143,28 @@ std::optional<Folders> image_folders(const tfm::VitTask& o) {
   return split_folder(o);
 }
 
-// A resumed run's model: the checkpoint's, which every setting given must agree with.
+bool is_base(const io::Checkpoint& c, const std::string& path) { return models::StackConfig::from_json(c.config_json, path, "vit").classes == 0; }
+
+// A resumed run's model: the checkpoint's, which every setting given must agree with. A
+// base (ViTModel) gets a new classifier of the chosen classes (an image folder's) and loses
+// its pooler, as ViTForImageClassification.from_pretrained(base) does.
 models::StackConfig resumed_config(const io::Checkpoint& resumed, const ModelSettings& settings, const models::StackConfig& chosen,
-                                   const std::string& path) {
+                                   const std::string& path, bool initialising) {
   io::check_model_kind(resumed.model_kind, {"vit"}, path, "a vit one");
-  const models::StackConfig saved = models::StackConfig::from_json(resumed.config_json, path, "vit");
+  models::StackConfig saved = models::StackConfig::from_json(resumed.config_json, path, "vit");
+  if (saved.classes == 0) {
+    TFM_CHECK(initialising, path << ": is a ViT base without a classifier; start a fine-tune from it with --init-from, not --resume");
+    saved.classes = chosen.classes, saved.pooler = false;
+  }
   settings.check_kept(chosen.to_json(), saved.to_json(), path);
   return saved;
 }
 
 class VitTraining : public TrainingTask {
  public:
-  VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, std::ostream& out)
+  // `initialising`: `resumed` is --init-from's, not --resume's.
+  VitTraining(const tfm::VitTask& o, const std::optional<io::Checkpoint>& resumed, const std::string& resume_path, bool initialising,
+              std::ostream& out)
       : o_(o) {
     const ModelSettings settings(o.config, o.model);
     models::StackConfig config = settings.over(default_vit());
@@ -162,7 +173,12 @@ class VitTraining : public TrainingTask {
       classes_ = folders->first.classes;
       fit_to_folder(config, settings, folders->first);
     }
-    config = resumed ? resumed_config(*resumed, settings, config, resume_path) : config.validated(settings.origin());
+    config = resumed ? resumed_config(*resumed, settings, config, resume_path, initialising) : config.validated(settings.origin());
+    TFM_CHECK(config.classes > 0, settings.origin() << ": classes 0 is a base without a classifier, which cannot be trained; give 2 or more");
+    // A Hugging Face model's images are prepared by its own processor (DeiT's crop, ImageNet's mean), and its checkpoints keep it.
+    if (resumed) processor_ = decode::recorded_image_processor(resumed->metadata, resume_path);
+    TFM_CHECK(folders || !processor_, o.data_dir << ": MNIST-style files, but " << resume_path
+                                                 << " prepares images by its image processor (give it an image folder: DIR/<class>/<image>.png|jpg|jpeg)");
     data_ = folders ? folder_data(*folders, config, out) : idx_data(o, config);
     model_ = std::make_unique<models::ViT>(config);
     out << "images: " << data_.train.count << " for training, " << data_.valid.count << " for validation from " << data_.origin << " ("
@@ -177,14 +193,29 @@ class VitTraining : public TrainingTask {
   io::Checkpoint describe() const override {
     io::Checkpoint c{"vit", model_->config().to_json(), {}, "", {}};
     if (!classes_.empty()) c.metadata[decode::kImageFolderKey] = decode::classes_record(classes_);
+    if (processor_) c.metadata[decode::kImageProcessorKey] = processor_->to_json();
     const std::vector<std::string> idx = classes_.empty() ? idx_class_names(o_.data_dir, model_->config().classes) : std::vector<std::string>{};
     if (!idx.empty()) c.metadata[decode::kIdxClassesKey] = decode::classes_record(idx);  // named in `vit eval` and an export
     return c;
   }
 
   void check_resumable(const io::Checkpoint& saved, const std::string& origin) const override {
+    if (is_base(saved, origin)) return;  // its classifier is new: any classes
     const std::vector<std::string> trained_on = decode::recorded_classes(saved.metadata, model_->config().classes, origin);
     TFM_CHECK(trained_on == classes_, origin << ": trained on " << classes_named(trained_on) << ", not " << classes_named(classes_));
+  }
+
+  // A base's weights under a new classifier, drawn from `rng` (its pooler left out).
+  std::string init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) override {
+    if (file.find("head.weight")) return TrainingTask::init_from(file, origin, rng);
+    model_->init_parameters(rng);
+    io::NamedTensors kept;
+    for (const auto& [name, p] : model_->named_parameters())
+      if (!name.starts_with("head.")) kept.emplace_back(name, p);
+    io::SafeTensors base = file;
+    std::erase_if(base.tensors, [](const auto& t) { return t.first.starts_with("pooler."); });
+    io::load_parameters(kept, base, origin);
+    return ": a base, under a new classifier of " + count_of(model_->config().classes, "class", "classes");
   }
 
   std::string unit() const override { return "img"; }
@@ -241,12 +272,13 @@ class VitTraining : public TrainingTask {
     if (!skipped.empty())
       out << "skipped " << skipped.size() << " entries named as images that are not files (a FIFO, a device, a directory, a broken link): "
            << skipped.front() << (skipped.size() > 1 ? ", ..." : "") << "\n";
-    return {data::load_images(folders.first, config.channels, config.image_size),
-            data::load_images(folders.second, config.channels, config.image_size), o_.data_dir};
+    return {data::load_images(folders.first, config.channels, config.image_size, processor_),
+            data::load_images(folders.second, config.channels, config.image_size, processor_), o_.data_dir};
   }
 
   const tfm::VitTask& o_;
   std::vector<std::string> classes_;  // an image folder's class names; empty for MNIST-style files
+  std::optional<data::ImageProcessor> processor_;  // a Hugging Face model's, which prepares its images
   VitData data_;
   std::vector<int64_t> order_;
   std::unique_ptr<models::ViT> model_;
@@ -259,7 +291,7 @@ class VitTraining : public TrainingTask {
 tfm::TrainingResult run_vit_training(const TrainerOptions& options, const tfm::VitTask& o, std::ostream& out) {
   TFM_CHECK(o.batch >= 1, "batch must be at least 1");
   Trainer trainer(options, out);
-  VitTraining task(o, trainer.started_from(), trainer.started_from_path(), out);
+  VitTraining task(o, trainer.started_from(), trainer.started_from_path(), !options.init_from.empty(), out);
   return trainer.run(task);
 }
 

@@ -288,3 +288,19 @@ def test_ctrl_c_stops_training_after_its_step_saved(tmp_path):
         tfm.train(options, task, quiet=True)
     assert time.monotonic() - started < 10
     assert os.path.exists(tmp_path / "run" / "last.safetensors")
+
+
+def test_classifier_gives_a_vit_bases_features_as_transformers_does():
+    """A ViTModel base (tests/fixtures/hf/vit_base_tiny): pooler_output and the final [CLS] state; classify refused."""
+    directory = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf", "vit_base_tiny")
+    raw = pathlib.Path(directory, "reference.safetensors").read_bytes()  # float32 tensors after a JSON header
+    size = int.from_bytes(raw[:8], "little")
+    reference = {name: np.frombuffer(raw[8 + size + t["data_offsets"][0]:8 + size + t["data_offsets"][1]], np.float32).reshape(t["shape"])
+                 for name, t in json.loads(raw[8:8 + size]).items() if name != "__metadata__"}
+    base = tfm.Classifier(directory)
+    assert not base.has_classifier
+    images = np.stack([base.pixels_of(os.path.join(directory, f"image{i}.png")) for i in range(2)])
+    assert np.abs(base.embed(images) - reference["pooler_output"]).max() < 1e-4
+    assert np.abs(base.embed(images, "cls") - reference["last_hidden_state"][:, 0]).max() < 1e-4
+    with pytest.raises(RuntimeError, match="fine-tune one first"):
+        base.classify(images)
