@@ -2,7 +2,7 @@
 // train/bert_classifiers): labelled sentences read from TSV, CSV and label folders, and
 // words from CoNLL columns; runs from a Hugging Face BertForMaskedLM
 // (tests/fixtures/hf/bert_mlm_tiny) on tasks derived from Multi30k (tests/fixtures/classifier
-// and tests/fixtures/tagger, described in tests/reference/make_*_fixture.py) beat the
+// and tests/fixtures/tagger, described in tests/reference/make_fine_tuning_fixtures.py) beat the
 // majority baseline clearly, and their checkpoints classify through `tfm classify` and
 // export as Hugging Face classifiers that classify the same.
 #include <gtest/gtest.h>

@@ -362,18 +362,25 @@ class TokenClassifierTraining : public BertFineTuning {
 
 }  // namespace
 
-tfm::TrainingResult run_sentence_classifier_training(const TrainerOptions& options, const tfm::SentenceClassifierTask& o, std::ostream& out) {
+namespace {
+
+// A run of either fine-tuning (Training: its task class, from the public settings `o`).
+template <class Training, class Task>
+tfm::TrainingResult run_fine_tuning(const TrainerOptions& options, const Task& o, std::ostream& out) {
   TFM_CHECK(o.batch >= 1, "batch must be at least 1");
   Trainer trainer(options, out);
-  SentenceClassifierTraining task(o, trainer.started_from(), trainer.started_from_path(), !options.resume.empty(), out);
+  Training task(o, trainer.started_from(), trainer.started_from_path(), !options.resume.empty(), out);
   return trainer.run(task);
 }
 
+}  // namespace
+
+tfm::TrainingResult run_sentence_classifier_training(const TrainerOptions& options, const tfm::SentenceClassifierTask& o, std::ostream& out) {
+  return run_fine_tuning<SentenceClassifierTraining>(options, o, out);
+}
+
 tfm::TrainingResult run_token_classifier_training(const TrainerOptions& options, const tfm::TokenClassifierTask& o, std::ostream& out) {
-  TFM_CHECK(o.batch >= 1, "batch must be at least 1");
-  Trainer trainer(options, out);
-  TokenClassifierTraining task(o, trainer.started_from(), trainer.started_from_path(), !options.resume.empty(), out);
-  return trainer.run(task);
+  return run_fine_tuning<TokenClassifierTraining>(options, o, out);
 }
 
 tfm::TrainingOptions sentence_classifier_training_defaults() {
