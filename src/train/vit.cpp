@@ -84,7 +84,7 @@ data::ImageSet slice(const data::ImageSet& set, int64_t first, int64_t count) {
   const int64_t bytes = set.channels * set.rows * set.cols;
   const auto pixels = set.pixels.begin() + first * bytes;
   const auto labels = set.labels.begin() + first;
-  return {count, set.channels, set.rows, set.cols, {pixels, pixels + count * bytes}, {labels, labels + count}};
+  return {count, set.channels, set.rows, set.cols, {pixels, pixels + count * bytes}, {labels, labels + count}, set.processor};
 }
 
 // The images a ViT trains and validates on, as the model takes them.
