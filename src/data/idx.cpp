@@ -41,7 +41,7 @@ ImageSet read_image_set(const std::string& images_path, const std::string& label
             images_path << " holds " << images.shape[0] << " images but " << labels_path << " " << labels.shape[0] << " labels");
   for (size_t i = 0; i < labels.values.size(); ++i)
     TFM_CHECK(labels.values[i] < classes, labels_path << ": label " << int(labels.values[i]) << " of item " << i << " is not below " << classes);
-  return {images.shape[0], 1, images.shape[1], images.shape[2], std::move(images.values), {labels.values.begin(), labels.values.end()}};
+  return {images.shape[0], 1, images.shape[1], images.shape[2], std::move(images.values), {labels.values.begin(), labels.values.end()}, std::nullopt};  // (tfm's own pixels)
 }
 
 bool holds_idx_files(const std::string& dir) {
