@@ -54,8 +54,10 @@ class Reader {
     return component["type"].get<std::string>();
   }
   void check_keys(const json& component, const std::string& at, std::initializer_list<const char*> known) const {
-    for (const auto& [key, value] : component.items())
-      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) refuse(join(at, key), value);
+    for (const auto& [key, value] : component.items()) {
+      const std::string& name = key;  // (clang before 16 lets no lambda capture a structured binding)
+      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return name == k; })) refuse(join(at, name), value);
+    }
   }
   // A setting that must have one of `allowed` values where it is present.
   void expect(const json& component, const std::string& at, const char* key, std::initializer_list<json> allowed) const {
