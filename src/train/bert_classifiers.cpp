@@ -349,7 +349,8 @@ class TokenClassifierTraining : public BertFineTuning {
       Example e{{frame[0]}, {-1}};
       for (size_t w = 0; w < sentences[s].words.size(); ++w) {
         const std::vector<int> p = pieces(sentences[s].words[w]);
-        if (p.empty() || e.ids.size() - 1 + p.size() > room) continue;  // (a word of no pieces: nothing to label)
+        if (e.ids.size() - 1 + p.size() > room) break;  // the rest of the sentence is past the model's input
+        if (p.empty()) continue;                          // (a word of no pieces: nothing to label)
         const int label = label_id(sentences[s].labels[w], origin + ": sentence " + std::to_string(s + 1) + ", word " + std::to_string(w + 1));
         for (size_t i = 0; i < p.size(); ++i) e.ids.push_back(p[i]), e.targets.push_back(i == 0 ? label : -1);
       }
