@@ -19,7 +19,8 @@ struct Encoder::Impl : api::FamilyModel<models::BERT> {
   decode::SentenceEmbedding embedding;
   std::vector<std::string> labels;
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "bert", "an encoder from `tfm bert train`", o, data::Tokenizer::kPad),
+      : FamilyModel(path, "bert", "an encoder from `tfm bert train` or a Hugging Face BERT (a ViT's images: tfm embed --image, tfm vit eval)", o,
+                    data::Tokenizer::kPad),
         embedding(decode::recorded_sentence_embedding(checkpoint.file.metadata, path)),
         labels(model.config().classifies_text() ? decode::recorded_text_labels(checkpoint.file.metadata, model.config().classes, path)
                                                 : std::vector<std::string>{}) {}
@@ -88,7 +89,12 @@ std::vector<Entity> entities_of(const std::vector<TaggedWord>& words, const std:
       ids.insert(ids.end(), word_ids[static_cast<size_t>(w)].begin(), word_ids[static_cast<size_t>(w)].end());
       sum += words[static_cast<size_t>(w)].probability;
     }
-    out.push_back({span.type, tokenizer.decode(ids), span.first, span.end, sum / static_cast<float>(span.end - span.first)});
+    std::string text = tokenizer.decode(ids);
+    if (std::find(ids.begin(), ids.end(), tokenizer.unk_id()) != ids.end()) {  // ([UNK] decodes to nothing: the words' texts)
+      text.clear();
+      for (int64_t w = span.first; w < span.end; ++w) text += (w > span.first ? " " : "") + words[static_cast<size_t>(w)].text;
+    }
+    out.push_back({span.type, text, span.first, span.end, sum / static_cast<float>(span.end - span.first)});
   }
   return out;
 }
@@ -102,8 +108,9 @@ Encoder::~Encoder() = default;
 
 int64_t Encoder::dim() const { return impl_->model.config().d_model; }
 
-int64_t Encoder::max_tokens() const {
-  return std::min(impl_->model.config().max_len, impl_->embedding.max_tokens.value_or(impl_->model.config().max_len)) - 1;
+int64_t Encoder::max_tokens() const {  // the input's length less [CLS] (and [SEP], where the tokenizer ends sentences so)
+  const int64_t limit = std::min(impl_->model.config().max_len, impl_->embedding.max_tokens.value_or(impl_->model.config().max_len));
+  return limit - static_cast<int64_t>(impl_->checkpoint.tokenizer->sentence("", limit).size());
 }
 
 std::string Encoder::head() const { return impl_->model.config().head; }
@@ -159,7 +166,7 @@ std::vector<TaggedSentence> Encoder::tag(const std::vector<std::string>& sentenc
     TaggedSentence t{{}, {}, cut[s]};
     std::vector<std::vector<int>> word_ids;
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (tokenizer.is_special(ids[i])) continue;  // [CLS], [SEP]
+      if (tokenizer.is_special(ids[i]) && ids[i] != tokenizer.unk_id()) continue;  // [CLS], [SEP] (an unknown word is a word)
       if (!word_ids.empty() && continues_word(tokenizer.piece(ids[i]), kind)) {
         word_ids.back().push_back(ids[i]);
         continue;
@@ -169,7 +176,8 @@ std::vector<TaggedSentence> Encoder::tag(const std::vector<std::string>& sentenc
       t.words.push_back({"", label, row[label]});
       word_ids.push_back({ids[i]});
     }
-    for (size_t w = 0; w < t.words.size(); ++w) t.words[w].text = tokenizer.decode(word_ids[w]);
+    for (size_t w = 0; w < t.words.size(); ++w)  // ([UNK] decodes to nothing: named)
+      t.words[w].text = word_ids[w] == std::vector<int>{tokenizer.unk_id()} ? tokenizer.piece(tokenizer.unk_id()) : tokenizer.decode(word_ids[w]);
     t.entities = entities_of(t.words, word_ids, impl_->labels, tokenizer);
     out.push_back(std::move(t));
   }

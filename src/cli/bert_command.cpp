@@ -97,7 +97,13 @@ std::string fixed(float p, int digits = 4) {
 std::string sentence_line(const tfm::Encoder& encoder, const tfm::SentenceLabels& s, bool all, bool json_lines) {
   const std::vector<std::string>& labels = encoder.labels();
   const float* p = s.probabilities.data();
-  const std::string& best = labels[static_cast<size_t>(s.labels[0])];
+  std::string best = labels[static_cast<size_t>(s.labels[0])];
+  if (encoder.multi_label()) {  // every label of probability 0.5 or more, comma-separated (none: "-")
+    best.clear();
+    for (int64_t k = 0; k < s.classes; ++k)
+      if (p[k] >= 0.5f) best += (best.empty() ? "" : ",") + labels[static_cast<size_t>(k)];
+    if (best.empty()) best = "-";
+  }
   if (json_lines) {
     nlohmann::ordered_json probabilities;
     for (int64_t k = 0; k < s.classes; ++k) probabilities[labels[static_cast<size_t>(k)]] = p[k];

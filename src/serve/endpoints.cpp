@@ -307,13 +307,16 @@ void classify_text(Context& c, Call& call, const RequestBody& b) {
   const std::shared_ptr<void> ticket = c.life.admit();
   const std::unique_lock<std::timed_mutex> turn = take_turn(m, call.deadline);
   nlohmann::json results = nlohmann::json::array();
+  int64_t truncated = 0;  // sentences cut to the model's length
   if (head == "sequence") {
     const SentenceLabels k = client_input([&] { return m.encoder->classify(sentences); });
+    truncated = k.truncated;
     for (int64_t i = 0; i < k.count; ++i)
       results.push_back({{"label", k.labels[i]}, {"name", names[static_cast<size_t>(k.labels[i])]},
                          {"probabilities", std::vector<float>(k.probabilities.begin() + i * k.classes, k.probabilities.begin() + (i + 1) * k.classes)}});
   } else {
     for (const TaggedSentence& t : client_input([&] { return m.encoder->tag(sentences); })) {
+      truncated += t.truncated;
       nlohmann::json words = nlohmann::json::array(), entities = nlohmann::json::array();
       for (const TaggedWord& w : t.words) words.push_back({{"word", w.text}, {"label", names[static_cast<size_t>(w.label)]}, {"probability", w.probability}});
       for (const Entity& e : t.entities)
@@ -321,13 +324,16 @@ void classify_text(Context& c, Call& call, const RequestBody& b) {
       results.push_back({{"entities", entities}, {"words", words}});
     }
   }
-  reply(call.res, {{"model", m.name}, {"head", head}, {"class_names", names}, {"multi_label", m.encoder->multi_label()}, {"results", results}});
+  reply(call.res, {{"model", m.name}, {"head", head}, {"class_names", names}, {"multi_label", m.encoder->multi_label()}, {"results", results},
+                   {"truncated", truncated}});
 }
 
 void classify(Context& c, Call& call) {
   const bool raw = image_body(call.req);
   std::optional<RequestBody> b;
   if (!raw) b.emplace(call.req.body, std::initializer_list<std::string_view>{"model", "images", "sentences"});
+  if (b && b->has("sentences") == b->has("images"))
+    throw HttpError(400, "/v1/classify takes 'sentences' (a BERT classifier's text) or 'images' (a ViT's), one of them");
   if (b && b->has("sentences")) return classify_text(c, call, *b);
   ServedModel& m = c.models.pick(raw ? call.req.param("model") : b->text("model", ""), "vit", call.endpoint);
   const std::vector<std::string> images = raw ? std::vector<std::string>{call.req.body} : b->texts("images", c.options.max_items);

@@ -92,6 +92,8 @@ class BertFineTuning : public TrainingTask {
   void check_resumable(const io::Checkpoint& saved, const std::string& origin) const override {
     if (!resuming_) return;  // (fine-tuning may give the classifier other labels)
     const models::StackConfig c = models::StackConfig::from_json(saved.config_json, origin, "bert");
+    TFM_CHECK(c.head == config_.head, origin << ": is a BERT whose head is " << c.head << ", not " << config_.head
+                                             << " (tfm bert classifier resumes sentence classifiers, tfm bert tagger token classifiers)");
     const std::vector<std::string> trained_on = c.classifies_text() ? decode::recorded_text_labels(saved.metadata, c.classes, origin) : std::vector<std::string>{};
     TFM_CHECK(trained_on == labels_, origin << ": was trained on other labels than this data's (" << names() << ")");
   }
