@@ -73,7 +73,12 @@ void GenerationBatch::prefill(Sequence s) {
   // As generate restarts: the last `keep` tokens, run alone.
   const int64_t n = std::min<int64_t>(s.keep, static_cast<int64_t>(s.tokens.size()));
   std::vector<nn::KVCache> alone;
-  const Tensor logits = last_logits(model_, std::vector<int>(s.tokens.end() - n, s.tokens.end()), &alone);
+  Tensor logits;
+  try {  // (a sequence whose prompt fails ends with the error; the batch goes on)
+    logits = last_logits(model_, std::vector<int>(s.tokens.end() - n, s.tokens.end()), &alone);
+  } catch (...) {
+    return s.on_done(std::current_exception());
+  }
   if (!take(s, [&] { return ops::sample(logits, s.o.sampling(), s.rng).values<int32_t>()[0]; })) return;
   s.keep = model_.config().max_len / 2 + 1;  // a later restart keeps half the window
   if (alone[0].length + 1 > model_.config().max_len) return waiting_.push_back(std::move(s));

@@ -54,13 +54,16 @@ Tensor cell(const Tensor& t, int64_t row, int64_t begin, int64_t end) { return o
 // positions of the rows written so far. Grown by half (in steps of 16 positions)
 // rather than doubled: beam 4 at batch 32 holds 128 rows per layer, and a doubled
 // cache for 40 positions has room for 64 (a batch per thread: 270 -> 253 MiB peak).
-// The copies cost nothing measurable.
+// The copies cost nothing measurable. Zeros, not whatever the allocator last held: a
+// ragged batch's rows attend over the positions others have reached with probability
+// 0, and 0 times a stale -inf (a freed tensor's masked score) is NaN (the generator's
+// continuous batching failed so, now and then, under load).
 void reserve(KVCache& c, int64_t rows, int64_t positions, int64_t keep, int64_t d, Device device) {
   const int64_t written = c.k.defined() ? c.k.size(0) : 0, capacity = c.k.defined() ? c.k.size(1) : 0;
   if (rows <= written && positions <= capacity) return;
   const int64_t grown = positions <= capacity ? capacity : (std::max(positions, capacity + capacity / 2) + 15) / 16 * 16;
   auto grow = [&](const Tensor& old) {
-    Tensor storage = Tensor::empty({std::max(rows, written), grown, d}, DType::f32, device);
+    Tensor storage = Tensor::zeros({std::max(rows, written), grown, d}, device);
     if (keep > 0 && written > 0) window(storage, written, 0, keep).copy_from(ops::slice(old, 1, 0, keep));
     return storage;
   };
