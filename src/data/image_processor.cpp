@@ -120,10 +120,10 @@ Image center_crop(const Image& in, int64_t height, int64_t width) {
   return out;
 }
 
-// One channel-`c` sample rescaled and normalised: the rescale as NumPy multiplies a uint8
-// array by a Python float (in double), rounded to float32, the normalisation in float32.
 }  // namespace
 
+// One channel-`c` sample rescaled and normalised: the rescale as NumPy multiplies a uint8
+// array by a Python float (in double), rounded to float32, the normalisation in float32.
 float ImageProcessor::value(uint8_t v, size_t c) const {
   float x = do_rescale ? static_cast<float>(v * rescale_factor) : static_cast<float>(v);
   if (do_normalize) x = (x - image_mean[image_mean.size() == 1 ? 0 : c]) / image_std[image_std.size() == 1 ? 0 : c];

@@ -58,9 +58,16 @@ std::pair<std::vector<T>, std::vector<T>> hold_out(const std::vector<T>& items, 
   return split;
 }
 
-// Examples [first, end) of a set, the ids padded to the longest of them: the model's input.
-models::Tokens padded(const std::vector<const Example*>& examples, int64_t cols = 0) {
+// The longest of some examples' ids.
+int64_t longest(const std::vector<const Example*>& examples) {
+  int64_t cols = 0;
   for (const Example* e : examples) cols = std::max<int64_t>(cols, static_cast<int64_t>(e->ids.size()));
+  return cols;
+}
+
+// Some examples' ids padded to `cols` (at least their longest): the model's input.
+models::Tokens padded(const std::vector<const Example*>& examples, int64_t cols = 0) {
+  cols = std::max(cols, longest(examples));
   std::vector<int> ids(examples.size() * static_cast<size_t>(cols), data::Tokenizer::kPad);
   for (size_t r = 0; r < examples.size(); ++r) std::copy(examples[r]->ids.begin(), examples[r]->ids.end(), ids.begin() + r * cols);
   return {ids, static_cast<int64_t>(examples.size()), cols};
@@ -117,7 +124,7 @@ class BertFineTuning : public TrainingTask {
     const int64_t start = index * batch_, end = std::min<int64_t>(start + batch_, static_cast<int64_t>(train_.size()));
     std::vector<const Example*> batch;
     for (int64_t i = start; i < end; ++i) batch.push_back(&train_[static_cast<size_t>(order_[static_cast<size_t>(i)])]);
-    const int64_t cols = padded(batch).cols();  // (every process pads its share as the whole batch is)
+    const int64_t cols = longest(batch);  // (every process pads its share as the whole batch is)
     const dist::Range mine = take_share(end - start);
     if (mine.size() == 0) return {};
     const std::vector<const Example*> share(batch.begin() + mine.begin, batch.begin() + mine.end);
