@@ -316,6 +316,18 @@ std::vector<LargeCase> large_cases() {
                  m.causal = true;
                  return ops::attention(x[0], x[1], x[2], 8, m, 0.1f, DropoutKey(42));
                }});
+  // Heads of 20 values (the tile functions' columns past the width), 70 queries (three
+  // tiles) to 45 padded keys (two), with dropout.
+  c.push_back({"attention 3 heads of 20", "f32", "[16,70,3x20]->[16,45,3x20]",
+               [](Device d) { return V{random({16, 70, 60}, 38, d), random({16, 45, 60}, 39, d), random({16, 45, 60}, 40, d)}; },
+               [](const V& x) {
+                 std::vector<uint8_t> pad(16 * 45);
+                 for (int b = 0; b < 16; ++b)
+                   for (int j = 45 - 3 * b; j < 45; ++j) pad[b * 45 + j] = 1;
+                 ops::AttentionMask m;
+                 m.key_padding = ops::to(ops::to(Tensor::from_values<uint8_t>({16, 45}, pad), DType::boolean), x[0].device());
+                 return ops::attention(x[0], x[1], x[2], 3, m, 0.1f, DropoutKey(47));
+               }});
   // Training's encoder: 32 sentences of 1 to 40 tokens packed without padding, attending
   // within their own sentence (with dropout), and the decoder's queries attending to them.
   auto packed = std::make_shared<ops::PackedSequences>();
