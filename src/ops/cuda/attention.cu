@@ -1,14 +1,13 @@
 // Attention on the GPU (ops/cpu/attention.cpp's counterpart). A block takes one batch
 // row and head and 32 of its query rows (or, for the keys' gradients, 32 key rows), and
-// walks the keys (or queries) in tiles of 32 rows held in shared memory: every row of K
-// and V is read from memory once a block rather than once a query (window 4 of
-// scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
-// the base model), and each thread keeps a small block of outputs in registers
-// (tile_dots, add_weighted_tile). The probabilities [batch, heads, tq, tk] are still
-// written whole, for the backward and for callers that show them; a fused FlashAttention
-// kernel that keeps them on chip comes later. Every sum runs in a fixed order (no
-// atomics), so two runs are bitwise equal; the dot products and weighted sums add their
-// terms in the CPU's order.
+// walks the keys (or queries) in tiles of 32 rows held in shared memory, each lane one
+// key of a tile: every row of K and V is read from memory once a block rather than once
+// a query, and a dot product is one lane's sum rather than a warp's butterfly (window 4
+// of scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
+// the base model). The probabilities [batch, heads, tq, tk] are still written whole, for
+// the backward and for callers that show them; a fused FlashAttention kernel that keeps
+// them on chip comes later. Every sum runs in a fixed order (no atomics), so two runs
+// are bitwise equal; the weighted sums add their terms in the CPU's order.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -78,8 +77,7 @@ __device__ bool dropped(const Geometry& s, int64_t b, int64_t h, int64_t i, int6
 constexpr int kWarp = 32;
 constexpr unsigned kAllLanes = 0xffffffffu;
 constexpr int kWarps = 4;      // a block's warps
-constexpr int kTile = kWarp;   // rows a tile of shared memory holds, and rows a block takes
-constexpr int kBlocksPerSm = 5;  // (at most 64 registers a thread: enough blocks in flight to hide the loads)
+constexpr int kTile = kWarp;   // rows a tile of shared memory holds (one a lane), and rows a block takes
 constexpr int64_t kMaxHeadWidth = 512;  // (shared memory: two tiles of 32 x 513 floats and more)
 
 // The warp's sum and maximum, by a fixed butterfly (the same order every run); every
@@ -104,98 +102,32 @@ __device__ Share share_of(int64_t block, int64_t heads, int64_t rows) {
 }
 __host__ __device__ int64_t shares(int64_t B, int64_t heads, int64_t rows) { return B * heads * ((rows + kTile - 1) / kTile); }
 
-// tile[r][c] (row stride dk + 1, which puts neighbouring rows in different banks) =
-// row_of(r)[c] for r < n, c < dk: a warp a row, coalesced along c (no division per
-// element: 64-bit divisions cost tens of instructions).
+// tile[r][c] (row stride dk + 1, which puts lane r's row in banks of its own) = row_of(r)[c]
+// for r < n, c < dk: the block's threads over every element, coalesced along c.
 template <class RowOf>
-__device__ void load_tile(float* tile, int n, int dk, RowOf row_of) {
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  for (int r = warp; r < n; r += kWarps) {
-    const float* from = row_of(r);
-    for (int c = lane; c < dk; c += kWarp) tile[r * (dk + 1) + c] = from[c];
-  }
+__device__ void load_tile(float* tile, int64_t n, int64_t dk, RowOf row_of) {
+  for (int64_t e = threadIdx.x; e < n * dk; e += blockDim.x) tile[(e / dk) * (dk + 1) + e % dk] = row_of(e / dk)[e % dk];
 }
 
-// tile[r][c] (row stride kTile + 1) = at(r, c) for r < rows, c < cols <= kTile: a tile of
-// probabilities or score gradients, for add_weighted_tile.
-template <class At>
-__device__ void load_weights(float* tile, int rows, int cols, At at) {
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  for (int r = warp; r < rows; r += kWarps)
-    if (lane < cols) tile[r * (kTile + 1) + lane] = at(r, lane);
+// a . b over dk values, in order: one lane's dot product (a from shared memory, read by
+// every lane alike; b a row of a tile).
+__device__ float dot(const float* a, const float* b, int64_t dk) {
+  float acc = 0.0f;
+  for (int64_t c = 0; c < dk; ++c) acc += a[c] * b[c];
+  return acc;
 }
 
-// The block's 128 threads as a grid over a tile's outputs. A thread takes several
-// outputs and keeps their sums in registers, so each value it reads from shared memory
-// serves 2 or 4 products (with a lane a dot product, a value read for every product and
-// a broadcast besides, the kernels were bound by shared memory: 14.6 ms of a 58 ms bf16
-// step of the base model, window 19). A thread whose outputs all lie past a short
-// sequence's rows returns at once (Multi30k's sentences fill half a tile: computing the
-// whole tile made the kernels slower, 21.9 ms a step, window 20). Every sum still runs
-// over its terms in order, as the CPU's do.
-static_assert(kWarps * kWarp == 128 && kTile == 32, "the tile functions' thread grids");
-
-// emit(a, b, A[a] . B[b]) for a < na, b < nb: dot products of the rows of two tiles (row
-// stride dk + 1), each over dk values in order. A thread takes rows a0, a0 + 1 of A by
-// b0, b0 + 8, b0 + 16, b0 + 24 of B (neighbouring threads neighbouring rows of B: their
-// reads fall in different banks).
-template <class Emit>
-__device__ void tile_dots(const float* A, int na, const float* B, int nb, int dk, Emit emit) {
-  const int ld = dk + 1, a0 = static_cast<int>(threadIdx.x) / 8 * 2, b0 = static_cast<int>(threadIdx.x) % 8;
-  if (a0 >= na || b0 >= nb) return;
-  const float *a_rows = A + a0 * ld, *b_rows = B + b0 * ld;
-  float acc[2][4] = {};
-  for (int c = 0; c < dk; ++c) {
-    float a[2], b[4];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) a[r] = a_rows[r * ld + c];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) b[m] = b_rows[8 * m * ld + c];
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int m = 0; m < 4; ++m) acc[r][m] = fmaf(a[r], b[m], acc[r][m]);
-  }
-  for (int r = 0; r < 2; ++r)
-    for (int m = 0; m < 4; ++m)
-      if (a0 + r < na && b0 + 8 * m < nb) emit(a0 + r, b0 + 8 * m, acc[r][m]);
-}
-
-// For rows r < rows and c < dk: out_row(r)[c] = (first ? 0 : out_row(r)[c]) + the sum over
-// j < used(r), in order, of W[r * wr + j * wc] V[j][c] (W a tile of weights in shared
-// memory, kTile x kTile at most; V a tile of rows, row stride dk + 1). A thread takes
-// rows r0..r0 + 3 by columns c0 + lane16 + 16m (m < 4) of each 64: a warp's reads of V
-// are 16 neighbouring values, read by its two halves alike.
-template <class OutRow, class Used>
-__device__ void add_weighted_tile(OutRow out_row, int rows, bool first, const float* W, int wr, int wc, Used used, const float* V, int dk) {
-  const int ld = dk + 1, r0 = static_cast<int>(threadIdx.x) / 16 * 4, lane16 = static_cast<int>(threadIdx.x) % 16;
-  if (r0 >= rows) return;
-  int n[4], most = 0;
-  for (int k = 0; k < 4; ++k) most = max(most, n[k] = r0 + k < rows ? used(r0 + k) : 0);
-  for (int c0 = 0; c0 < dk; c0 += 64) {
-    float acc[4][4];
-    for (int k = 0; k < 4; ++k)
-      for (int m = 0; m < 4; ++m) {
-        const int c = c0 + lane16 + 16 * m;
-        acc[k][m] = !first && r0 + k < rows && c < dk ? out_row(r0 + k)[c] : 0.0f;
-      }
-    for (int j = 0; j < most; ++j) {
-      float w[4], v[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) w[k] = W[(r0 + k) * wr + j * wc];
-#pragma unroll
-      for (int m = 0; m < 4; ++m) v[m] = V[j * ld + min(c0 + lane16 + 16 * m, dk - 1)];  // (columns past dk: unused)
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-#pragma unroll
-        for (int m = 0; m < 4; ++m)
-          if (j < n[k]) acc[k][m] = fmaf(w[k], v[m], acc[k][m]);
+// out[c] (= 0 first, at the first tile) += sum over j < n, in order, of weight_j tile[j][c],
+// where lane j holds weight_j: the lanes over c, the weights passed round the warp.
+__device__ void add_weighted_rows(float* out, bool first, float weight, const float* tile, int64_t n, int64_t dk, int lane) {
+  for (int64_t c0 = 0; c0 < dk; c0 += kWarp) {  // (every lane takes each turn: the shuffles need the whole warp)
+    const int64_t c = c0 + lane;
+    float acc = c < dk && !first ? out[c] : 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      const float w = __shfl_sync(kAllLanes, weight, static_cast<int>(j));
+      if (c < dk) acc += w * tile[j * (dk + 1) + c];
     }
-    for (int k = 0; k < 4; ++k)
-      for (int m = 0; m < 4; ++m) {
-        const int c = c0 + lane16 + 16 * m;
-        if (r0 + k < rows && c < dk) out_row(r0 + k)[c] = acc[k][m];
-      }
+    if (c < dk) out[c] = acc;
   }
 }
 
@@ -219,50 +151,49 @@ __device__ int64_t visible_keys(int64_t keys, int64_t queries, bool causal, int6
 // Key (or value) j of query row b: row key_rows[b, j] of k and v when indexed (decoding), else b's.
 __device__ int64_t key_batch(const Forward& f, int64_t b, int64_t j) { return f.key_rows ? f.key_rows[b * f.s.tk + j] : b; }
 
-// Rows [first, first + kTile) of (b, h): scores (the block's queries against a tile of
-// keys at a time) into the rows of probs, then mask, softmax and dropout (a warp a row),
-// then the weighted sum of the values, tile by tile. Rows past the sequence's end get
-// probabilities 0.
-__global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) attention_kernel(Forward f) {
+// Rows [i0, i0 + kTile) of (b, h): scores (lane j of a tile its key) into the rows of
+// probs, mask, softmax and dropout (each lane the keys it scored), then the weighted sum
+// of the values, tile by tile. Rows past the sequence's end get probabilities 0.
+__global__ void attention_kernel(Forward f) {
   extern __shared__ float smem[];
-  const int dk = static_cast<int>(f.s.dk), ld = dk + 1;
-  const int64_t tk = f.s.tk;
+  const int64_t dk = f.s.dk, tk = f.s.tk, ld = dk + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *queries = smem, *tile = smem + kTile * ld, *weights = smem + 2 * kTile * ld;
+  float *keys_tile = smem, *values_tile = smem + kTile * ld, *query = smem + 2 * kTile * ld + warp * dk;
   const float keep_scale = 1.0f / (1.0f - f.s.dropout_p);
   for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq); block += gridDim.x) {
     const Share sh = share_of(block, f.s.heads, f.s.tq);
-    const int64_t b = sh.b, h = sh.h, first = sh.first, nq = f.q.size(b), keys = f.k.size(b);
-    const int64_t end = std::min(first + kTile, f.s.tq), q_end = std::min(end, nq);
-    const int rows = static_cast<int>(std::max(int64_t{0}, q_end - first));
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), keys = f.k.size(b);
+    const int64_t end = std::min(sh.first + kTile, f.s.tq), q_end = std::min(end, nq);
     auto row = [&](int64_t i) { return ((b * f.s.heads + h) * f.s.tq + i) * tk; };
-    auto visible = [&](int64_t i) { return visible_keys(keys, nq, f.causal, i); };
-    for (int64_t i = std::max(first, nq) + warp; i < end; i += kWarps)
+    for (int64_t i = std::max(sh.first, nq) + warp; i < end; i += kWarps)
       for (int64_t j = lane; j < tk; j += kWarp) f.probs[row(i) + j] = 0.0f;
-    const int64_t horizon = rows > 0 ? visible(q_end - 1) : 0;  // the most keys a row sees
-    __syncthreads();  // the last share's readers of the tiles are done
-    load_tile(queries, rows, dk, [&](int r) { return f.q.row(b, first + r) + h * dk; });
+    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, f.causal, q_end - 1) : 0;  // the most keys a row sees
     for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // 1. scores
-      const int n = static_cast<int>(std::min(int64_t{kTile}, horizon - t0));
+      const int64_t n = std::min(int64_t{kTile}, horizon - t0);
       __syncthreads();  // the last tile's readers are done
-      load_tile(tile, n, dk, [&](int r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      load_tile(keys_tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
       __syncthreads();
-      tile_dots(queries, rows, tile, n, dk, [&](int r, int jj, float dot) {
-        const int64_t i = first + r, j = t0 + jj;
-        const bool seen = j < visible(i) && !(f.padding && f.padding[b * tk + j]);
-        f.probs[row(i) + j] = seen ? f.s.scale * dot : -INFINITY;
-      });
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
+        __syncwarp();
+        const int64_t j = t0 + lane;
+        if (lane < n) {
+          const bool seen = j < visible_keys(keys, nq, f.causal, i) && !(f.padding && f.padding[b * tk + j]);
+          f.probs[row(i) + j] = seen ? f.s.scale * dot(query, keys_tile + lane * ld, dk) : -INFINITY;
+        }
+        __syncwarp();  // read before the next row overwrites it
+      }
     }
-    __syncthreads();  // every score written
-    for (int64_t i = first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout
       float *p = f.probs + row(i), *d = f.dropped_probs ? f.dropped_probs + row(i) : nullptr;
+      const int64_t visible = visible_keys(keys, nq, f.causal, i);
       float mx = -INFINITY;
-      for (int64_t j = lane; j < visible(i); j += kWarp) mx = fmaxf(mx, p[j]);
+      for (int64_t j = lane; j < visible; j += kWarp) mx = fmaxf(mx, p[j]);
       mx = warp_max(mx);
       const bool none = mx == -INFINITY;  // every key masked: attend nowhere (all probabilities 0)
       float sum = 0.0f;
       for (int64_t j = lane; j < tk; j += kWarp) {
-        const float e = none || j >= visible(i) ? 0.0f : expf(p[j] - mx);
+        const float e = none || j >= visible ? 0.0f : expf(p[j] - mx);
         p[j] = e;
         sum += e;
       }
@@ -273,15 +204,16 @@ __global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) attention_kernel
         if (d) d[j] = dropped(f.s, b, h, i, j) ? 0.0f : p[j] * keep_scale;
       }
     }
-    const float* w = f.dropped_probs ? f.dropped_probs : f.probs;
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // 3. the weighted sum of the values
-      const int n = static_cast<int>(std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0)));
-      __syncthreads();  // (the first time: every probability written)
-      load_tile(tile, n, dk, [&](int r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
-      load_weights(weights, rows, n, [&](int r, int jj) { return w[row(first + r) + t0 + jj]; });
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
-      add_weighted_tile([&](int r) { return f.out.row(b, first + r) + h * dk; }, rows, t0 == 0, weights, kTile + 1, 1,
-                        [&](int r) { return static_cast<int>(std::max(int64_t{0}, std::min(int64_t{n}, visible(first + r) - t0))); }, tile, dk);
+      load_tile(values_tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        const float* w = (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
+        const int64_t used = std::max(int64_t{0}, std::min(n, visible_keys(keys, nq, f.causal, i) - t0));
+        add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0, lane < used ? w[t0 + lane] : 0.0f, values_tile, used, dk, lane);
+      }
     }
   }
 }
@@ -295,35 +227,34 @@ struct Backward {
   bool causal;
 };
 
-// Rows [first, first + kTile) of (b, h): dP = dO V^T tile by tile, then each row's
-// dS = P * (dP - rowsum(dP * P)) * scale through the dropout mask (with the row's dropped
-// probabilities; a warp a row), then dQ = dS K tile by tile. Keys j < tk_b.
-__global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) score_query_gradient_kernel(Backward w) {
+// Rows [i0, i0 + kTile) of (b, h): dP = dO V^T tile by tile (lane j of a tile its key),
+// then each row's dS = P * (dP - rowsum(dP * P)) * scale through the dropout mask (with
+// the row's dropped probabilities), then dQ = dS K tile by tile. Keys j < tk_b.
+__global__ void score_query_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
-  const int dk = static_cast<int>(w.s.dk), ld = dk + 1;
-  const int64_t tk = w.s.tk;
+  const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *grads = smem, *tile = smem + kTile * ld, *weights = smem + 2 * kTile * ld;
+  float *tile = smem, *grad_row = smem + kTile * ld + warp * dk;
   const bool dropout = w.s.dropout_p > 0.0f;
   const float keep_scale = 1.0f / (1.0f - w.s.dropout_p);
   for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tq); block += gridDim.x) {
     const Share sh = share_of(block, w.s.heads, w.s.tq);
-    const int64_t b = sh.b, h = sh.h, first = sh.first, nq = w.q.size(b), keys = w.k.size(b);
-    const int64_t q_end = std::min(first + kTile, nq);
-    const int rows = static_cast<int>(std::max(int64_t{0}, q_end - first));
+    const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), q_end = std::min(sh.first + kTile, nq);
     auto row = [&](int64_t i) { return ((b * w.s.heads + h) * w.s.tq + i) * tk; };
-    const int64_t horizon = rows > 0 ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
-    __syncthreads();  // the last share's readers of the tiles are done
-    load_tile(grads, rows, dk, [&](int r) { return w.g.row(b, first + r) + h * dk; });
+    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
     for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP, into ds
-      const int n = static_cast<int>(std::min(int64_t{kTile}, horizon - t0));
+      const int64_t n = std::min(int64_t{kTile}, horizon - t0);
       __syncthreads();
-      load_tile(tile, n, dk, [&](int r) { return w.v.row(b, t0 + r) + h * dk; });
+      load_tile(tile, n, dk, [&](int64_t r) { return w.v.row(b, t0 + r) + h * dk; });
       __syncthreads();
-      tile_dots(grads, rows, tile, n, dk, [&](int r, int jj, float dot) { w.ds[row(first + r) + t0 + jj] = dot; });
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) grad_row[c] = w.g.row(b, i)[h * dk + c];
+        __syncwarp();
+        if (lane < n) w.ds[row(i) + t0 + lane] = dot(grad_row, tile + lane * ld, dk);
+        __syncwarp();
+      }
     }
-    __syncthreads();  // every dP written
-    for (int64_t i = first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
       const float* p = w.probs + row(i);
       float* ds = w.ds + row(i);
       const int64_t visible = visible_keys(keys, nq, w.causal, i);
@@ -342,13 +273,12 @@ __global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) score_query_grad
       for (int64_t j = lane; j < keys; j += kWarp) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each lane its own j
     }
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // dQ = dS K (dS is 0 past the horizon)
-      const int n = static_cast<int>(std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0)));
-      __syncthreads();  // (the first time: every dS written)
-      load_tile(tile, n, dk, [&](int r) { return w.k.row(b, t0 + r) + h * dk; });
-      load_weights(weights, rows, n, [&](int r, int jj) { return w.ds[row(first + r) + t0 + jj]; });
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
-      add_weighted_tile([&](int r) { return w.dq.row(b, first + r) + h * dk; }, rows, t0 == 0, weights, kTile + 1, 1,
-                        [&](int) { return n; }, tile, dk);
+      load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + h * dk; });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps)
+        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
     }
   }
 }
@@ -357,10 +287,10 @@ __global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) score_query_grad
 // and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles of Q, dO and
 // their dS and P columns; queries that see none of the block's keys (causal) add zeros
 // and are skipped.
-__global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) key_value_gradient_kernel(Backward w) {
+__global__ void key_value_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
-  const int dk = static_cast<int>(w.s.dk), ld = dk + 1, lds = kTile + 1;
-  const int64_t tk = w.s.tk;
+  const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1, lds = kTile + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   float *queries = smem, *grads = queries + kTile * ld, *ds = grads + kTile * ld, *weights = ds + kTile * lds;
   for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tk); block += gridDim.x) {
     const Share sh = share_of(block, w.s.heads, w.s.tk);
@@ -369,26 +299,33 @@ __global__ void __launch_bounds__(kWarps * kWarp, kBlocksPerSm) key_value_gradie
     auto at = [&](int64_t i, int64_t j) { return ((b * w.s.heads + h) * w.s.tq + i) * tk + j; };
     const int64_t start = w.causal ? std::max(int64_t{0}, j0 + nq - keys) : 0;  // the first query that sees key j0
     for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
-      const int n = static_cast<int>(std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0))), cols = static_cast<int>(j_end - j0);
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0)), cols = j_end - j0;
       __syncthreads();
-      load_tile(queries, n, dk, [&](int r) { return w.q.row(b, t0 + r) + h * dk; });
-      load_tile(grads, n, dk, [&](int r) { return w.g.row(b, t0 + r) + h * dk; });
-      load_weights(ds, n, cols, [&](int r, int jj) { return w.ds[at(t0 + r, j0 + jj)]; });
-      load_weights(weights, n, cols, [&](int r, int jj) { return w.weights[at(t0 + r, j0 + jj)]; });
+      load_tile(queries, n, dk, [&](int64_t r) { return w.q.row(b, t0 + r) + h * dk; });
+      load_tile(grads, n, dk, [&](int64_t r) { return w.g.row(b, t0 + r) + h * dk; });
+      for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
+        const int64_t r = e / cols, jj = e % cols;
+        ds[r * lds + jj] = w.ds[at(t0 + r, j0 + jj)], weights[r * lds + jj] = w.weights[at(t0 + r, j0 + jj)];
+      }
       __syncthreads();
-      // Key row jj's weight of query r is column jj of row r: W[jj * 1 + r * lds].
-      add_weighted_tile([&](int jj) { return w.dk.row(b, j0 + jj) + h * dk; }, cols, t0 == start, ds, 1, lds, [&](int) { return n; },
-                        queries, dk);
-      add_weighted_tile([&](int jj) { return w.dv.row(b, j0 + jj) + h * dk; }, cols, t0 == start, weights, 1, lds,
-                        [&](int) { return n; }, grads, dk);
+      for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
+        float *dk_row = w.dk.row(b, j) + h * dk, *dv_row = w.dv.row(b, j) + h * dk;
+        for (int64_t c = lane; c < dk; c += kWarp) {
+          float acc_k = t0 == start ? 0.0f : dk_row[c], acc_v = t0 == start ? 0.0f : dv_row[c];
+          for (int64_t r = 0; r < n; ++r) {
+            acc_k += ds[r * lds + (j - j0)] * queries[r * ld + c];
+            acc_v += weights[r * lds + (j - j0)] * grads[r * ld + c];
+          }
+          dk_row[c] = acc_k, dv_row[c] = acc_v;
+        }
+      }
     }
   }
 }
 
 // Shared memory of each kernel, in bytes, for heads dk wide.
-// (two tiles of rows and one or two of weights; the forward and the score gradients
-// take the same)
-size_t forward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kTile * (kTile + 1)); }
+size_t forward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kWarps * dk); }
+size_t score_query_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kWarps * dk); }
 size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + 2 * kTile * (kTile + 1)); }
 
 // Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
@@ -450,7 +387,7 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.weights = weights.defined() ? ptr<float>(weights) : ptr<float>(probs);
   w.ds = ptr<float>(ds);
   w.causal = c.mask->causal;
-  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), forward_smem(w.s.dk), "score_query_gradient_kernel");
+  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), score_query_smem(w.s.dk), "score_query_gradient_kernel");
   launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
 }
 
