@@ -328,6 +328,16 @@ std::vector<LargeCase> large_cases() {
                  m.key_padding = ops::to(ops::to(Tensor::from_values<uint8_t>({16, 45}, pad), DType::boolean), x[0].device());
                  return ops::attention(x[0], x[1], x[2], 3, m, 0.1f, DropoutKey(47));
                }});
+  // 1,000 keys: the kernels keep the scores in probs rather than in shared memory.
+  c.push_back({"attention to 1000 keys", "f32", "[4,40,8x64]->[4,1000,8x64]",
+               [](Device d) { return V{random({4, 40, 512}, 41, d), random({4, 1000, 512}, 42, d), random({4, 1000, 512}, 43, d)}; },
+               [](const V& x) {
+                 std::vector<uint8_t> pad(4 * 1000);
+                 for (int j = 900; j < 1000; ++j) pad[j] = 1;
+                 ops::AttentionMask m;
+                 m.key_padding = ops::to(ops::to(Tensor::from_values<uint8_t>({4, 1000}, pad), DType::boolean), x[0].device());
+                 return ops::attention(x[0], x[1], x[2], 8, m, 0.1f, DropoutKey(48));
+               }});
   // Training's encoder: 32 sentences of 1 to 40 tokens packed without padding, attending
   // within their own sentence (with dropout), and the decoder's queries attending to them.
   auto packed = std::make_shared<ops::PackedSequences>();

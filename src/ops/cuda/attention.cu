@@ -4,9 +4,10 @@
 // key of a tile: every row of K and V is read from memory once a block rather than once
 // a query, and a dot product is one lane's sum rather than a warp's butterfly (window 4
 // of scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
-// the base model). The probabilities [batch, heads, tq, tk] are still written whole, for
-// the backward and for callers that show them; a fused FlashAttention kernel that keeps
-// them on chip comes later. Every sum runs in a fixed order (no atomics), so two runs
+// the base model). A block keeps its rows' scores in shared memory (where they fit): the
+// probabilities [batch, heads, tq, tk] are written for the backward and for callers that
+// show them, but not read back; a fused FlashAttention kernel that never writes them
+// comes later. Every sum runs in a fixed order (no atomics), so two runs
 // are bitwise equal; the weighted sums add their terms in the CPU's order.
 #include <algorithm>
 #include <cmath>
@@ -78,7 +79,7 @@ constexpr int kWarp = 32;
 constexpr unsigned kAllLanes = 0xffffffffu;
 constexpr int kWarps = 4;      // a block's warps
 constexpr int kTile = kWarp;   // rows a tile of shared memory holds (one a lane), and rows a block takes
-constexpr int64_t kMaxHeadWidth = 512;  // (shared memory: two tiles of 32 x 513 floats and more)
+constexpr int64_t kMaxHeadWidth = 512;  // (shared memory: two tiles of 32 x 513 floats, and 32 rows of scores)
 
 // The warp's sum and maximum, by a fixed butterfly (the same order every run); every
 // lane gets the result.
@@ -151,41 +152,51 @@ __device__ int64_t visible_keys(int64_t keys, int64_t queries, bool causal, int6
 // Key (or value) j of query row b: row key_rows[b, j] of k and v when indexed (decoding), else b's.
 __device__ int64_t key_batch(const Forward& f, int64_t b, int64_t j) { return f.key_rows ? f.key_rows[b * f.s.tk + j] : b; }
 
-// Rows [i0, i0 + kTile) of (b, h): scores (lane j of a tile its key) into the rows of
-// probs, mask, softmax and dropout (each lane the keys it scored), then the weighted sum
+// Whether a block's rows of tk scores fit in shared memory beside its two tiles of rows dk
+// wide (96 KiB in all: 600 keys for heads of 64, so two blocks an SM at the most): the
+// block then keeps its rows' scores there while it works on them, rather than in probs,
+// which it would read back for each pass over a row (each read a round trip to memory
+// that a warp waits for).
+__host__ __device__ bool scores_fit(int64_t dk, int64_t tk) {
+  return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kTile * (tk + 1)) <= 96 * 1024;
+}
+
+// Rows [first, first + kTile) of (b, h): scores (lane j of a tile its key) into the rows'
+// scores, mask, softmax and dropout (each lane the keys it scored), then the weighted sum
 // of the values, tile by tile. Rows past the sequence's end get probabilities 0.
 __global__ void attention_kernel(Forward f) {
   extern __shared__ float smem[];
   const int64_t dk = f.s.dk, tk = f.s.tk, ld = dk + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *keys_tile = smem, *values_tile = smem + kTile * ld, *query = smem + 2 * kTile * ld + warp * dk;
+  float *queries = smem, *tile = smem + kTile * ld, *shared_scores = smem + 2 * kTile * ld;
+  const bool in_shared = scores_fit(dk, tk), dropout = f.s.dropout_p > 0.0f;
   const float keep_scale = 1.0f / (1.0f - f.s.dropout_p);
   for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq); block += gridDim.x) {
     const Share sh = share_of(block, f.s.heads, f.s.tq);
-    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), keys = f.k.size(b);
-    const int64_t end = std::min(sh.first + kTile, f.s.tq), q_end = std::min(end, nq);
+    const int64_t b = sh.b, h = sh.h, first = sh.first, nq = f.q.size(b), keys = f.k.size(b);
+    const int64_t end = std::min(first + kTile, f.s.tq), q_end = std::min(end, nq);
     auto row = [&](int64_t i) { return ((b * f.s.heads + h) * f.s.tq + i) * tk; };
-    for (int64_t i = std::max(sh.first, nq) + warp; i < end; i += kWarps)
+    auto scores = [&](int64_t i) { return in_shared ? shared_scores + (i - first) * (tk + 1) : f.probs + row(i); };
+    for (int64_t i = std::max(first, nq) + warp; i < end; i += kWarps)
       for (int64_t j = lane; j < tk; j += kWarp) f.probs[row(i) + j] = 0.0f;
-    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, f.causal, q_end - 1) : 0;  // the most keys a row sees
+    const int64_t horizon = q_end > first ? visible_keys(keys, nq, f.causal, q_end - 1) : 0;  // the most keys a row sees
+    __syncthreads();  // the last share's readers of the queries and scores are done
+    load_tile(queries, q_end - first, dk, [&](int64_t r) { return f.q.row(b, first + r) + h * dk; });
     for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // 1. scores
       const int64_t n = std::min(int64_t{kTile}, horizon - t0);
-      __syncthreads();  // the last tile's readers are done
-      load_tile(keys_tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      __syncthreads();  // the last tile's readers are done (the first time: the queries loaded)
+      load_tile(tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
-        for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
-        __syncwarp();
+      for (int64_t i = first + warp; i < q_end; i += kWarps) {
         const int64_t j = t0 + lane;
         if (lane < n) {
           const bool seen = j < visible_keys(keys, nq, f.causal, i) && !(f.padding && f.padding[b * tk + j]);
-          f.probs[row(i) + j] = seen ? f.s.scale * dot(query, keys_tile + lane * ld, dk) : -INFINITY;
+          scores(i)[j] = seen ? f.s.scale * dot(queries + (i - first) * ld, tile + lane * ld, dk) : -INFINITY;
         }
-        __syncwarp();  // read before the next row overwrites it
       }
     }
-    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout
-      float *p = f.probs + row(i), *d = f.dropped_probs ? f.dropped_probs + row(i) : nullptr;
+    for (int64_t i = first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout (lane j % 32 scored key j)
+      float *p = scores(i), *d = f.dropped_probs ? f.dropped_probs + row(i) : nullptr;
       const int64_t visible = visible_keys(keys, nq, f.causal, i);
       float mx = -INFINITY;
       for (int64_t j = lane; j < visible; j += kWarp) mx = fmaxf(mx, p[j]);
@@ -200,19 +211,26 @@ __global__ void attention_kernel(Forward f) {
       sum = warp_sum(sum);
       const float inv = none ? 0.0f : 1.0f / sum;
       for (int64_t j = lane; j < tk; j += kWarp) {
-        p[j] *= inv;
-        if (d) d[j] = dropped(f.s, b, h, i, j) ? 0.0f : p[j] * keep_scale;
+        const float pj = p[j] * inv;
+        const float weight = !dropout ? pj : dropped(f.s, b, h, i, j) ? 0.0f : pj * keep_scale;  // the value's weight
+        if (in_shared) {
+          f.probs[row(i) + j] = pj;
+          p[j] = weight;  // (the weighted sum reads it here)
+        } else {
+          p[j] = pj;
+          if (dropout) d[j] = weight;
+        }
       }
     }
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // 3. the weighted sum of the values
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
-      load_tile(values_tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      load_tile(tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
-        const float* w = (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
+      for (int64_t i = first + warp; i < q_end; i += kWarps) {
+        const float* w = in_shared ? scores(i) : (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
         const int64_t used = std::max(int64_t{0}, std::min(n, visible_keys(keys, nq, f.causal, i) - t0));
-        add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0, lane < used ? w[t0 + lane] : 0.0f, values_tile, used, dk, lane);
+        add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0, lane < used ? w[t0 + lane] : 0.0f, tile, used, dk, lane);
       }
     }
   }
@@ -227,36 +245,37 @@ struct Backward {
   bool causal;
 };
 
-// Rows [i0, i0 + kTile) of (b, h): dP = dO V^T tile by tile (lane j of a tile its key),
-// then each row's dS = P * (dP - rowsum(dP * P)) * scale through the dropout mask (with
-// the row's dropped probabilities), then dQ = dS K tile by tile. Keys j < tk_b.
+// Rows [first, first + kTile) of (b, h): dP = dO V^T tile by tile (lane j of a tile its
+// key) into the rows' score gradients, then each row's dS = P * (dP - rowsum(dP * P)) *
+// scale through the dropout mask (with the row's dropped probabilities) into ds, then
+// dQ = dS K tile by tile. Keys j < tk_b. The score gradients are kept in shared memory
+// as the forward keeps its scores (scores_fit), else in ds itself.
 __global__ void score_query_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
   const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *tile = smem, *grad_row = smem + kTile * ld + warp * dk;
-  const bool dropout = w.s.dropout_p > 0.0f;
+  float *grads = smem, *tile = smem + kTile * ld, *shared_ds = smem + 2 * kTile * ld;
+  const bool in_shared = scores_fit(dk, tk), dropout = w.s.dropout_p > 0.0f;
   const float keep_scale = 1.0f / (1.0f - w.s.dropout_p);
   for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tq); block += gridDim.x) {
     const Share sh = share_of(block, w.s.heads, w.s.tq);
-    const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), q_end = std::min(sh.first + kTile, nq);
+    const int64_t b = sh.b, h = sh.h, first = sh.first, nq = w.q.size(b), keys = w.k.size(b), q_end = std::min(first + kTile, nq);
     auto row = [&](int64_t i) { return ((b * w.s.heads + h) * w.s.tq + i) * tk; };
-    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
-    for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP, into ds
+    auto score_grads = [&](int64_t i) { return in_shared ? shared_ds + (i - first) * (tk + 1) : w.ds + row(i); };
+    const int64_t horizon = q_end > first ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
+    __syncthreads();  // the last share's readers of the output gradients and score gradients are done
+    load_tile(grads, q_end - first, dk, [&](int64_t r) { return w.g.row(b, first + r) + h * dk; });
+    for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP
       const int64_t n = std::min(int64_t{kTile}, horizon - t0);
       __syncthreads();
       load_tile(tile, n, dk, [&](int64_t r) { return w.v.row(b, t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
-        for (int64_t c = lane; c < dk; c += kWarp) grad_row[c] = w.g.row(b, i)[h * dk + c];
-        __syncwarp();
-        if (lane < n) w.ds[row(i) + t0 + lane] = dot(grad_row, tile + lane * ld, dk);
-        __syncwarp();
-      }
+      for (int64_t i = first + warp; i < q_end; i += kWarps)
+        if (lane < n) score_grads(i)[t0 + lane] = dot(grads + (i - first) * ld, tile + lane * ld, dk);
     }
-    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
+    for (int64_t i = first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
       const float* p = w.probs + row(i);
-      float* ds = w.ds + row(i);
+      float* ds = score_grads(i);
       const int64_t visible = visible_keys(keys, nq, w.causal, i);
       float partial = 0.0f;
       for (int64_t j = lane; j < keys; j += kWarp) {
@@ -270,15 +289,18 @@ __global__ void score_query_gradient_kernel(Backward w) {
         partial += dp * p[j];
       }
       const float total = warp_sum(partial);
-      for (int64_t j = lane; j < keys; j += kWarp) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each lane its own j
+      for (int64_t j = lane; j < keys; j += kWarp) {  // each lane its own j
+        ds[j] = p[j] * (ds[j] - total) * w.s.scale;
+        if (in_shared) w.ds[row(i) + j] = ds[j];  // (for the keys' gradients)
+      }
     }
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // dQ = dS K (dS is 0 past the horizon)
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
       load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = sh.first + warp; i < q_end; i += kWarps)
-        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
+      for (int64_t i = first + warp; i < q_end; i += kWarps)
+        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? score_grads(i)[t0 + lane] : 0.0f, tile, n, dk, lane);
     }
   }
 }
@@ -323,9 +345,11 @@ __global__ void key_value_gradient_kernel(Backward w) {
   }
 }
 
-// Shared memory of each kernel, in bytes, for heads dk wide.
-size_t forward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kWarps * dk); }
-size_t score_query_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kWarps * dk); }
+// Shared memory of each kernel, in bytes, for heads dk wide and tk keys: the forward and
+// the score gradients two tiles of rows and their rows' scores where they fit.
+size_t forward_smem(int64_t dk, int64_t tk) {
+  return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + (scores_fit(dk, tk) ? kTile * (tk + 1) : 0));
+}
 size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + 2 * kTile * (kTile + 1)); }
 
 // Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
@@ -360,14 +384,16 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   f.q = side(c.q, packed_q, pq), f.k = side(c.k, packed_k, pk), f.v = side(c.v, packed_k, pk), f.out = side(out, packed_q, pq);
   f.s = geometry(c, f.q, f.k);
   expect_head_width(f.s.dk);
-  // Under dropout the values are weighted with a masked copy: probs stays the softmax.
-  const Tensor dropped_probs = c.dropout_p > 0.0f ? Tensor::empty(probs.shape(), DType::f32, Device::CUDA) : Tensor();
+  // Under dropout the values are weighted with a masked copy (probs stays the softmax),
+  // in shared memory beside the scores where they fit.
+  const bool masked_copy = c.dropout_p > 0.0f && !scores_fit(f.s.dk, f.s.tk);
+  const Tensor dropped_probs = masked_copy ? Tensor::empty(probs.shape(), DType::f32, Device::CUDA) : Tensor();
   f.probs = ptr<float>(probs);
   f.dropped_probs = dropped_probs.defined() ? ptr<float>(dropped_probs) : nullptr;
   f.padding = mask.key_padding.defined() ? ptr<bool>(mask.key_padding) : nullptr;
   f.key_rows = c.key_rows.defined() ? ptr<int32_t>(c.key_rows) : nullptr;
   f.causal = mask.causal;
-  launch(attention_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), forward_smem(f.s.dk), "attention_kernel");
+  launch(attention_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), forward_smem(f.s.dk, f.s.tk), "attention_kernel");
 }
 
 // dV = P_dropped^T dO, dP = dO V^T (through the mask), dS = P (dP - rowsum(dP P)) scale,
@@ -387,7 +413,7 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.weights = weights.defined() ? ptr<float>(weights) : ptr<float>(probs);
   w.ds = ptr<float>(ds);
   w.causal = c.mask->causal;
-  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), score_query_smem(w.s.dk), "score_query_gradient_kernel");
+  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), forward_smem(w.s.dk, w.s.tk), "score_query_gradient_kernel");
   launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
 }
 
