@@ -4,10 +4,9 @@
 // key of a tile: every row of K and V is read from memory once a block rather than once
 // a query, and a dot product is one lane's sum rather than a warp's butterfly (window 4
 // of scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
-// the base model). A block keeps its rows' scores in shared memory (where they fit): the
-// probabilities [batch, heads, tq, tk] are written for the backward and for callers that
-// show them, but not read back; a fused FlashAttention kernel that never writes them
-// comes later. Every sum runs in a fixed order (no atomics), so two runs
+// the base model). The probabilities [batch, heads, tq, tk] are still written whole, for
+// the backward and for callers that show them; a fused FlashAttention kernel that keeps
+// them on chip comes later. Every sum runs in a fixed order (no atomics), so two runs
 // are bitwise equal; the weighted sums add their terms in the CPU's order.
 #include <algorithm>
 #include <cmath>
@@ -79,7 +78,7 @@ constexpr int kWarp = 32;
 constexpr unsigned kAllLanes = 0xffffffffu;
 constexpr int kWarps = 4;      // a block's warps
 constexpr int kTile = kWarp;   // rows a tile of shared memory holds (one a lane), and rows a block takes
-constexpr int64_t kMaxHeadWidth = 512;  // (shared memory: two tiles of 32 x 513 floats, and 32 rows of scores)
+constexpr int64_t kMaxHeadWidth = 512;  // (shared memory: a tile of 32 x 513 floats and more)
 
 // The warp's sum and maximum, by a fixed butterfly (the same order every run); every
 // lane gets the result.
@@ -152,51 +151,41 @@ __device__ int64_t visible_keys(int64_t keys, int64_t queries, bool causal, int6
 // Key (or value) j of query row b: row key_rows[b, j] of k and v when indexed (decoding), else b's.
 __device__ int64_t key_batch(const Forward& f, int64_t b, int64_t j) { return f.key_rows ? f.key_rows[b * f.s.tk + j] : b; }
 
-// Whether a block's rows of tk scores fit in shared memory beside its two tiles of rows dk
-// wide (96 KiB in all: 600 keys for heads of 64, so two blocks an SM at the most): the
-// block then keeps its rows' scores there while it works on them, rather than in probs,
-// which it would read back for each pass over a row (each read a round trip to memory
-// that a warp waits for).
-__host__ __device__ bool scores_fit(int64_t dk, int64_t tk) {
-  return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kTile * (tk + 1)) <= 96 * 1024;
-}
-
-// Rows [first, first + kTile) of (b, h): scores (lane j of a tile its key) into the rows'
-// scores, mask, softmax and dropout (each lane the keys it scored), then the weighted sum
+// Rows [i0, i0 + kTile) of (b, h): scores (lane j of a tile its key) into the rows of
+// probs, mask, softmax and dropout (each lane the keys it scored), then the weighted sum
 // of the values, tile by tile. Rows past the sequence's end get probabilities 0.
 __global__ void attention_kernel(Forward f) {
   extern __shared__ float smem[];
   const int64_t dk = f.s.dk, tk = f.s.tk, ld = dk + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *queries = smem, *tile = smem + kTile * ld, *shared_scores = smem + 2 * kTile * ld;
-  const bool in_shared = scores_fit(dk, tk), dropout = f.s.dropout_p > 0.0f;
+  float *tile = smem, *query = smem + kTile * ld + warp * dk;  // (tile: the keys, then the values)
   const float keep_scale = 1.0f / (1.0f - f.s.dropout_p);
   for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq); block += gridDim.x) {
     const Share sh = share_of(block, f.s.heads, f.s.tq);
-    const int64_t b = sh.b, h = sh.h, first = sh.first, nq = f.q.size(b), keys = f.k.size(b);
-    const int64_t end = std::min(first + kTile, f.s.tq), q_end = std::min(end, nq);
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), keys = f.k.size(b);
+    const int64_t end = std::min(sh.first + kTile, f.s.tq), q_end = std::min(end, nq);
     auto row = [&](int64_t i) { return ((b * f.s.heads + h) * f.s.tq + i) * tk; };
-    auto scores = [&](int64_t i) { return in_shared ? shared_scores + (i - first) * (tk + 1) : f.probs + row(i); };
-    for (int64_t i = std::max(first, nq) + warp; i < end; i += kWarps)
+    for (int64_t i = std::max(sh.first, nq) + warp; i < end; i += kWarps)
       for (int64_t j = lane; j < tk; j += kWarp) f.probs[row(i) + j] = 0.0f;
-    const int64_t horizon = q_end > first ? visible_keys(keys, nq, f.causal, q_end - 1) : 0;  // the most keys a row sees
-    __syncthreads();  // the last share's readers of the queries and scores are done
-    load_tile(queries, q_end - first, dk, [&](int64_t r) { return f.q.row(b, first + r) + h * dk; });
+    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, f.causal, q_end - 1) : 0;  // the most keys a row sees
     for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // 1. scores
       const int64_t n = std::min(int64_t{kTile}, horizon - t0);
-      __syncthreads();  // the last tile's readers are done (the first time: the queries loaded)
+      __syncthreads();  // the last tile's readers are done
       load_tile(tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = first + warp; i < q_end; i += kWarps) {
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
+        __syncwarp();
         const int64_t j = t0 + lane;
         if (lane < n) {
           const bool seen = j < visible_keys(keys, nq, f.causal, i) && !(f.padding && f.padding[b * tk + j]);
-          scores(i)[j] = seen ? f.s.scale * dot(queries + (i - first) * ld, tile + lane * ld, dk) : -INFINITY;
+          f.probs[row(i) + j] = seen ? f.s.scale * dot(query, tile + lane * ld, dk) : -INFINITY;
         }
+        __syncwarp();  // read before the next row overwrites it
       }
     }
-    for (int64_t i = first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout (lane j % 32 scored key j)
-      float *p = scores(i), *d = f.dropped_probs ? f.dropped_probs + row(i) : nullptr;
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // 2. softmax and dropout
+      float *p = f.probs + row(i), *d = f.dropped_probs ? f.dropped_probs + row(i) : nullptr;
       const int64_t visible = visible_keys(keys, nq, f.causal, i);
       float mx = -INFINITY;
       for (int64_t j = lane; j < visible; j += kWarp) mx = fmaxf(mx, p[j]);
@@ -211,15 +200,8 @@ __global__ void attention_kernel(Forward f) {
       sum = warp_sum(sum);
       const float inv = none ? 0.0f : 1.0f / sum;
       for (int64_t j = lane; j < tk; j += kWarp) {
-        const float pj = p[j] * inv;
-        const float weight = !dropout ? pj : dropped(f.s, b, h, i, j) ? 0.0f : pj * keep_scale;  // the value's weight
-        if (in_shared) {
-          f.probs[row(i) + j] = pj;
-          p[j] = weight;  // (the weighted sum reads it here)
-        } else {
-          p[j] = pj;
-          if (dropout) d[j] = weight;
-        }
+        p[j] *= inv;
+        if (d) d[j] = dropped(f.s, b, h, i, j) ? 0.0f : p[j] * keep_scale;
       }
     }
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // 3. the weighted sum of the values
@@ -227,8 +209,8 @@ __global__ void attention_kernel(Forward f) {
       __syncthreads();
       load_tile(tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = first + warp; i < q_end; i += kWarps) {
-        const float* w = in_shared ? scores(i) : (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        const float* w = (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
         const int64_t used = std::max(int64_t{0}, std::min(n, visible_keys(keys, nq, f.causal, i) - t0));
         add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0, lane < used ? w[t0 + lane] : 0.0f, tile, used, dk, lane);
       }
@@ -245,37 +227,36 @@ struct Backward {
   bool causal;
 };
 
-// Rows [first, first + kTile) of (b, h): dP = dO V^T tile by tile (lane j of a tile its
-// key) into the rows' score gradients, then each row's dS = P * (dP - rowsum(dP * P)) *
-// scale through the dropout mask (with the row's dropped probabilities) into ds, then
-// dQ = dS K tile by tile. Keys j < tk_b. The score gradients are kept in shared memory
-// as the forward keeps its scores (scores_fit), else in ds itself.
+// Rows [i0, i0 + kTile) of (b, h): dP = dO V^T tile by tile (lane j of a tile its key),
+// then each row's dS = P * (dP - rowsum(dP * P)) * scale through the dropout mask (with
+// the row's dropped probabilities), then dQ = dS K tile by tile. Keys j < tk_b.
 __global__ void score_query_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
   const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *grads = smem, *tile = smem + kTile * ld, *shared_ds = smem + 2 * kTile * ld;
-  const bool in_shared = scores_fit(dk, tk), dropout = w.s.dropout_p > 0.0f;
+  float *tile = smem, *grad_row = smem + kTile * ld + warp * dk;
+  const bool dropout = w.s.dropout_p > 0.0f;
   const float keep_scale = 1.0f / (1.0f - w.s.dropout_p);
   for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tq); block += gridDim.x) {
     const Share sh = share_of(block, w.s.heads, w.s.tq);
-    const int64_t b = sh.b, h = sh.h, first = sh.first, nq = w.q.size(b), keys = w.k.size(b), q_end = std::min(first + kTile, nq);
+    const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), q_end = std::min(sh.first + kTile, nq);
     auto row = [&](int64_t i) { return ((b * w.s.heads + h) * w.s.tq + i) * tk; };
-    auto score_grads = [&](int64_t i) { return in_shared ? shared_ds + (i - first) * (tk + 1) : w.ds + row(i); };
-    const int64_t horizon = q_end > first ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
-    __syncthreads();  // the last share's readers of the output gradients and score gradients are done
-    load_tile(grads, q_end - first, dk, [&](int64_t r) { return w.g.row(b, first + r) + h * dk; });
-    for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP
+    const int64_t horizon = q_end > sh.first ? visible_keys(keys, nq, w.causal, q_end - 1) : 0;
+    for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP, into ds
       const int64_t n = std::min(int64_t{kTile}, horizon - t0);
       __syncthreads();
       load_tile(tile, n, dk, [&](int64_t r) { return w.v.row(b, t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = first + warp; i < q_end; i += kWarps)
-        if (lane < n) score_grads(i)[t0 + lane] = dot(grads + (i - first) * ld, tile + lane * ld, dk);
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) grad_row[c] = w.g.row(b, i)[h * dk + c];
+        __syncwarp();
+        if (lane < n) w.ds[row(i) + t0 + lane] = dot(grad_row, tile + lane * ld, dk);
+        __syncwarp();
+      }
     }
-    for (int64_t i = first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {  // dS (keys past the row's horizon: dP 0, and P 0)
       const float* p = w.probs + row(i);
-      float* ds = score_grads(i);
+      float* ds = w.ds + row(i);
       const int64_t visible = visible_keys(keys, nq, w.causal, i);
       float partial = 0.0f;
       for (int64_t j = lane; j < keys; j += kWarp) {
@@ -289,31 +270,45 @@ __global__ void score_query_gradient_kernel(Backward w) {
         partial += dp * p[j];
       }
       const float total = warp_sum(partial);
-      for (int64_t j = lane; j < keys; j += kWarp) {  // each lane its own j
-        ds[j] = p[j] * (ds[j] - total) * w.s.scale;
-        if (in_shared) w.ds[row(i) + j] = ds[j];  // (for the keys' gradients)
-      }
+      for (int64_t j = lane; j < keys; j += kWarp) ds[j] = p[j] * (ds[j] - total) * w.s.scale;  // each lane its own j
     }
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // dQ = dS K (dS is 0 past the horizon)
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
       load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + h * dk; });
       __syncthreads();
-      for (int64_t i = first + warp; i < q_end; i += kWarps)
-        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? score_grads(i)[t0 + lane] : 0.0f, tile, n, dk, lane);
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps)
+        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
+    }
+  }
+}
+
+// out[j] (= 0 when `first`) += the sum over r < n, in order, of column[r][j - j0] rows[r],
+// for the block's key rows j in [j0, j_end): warps over the rows, lanes over the width.
+__device__ void add_key_rows(const Side& out, int64_t b, int64_t h, int64_t dk, int64_t j0, int64_t j_end, bool first, const float* column,
+                             const float* rows, int64_t n) {
+  const int64_t ld = dk + 1, lds = kTile + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
+    float* out_row = out.row(b, j) + h * dk;
+    for (int64_t c = lane; c < dk; c += kWarp) {
+      float acc = first ? 0.0f : out_row[c];
+      for (int64_t r = 0; r < n; ++r) acc += column[r * lds + (j - j0)] * rows[r * ld + c];
+      out_row[c] = acc;
     }
   }
 }
 
 // Key rows [j0, j0 + kTile) of (b, h): dK[j] = sum over queries i (in order) of dS[i, j] Q[i]
-// and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles of Q, dO and
-// their dS and P columns; queries that see none of the block's keys (causal) add zeros
-// and are skipped.
+// and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles: Q and its dS
+// columns, then dO and its P columns, in the same shared memory (one tile and one column
+// block: 12 KiB for heads of 64, so that 16 blocks fit an SM; with both at once, 9 did,
+// and the kernels are bound by the blocks in flight: windows 20-22). Queries that see
+// none of the block's keys (causal) add zeros and are skipped.
 __global__ void key_value_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
   const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1, lds = kTile + 1;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  float *queries = smem, *grads = queries + kTile * ld, *ds = grads + kTile * ld, *weights = ds + kTile * lds;
+  float *rows = smem, *column = rows + kTile * ld;
   for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tk); block += gridDim.x) {
     const Share sh = share_of(block, w.s.heads, w.s.tk);
     const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), j0 = sh.first, j_end = std::min(j0 + kTile, keys);
@@ -322,35 +317,27 @@ __global__ void key_value_gradient_kernel(Backward w) {
     const int64_t start = w.causal ? std::max(int64_t{0}, j0 + nq - keys) : 0;  // the first query that sees key j0
     for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0)), cols = j_end - j0;
-      __syncthreads();
-      load_tile(queries, n, dk, [&](int64_t r) { return w.q.row(b, t0 + r) + h * dk; });
-      load_tile(grads, n, dk, [&](int64_t r) { return w.g.row(b, t0 + r) + h * dk; });
-      for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
-        const int64_t r = e / cols, jj = e % cols;
-        ds[r * lds + jj] = w.ds[at(t0 + r, j0 + jj)], weights[r * lds + jj] = w.weights[at(t0 + r, j0 + jj)];
-      }
-      __syncthreads();
-      for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
-        float *dk_row = w.dk.row(b, j) + h * dk, *dv_row = w.dv.row(b, j) + h * dk;
-        for (int64_t c = lane; c < dk; c += kWarp) {
-          float acc_k = t0 == start ? 0.0f : dk_row[c], acc_v = t0 == start ? 0.0f : dv_row[c];
-          for (int64_t r = 0; r < n; ++r) {
-            acc_k += ds[r * lds + (j - j0)] * queries[r * ld + c];
-            acc_v += weights[r * lds + (j - j0)] * grads[r * ld + c];
-          }
-          dk_row[c] = acc_k, dv_row[c] = acc_v;
-        }
-      }
+      auto load = [&](const Side& side, const float* by_query) {  // rows t0.. of `side`, and their columns j0.. of [tq, tk]
+        __syncthreads();  // the last readers are done
+        load_tile(rows, n, dk, [&](int64_t r) { return side.row(b, t0 + r) + h * dk; });
+        for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) column[(e / cols) * lds + e % cols] = by_query[at(t0 + e / cols, j0 + e % cols)];
+        __syncthreads();
+      };
+      load(w.q, w.ds);
+      add_key_rows(w.dk, b, h, dk, j0, j_end, t0 == start, column, rows, n);
+      load(w.g, w.weights);
+      add_key_rows(w.dv, b, h, dk, j0, j_end, t0 == start, column, rows, n);
     }
   }
 }
 
-// Shared memory of each kernel, in bytes, for heads dk wide and tk keys: the forward and
-// the score gradients two tiles of rows and their rows' scores where they fit.
-size_t forward_smem(int64_t dk, int64_t tk) {
-  return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + (scores_fit(dk, tk) ? kTile * (tk + 1) : 0));
-}
-size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + 2 * kTile * (kTile + 1)); }
+// Shared memory of each kernel, in bytes, for heads dk wide: the forward and the score
+// gradients one tile and a row for each warp, the keys' gradients one tile and a block of
+// columns. (The kernels are bound by the blocks in flight: a second tile in the forward,
+// or the scores kept in shared memory, took more than the 14 KiB that lets 16 blocks fit
+// an SM, and the kernels ran slower: windows 20-22 of scripts/gpu/NOTES.md.)
+size_t row_kernel_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kWarps * dk); }
+size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kTile * (kTile + 1)); }
 
 // Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
 // once allowed for the kernel: the default limit).
@@ -384,16 +371,14 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   f.q = side(c.q, packed_q, pq), f.k = side(c.k, packed_k, pk), f.v = side(c.v, packed_k, pk), f.out = side(out, packed_q, pq);
   f.s = geometry(c, f.q, f.k);
   expect_head_width(f.s.dk);
-  // Under dropout the values are weighted with a masked copy (probs stays the softmax),
-  // in shared memory beside the scores where they fit.
-  const bool masked_copy = c.dropout_p > 0.0f && !scores_fit(f.s.dk, f.s.tk);
-  const Tensor dropped_probs = masked_copy ? Tensor::empty(probs.shape(), DType::f32, Device::CUDA) : Tensor();
+  // Under dropout the values are weighted with a masked copy: probs stays the softmax.
+  const Tensor dropped_probs = c.dropout_p > 0.0f ? Tensor::empty(probs.shape(), DType::f32, Device::CUDA) : Tensor();
   f.probs = ptr<float>(probs);
   f.dropped_probs = dropped_probs.defined() ? ptr<float>(dropped_probs) : nullptr;
   f.padding = mask.key_padding.defined() ? ptr<bool>(mask.key_padding) : nullptr;
   f.key_rows = c.key_rows.defined() ? ptr<int32_t>(c.key_rows) : nullptr;
   f.causal = mask.causal;
-  launch(attention_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), forward_smem(f.s.dk, f.s.tk), "attention_kernel");
+  launch(attention_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), row_kernel_smem(f.s.dk), "attention_kernel");
 }
 
 // dV = P_dropped^T dO, dP = dO V^T (through the mask), dS = P (dP - rowsum(dP P)) scale,
@@ -413,7 +398,7 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.weights = weights.defined() ? ptr<float>(weights) : ptr<float>(probs);
   w.ds = ptr<float>(ds);
   w.causal = c.mask->causal;
-  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), forward_smem(w.s.dk, w.s.tk), "score_query_gradient_kernel");
+  launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), row_kernel_smem(w.s.dk), "score_query_gradient_kernel");
   launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
 }
 
