@@ -40,7 +40,7 @@ def search_flags(a, beam):
 def tfm_run(a, budget, beam, job):
     """tfm_bench translate's result; it writes the source ids and search options to `job`."""
     if not os.path.isfile(a.model):
-        return RuntimeError(f"no model at {a.model}: scripts/gpu/bundle.sh ran without TFM_GPU_TRANSLATION_MODEL")
+        return RuntimeError("no model: scripts/gpu/bundle.sh ran without TFM_GPU_TRANSLATION_MODEL")
     cmd = [a.tfm_bench, "translate", "--model", a.model, "--vocab", a.vocab, "--input", a.input, "--job-out", job]
     return budget.attempt(cmd + search_flags(a, beam), os.path.join(a.out, f"tfm_beam{beam}.log"))
 
