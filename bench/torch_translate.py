@@ -189,19 +189,21 @@ def beam_search(dec, src, cfg, o):
         logp = search_log_probs(dec.step(torch.tensor([b[0][-1] for b in beams], dtype=torch.long, device=src.device)), cfg, o, at_limit)
         V = logp.size(1)
         total = logp + torch.tensor([b[1] for b in beams], device=src.device)[:, None]
-        top_ix = total.view(len(active), K * V).topk(2 * K, dim=1).indices.tolist()
-        token_lp = logp.view(len(active), K * V)
+        top = total.view(len(active), K * V).topk(2 * K, dim=1).indices
+        # The candidates' own log-probabilities, read in one copy (one read per candidate
+        # would wait for a GPU every time).
+        top_ix, token_lp = top.tolist(), logp.view(len(active), K * V).gather(1, top).tolist()
         next_beams, parents, still = [], [], []
         for j, s in enumerate(active):
             filled, best = [], None
-            for rank, ix in enumerate(top_ix[j]):
+            for rank, (ix, ix_lp) in enumerate(zip(top_ix[j], token_lp[j])):
                 if len(filled) == K:
                     break
                 k, t = divmod(ix, V)
                 parent = beams[j * K + k]
                 if parent[1] == NEG_INF:
                     continue
-                lp = parent[1] + float(token_lp[j, ix])  # summed in double, as tfm does
+                lp = parent[1] + ix_lp  # summed in double, as tfm does
                 best = lp if best is None else best
                 if t == o.eos:  # an end counts only among the K best (both rules)
                     if rank >= K or lp == NEG_INF:
