@@ -13,7 +13,8 @@ as tfm applies them (an end symbol counts only among the K best, the K best fini
 are kept, a sentence is done when no open beam can beat them, the end symbol forced at
 the limit, log-probabilities renormalised without the pad).
 
-Prints one JSON line: seconds, target tokens and outputs (to compare with tfm's).
+On the CPU, or on a GPU with --device cuda (bench/gpu/compare_translate.py). Prints
+one JSON line: seconds, target tokens and outputs (to compare with tfm's).
 """
 import argparse
 import json
@@ -153,9 +154,9 @@ def greedy(dec, src, cfg, o):
     dec.start(src)
     active = list(range(src.size(0)))
     out = [[] for _ in active]
-    tokens = torch.full((len(active),), o.bos, dtype=torch.long)
+    tokens = torch.full((len(active),), o.bos, dtype=torch.long, device=src.device)
     for step in range(1, max(limits) + 1):
-        at_limit = torch.tensor([step >= limits[s] for s in active])
+        at_limit = torch.tensor([step >= limits[s] for s in active], device=src.device)
         best = search_log_probs(dec.step(tokens), cfg, o, at_limit).argmax(-1).tolist()
         keep = []
         for row, (s, t) in enumerate(zip(active, best)):
@@ -166,9 +167,9 @@ def greedy(dec, src, cfg, o):
         if not keep:
             break
         if len(keep) < len(active):
-            dec.keep_rows(torch.tensor(keep))
+            dec.keep_rows(torch.tensor(keep, device=src.device))
         active = [active[r] for r in keep]
-        tokens = torch.tensor([best[r] for r in keep], dtype=torch.long)
+        tokens = torch.tensor([best[r] for r in keep], dtype=torch.long, device=src.device)
     return out
 
 
@@ -184,23 +185,25 @@ def beam_search(dec, src, cfg, o):
     def norm(lp, n):  # an empty translation ranks last (CTranslate2: log p / 0)
         return lp if o.length_penalty == 0 else NEG_INF if n == 0 else lp / n ** o.length_penalty
     for step in range(1, max(limits) + 1):
-        at_limit = torch.tensor([step >= limits[s] for s in active]).repeat_interleave(K)
-        logp = search_log_probs(dec.step(torch.tensor([b[0][-1] for b in beams], dtype=torch.long)), cfg, o, at_limit)
+        at_limit = torch.tensor([step >= limits[s] for s in active], device=src.device).repeat_interleave(K)
+        logp = search_log_probs(dec.step(torch.tensor([b[0][-1] for b in beams], dtype=torch.long, device=src.device)), cfg, o, at_limit)
         V = logp.size(1)
-        total = logp + torch.tensor([b[1] for b in beams])[:, None]
-        top_ix = total.view(len(active), K * V).topk(2 * K, dim=1).indices.tolist()
-        token_lp = logp.view(len(active), K * V)
+        total = logp + torch.tensor([b[1] for b in beams], device=src.device)[:, None]
+        top = total.view(len(active), K * V).topk(2 * K, dim=1).indices
+        # The candidates' own log-probabilities, read in one copy (one read per candidate
+        # would wait for a GPU every time).
+        top_ix, token_lp = top.tolist(), logp.view(len(active), K * V).gather(1, top).tolist()
         next_beams, parents, still = [], [], []
         for j, s in enumerate(active):
             filled, best = [], None
-            for rank, ix in enumerate(top_ix[j]):
+            for rank, (ix, ix_lp) in enumerate(zip(top_ix[j], token_lp[j])):
                 if len(filled) == K:
                     break
                 k, t = divmod(ix, V)
                 parent = beams[j * K + k]
                 if parent[1] == NEG_INF:
                     continue
-                lp = parent[1] + float(token_lp[j, ix])  # summed in double, as tfm does
+                lp = parent[1] + ix_lp  # summed in double, as tfm does
                 best = lp if best is None else best
                 if t == o.eos:  # an end counts only among the K best (both rules)
                     if rank >= K or lp == NEG_INF:
@@ -228,7 +231,7 @@ def beam_search(dec, src, cfg, o):
                 parents.append(parent)
         if not still:
             break
-        dec.keep_rows(torch.tensor(parents))
+        dec.keep_rows(torch.tensor(parents, device=src.device))
         beams, active = next_beams, [active[j] for j in still]
     out = []
     for f in finished:
@@ -245,30 +248,41 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (a tfm checkpoint's model)")
+    ap.add_argument("--warmup", type=int, default=0, help="untimed searches of the first batch first")
     o = ap.parse_args()
     torch.set_num_threads(o.threads)
     job = json.load(open(o.ids))
     o.bos, o.eos, o.length_penalty = job["bos"], job["eos"], job["length_penalty"]
     o.max_len_a, o.max_len_b = job["max_len_a"], job["max_len_b"]
     sources = job["sources"][: o.limit or None]
+    device = torch.device(o.device)
     if os.path.isdir(o.model):  # a Hugging Face MarianMT directory
+        if device.type != "cpu":
+            raise SystemExit("--device: a Marian model decodes on the CPU only")
         dec, cfg = torch_marian.load(o.model)
     else:
         model, cfg = load_checkpoint(o.model)
-        dec = CachedDecoder(model, cfg)
+        dec = CachedDecoder(model.to(device), cfg)
     search = greedy if o.beam == 1 else beam_search
     order = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))  # tfm's order
     outputs = [[] for _ in sources]
     batch_ms = []
-    start = time.perf_counter()
+
+    def padded(idx):  # the sentences idx, each ended by the end symbol, padded to the longest, on the device
+        src = torch.full((len(idx), max(len(sources[i]) for i in idx) + 1), cfg["pad_id"], dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, :len(sources[i])] = torch.tensor(sources[i])
+            src[r, len(sources[i])] = o.eos
+        return src.to(device)
+
+    batches = [order[b:b + o.batch] for b in range(0, len(order), o.batch)]
     with torch.no_grad():
-        for b in range(0, len(order), o.batch):
-            idx = order[b:b + o.batch]
-            cols = max(len(sources[i]) for i in idx) + 1
-            src = torch.full((len(idx), cols), cfg["pad_id"], dtype=torch.long)
-            for r, i in enumerate(idx):
-                src[r, :len(sources[i])] = torch.tensor(sources[i])
-                src[r, len(sources[i])] = o.eos
+        for _ in range(o.warmup if batches else 0):  # a GPU's first calls load its kernels
+            search(dec, padded(batches[0]), cfg, o)
+        start = time.perf_counter()
+        for idx in batches:
+            src = padded(idx)
             t0 = time.perf_counter()
             for i, hyp in zip(idx, search(dec, src, cfg, o)):
                 outputs[i] = hyp

@@ -10,23 +10,11 @@ line in --out."""
 import argparse
 import json
 import os
-import subprocess
 import sys
 
+from rows import failure, row, run
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def run(cmd, out_path, timeout):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    with open(out_path, "w") as f:
-        f.write(p.stdout + p.stderr)
-    if p.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(cmd[0])} exited {p.returncode}: {(p.stderr or p.stdout).strip().splitlines()[-1:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def row(check, dtype, shape, step_ms, result):
-    print("\t".join(["ROW", "bench", check, dtype, shape, "-", "-", "-", f"{step_ms:.3f}", "-", result]), flush=True)
 
 
 def main():
@@ -61,14 +49,14 @@ def main():
                 flags = {"compile": ["--compile"], "cudnn": ["--cudnn-sdpa"]}.get(engine, [])
                 r = run(cmd + flags, os.path.join(a.out, name + ".log"), 600)
         except Exception as e:  # noqa: BLE001 - each run's failure is a row, the others go on
-            row(f"{engine} train step", precision, shape, 0.0, "FAIL: " + str(e).replace("\t", " ")[:150])
+            row("bench", f"{engine} train step", precision, shape, 0.0, failure(e))
             continue
         tokens_s = r["target_tokens"] / r["seconds"]
         if engine == "eager":
             eager[precision] = tokens_s
         versus = f", {tokens_s / eager[precision]:.2f}x eager" if engine != "eager" and precision in eager else ""
         memory = r.get("peak_memory_mib", r.get("peak_tensor_mib", 0.0))
-        row(f"{r['engine']} train step", precision, shape, r["median_step_ms"], f"{tokens_s:,.0f} tok/s, peak {memory:,.0f} MiB{versus}")
+        row("bench", f"{r['engine']} train step", precision, shape, r["median_step_ms"], f"{tokens_s:,.0f} tok/s, peak {memory:,.0f} MiB{versus}")
 
 
 if __name__ == "__main__":

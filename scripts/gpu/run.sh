@@ -5,7 +5,9 @@
 # table against the oracle and the CPU (twice each, for determinism), the op table's
 # gtest, realistic shapes with timings, every family's training and inference against
 # the CPU, compute-sanitizer memcheck and racecheck on the small cases; on request
-# (named stages) the profile of a training step, the matrix rates and the bench.
+# (named stages) the profile of a training step, the matrix rates and the benches against
+# PyTorch: base training (bench), a GPT-2-small language model (bench-lm) and
+# translation (bench-translate).
 # Writes $OUT/table.txt, $OUT/rows.tsv and $OUT/logs.tar.gz, and prints the table last.
 #   scripts/gpu/run.sh [STAGE...]     (default: every stage)
 set -uo pipefail
@@ -87,9 +89,14 @@ for s in "${wanted[@]}"; do
     profile) stage profile 200 bash -c profile_rows ;;
     gemm) stage gemm 60 "$bundle/tfm_gemm_rates" ;;
     bench) stage bench 420 python3 bench/gpu/compare.py --tfm-bench "$bundle/tfm_bench" --data .gpu-bundle/data --out "$logs/bench" ;;
+    bench-lm) stage bench-lm 150 python3 bench/gpu/compare_lm.py --tfm-bench "$bundle/tfm_bench" --text .gpu-bundle/lm/input.txt.gz \
+      --vocab .gpu-bundle/lm/vocab.model --budget 140 --out "$logs/bench-lm" ;;
+    bench-translate) stage bench-translate 150 python3 bench/gpu/compare_translate.py --tfm-bench "$bundle/tfm_bench" \
+      --model .gpu-bundle/translate/model.safetensors --vocab .gpu-bundle/translate/vocab.model \
+      --input .gpu-bundle/translate/val.de.gz --budget 140 --out "$logs/bench-translate" ;;
     infer) stage infer 90 "$check" --stage infer --fixtures tests/fixtures --hf-fixtures .gpu-bundle/hf ;;
     sanitizer) stage sanitizer 60 bash -c sanitizer_rows ;;
-    *) echo "run.sh: unknown stage $s (stages: ${all[*]})" >&2; exit 2 ;;
+    *) echo "run.sh: unknown stage $s (stages: ${all[*]}; on request: profile gemm bench bench-lm bench-translate)" >&2; exit 2 ;;
   esac
 done
 
@@ -103,11 +110,14 @@ table() {
 }
 table "$rows" >"$OUT/table.txt"
 # Printed last (the device tool returns the output's end): each stage's count, the
-# rows that did not pass (at most 40), then the large shapes' timings.
+# rows that did not pass (at most 40; a benchmark's only where it failed), the
+# benchmarks' figures, then the large shapes' timings.
 echo "== per stage: rows, passed"
-awk -F'\t' '{ n[$1]++; if ($10 == "pass") p[$1]++ } END { for (s in n) printf "%-10s %4d %4d\n", s, n[s], p[s] }' "$rows"
-awk -F'\t' '$10 != "pass" && $1 != "large" && $1 != "gemm"' "$rows" | head -40 >"$logs/failed.tsv"
+awk -F'\t' '{ n[$1]++; if ($10 == "pass") p[$1]++ } END { for (s in n) printf "%-16s %4d %4d\n", s, n[s], p[s] }' "$rows"
+awk -F'\t' '$10 != "pass" && $1 != "large" && $1 != "gemm" && ($1 !~ /^bench/ || $10 ~ /^FAIL/)' "$rows" | head -40 >"$logs/failed.tsv"
 if [ -s "$logs/failed.tsv" ]; then echo "== not passed (the first 40; all rows in table.txt)"; table "$logs/failed.tsv"; fi
+awk -F'\t' '$1 ~ /^bench/ && $10 !~ /^FAIL/' "$rows" >"$logs/bench.tsv"
+if [ -s "$logs/bench.tsv" ]; then echo "== against PyTorch (device_ms: a median step; bench-translate: the whole set)"; table "$logs/bench.tsv"; fi
 awk -F'\t' '$1 == "gemm"' "$rows" >"$logs/gemm.tsv"
 if [ -s "$logs/gemm.tsv" ]; then echo "== products (device_ms: one call)"; table "$logs/gemm.tsv"; fi
 awk -F'\t' '$1 == "large"' "$rows" >"$logs/large.tsv"

@@ -5,6 +5,7 @@ Parameter names are tfm's checkpoint names, so a tfm checkpoint loads with
 because tied weights appear once) and this model's state_dict, saved as
 safetensors, loads in tfm.
 """
+import inspect
 import math
 
 import torch
@@ -70,6 +71,12 @@ def encoder_stack(cfg):
     return nn.TransformerEncoder(layer, cfg["layers"], norm=nn.LayerNorm(cfg["d_model"]), enable_nested_tensor=False)
 
 
+# PyTorch 2 lets TransformerEncoder be told that its mask is the causal one, and then
+# runs scaled_dot_product_attention's causal kernels (flash) without the mask; Debian's
+# PyTorch 1.13, which the CPU tests use, has no such argument.
+CAUSAL_HINT = {"is_causal": True} if "is_causal" in inspect.signature(nn.TransformerEncoder.forward).parameters else {}
+
+
 class GPT(nn.Module):
     """The twin of tfm's models::GPT: learned positions, causal pre-norm blocks, output tied to the token embedding."""
 
@@ -82,9 +89,9 @@ class GPT(nn.Module):
     def forward(self, ids):
         """ids [batch, len] -> logits [batch, len, vocab]."""
         n = ids.size(1)
-        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-        x = self.tok_embed(ids) + self.pos_embed(torch.arange(n))
-        return self.blocks(x, mask=causal) @ self.tok_embed.weight.t()
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool, device=ids.device), diagonal=1)
+        x = self.tok_embed(ids) + self.pos_embed(torch.arange(n, device=ids.device))
+        return self.blocks(x, mask=causal, **CAUSAL_HINT) @ self.tok_embed.weight.t()
 
 
 class ViT(nn.Module):

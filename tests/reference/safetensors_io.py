@@ -1,4 +1,4 @@
-"""Minimal safetensors writer (F32) and reader (F32, F16, BF16 as float32; I64, U8):
+"""Minimal safetensors writer (F32, or BF16) and reader (F32, F16, BF16 as float32; I64, U8):
 Debian ships no safetensors module."""
 import json
 import struct
@@ -6,13 +6,20 @@ import struct
 import numpy as np
 
 
-def save(path, tensors, metadata=None):
+def bf16_bytes(a):
+    """float32 values as bfloat16 bytes, each rounded to the nearest (ties to even), as torch's .bfloat16()."""
+    u = a.astype("<f4").view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()
+
+
+def save(path, tensors, metadata=None, dtype="F32"):
+    """dtype: "F32", or "BF16" for half the bytes (finite values only)."""
     header, blobs, offset = {}, [], 0
     for name, t in tensors.items():
         # np.array, not ascontiguousarray, which would turn a 0-d scalar into shape [1]
         a = np.array(t.detach().cpu().float().numpy() if hasattr(t, "detach") else t, dtype=np.float32, order="C")
-        b = a.astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        b = bf16_bytes(a) if dtype == "BF16" else a.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
         blobs.append(b)
         offset += len(b)
     if metadata:
