@@ -283,32 +283,15 @@ __global__ void score_query_gradient_kernel(Backward w) {
   }
 }
 
-// out[j] (= 0 when `first`) += the sum over r < n, in order, of column[r][j - j0] rows[r],
-// for the block's key rows j in [j0, j_end): warps over the rows, lanes over the width.
-__device__ void add_key_rows(const Side& out, int64_t b, int64_t h, int64_t dk, int64_t j0, int64_t j_end, bool first, const float* column,
-                             const float* rows, int64_t n) {
-  const int64_t ld = dk + 1, lds = kTile + 1;
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
-    float* out_row = out.row(b, j) + h * dk;
-    for (int64_t c = lane; c < dk; c += kWarp) {
-      float acc = first ? 0.0f : out_row[c];
-      for (int64_t r = 0; r < n; ++r) acc += column[r * lds + (j - j0)] * rows[r * ld + c];
-      out_row[c] = acc;
-    }
-  }
-}
-
 // Key rows [j0, j0 + kTile) of (b, h): dK[j] = sum over queries i (in order) of dS[i, j] Q[i]
-// and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles: Q and its dS
-// columns, then dO and its P columns, in the same shared memory (one tile and one column
-// block: 12 KiB for heads of 64, so that 16 blocks fit an SM; with both at once, 9 did,
-// and the kernels are bound by the blocks in flight: windows 20-22). Queries that see
-// none of the block's keys (causal) add zeros and are skipped.
+// and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles of Q, dO and
+// their dS and P columns; queries that see none of the block's keys (causal) add zeros
+// and are skipped.
 __global__ void key_value_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
   const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1, lds = kTile + 1;
-  float *rows = smem, *column = rows + kTile * ld;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *queries = smem, *grads = queries + kTile * ld, *ds = grads + kTile * ld, *weights = ds + kTile * lds;
   for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tk); block += gridDim.x) {
     const Share sh = share_of(block, w.s.heads, w.s.tk);
     const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), j0 = sh.first, j_end = std::min(j0 + kTile, keys);
@@ -317,27 +300,37 @@ __global__ void key_value_gradient_kernel(Backward w) {
     const int64_t start = w.causal ? std::max(int64_t{0}, j0 + nq - keys) : 0;  // the first query that sees key j0
     for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0)), cols = j_end - j0;
-      auto load = [&](const Side& side, const float* by_query) {  // rows t0.. of `side`, and their columns j0.. of [tq, tk]
-        __syncthreads();  // the last readers are done
-        load_tile(rows, n, dk, [&](int64_t r) { return side.row(b, t0 + r) + h * dk; });
-        for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) column[(e / cols) * lds + e % cols] = by_query[at(t0 + e / cols, j0 + e % cols)];
-        __syncthreads();
-      };
-      load(w.q, w.ds);
-      add_key_rows(w.dk, b, h, dk, j0, j_end, t0 == start, column, rows, n);
-      load(w.g, w.weights);
-      add_key_rows(w.dv, b, h, dk, j0, j_end, t0 == start, column, rows, n);
+      __syncthreads();
+      load_tile(queries, n, dk, [&](int64_t r) { return w.q.row(b, t0 + r) + h * dk; });
+      load_tile(grads, n, dk, [&](int64_t r) { return w.g.row(b, t0 + r) + h * dk; });
+      for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
+        const int64_t r = e / cols, jj = e % cols;
+        ds[r * lds + jj] = w.ds[at(t0 + r, j0 + jj)], weights[r * lds + jj] = w.weights[at(t0 + r, j0 + jj)];
+      }
+      __syncthreads();
+      for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
+        float *dk_row = w.dk.row(b, j) + h * dk, *dv_row = w.dv.row(b, j) + h * dk;
+        for (int64_t c = lane; c < dk; c += kWarp) {
+          float acc_k = t0 == start ? 0.0f : dk_row[c], acc_v = t0 == start ? 0.0f : dv_row[c];
+          for (int64_t r = 0; r < n; ++r) {
+            acc_k += ds[r * lds + (j - j0)] * queries[r * ld + c];
+            acc_v += weights[r * lds + (j - j0)] * grads[r * ld + c];
+          }
+          dk_row[c] = acc_k, dv_row[c] = acc_v;
+        }
+      }
     }
   }
 }
 
 // Shared memory of each kernel, in bytes, for heads dk wide: the forward and the score
-// gradients one tile and a row for each warp, the keys' gradients one tile and a block of
-// columns. (The kernels are bound by the blocks in flight: a second tile in the forward,
-// or the scores kept in shared memory, took more than the 14 KiB that lets 16 blocks fit
-// an SM, and the kernels ran slower: windows 20-22 of scripts/gpu/NOTES.md.)
+// gradients one tile and a row for each warp (9 KiB for heads of 64, so that 16 blocks of
+// 128 threads fit an SM: a second tile in the forward, or the scores kept in shared
+// memory, let fewer fit and ran slower, windows 20-22 of scripts/gpu/NOTES.md); the keys'
+// gradients two tiles and two blocks of columns (with one of each, taken in turn, they
+// ran slower: 3.8 against 3.2 ms a step, window 23).
 size_t row_kernel_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kWarps * dk); }
-size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kTile * (kTile + 1)); }
+size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + 2 * kTile * (kTile + 1)); }
 
 // Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
 // once allowed for the kernel: the default limit).
