@@ -304,6 +304,35 @@ TEST(GeneratorApi, StreamsTheTextItReturnsTheSameOnEveryThread) {
 // Requests submitted at once run together (continuous batching) and each gets what it
 // gets alone; a stream hands on the same text piece by piece; a callback's error fails
 // its own request only; destruction finishes what was submitted.
+// A stop string ends the text before it, the streamed pieces never show a part of it,
+// and the finish says why the text ended and how many tokens it took.
+TEST(GeneratorApi, AStopStringEndsTheTextBeforeIt) {
+  const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+  GenerationOptions o;
+  o.max_new_tokens = 60, o.temperature = 0;
+  TextStream whole = generator.stream("ROMEO:", o);
+  std::string text;
+  while (std::optional<std::string> piece = whole.next()) text += *piece;
+  EXPECT_EQ(whole.finish().reason, "length");
+  EXPECT_EQ(whole.finish().tokens, 60);
+  ASSERT_GE(text.size(), 30u);
+  const std::string stop = text.substr(20, 4), other = "never in it \x01";
+  o.stop = {other, stop};
+  TextStream cut = generator.stream("ROMEO:", o);
+  std::vector<std::string> pieces;
+  while (std::optional<std::string> piece = cut.next()) pieces.push_back(*piece);
+  std::string streamed;
+  for (const std::string& p : pieces) streamed += p;
+  EXPECT_EQ(streamed, text.substr(0, text.find(stop)));
+  EXPECT_EQ(generator.generate("ROMEO:", o), streamed);
+  EXPECT_EQ(cut.finish().reason, "stop");
+  EXPECT_EQ(cut.finish().tokens, static_cast<int64_t>(text.find(stop) + stop.size())) << "a token a character, the stop string's counted";
+  o.stop = {""};
+  EXPECT_EQ(message([&] { generator.generate("ROMEO:", o); }), "a stop string is empty (it would end the text before it began)");
+  o.stop = {}, o.repetition_penalty = 0;
+  EXPECT_NE(message([&] { generator.generate("ROMEO:", o); }).find("repetition_penalty above 0"), std::string::npos);
+}
+
 TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {
   const std::vector<std::string> prompts{"ROMEO:", "JULIET:\nO", "", "First Citizen:\nBefore we proceed any further, hear me speak."};
   std::vector<GenerationOptions> options(prompts.size());

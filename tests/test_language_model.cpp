@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "api/inference.h"
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
+#include "ops/host_rules.h"
 #include "ops/random.h"
 #include "support/compare.h"
 #include "support/devices.h"
@@ -72,6 +75,7 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
   auto options = [](const Case& c, uint64_t seed) {
     decode::SamplingOptions o;
     o.max_new_tokens = c.tokens, o.temperature = c.temperature, o.seed = seed, o.top_k = 20;
+    if (seed % 2 == 1) o.repetition_penalty = 1.3f, o.frequency_penalty = 0.2f, o.presence_penalty = 0.3f, o.min_p = 0.05f;  // (the tokens so far too)
     return o;
   };
   for (size_t i = 0; i < cases.size(); ++i) alone.push_back(decode::generate(lm.model, cases[i].prompt, options(cases[i], 100 + i)));
@@ -79,7 +83,7 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
   for (int64_t step = 0; step < 200 && (step <= 30 || batch.size() > 0); ++step) {
     for (size_t i = 0; i < cases.size(); ++i)
       if (cases[i].joins_at == step)
-        batch.join(cases[i].prompt, options(cases[i], 100 + i), [&, i](int id) { together[i].push_back(id); },
+        batch.join(cases[i].prompt, options(cases[i], 100 + i), [&, i](int id) { return together[i].push_back(id), true; },
                    [&, i](std::exception_ptr e) { finished[i] += e ? 100 : 1; });
     batch.step();
   }
@@ -90,7 +94,7 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
   // A callback that throws ends its own sequence only.
   std::vector<int> other;
   std::string error;
-  batch.join({5, 6, 7}, options(cases[0], 100), [](int) { throw std::runtime_error("stop here"); },
+  batch.join({5, 6, 7}, options(cases[0], 100), [](int) -> bool { throw std::runtime_error("stop here"); },
              [&](std::exception_ptr e) {
                try {
                  if (e) std::rethrow_exception(e);
@@ -98,10 +102,62 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
                  error = x.what();
                }
              });
-  batch.join({9}, options(cases[1], 101), [&](int id) { other.push_back(id); }, [](std::exception_ptr) {});
+  batch.join({9}, options(cases[1], 101), [&](int id) { return other.push_back(id), true; }, [](std::exception_ptr) {});
   while (batch.size() > 0) batch.step();
   EXPECT_EQ(error, "stop here");
   EXPECT_EQ(other, alone[1]);
+}
+
+// The penalties against transformers' RepetitionPenaltyLogitsProcessor and OpenAI's
+// frequency and presence penalties (tests/reference/make_sampling_fixtures.py).
+TEST(Sampling, PenaltiesAreTransformersAndOpenAIs) {
+  std::ifstream in(testing::fixture_path("sampling/penalties.json"));
+  const nlohmann::json cases = nlohmann::json::parse(in).at("cases");
+  ASSERT_EQ(cases.size(), 3u);
+  for (const nlohmann::json& c : cases) {
+    const std::vector<int> seen = c.at("seen").get<std::vector<int>>();
+    ops::SampledRow row;
+    row.seen = seen, row.generated = c.at("generated").get<int64_t>();
+    row.sampling.repetition_penalty = c.at("repetition_penalty").get<float>();
+    std::vector<float> logits = c.at("logits").get<std::vector<float>>();
+    ops::penalize(logits, row);
+    const std::vector<float> repeated = c.at("repeated").get<std::vector<float>>(), penalized = c.at("penalized").get<std::vector<float>>();
+    for (size_t i = 0; i < logits.size(); ++i) EXPECT_NEAR(logits[i], repeated[i], 1e-6) << "repetition penalty, logit " << i;
+    row.sampling.frequency_penalty = c.at("frequency_penalty").get<float>(), row.sampling.presence_penalty = c.at("presence_penalty").get<float>();
+    logits = c.at("logits").get<std::vector<float>>();
+    ops::penalize(logits, row);
+    for (size_t i = 0; i < logits.size(); ++i) EXPECT_NEAR(logits[i], penalized[i], 1e-6) << "the three penalties, logit " << i;
+  }
+}
+
+// Greedy choice sees the penalties: the likeliest token, once seen, gives way.
+TEST(Sampling, GreedyChoiceAfterARepetitionPenalty) {
+  const std::vector<float> logits{0.1f, 2.0f, -1.0f, 1.9f};
+  const std::vector<int> seen{1};
+  ops::Sampling greedy;
+  greedy.temperature = 0.0f, greedy.repetition_penalty = 1.2f;
+  Rng rng(1);
+  const Tensor row = Tensor::from_vector({1, 4}, logits);
+  EXPECT_EQ(ops::sample(row, {{greedy, &rng, seen, 0}}).values<int32_t>()[0], 3);
+  greedy.repetition_penalty = 1.0f, greedy.presence_penalty = 0.2f;
+  EXPECT_EQ(ops::sample(row, {{greedy, &rng, seen, 0}}).values<int32_t>()[0], 1) << "the presence penalty counts generated tokens only";
+  EXPECT_EQ(ops::sample(row, {{greedy, &rng, seen, 1}}).values<int32_t>()[0], 3);
+}
+
+// min_p keeps the tokens transformers' MinPLogitsWarper keeps (its definition in
+// tests/reference/make_sampling_fixtures.py): every draw among them, each of them drawn.
+TEST(Sampling, MinPKeepsTheTokensTransformersKeeps) {
+  std::ifstream in(testing::fixture_path("sampling/penalties.json"));
+  for (const nlohmann::json& c : nlohmann::json::parse(in).at("cases")) {
+    const std::vector<float> logits = c.at("logits").get<std::vector<float>>();
+    decode::SamplingOptions o;
+    o.temperature = c.at("temperature").get<float>(), o.min_p = c.at("min_p").get<float>();
+    Rng rng(5);
+    std::set<int> drawn;
+    for (int i = 0; i < 3000; ++i) drawn.insert(sample_one(logits, o, rng));
+    const std::vector<int> kept = c.at("min_p_kept").get<std::vector<int>>();
+    EXPECT_EQ(std::vector<int>(drawn.begin(), drawn.end()), kept);
+  }
 }
 
 TEST(Sampling, FrequenciesFollowTheTemperedSoftmax) {

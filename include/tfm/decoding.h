@@ -5,6 +5,8 @@
 // defined once, here, for the library, the command line and the bindings alike.
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace tfm {
 
@@ -26,12 +28,19 @@ struct TranslationOptions {
   bool operator==(const TranslationOptions&) const = default;
 };
 
+// The choice of each token: first the penalties on tokens the text already has (greedy
+// too), then temperature, top_k, top_p and min_p, in that order (transformers' order).
 struct GenerationOptions {
   int64_t max_new_tokens = 500;
   float temperature = 0.8f;  // 0: greedy (always the most likely token)
   int64_t top_k = 0;         // sample from the k most likely tokens (0: all)
   float top_p = 1.0f;        // nucleus sampling: the smallest set with this probability (1: all)
+  float min_p = 0.0f;        // only tokens at least min_p times as likely as the most likely (0: all)
+  float repetition_penalty = 1.0f;  // transformers': each token of the prompt or text, its logit / p if positive, * p if not (1: none)
+  float frequency_penalty = 0.0f;   // OpenAI's: each generated token's logit minus this times its count so far
+  float presence_penalty = 0.0f;    // OpenAI's: each generated token's logit minus this once
   uint64_t seed = 1;
+  std::vector<std::string> stop;  // the text ends before the first of these it contains (not part of the text)
 };
 
 }  // namespace tfm

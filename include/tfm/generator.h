@@ -35,6 +35,15 @@ class TFM_API TextStream {
   // instead. Not from a callback of the same generator (refused: it would wait for itself).
   std::optional<std::string> next();
 
+  // Why the text ended: "stop" (an end token, or one of the stop strings) or "length"
+  // (max_new_tokens), and the tokens generated (a stop string's included): known once
+  // next() has returned nothing (before the text is complete: {"", 0}).
+  struct Finish {
+    std::string reason;
+    int64_t tokens = 0;
+  };
+  Finish finish() const;
+
  private:
   friend class Generator;
   struct State;

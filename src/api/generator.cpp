@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -26,25 +27,59 @@ namespace {
 // decoded each time, and what it adds is handed on once it extends what was. A character
 // may take several byte pieces (GPT-2's), and decodes as U+FFFD until its last byte comes:
 // a U+FFFD that ends the text is held back until a later token or the end, or the
-// character it becomes could never be shown, nor anything after it.
+// character it becomes could never be shown, nor anything after it. So is an end of the
+// text that a stop string begins with; a stop string that appears ends the text before it.
+// Why a text ended, and its tokens (TextStream::finish).
+using Finish = TextStream::Finish;
+
 struct Request {
   const data::Tokenizer& tokenizer;
   std::vector<int> ids;
   std::string start, shown;
   std::function<void(const std::string&)> on_text;
-  std::function<void()> on_finish;  // after the promise is kept
+  std::function<void(const Finish&)> on_finish;  // after the promise is kept
   std::promise<std::string> promise;
+  std::vector<std::string> stop;
+  std::vector<int> ends;  // the tokens that end the text
+  size_t prompt_tokens = 0;
+  bool stopped = false;  // a stop string came: the text is complete
 
-  void token(int id) {
+  // The next token; whether the text goes on.
+  bool token(int id) {
     ids.push_back(id);
     show(tokenizer.decode(ids), false);
+    return !stopped;
   }
   void show(std::string text, bool last) {
-    static const std::string kReplacement = "\uFFFD";
-    while (!last && text.ends_with(kReplacement)) text.resize(text.size() - kReplacement.size());
+    if (stopped) return;
+    last = cut_at_stop(text) || last;
+    if (!last) text.resize(text.size() - held_back(text));
     if (text.compare(0, shown.size(), shown) != 0) return;
     if (on_text && (text.size() > shown.size() || !last)) on_text(text.substr(shown.size()));
     shown = std::move(text);
+  }
+  // Cuts `text` before the first stop string in its generated part; whether one was there.
+  bool cut_at_stop(std::string& text) {
+    size_t first = std::string::npos;
+    for (const std::string& s : stop) first = std::min(first, text.find(s, start.size()));
+    if (first == std::string::npos) return false;
+    text.resize(first);
+    return stopped = true;
+  }
+  // The bytes at the end of `text` to hold back: U+FFFDs, then the longest end of the
+  // generated text that a stop string begins with.
+  size_t held_back(const std::string& text) const {
+    static const std::string kReplacement = "\uFFFD";
+    std::string_view t(text);
+    while (t.ends_with(kReplacement)) t.remove_suffix(kReplacement.size());
+    size_t tail = 0;
+    for (const std::string& s : stop)
+      for (size_t n = std::min(s.size() - 1, t.size() - std::min(t.size(), start.size())); n > tail; --n)
+        if (t.ends_with(std::string_view(s).substr(0, n))) {
+          tail = n;
+          break;
+        }
+    return text.size() - t.size() + tail;
   }
   void done(std::exception_ptr error) {
     if (!error) {
@@ -55,7 +90,11 @@ struct Request {
       }
     }
     error ? promise.set_exception(error) : promise.set_value(shown.substr(start.size()));
-    if (on_finish) on_finish();
+    if (on_finish) on_finish(finish());
+  }
+  Finish finish() const {
+    const bool ended = stopped || (ids.size() > prompt_tokens && std::find(ends.begin(), ends.end(), ids.back()) != ends.end());
+    return {ended ? "stop" : "length", static_cast<int64_t>(ids.size() - prompt_tokens)};
   }
 };
 
@@ -67,6 +106,7 @@ struct TextStream::State {
   std::deque<std::string> pieces;
   std::future<std::string> result;  // ready once every piece is in `pieces`; taken by the first next() after them
   bool done = false;
+  Finish finish;           // (once done)
   std::thread::id worker;  // the generator's, which must not wait for its own requests
 };
 
@@ -82,6 +122,11 @@ std::optional<std::string> TextStream::next() {
   std::string piece = std::move(state_->pieces.front());
   state_->pieces.pop_front();
   return piece;
+}
+
+TextStream::Finish TextStream::finish() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->finish;
 }
 
 struct Generator::Impl : api::FamilyModel<models::GPT> {
@@ -124,7 +169,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
       }
       for (size_t i = 0; i < fresh.size(); ++i) {
         std::shared_ptr<Request> r = fresh[i];
-        batch.join(r->ids, options[i], [this, r](int id) { ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
+        batch.join(r->ids, options[i], [this, r](int id) { return ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
       }
       batch.step();
       running = batch.size();
@@ -132,17 +177,17 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   }
 
   std::future<std::string> submit(const std::string& prompt, const GenerationOptions& o, std::function<void(const std::string&)> on_text,
-                                  std::function<void()> on_finish = {}) {
+                                  std::function<void(const Finish&)> on_finish = {}) {
     const char* problem = data::text_problem(prompt);
     TFM_CHECK(!problem, "the prompt: " << problem);
-    TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && o.temperature >= 0 && std::isfinite(o.temperature) && o.top_p >= 0 && o.top_p <= 1,
-              "generation options out of range (max_new_tokens, top_k and temperature at least 0, temperature finite; top_p in [0, 1])");
-    auto r = std::make_shared<Request>(Request{*checkpoint.tokenizer, {}, "", "", std::move(on_text), std::move(on_finish), {}});
-    r->ids = prompt_ids(prompt);
+    expect_valid(o);
     const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
-    r->start = r->shown = tokenizer.decode(r->ids);
     decode::SamplingOptions sampling{o};
-    sampling.end = tokenizer.end_of_text();
+    if (tokenizer.end_of_text() >= 0) sampling.ends = {tokenizer.end_of_text()};
+    std::vector<int> ids = prompt_ids(prompt);
+    const std::string start = tokenizer.decode(ids);
+    auto r = std::make_shared<Request>(
+        Request{tokenizer, ids, start, start, std::move(on_text), std::move(on_finish), {}, o.stop, sampling.ends, ids.size()});
     std::future<std::string> result = r->promise.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex);
@@ -150,6 +195,17 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     }
     wake.notify_one();
     return result;
+  }
+
+  static void expect_valid(const GenerationOptions& o) {
+    auto finite_at_least = [](float v, float low) { return std::isfinite(v) && v >= low; };
+    TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && finite_at_least(o.temperature, 0) && o.top_p >= 0 && o.top_p <= 1 && o.min_p >= 0 &&
+                  o.min_p <= 1,
+              "generation options out of range (max_new_tokens, top_k and temperature at least 0, temperature finite; top_p and min_p in [0, 1])");
+    TFM_CHECK(finite_at_least(o.repetition_penalty, 0) && o.repetition_penalty > 0 && std::isfinite(o.frequency_penalty) &&
+                  std::isfinite(o.presence_penalty),
+              "generation options out of range (repetition_penalty above 0, frequency_penalty and presence_penalty finite)");
+    for (const std::string& s : o.stop) TFM_CHECK(!s.empty(), "a stop string is empty (it would end the text before it began)");
   }
 
   std::vector<int> prompt_ids(const std::string& prompt) const {
@@ -192,10 +248,11 @@ TextStream Generator::stream(const std::string& prompt, const GenerationOptions&
         s->pieces.push_back(piece);
         s->ready.notify_all();
       },
-      [weak] {
+      [weak](const Finish& finish) {
         if (auto s = weak.lock()) {
           const std::lock_guard<std::mutex> lock(s->mutex);
           s->done = true;
+          s->finish = finish;
           s->ready.notify_all();
         }
       });

@@ -49,6 +49,20 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(in_range(0.0f, 100.0f));
   cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(in_range(0.0f, 1.0f));
+  cmd->add_option("--min-p", o->sampling.min_p, "Only tokens at least this many times as likely as the most likely (0: all)")
+      ->capture_default_str()
+      ->check(in_range(0.0f, 1.0f));
+  cmd->add_option("--repetition-penalty", o->sampling.repetition_penalty,
+                  "Each token of the prompt or text so far: its score divided by this if positive, multiplied if not (1: none; 1.1-1.3 are usual)")
+      ->capture_default_str()
+      ->check(in_range(0.01f, 100.0f));
+  cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "Each generated token's score minus this times its count so far")
+      ->capture_default_str()
+      ->check(in_range(-2.0f, 2.0f));
+  cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "Each generated token's score minus this, once")
+      ->capture_default_str()
+      ->check(in_range(-2.0f, 2.0f));
+  cmd->add_option("--stop", o->sampling.stop, "End the text before this string (repeat for several; not printed)");
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->add_option("--output,-o", o->output,

@@ -34,11 +34,11 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
   std::vector<int> feed = restart(window);
   for (int64_t n = 0; n < o.max_new_tokens; ++n) {
     const Tensor logits = last_logits(model, feed, o.use_cache ? &caches : nullptr);
-    const int token = ops::sample(logits, o.sampling(), rng).values<int32_t>()[0];
+    const int token = ops::sample(logits, {{o.sampling(), &rng, seq, static_cast<int64_t>(out.size())}}).values<int32_t>()[0];
     seq.push_back(token);
     out.push_back(token);
     if (on_token) on_token(token);
-    if (token == o.end) break;
+    if (o.ends_with(token)) break;
     const int64_t cached = caches.empty() ? 0 : caches[0].length;
     if (!o.use_cache) feed = restart(window);
     else if (cached + 1 > window) feed = restart(window / 2 + 1);
@@ -47,7 +47,7 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
   return out;
 }
 
-void GenerationBatch::join(std::vector<int> prompt, const SamplingOptions& o, std::function<void(int)> on_token,
+void GenerationBatch::join(std::vector<int> prompt, const SamplingOptions& o, std::function<bool(int)> on_token,
                            std::function<void(std::exception_ptr)> on_done) {
   TFM_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
   if (o.max_new_tokens <= 0) return on_done(nullptr);
@@ -55,19 +55,22 @@ void GenerationBatch::join(std::vector<int> prompt, const SamplingOptions& o, st
 }
 
 bool GenerationBatch::take(Sequence& s, const std::function<int()>& pick) {
+  bool more = true;
   try {
     const int token = pick();
     s.tokens.push_back(token);
     ++s.produced;
-    if (s.on_token) s.on_token(token);
+    if (s.on_token) more = s.on_token(token);
   } catch (...) {
     s.on_done(std::current_exception());
     return false;
   }
-  if (s.produced < s.o.max_new_tokens && s.tokens.back() != s.o.end) return true;
+  if (more && s.produced < s.o.max_new_tokens && !s.o.ends_with(s.tokens.back())) return true;
   s.on_done(nullptr);
   return false;
 }
+
+ops::RowSampling GenerationBatch::row_sampling(Sequence& s) { return {s.o.sampling(), &s.rng, s.tokens, s.produced}; }
 
 void GenerationBatch::prefill(Sequence s) {
   // As generate restarts: the last `keep` tokens, run alone.
@@ -79,7 +82,7 @@ void GenerationBatch::prefill(Sequence s) {
   } catch (...) {
     return s.on_done(std::current_exception());
   }
-  if (!take(s, [&] { return ops::sample(logits, s.o.sampling(), s.rng).values<int32_t>()[0]; })) return;
+  if (!take(s, [&] { return ops::sample(logits, {row_sampling(s)}).values<int32_t>()[0]; })) return;
   s.keep = model_.config().max_len / 2 + 1;  // a later restart keeps half the window
   if (alone[0].length + 1 > model_.config().max_len) return waiting_.push_back(std::move(s));
   if (caches_.empty()) caches_.resize(alone.size());
@@ -100,10 +103,9 @@ void GenerationBatch::step() {
   std::vector<int> tokens;  // every row's, drawn in one call and brought back in one copy
   try {
     const Tensor logits = model_.forward({last, batch, 1}, &caches_);  // [batch, 1, vocab]
-    std::vector<ops::Sampling> settings;
-    std::vector<Rng*> generators;
-    for (Sequence& s : running_) settings.push_back(s.o.sampling()), generators.push_back(&s.rng);
-    tokens = ops::sample(ops::reshape(logits, {batch, logits.size(2)}), settings, generators).values<int32_t>();
+    std::vector<ops::RowSampling> rows;
+    for (Sequence& s : running_) rows.push_back(row_sampling(s));
+    tokens = ops::sample(ops::reshape(logits, {batch, logits.size(2)}), rows).values<int32_t>();
   } catch (...) {  // no sequence can go on
     return fail_running(std::current_exception());
   }

@@ -1,7 +1,8 @@
 #pragma once
-// Text generation from a decoder-only language model: temperature, top-k and
-// nucleus (top-p) sampling with a seed, or greedy, with a key/value cache so that
-// each new token costs one position.
+// Text generation from a decoder-only language model: temperature, top-k, nucleus
+// (top-p) and min-p sampling with a seed, or greedy, after repetition, frequency and
+// presence penalties, with a key/value cache so that each new token costs one position.
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -16,14 +17,17 @@ namespace tfm::decode {
 
 // The public options (tfm/decoding.h), and how the engine runs them.
 struct SamplingOptions : GenerationOptions {
-  bool use_cache = true;     // false: re-run the whole window each step (for tests)
-  int end = -1;              // a token that ends the text (GPT-2's <|endoftext|>), kept as the last; -1: none
+  bool use_cache = true;  // false: re-run the whole window each step (for tests)
+  std::vector<int> ends{};  // tokens that end the text (GPT-2's <|endoftext|>, a chat model's end of turn), kept as the last
 
-  ops::Sampling sampling() const { return {temperature, top_k, top_p}; }
+  ops::Sampling sampling() const {
+    return {temperature, top_k, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty};
+  }
+  bool ends_with(int token) const { return std::find(ends.begin(), ends.end(), token) != ends.end(); }
 };
 
 // Continues `prompt` (at least one token) by up to max_new_tokens tokens (fewer where
-// the end token comes), calling
+// an end token comes), calling
 // on_token with each as soon as it is chosen. Returns the new tokens. When the
 // sequence outgrows the context window, the cache is rebuilt from the last half of
 // the window (so the cost stays about one position a token).
@@ -41,9 +45,11 @@ class GenerationBatch {
   explicit GenerationBatch(models::GPT& model) : model_(model) {}
 
   // A sequence joins (a prompt of at least one token). on_token hears each token as it is
-  // chosen; on_done once the sequence has its tokens, or with the exception that ended
-  // it (on_token's own, or non-finite scores). Both run on the thread that steps.
-  void join(std::vector<int> prompt, const SamplingOptions& o, std::function<void(int)> on_token,
+  // chosen, and says whether the sequence goes on (false: it ends there, as at an end
+  // token: a stop string); on_done once the sequence has its tokens, or with the
+  // exception that ended it (on_token's own, or non-finite scores). Both run on the
+  // thread that steps.
+  void join(std::vector<int> prompt, const SamplingOptions& o, std::function<bool(int)> on_token,
             std::function<void(std::exception_ptr)> on_done);
   // The prompts of the sequences that joined, then one position of every running one.
   void step();
@@ -55,9 +61,11 @@ class GenerationBatch {
     SamplingOptions o;
     Rng rng;
     int64_t produced = 0, keep;  // keep: the tokens to run when (re)started, at most
-    std::function<void(int)> on_token;
+    std::function<bool(int)> on_token;
     std::function<void(std::exception_ptr)> on_done;
   };
+  // How s's next token is drawn: its settings, generator and tokens so far.
+  static ops::RowSampling row_sampling(Sequence& s);
   // Hands `s` its next token, drawn by `pick`; false where it is finished (on_done called).
   bool take(Sequence& s, const std::function<int()>& pick);
   void fail_running(std::exception_ptr why);  // every running sequence hears why, and ends

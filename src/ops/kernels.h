@@ -10,6 +10,7 @@
 // Tensors given to a kernel are on its device; inputs may be strided views where a
 // comment says so, otherwise they and all outputs are contiguous.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -74,16 +75,26 @@ struct AttentionCall {
   Tensor key_rows;  // decoding's indexed keys (i32 [batch, tk]), or undefined
 };
 
-// How ops::sample picks a token from a row of logits.
+// How ops::sample picks a token from a row of logits: first the penalties on the tokens
+// the sequence already has (greedy too), then temperature, top_k, top_p and min_p.
 struct Sampling {
   float temperature = 0.8f;  // 0: greedy (always the most likely token)
   int64_t top_k = 0;         // keep the k most likely tokens; 0: all
   float top_p = 1.0f;        // keep the smallest set whose probability reaches p; 1: all
+  float min_p = 0.0f;        // keep the tokens at least min_p times as likely as the most likely; 0: all
+  float repetition_penalty = 1.0f;  // transformers': each token seen (prompt or text), its logit / p if positive, * p if not
+  float frequency_penalty = 0.0f;   // OpenAI's: minus this for each time a token was generated
+  float presence_penalty = 0.0f;    // OpenAI's: minus this once for each token generated at all
+  bool penalizes() const { return repetition_penalty != 1.0f || frequency_penalty != 0.0f || presence_penalty != 0.0f; }
 };
-// One row's sampling and its draw: draw `counter` of the tensor/rng.h stream.
+// One row's sampling and its draw (draw `counter` of the tensor/rng.h stream), and the
+// sequence so far for the penalties: `seen` (prompt and generated), of which the last
+// `generated` were generated.
 struct SampledRow {
   Sampling sampling;
   uint64_t counter = 0;
+  std::span<const int> seen = {};
+  int64_t generated = 0;
 };
 
 // What ops::uniform_ and ops::normal_ fill a tensor with.

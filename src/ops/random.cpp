@@ -43,13 +43,12 @@ Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng) {
   return ids;
 }
 
-Tensor sample(const Tensor& logits, const std::vector<Sampling>& settings, const std::vector<Rng*>& generators) {
-  TFM_CHECK(settings.size() == generators.size(), "sample: " << settings.size() << " rows' settings, " << generators.size() << " generators");
-  std::vector<SampledRow> rows;
-  for (size_t r = 0; r < settings.size(); ++r) rows.push_back({settings[r], generators[r]->state()});
-  Tensor ids = sample_rows(logits, rows);
-  for (size_t r = 0; r < settings.size(); ++r)
-    if (settings[r].temperature > 0.0f) generators[r]->set_state(generators[r]->state() + 1);
+Tensor sample(const Tensor& logits, const std::vector<RowSampling>& rows) {
+  std::vector<SampledRow> drawn;
+  for (const RowSampling& r : rows) drawn.push_back({r.sampling, r.rng->state(), r.seen, r.generated});
+  Tensor ids = sample_rows(logits, drawn);
+  for (const RowSampling& r : rows)
+    if (r.sampling.temperature > 0.0f) r.rng->set_state(r.rng->state() + 1);
   return ids;
 }
 

@@ -4,6 +4,7 @@
 // an op comes from the generator's counter + i, so a device may compute the elements in
 // any order and still gives the values a sequential loop would; the generator then
 // moves past the draws used. And the sinusoid position table.
+#include <span>
 #include <vector>
 
 #include "ops/kernels.h"  // Sampling
@@ -17,12 +18,22 @@ void normal_(Tensor& t, float std, Rng& rng);            // N(0, std^2), in plac
 
 // One token id per row of logits [rows, vocab] (i32 [rows]): the most likely at
 // temperature 0, else drawn from softmax(logits / temperature) over the top_k most
-// likely and then the smallest set of those whose probability reaches top_p. A row
-// that is not finite is a clear error.
+// likely, then the smallest set of those whose probability reaches top_p, then those at
+// least min_p times as likely as the first (Sampling; ops/host_rules.h's sample_row).
+// A row that is not finite is a clear error.
 Tensor sample(const Tensor& logits, const Sampling& s, Rng& rng);
-// The same with row r's own settings and generator (a batch of requests: one call and
-// one transfer back for all of them).
-Tensor sample(const Tensor& logits, const std::vector<Sampling>& settings, const std::vector<Rng*>& generators);
+
+// What a row of a batch is sampled with: its settings, its generator, and for the
+// penalties the sequence so far (`seen`, of which the last `generated` were generated).
+struct RowSampling {
+  Sampling sampling;
+  Rng* rng;
+  std::span<const int> seen = {};
+  int64_t generated = 0;
+};
+// The same with each row's own (a batch of requests: one call and one transfer back for
+// all of them).
+Tensor sample(const Tensor& logits, const std::vector<RowSampling>& rows);
 
 // The sinusoid positions of "Attention Is All You Need", [max_len, d_model], with
 // angle(pos, i) = pos / 10000^(2i/d_model): interleaved (the paper's, the Annotated

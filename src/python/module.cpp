@@ -168,18 +168,39 @@ struct PieceIterator {
 void bind_generator(py::module_& m) {
   py::class_<PieceIterator>(m, "TextStream", "The pieces of one request's text as they are generated")
       .def("__iter__", [](PieceIterator& it) -> PieceIterator& { return it; })
-      .def("__next__", &PieceIterator::next);
-  auto options = [](int64_t max_tokens, float temperature, int64_t top_k, float top_p, uint64_t seed) {
-    return tfm::GenerationOptions{max_tokens, temperature, top_k, top_p, seed};
+      .def("__next__", &PieceIterator::next)
+      .def_property_readonly(
+          "finish_reason", [](const PieceIterator& it) { return it.stream.finish().reason; },
+          "Once the text is complete: \"stop\" (an end token or a stop string) or \"length\" (max_tokens); before: \"\"")
+      .def_property_readonly(
+          "tokens", [](const PieceIterator& it) { return it.stream.finish().tokens; }, "Once the text is complete: the tokens generated");
+  // OpenAI's `stop`: None, a string or a list of strings.
+  auto stop_strings = [](const py::object& stop) {
+    if (stop.is_none()) return std::vector<std::string>{};
+    if (py::isinstance<py::str>(stop)) return std::vector<std::string>{stop.cast<std::string>()};
+    return stop.cast<std::vector<std::string>>();
   };
   py::class_<tfm::Generator>(m, "Generator", "A language model from `tfm lm train`; requests share its batch (continuous batching)")
       .def(model_init<tfm::Generator>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none())
       .def(
+          "stream",
+          [stop_strings](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
+                         float min_p, float repetition_penalty, float frequency_penalty, float presence_penalty, const py::object& stop,
+                         uint64_t seed) {
+            const tfm::GenerationOptions o{max_tokens,         temperature,       top_k,           top_p, min_p, repetition_penalty,
+                                           frequency_penalty, presence_penalty, seed, stop_strings(stop)};
+            return PieceIterator{g.stream(prompt, o)};
+          },
+          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "min_p"_a = 0.0f,
+          "repetition_penalty"_a = 1.0f, "frequency_penalty"_a = 0.0f, "presence_penalty"_a = 0.0f, "stop"_a = py::none(), "seed"_a = 1,
+          py::keep_alive<0, 1>(),  // the generator lives while a stream of it does
+          "The text that continues `prompt`, piece by piece as it is generated")
+      .def(
           "generate",
-          [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
-                    uint64_t seed) {
+          [](const py::object& self, const py::args& args, const py::kwargs& options) {
             // Piece by piece, so that Ctrl-C ends it at once (dropping the stream cancels the request).
-            PieceIterator it{g.stream(prompt, options(max_tokens, temperature, top_k, top_p, seed))};
+            const py::object stream = self.attr("stream")(*args, **options);
+            PieceIterator& it = stream.cast<PieceIterator&>();
             std::string text;
             while (std::optional<std::string> piece = it.next_piece()) {
               text += *piece;
@@ -187,13 +208,8 @@ void bind_generator(py::module_& m) {
             }
             return text;
           },
-          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1)
-      .def(
-          "stream",
-          [options](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
-                    uint64_t seed) { return PieceIterator{g.stream(prompt, options(max_tokens, temperature, top_k, top_p, seed))}; },
-          "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "seed"_a = 1,
-          py::keep_alive<0, 1>());  // the generator lives while a stream of it does
+          "generate(prompt='', **options): the whole text that continues `prompt`; the options are stream()'s "
+          "(max_tokens, temperature, top_k, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty, stop, seed)");
 }
 
 void bind_encoder_and_classifier(py::module_& m) {

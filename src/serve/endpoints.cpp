@@ -68,7 +68,12 @@ GenerationOptions generation_options(const RequestBody& b, const Context& c, con
   o.temperature = static_cast<float>(b.number("temperature", default_temperature, 0, 100));
   o.top_k = b.integer("top_k", 0, 0, std::numeric_limits<int32_t>::max());
   o.top_p = static_cast<float>(b.number("top_p", 1, 0, 1));
+  o.min_p = static_cast<float>(b.number("min_p", 0, 0, 1));
+  o.repetition_penalty = static_cast<float>(b.number("repetition_penalty", 1, 0.01, 100));
+  o.frequency_penalty = static_cast<float>(b.number("frequency_penalty", 0, -2, 2));  // (OpenAI's range)
+  o.presence_penalty = static_cast<float>(b.number("presence_penalty", 0, -2, 2));
   o.seed = static_cast<uint64_t>(b.integer("seed", 1, 0, kMaxSeed));
+  o.stop = b.stop_strings("stop", 4);  // (OpenAI's limit)
   return o;
 }
 
@@ -83,6 +88,7 @@ class Pieces {
     life_.check(deadline_);  // past it, the caller drops this, which cancels the request
     return stream_.next();
   }
+  TextStream::Finish finish() const { return stream_.finish(); }
 
  private:
   const Lifecycle& life_;
@@ -96,10 +102,13 @@ std::string whole_text(Pieces& pieces) {
   return text;
 }
 
-// Server-sent events: each piece as one `data:` event made by `event_of`, then `last`
+// The events that end a stream, made once the text is complete (its finish known).
+using LastEvents = std::function<std::vector<std::string>(const TextStream::Finish&)>;
+
+// Server-sent events: each piece as one `data:` event made by `event_of`, then `last`'s
 // events; an error after the headers went out as an `event: error`.
 void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::shared_ptr<Pieces> pieces,
-                   std::function<nlohmann::json(const std::string&)> event_of, std::vector<std::string> last) {
+                   std::function<nlohmann::json(const std::string&)> event_of, LastEvents last) {
   call.streaming = true;
   call.res.set_header("Cache-Control", "no-cache");
   // The queue's place is given back before the stream's end is sent: a client that reads
@@ -111,7 +120,7 @@ void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::sh
     try {
       while (std::optional<std::string> piece = pieces->next())
         if (!send("data: " + json_text(event_of(*piece)) + "\n\n")) return;  // the client left: the stream is dropped
-      for (const std::string& event : last)
+      for (const std::string& event : last(pieces->finish()))
         if (!send(event)) return;
     } catch (const HttpError& e) {
       send("event: error\ndata: " + json_text(error_json(e.status, e.what())) + "\n\n");
@@ -214,7 +223,8 @@ void translate(Context& c, Call& call) {
 }
 
 void generate(Context& c, Call& call) {
-  const RequestBody b(call.req.body, {"model", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stream"});
+  const RequestBody b(call.req.body, {"model", "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
+                                      "frequency_penalty", "presence_penalty", "stop", "seed", "stream"});
   ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
   const std::string prompt = b.text("prompt", "");
   const GenerationOptions o = generation_options(b, c, "max_new_tokens", 100, 0.8);
@@ -223,8 +233,10 @@ void generate(Context& c, Call& call) {
   auto pieces = std::make_shared<Pieces>(c, call, m, prompt, o);
   if (b.flag("stream", false))
     return stream_events(c, call, std::move(ticket), pieces, [](const std::string& piece) { return nlohmann::json{{"text", piece}}; },
-                         {"data: [DONE]\n\n"});
-  reply(call.res, {{"model", m.name}, {"text", whole_text(*pieces)}, {"new_tokens", o.max_new_tokens}});
+                         [](const TextStream::Finish&) { return std::vector<std::string>{"data: [DONE]\n\n"}; });
+  const std::string text = whole_text(*pieces);
+  const TextStream::Finish finish = pieces->finish();
+  reply(call.res, {{"model", m.name}, {"text", text}, {"new_tokens", finish.tokens}, {"finish_reason", finish.reason}});
 }
 
 void completions(Context& c, Call& call) {
@@ -234,7 +246,6 @@ void completions(Context& c, Call& call) {
   b.only("echo", {false}, "the prompt is not repeated");
   b.only("suffix", {""}, "no insertion");
   b.only("logprobs", {0}, "no log-probabilities");
-  b.only("stop", {nlohmann::json::array(), ""}, "no stop sequences: generation runs for max_tokens");
   ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
   const std::vector<std::string> prompts = b.texts("prompt", c.options.max_items, /*single_ok=*/true);
   const GenerationOptions o = generation_options(b, c, "max_tokens", 16, 1.0);  // OpenAI's defaults
@@ -255,8 +266,6 @@ void completions(Context& c, Call& call) {
     return nlohmann::json{{"text", text}, {"index", index}, {"logprobs", nullptr}, {"finish_reason", finish}};
   };
   if (stream) {
-    nlohmann::json end = head;
-    end["choices"] = nlohmann::json::array({choice("", 0, "length")});
     return stream_events(
         c, call, std::move(ticket), std::make_shared<Pieces>(c, call, m, prompts[0], o),
         [head, choice](const std::string& piece) {
@@ -264,14 +273,23 @@ void completions(Context& c, Call& call) {
           event["choices"] = nlohmann::json::array({choice(piece, 0, nullptr)});
           return event;
         },
-        {"data: " + json_text(end) + "\n\n", "data: [DONE]\n\n"});
+        [head, choice](const TextStream::Finish& finish) {
+          nlohmann::json end = head;
+          end["choices"] = nlohmann::json::array({choice("", 0, finish.reason)});
+          return std::vector<std::string>{"data: " + json_text(end) + "\n\n", "data: [DONE]\n\n"};
+        });
   }
   std::vector<std::unique_ptr<Pieces>> all;  // every prompt joins the running batch before any is waited for
   for (const std::string& p : prompts) all.push_back(std::make_unique<Pieces>(c, call, m, p, o));
   nlohmann::json out = head;
   out["choices"] = nlohmann::json::array();
-  for (size_t i = 0; i < all.size(); ++i) out["choices"].push_back(choice(whole_text(*all[i]), i, "length"));
-  const int64_t completion_tokens = o.max_new_tokens * static_cast<int64_t>(prompts.size());  // always max_tokens each
+  int64_t completion_tokens = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string text = whole_text(*all[i]);
+    const TextStream::Finish finish = all[i]->finish();
+    out["choices"].push_back(choice(text, i, finish.reason));
+    completion_tokens += finish.tokens;
+  }
   out["usage"] = {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
   reply(call.res, out);
 }

@@ -95,6 +95,21 @@ std::vector<std::string> RequestBody::texts(const char* name, int64_t max_items,
   return out;
 }
 
+std::vector<std::string> RequestBody::stop_strings(const char* name, int64_t max_items) const {
+  const nlohmann::json* f = field(name);
+  if (!f || *f == "" || *f == nlohmann::json::array()) return {};
+  std::vector<std::string> out = f->is_string() ? std::vector<std::string>{f->get<std::string>()} : std::vector<std::string>{};
+  if (!f->is_string()) {
+    if (!f->is_array() || static_cast<int64_t>(f->size()) > max_items)
+      throw HttpError(400, std::string("'") + name + "' must be a string or a list of at most " + std::to_string(max_items) + " strings");
+    for (const nlohmann::json& e : *f) {
+      if (!e.is_string() || e == "") throw HttpError(400, std::string("'") + name + "' must hold non-empty strings only");
+      out.push_back(e.get<std::string>());
+    }
+  }
+  return out;
+}
+
 void RequestBody::only(const char* name, std::initializer_list<nlohmann::json> allowed, const char* why) const {
   const nlohmann::json* f = field(name);
   if (f && std::find(allowed.begin(), allowed.end(), *f) == allowed.end())

@@ -29,6 +29,8 @@ class RequestBody {
   bool flag(const char* name, bool fallback) const;
   // A list of strings of 1 to `max_items` entries; a single string is a list of one where `single_ok`.
   std::vector<std::string> texts(const char* name, int64_t max_items, bool single_ok = false) const;
+  // OpenAI's `stop`: absent, null, "" or [] (none), a string, or a list of up to `max_items` non-empty strings.
+  std::vector<std::string> stop_strings(const char* name, int64_t max_items) const;
   // A field that must be absent, null or one of `allowed` (an OpenAI option tfm does not offer).
   void only(const char* name, std::initializer_list<nlohmann::json> allowed, const char* why) const;
 

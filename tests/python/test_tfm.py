@@ -127,6 +127,15 @@ def test_generator_continues_as_the_command_line_does_and_streams_the_same_text(
     assert len(pieces) > 1 and "".join(pieces) == text
     sampled = [generator.generate("A", max_tokens=30, temperature=1.0, top_k=5, seed=s) for s in (1, 1, 2)]
     assert sampled[0] == sampled[1] != sampled[2]
+    # Stop strings and penalties, as the command line's --stop and --repetition-penalty give them.
+    stop = text[10:13]
+    stream = generator.stream("ROMEO:", max_tokens=40, temperature=0, stop=[stop])
+    assert "".join(stream) == text[:text.index(stop)] and stream.finish_reason == "stop" and stream.tokens == text.index(stop) + 3
+    assert generator.generate("ROMEO:", max_tokens=40, temperature=0, stop=stop) == text[:text.index(stop)]
+    penalized = generator.generate("ROMEO:", max_tokens=40, temperature=0, repetition_penalty=1.3, min_p=0.1)
+    assert "ROMEO:" + penalized + "\n" == cli("generate", "--model", LM, "--prompt", "ROMEO:", "--max-new-tokens", "40", "--temperature", "0",
+                                               "--repetition-penalty", "1.3", "--min-p", "0.1")
+    assert penalized != text
 
 
 def test_a_stream_keeps_its_generator_and_dropping_it_cancels_its_request():

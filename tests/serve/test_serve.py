@@ -152,6 +152,24 @@ def test_openai_completions(server):
     assert chunks[-1]["choices"][0]["finish_reason"] == "length" and events.rstrip().endswith("data: [DONE]")
     status, _, error = server.post("/v1/completions", {"prompt": "A", "n": 2})
     assert status == 400 and "'n' is not supported" in error["error"]["message"]
+    # A stop string ends the text before it: finish_reason "stop", the tokens it took (a character each here).
+    whole = out["choices"][0]["text"]
+    stop = whole[8:11]
+    cut = server.post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 20, "temperature": 0, "stop": [stop, "\u0001"]})[2]
+    assert cut["choices"][0]["text"] == whole[:whole.index(stop)] and cut["choices"][0]["finish_reason"] == "stop"
+    assert cut["usage"]["completion_tokens"] == whole.index(stop) + len(stop)
+    events = server.post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 20, "temperature": 0, "stop": stop, "stream": True})[2]
+    chunks = [json.loads(line[6:]) for line in events.split("\n") if line.startswith("data: {")]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == cut["choices"][0]["text"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    # The penalties change a greedy text; out-of-range ones are refused.
+    penalized = server.post("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 20, "temperature": 0, "repetition_penalty": 1.5,
+                                                "frequency_penalty": 0.5, "presence_penalty": 0.5})[2]
+    assert penalized["choices"][0]["text"] != whole
+    status, _, error = server.post("/v1/completions", {"prompt": "A", "presence_penalty": 3})
+    assert status == 400 and "presence_penalty" in error["error"]["message"]
+    status, _, error = server.post("/v1/completions", {"prompt": "A", "stop": ["a", "b", "c", "d", "e"]})
+    assert status == 400 and "at most 4 strings" in error["error"]["message"]
 
 
 def test_embed_equals_the_command_line(server):

@@ -29,7 +29,7 @@ void random_fill(Tensor& t, Distribution d, float a, float b, uint64_t counter) 
 void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& ids) {
   const int64_t vocab = logits.size(1);
   int32_t* out = ids.data_as<int32_t>();
-  for (size_t r = 0; r < rows.size(); ++r) out[r] = sample_row(logits.data() + static_cast<int64_t>(r) * vocab, vocab, rows[r].sampling, Rng(rows[r].counter));
+  for (size_t r = 0; r < rows.size(); ++r) out[r] = sample_row(logits.data() + static_cast<int64_t>(r) * vocab, vocab, rows[r]);
 }
 
 void sinusoids(Tensor& table, bool split) {

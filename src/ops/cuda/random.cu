@@ -100,12 +100,12 @@ void random_fill(Tensor& t, Distribution d, float a, float b, uint64_t counter) 
   check_launch("random_fill");
 }
 
-// Greedy batches are picked on the GPU (only the finiteness flags come back); a batch
-// with sampled rows on the host from the logits copied back, so the picks are the CPU's exactly.
+// Greedy batches without penalties are picked on the GPU (only the finiteness flags come
+// back); others on the host from the logits copied back, so the picks are the CPU's exactly.
 void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& ids) {
   const int64_t n = logits.size(0), vocab = logits.size(1);
   if (n == 0) return;
-  if (std::all_of(rows.begin(), rows.end(), [](const SampledRow& r) { return r.sampling.temperature <= 0.0f; })) {
+  if (std::all_of(rows.begin(), rows.end(), [](const SampledRow& r) { return r.sampling.temperature <= 0.0f && !r.sampling.penalizes(); })) {
     Tensor finite = Tensor::empty({n}, DType::u8, Device::CUDA);
     greedy_kernel<<<blocks_for(n, 1), kThreads, 0, stream()>>>(ptr<float>(logits), n, vocab, ptr<int32_t>(ids), ptr<uint8_t>(finite));
     check_launch("sample");
@@ -115,7 +115,7 @@ void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& i
   }
   const std::vector<float> host = logits.values<float>();
   std::vector<int32_t> picks(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) picks[r] = sample_row(host.data() + r * vocab, vocab, rows[r].sampling, Rng(rows[r].counter));
+  for (int64_t r = 0; r < n; ++r) picks[r] = sample_row(host.data() + r * vocab, vocab, rows[r]);
   ids.copy_from(Tensor::from_values<int32_t>({n}, picks));
 }
 
