@@ -78,9 +78,10 @@ void expect_marian_outputs(const Fixture& f, int sentences) {
   for (int i = 0; i < sentences; ++i) {
     const std::string s = "s" + std::to_string(i);
     const models::Tokens src = f.tokens(s + ".input_ids");
-    // Marian's decoder starts from the pad id: the labels shifted right (no padding to mask).
+    // The decoder starts from its start symbol (Marian's pad id, M2M100's </s>): the labels
+    // shifted right (no padding to mask).
     const std::vector<int> labels = ops::to(f.ref(s + ".labels"), DType::i32).values<int>();
-    std::vector<int> shifted = {pad};
+    std::vector<int> shifted = {model.config().bos_id};
     shifted.insert(shifted.end(), labels.begin(), labels.end() - 1);
     const models::Tokens tgt(shifted, 1, static_cast<int64_t>(shifted.size()));
     const ops::AttentionMask src_mask = models::padding_mask(src, pad, Device::CPU);
@@ -259,7 +260,7 @@ TEST(HfModels, BertLayerNormGammaAndBetaAreWeightAndBias) {
 
 TEST(HfModels, MarianPositionTableIsSinesThenCosines) {
   Fixture f(shared("marian_opus_mt_tiny_de_en"));
-  const Tensor table = ops::sinusoids(64, 32, /*split=*/true);
+  const Tensor table = ops::sinusoids(64, 32, ops::SinusoidLayout::split);
   EXPECT_TENSOR_NEAR("encoder.embed_positions", table, f.ref("encoder.embed_positions"), 1e-6);
 }
 
@@ -352,7 +353,7 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   std::filesystem::create_directories(dir);
   EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
-  EXPECT_THROW_MESSAGE(hf::open(dir), "is a Hugging Face 't5' model; tfm reads marian (opus-mt), gpt2, bert, vit and deit");
+  EXPECT_THROW_MESSAGE(hf::open(dir), "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB: the model, not yet their tokenizers), gpt2, bert, vit and deit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
   { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }
@@ -378,13 +379,14 @@ std::vector<int> generated(const Tensor& ids, int64_t row, int eos) {
 }
 
 // Greedy and beam-4 search of each sentence (and of the padded batch, where the fixture
-// has one) give transformers' ids and beam scores, within its own length limit.
-void expect_marian_generations(const Fixture& f, int sentences, bool batch) {
+// has one) give transformers' ids and beam scores, within its own length limit; `forced`:
+// the first token transformers was told to force (forced_bos_token_id), or -1.
+void expect_marian_generations(const Fixture& f, int sentences, bool batch, int forced = -1) {
   models::EncoderDecoder model(models::TransformerConfig::from_json(f.config(), "converted"));
   f.load(model);
   const models::TransformerConfig& c = model.config();
   decode::SearchOptions o;  // max_len_a and max_len_b unset: the model's own limit, as transformers applies it
-  o.bos = c.bos_id, o.eos = c.eos_id;
+  o.bos = c.bos_id, o.eos = c.eos_id, o.forced_first = forced;
   for (int64_t beam : {1, 4}) {
     o.beam = beam;
     const std::string which = beam == 1 ? ".greedy_ids" : ".beam4_ids";
@@ -409,6 +411,35 @@ TEST(HfModels, MarianMultiTargetGreedyAndBeamSearch) { expect_marian_generations
 
 // generation_config.json's max_new_tokens (30) takes precedence over its max_length (512).
 TEST(HfModels, MarianSeparateVocabsGreedyAndBeamSearch) { expect_marian_generations(Fixture(ours("marian_separate_vocabs_tiny")), 4, false); }
+
+// M2M100 and NLLB (tests/reference/make_hf_m2m100_fixtures.py): pre-norm with final
+// LayerNorms, fairseq's sinusoids from position pad + 1, the decoder starting from </s>,
+// the target language forced first.
+TEST(HfModels, M2M100AndNllbOutputsLogitsAndGenerations) {
+  for (const char* name : {"m2m100_tiny", "nllb_tiny"}) {
+    SCOPED_TRACE(name);
+    const Fixture f(ours(name));
+    expect_marian_outputs(f, 3);
+    std::ifstream summary(f.dir.file("reference.json"));
+    expect_marian_generations(f, 3, false, nlohmann::json::parse(summary).at("forced_bos_token_id").get<int>());
+  }
+}
+
+// Their tables against transformers' M2M100SinusoidalPositionalEmbedding (d_model 16,
+// positions from pad + 1 = 2), rows 0, 1 and 40, columns 0, 5, 8 and 15.
+TEST(HfModels, M2M100PositionTableIsFairseqs) {
+  const Tensor table = ops::sinusoids(64, 16, ops::SinusoidLayout::fairseq, 2);
+  const std::vector<float> got = table.to_vector();
+  const std::vector<std::pair<int, std::vector<float>>> want = {
+      {0, {0.909297407f, 0.00277898763f, -0.416146845f, 1.0f}},
+      {1, {0.141120002f, 0.00416847458f, -0.989992499f, 0.99999994f}},
+      {40, {-0.916521549f, 0.058325693f, -0.399985313f, 0.999991179f}}};  // (get_embedding(66, 16, 1)[row + 2], transformers 4.39)
+  for (const auto& [row, values] : want)
+    for (size_t k = 0; k < values.size(); ++k) {
+      const int column = std::vector<int>{0, 5, 8, 15}[k];
+      EXPECT_NEAR(got[static_cast<size_t>(row * 16 + column)], values[k], 2e-6) << "row " << row << ", column " << column;
+    }
+}
 
 // max_len_a or max_len_b given: tfm's rule a * n + b caps a Hugging Face model's output too.
 TEST(HfModels, GivenMaximumLengthsStillApply) {

@@ -148,7 +148,8 @@ TEST(Sampling, GreedyChoiceAfterARepetitionPenalty) {
 // tests/reference/make_sampling_fixtures.py): every draw among them, each of them drawn.
 TEST(Sampling, MinPKeepsTheTokensTransformersKeeps) {
   std::ifstream in(testing::fixture_path("sampling/penalties.json"));
-  for (const nlohmann::json& c : nlohmann::json::parse(in).at("cases")) {
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  for (const nlohmann::json& c : fixture.at("cases")) {
     const std::vector<float> logits = c.at("logits").get<std::vector<float>>();
     decode::SamplingOptions o;
     o.temperature = c.at("temperature").get<float>(), o.min_p = c.at("min_p").get<float>();

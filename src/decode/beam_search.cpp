@@ -73,6 +73,10 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     max_len[b] = static_cast<int64_t>(limit);
   }
   const int64_t steps = *std::max_element(max_len.begin(), max_len.end());
+  // Never proposed: the pad, and the start symbol where it is not also the end symbol
+  // (M2M100's decoder starts from </s>).
+  const std::vector<int> never = o.bos == o.eos ? std::vector<int>{pad} : std::vector<int>{pad, o.bos};
+  TFM_CHECK(o.forced_first < static_cast<int>(config.tgt_vocab), "beam search: the forced first token " << o.forced_first << " is not in the vocabulary");
 
   // Sentences still searched, in the order of their blocks of rows: a finished
   // sentence leaves the batch (its rows of the memory, mask and caches with it).
@@ -106,7 +110,9 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     std::vector<uint8_t> real(static_cast<size_t>(n));  // filler beams need no extensions
     for (int64_t r = 0; r < n; ++r) real[r] = std::isfinite(beams[r].log_prob);
     std::vector<std::vector<std::pair<double, int64_t>>> best;
-    if (!ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, {pad, o.bos}, config.renormalize, real, best)) fail_not_finite("scores");
+    if (!ops::top_log_probs(ops::reshape(logits, {n, V}), 2 * K, never, config.renormalize, real, best)) fail_not_finite("scores");
+    if (step == 1 && o.forced_first >= 0)
+      for (auto& row : best) row = {{0.0, o.forced_first}};
     if (config.forced_eos)  // Hugging Face's ForcedEOSTokenLogitsProcessor: at the limit, the end symbol with log-probability 0
       for (size_t j = 0; j < live.size(); ++j)
         if (step >= max_len[live[j]])

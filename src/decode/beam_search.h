@@ -13,6 +13,8 @@ namespace tfm::decode {
 // the target vocabulary's symbols.
 struct SearchOptions : TranslationOptions {
   int bos = 2, eos = 3;     // eos < 0: no end symbol, every hypothesis runs to its maximum length
+  int forced_first = -1;    // a token every hypothesis starts with, at log-probability 0 (M2M100's target language:
+                            // transformers' ForcedBOSTokenLogitsProcessor); -1: none
   bool use_cache = true;    // false re-runs the decoder over the whole prefix (for testing)
   bool operator==(const SearchOptions&) const = default;
 };

@@ -122,6 +122,8 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   const std::string kind = meta.at(io::kModelKindKey);
   const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
   if (kind == "encoder_decoder") {
+    TFM_CHECK(d.model_type == "marian", dir << ": an M2M100 or NLLB model: tfm reads its weights (tfm::hf::convert) but not yet its tokenizer "
+                                               "(M2M100Tokenizer, NllbTokenizer) and languages, so it cannot translate text with it yet");
     const std::string src_json = d.file("vocab.json"), tgt_json = marian_target_ids(d);
     const data::Vocab src = data::Vocab::load_mapped(d.file("source.spm"), src_json), tgt = data::Vocab::load_mapped(d.file("target.spm"), tgt_json);
     check_tokenizer_size(src.size(), config.at("src_vocab").get<int64_t>(), src_json);

@@ -18,6 +18,11 @@ models::TransformerConfig marian_config(const Directory& d);
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c);
 bool marian_ignored(const std::string& name);
 
+// M2M100 and NLLB (model_type m2m_100); their output layer has no bias (tfm's stays 0).
+models::TransformerConfig m2m100_config(const Directory& d);
+std::vector<TensorRule> m2m100_rules(const models::TransformerConfig& c);
+bool m2m100_ignored(const std::string& name);
+
 models::StackConfig gpt2_config(const Directory& d);
 std::vector<TensorRule> gpt2_rules(const models::StackConfig& c, const std::string& prefix);
 bool gpt2_ignored(const std::string& name);

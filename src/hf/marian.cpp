@@ -3,83 +3,12 @@
 // (or, with separate vocabularies, the encoder's apart and the head tied to the
 // decoder's), sinusoids with the sines before the cosines, final_logits_bias, and
 // Hugging Face's beam search rules.
-#include <optional>
-#include <type_traits>
-
 #include "hf/families.h"
+#include "hf/generation.h"
 
 namespace tfm::hf {
 
 namespace {
-
-// The settings transformers' generate() starts from, and the file that holds them:
-// generation_config.json where the directory has one (a key it lacks takes
-// GenerationConfig's default), else config.json (GenerationConfig.from_model_config).
-struct Generation {
-  nlohmann::json settings;
-  std::string file;
-};
-
-// Whether the configuration sets a generation parameter to other than PretrainedConfig's
-// default (its _has_non_default_generation_parameters). MarianConfig's own default
-// forced_eos_token_id is 0, not PretrainedConfig's None: where config.json does not set it
-// (to null), it counts as set.
-bool sets_generation_parameters(nlohmann::json config) {
-  if (!config.contains("forced_eos_token_id")) config["forced_eos_token_id"] = 0;
-  static const nlohmann::json defaults = {
-      {"max_length", 20},        {"min_length", 0},          {"do_sample", false},
-      {"early_stopping", false}, {"num_beams", 1},           {"num_beam_groups", 1},
-      {"diversity_penalty", 0.0}, {"temperature", 1.0},      {"top_k", 50},
-      {"top_p", 1.0},            {"typical_p", 1.0},         {"repetition_penalty", 1.0},
-      {"length_penalty", 1.0},   {"no_repeat_ngram_size", 0}, {"encoder_no_repeat_ngram_size", 0},
-      {"bad_words_ids", nullptr}, {"num_return_sequences", 1}, {"output_scores", false},
-      {"return_dict_in_generate", false}, {"forced_bos_token_id", nullptr}, {"forced_eos_token_id", nullptr},
-      {"remove_invalid_values", false}, {"exponential_decay_length_penalty", nullptr}, {"suppress_tokens", nullptr},
-      {"begin_suppress_tokens", nullptr}};
-  for (const auto& [key, value] : defaults.items())
-    if (config.contains(key) && config[key] != value) return true;
-  return false;
-}
-
-// generate()'s legacy rule also prefers config.json to a generation_config.json that was
-// made from the model configuration ("_from_model_config") where config.json sets a
-// generation parameter of its own.
-Generation generation_of(const Directory& d) {
-  if (!d.has("generation_config.json")) return {d.config, d.file("config.json")};
-  nlohmann::json file = d.json_file("generation_config.json");
-  TFM_CHECK(file.is_object(), d.file("generation_config.json") << ": is not a JSON object");
-  const bool from_model_config = file.contains("_from_model_config") && file["_from_model_config"] == true;
-  if (from_model_config && sets_generation_parameters(d.config)) return {d.config, d.file("config.json")};
-  return {std::move(file), d.file("generation_config.json")};
-}
-
-// A generation setting; nothing where absent or null.
-template <class T>
-std::optional<T> generation_setting(const Generation& g, const char* key) {
-  const auto it = g.settings.find(key);
-  if (it == g.settings.end() || it->is_null()) return std::nullopt;
-  const bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-  TFM_CHECK(!integral || it->is_number_integer(), g.file << ": '" << key << "' is " << it->dump() << ", not an integer");
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(g.file + ": '" + key + "' has the wrong type (" + it->dump() + ")");
-  }
-}
-
-// A token id of the generation settings, else config.json's, else `fallback`.
-int generation_id(const Directory& d, const Generation& g, const char* key, int fallback) {
-  return generation_setting<int>(g, key).value_or(setting<int>(d, key, fallback));
-}
-
-// generate()'s length limit, the start symbol included: max_new_tokens + 1 where set (it
-// takes precedence), else max_length (GenerationConfig's default 20).
-int64_t generation_max_length(const Generation& g) {
-  const std::optional<int64_t> new_tokens = generation_setting<int64_t>(g, "max_new_tokens");
-  if (!new_tokens) return generation_setting<int64_t>(g, "max_length").value_or(20);
-  TFM_CHECK(*new_tokens >= 0 && *new_tokens < (int64_t{1} << 40), g.file << ": max_new_tokens " << *new_tokens << " is not a number of tokens");
-  return *new_tokens + 1;
-}
 
 void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std::string& hf) {
   add_stacked_qkv(r, tfm, hf + ".q_proj", hf + ".k_proj", hf + ".v_proj");
@@ -121,7 +50,7 @@ models::TransformerConfig marian_config(const Directory& d) {
   read_embeddings(d, c);
   c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
   c.pad_id = setting<int>(d, "pad_token_id", 0);
-  const Generation generation = generation_of(d);
+  const Generation generation = generation_of(d, {{"forced_eos_token_id", 0}});  // (MarianConfig's default)
   c.bos_id = generation_id(d, generation, "decoder_start_token_id", c.pad_id);
   c.eos_id = generation_id(d, generation, "eos_token_id", 0);
   c.hf_search = true;

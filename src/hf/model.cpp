@@ -69,6 +69,13 @@ io::SafeTensors convert(const Directory& d) {
     const io::NamedTensors shapes = models::EncoderDecoder(c).named_parameters();
     return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, marian_rules(c), shapes, marian_ignored, origin));
   }
+  if (d.model_type == "m2m_100") {
+    const models::TransformerConfig c = m2m100_config(d);
+    const models::EncoderDecoder model(c);
+    io::NamedTensors weights = to_tfm(hf, m2m100_rules(c), model.named_parameters(), m2m100_ignored, origin);
+    weights.emplace_back("generator.bias", Tensor::zeros({c.tgt_vocab}));
+    return checkpoint("encoder_decoder", c.to_json(), std::move(weights));
+  }
   if (d.model_type == "gpt2") {
     const models::StackConfig c = gpt2_config(d);
     const std::string prefix = has_tensor(hf, "transformer.wpe.weight") ? "transformer." : "";  // wpe: never a tied copy

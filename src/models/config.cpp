@@ -11,6 +11,11 @@ namespace tfm::models {
 
 using nlohmann::json;
 
+ops::SinusoidLayout TransformerConfig::sinusoid_layout() const {
+  if (positions == "split") return ops::SinusoidLayout::split;
+  return positions == "fairseq" ? ops::SinusoidLayout::fairseq : ops::SinusoidLayout::interleaved;
+}
+
 nn::LayerOptions TransformerConfig::layer_options() const {
   return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm};
 }
@@ -94,7 +99,9 @@ void TransformerConfig::validate(const std::string& origin) const {
   check_range(origin, "bos_id", bos_id, 0, tgt_vocab - 1);
   check_range(origin, "eos_id", eos_id, 0, tgt_vocab - 1);
   check_range(origin, "max_length", max_length, 0, kMaxPositions);
-  TFM_CHECK(positions == "interleaved" || positions == "split", origin << ": positions '" << positions << "' is not interleaved or split");
+  TFM_CHECK(positions == "interleaved" || positions == "split" || positions == "fairseq",
+            origin << ": positions '" << positions << "' is not interleaved, split or fairseq");
+  TFM_CHECK(positions != "fairseq" || d_model % 2 == 0, origin << ": fairseq's positions need an even d_model, not " << d_model);
   TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
   TFM_CHECK(!share_embeddings || src_vocab == tgt_vocab, origin << ": share_embeddings needs src_vocab == tgt_vocab");

@@ -22,9 +22,10 @@ struct TransformerConfig {
   bool tie_generator = false;
   int64_t max_len = 5000;
   int pad_id = 0;
-  // Marian's variations (Hugging Face's MarianMT): the sinusoids' columns "interleaved"
-  // (the paper's) or "split" (sines, then cosines), LayerNorm epsilon, and whether each
-  // stack ends with a LayerNorm.
+  // Marian's and M2M100's variations (Hugging Face's MarianMT, M2M100 and NLLB): the
+  // sinusoids' columns "interleaved" (the paper's), "split" (sines, then cosines) or
+  // "fairseq" (split, fairseq's frequencies, positions from pad_id + 1:
+  // ops::SinusoidLayout), LayerNorm epsilon, and whether each stack ends with a LayerNorm.
   std::string positions = "interleaved";
   float norm_eps = 1e-5f;
   bool final_norm = true;
@@ -39,6 +40,8 @@ struct TransformerConfig {
   int64_t max_length = 0;
 
   nn::LayerOptions layer_options() const;
+  ops::SinusoidLayout sinusoid_layout() const;
+  int64_t first_position() const { return positions == "fairseq" ? pad_id + 1 : 0; }
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) and,
   // unless the caller checks fields first, validates the result; `origin` names the

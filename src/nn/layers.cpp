@@ -47,8 +47,8 @@ LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {
 
 Tensor LayerNorm::forward(const Tensor& x) const { return trace(path(), ops::layer_norm(x, weight, bias, eps)); }
 
-PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, bool split)
-    : table_(ops::sinusoids(max_len, d_model, split)), dropout_(dropout) {
+PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, ops::SinusoidLayout layout, int64_t first)
+    : table_(ops::sinusoids(max_len, d_model, layout, first)), dropout_(dropout) {
   register_buffer(table_);
 }
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "ops/kernels.h"  // SinusoidLayout
 
 namespace tfm::nn {
 
@@ -44,7 +45,9 @@ class LayerNorm : public Module {
 // columns are interleaved sin/cos (the paper's) or `split`: sines, then cosines (Marian's).
 class PositionalEncoding : public Module {
  public:
-  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, bool split = false);
+  // The table's columns as `layout` says, row p holding position first + p (ops::sinusoids).
+  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, ops::SinusoidLayout layout = ops::SinusoidLayout::interleaved,
+                     int64_t first = 0);
   // The table of `other` (shared, not computed again: an encoder-decoder's two are the
   // same, and each took 5% of `tfm translate`'s start), with a dropout of its own.
   PositionalEncoding(const PositionalEncoding& other, float dropout);

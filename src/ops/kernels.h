@@ -97,6 +97,12 @@ struct SampledRow {
   int64_t generated = 0;
 };
 
+// The columns of a sinusoid position table (ops::sinusoids): the paper's interleaved
+// (sin, cos, sin, ...); Marian's split (the sines, then the cosines); or fairseq's (split,
+// the frequencies 10000^(-c / (d/2 - 1)), computed in single precision as fairseq and
+// transformers' M2M100 compute them, row p holding position first + p).
+enum class SinusoidLayout { interleaved, split, fairseq };
+
 // What ops::uniform_ and ops::normal_ fill a tensor with.
 enum class Distribution { uniform, normal };  // U(a, b); N(0, 1) * a
 
@@ -213,7 +219,7 @@ struct Kernels {
   void (*random_fill)(Tensor& t, Distribution d, float a, float b, uint64_t counter);
   void (*sample)(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& ids);
   // The sinusoid position table [max_len, d_model] (ops/random.h says which).
-  void (*sinusoids)(Tensor& table, bool split);
+  void (*sinusoids)(Tensor& table, SinusoidLayout layout, int64_t first);
 
   // Conversions (ops/convert.h): every dtype to every dtype, and u8 pixels to [-1, 1].
   void (*convert)(const Tensor& src, Tensor& dst);

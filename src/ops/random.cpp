@@ -52,12 +52,14 @@ Tensor sample(const Tensor& logits, const std::vector<RowSampling>& rows) {
   return ids;
 }
 
-Tensor sinusoids(int64_t max_len, int64_t d_model, bool split, Device device) {
-  TFM_CHECK(max_len >= 0 && d_model > 0, "sinusoids: " << max_len << " positions of width " << d_model);
+Tensor sinusoids(int64_t max_len, int64_t d_model, SinusoidLayout layout, int64_t first, Device device) {
+  TFM_CHECK(max_len >= 0 && d_model > 0 && first >= 0, "sinusoids: " << max_len << " positions of width " << d_model << " from " << first);
+  TFM_CHECK(layout == SinusoidLayout::fairseq ? d_model % 2 == 0 && d_model >= 4 : first == 0,
+            "sinusoids: fairseq's tables are of an even width of 4 or more, and only they start past position 0");
   Tensor table = Tensor::empty({max_len, d_model}, DType::f32, device);
   auto fn = kernels(device).sinusoids;
   if (!fn) fail_unimplemented("sinusoids", device);
-  fn(table, split);
+  fn(table, layout, first);
   return table;
 }
 

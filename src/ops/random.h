@@ -37,8 +37,11 @@ Tensor sample(const Tensor& logits, const std::vector<RowSampling>& rows);
 
 // The sinusoid positions of "Attention Is All You Need", [max_len, d_model], with
 // angle(pos, i) = pos / 10000^(2i/d_model): interleaved (the paper's, the Annotated
-// Transformer's) PE(pos, 2i) = sin, PE(pos, 2i+1) = cos; or `split` (Marian's, fairseq's)
-// the sines in the first half of the columns and the cosines in the second.
-Tensor sinusoids(int64_t max_len, int64_t d_model, bool split = false, Device device = Device::CPU);
+// Transformer's) PE(pos, 2i) = sin, PE(pos, 2i+1) = cos; or split (Marian's) the sines in
+// the first half of the columns and the cosines in the second. fairseq's (M2M100's,
+// NLLB's): split, angle(pos, c) = pos * exp(-c ln(10000) / (d_model/2 - 1)) in single
+// precision, row p holding position first + p (their positions start past the pad id).
+Tensor sinusoids(int64_t max_len, int64_t d_model, SinusoidLayout layout = SinusoidLayout::interleaved, int64_t first = 0,
+                 Device device = Device::CPU);
 
 }  // namespace tfm::ops

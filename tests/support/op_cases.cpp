@@ -519,20 +519,26 @@ std::vector<OpCase> cases() {
                  return r;
                },
                false});
-  for (bool split : {false, true})  // interleaved sin, cos, sin, ...; or split: the sines, then the cosines
-    c.push_back({"sinusoids", {f32({1}, 49)}, [split](const auto& x, DType) { return ops::sinusoids(7, 6, split, x[0].device()); },
-               [split](const auto&) {
-                 Values r;
-                 for (int pos = 0; pos < 7; ++pos)
-                   for (int i = 0; i < 6; ++i) {
-                     const int pair = split ? i % 3 : i / 2;
-                     const bool cosine = split ? i >= 3 : i % 2 == 1;
-                     const double angle = pos / std::pow(10000.0, 2 * pair / 6.0);
-                     r.push_back(cosine ? std::cos(angle) : std::sin(angle));
-                   }
-                 return r;
-               },
-               false, DTypeIs::result});
+  // interleaved sin, cos, sin, ...; split: the sines, then the cosines; fairseq's: split,
+  // the frequencies 10000^(-pair / (half - 1)), from position 2 (M2M100's pad + 1).
+  using ops::SinusoidLayout;
+  for (SinusoidLayout layout : {SinusoidLayout::interleaved, SinusoidLayout::split, SinusoidLayout::fairseq}) {
+    const bool split = layout != SinusoidLayout::interleaved, fairseq = layout == SinusoidLayout::fairseq;
+    c.push_back({"sinusoids", {f32({1}, 49)},
+                 [layout, fairseq](const auto& x, DType) { return ops::sinusoids(7, 6, layout, fairseq ? 2 : 0, x[0].device()); },
+                 [split, fairseq](const auto&) {
+                   Values r;
+                   for (int pos = 0; pos < 7; ++pos)
+                     for (int i = 0; i < 6; ++i) {
+                       const int pair = split ? i % 3 : i / 2;
+                       const bool cosine = split ? i >= 3 : i % 2 == 1;
+                       const double angle = fairseq ? (pos + 2) / std::pow(10000.0, pair / 2.0) : pos / std::pow(10000.0, 2 * pair / 6.0);
+                       r.push_back(cosine ? std::cos(angle) : std::sin(angle));
+                     }
+                   return r;
+                 },
+                 false, DTypeIs::result});
+  }
   // (its input only says on which device)
   c.push_back({"arange", {f32({1}, 45)}, [](const auto& x, DType) { return ops::arange(3, 9, x[0].device()); },
                [](const auto&) { return Values{3, 4, 5, 6, 7, 8}; }, false, DTypeIs::result});

@@ -32,7 +32,32 @@ void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& i
   for (size_t r = 0; r < rows.size(); ++r) out[r] = sample_row(logits.data() + static_cast<int64_t>(r) * vocab, vocab, rows[r]);
 }
 
-void sinusoids(Tensor& table, bool split) {
+namespace {
+
+// fairseq's table (SinusoidLayout::fairseq) in single precision, each step rounded as
+// torch rounds it in M2M100SinusoidalPositionalEmbedding.get_embedding: the frequency
+// exp(c * -rate) and the angle pos * frequency in float; then sin and cos of that float.
+void fairseq_sinusoids(Tensor& table, int64_t first) {
+  const int64_t max_len = table.size(0), d_model = table.size(1), half = d_model / 2;
+  const float rate = static_cast<float>(std::log(10000.0) / static_cast<double>(half - 1));
+  std::vector<float> frequency(static_cast<size_t>(half));
+  for (int64_t c = 0; c < half; ++c) frequency[static_cast<size_t>(c)] = std::exp(static_cast<float>(c) * -rate);
+  float* p = table.data();
+  parallel_for(max_len, max_len * d_model > (1 << 15), [&](int64_t row) {
+    const float pos = static_cast<float>(first + row);
+    for (int64_t c = 0; c < half; ++c) {
+      const double angle = pos * frequency[static_cast<size_t>(c)];  // (the product rounded to float first)
+      p[row * d_model + c] = static_cast<float>(std::sin(angle));
+      p[row * d_model + half + c] = static_cast<float>(std::cos(angle));
+    }
+  });
+}
+
+}  // namespace
+
+void sinusoids(Tensor& table, SinusoidLayout layout, int64_t first) {
+  if (layout == SinusoidLayout::fairseq) return fairseq_sinusoids(table, first);
+  const bool split = layout == SinusoidLayout::split;
   const int64_t max_len = table.size(0), d_model = table.size(1), half = (d_model + 1) / 2;
   float* p = table.data();
   // angle(pos, i) = pos / 10000^(2i/d); interleaved: PE(pos, 2i) = sin, PE(pos, 2i+1) = cos;

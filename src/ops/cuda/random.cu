@@ -80,6 +80,18 @@ __global__ void greedy_kernel(const float* logits, int64_t rows, int64_t vocab, 
 // table [max_len, d_model]: pair i of position pos (one thread each) is
 // sin and cos of pos / 10000^(2i / d_model), in double as cpu/random.cpp's sinusoids;
 // `rate` is its -(log(10000) / d_model), computed on the host as the CPU does.
+// fairseq's table in single precision, as cpu/random.cpp's fairseq_sinusoids (the
+// frequency and the angle rounded to float, then sin and cos of it in double).
+__global__ void fairseq_sinusoids_kernel(float* table, int64_t max_len, int64_t d_model, int64_t first, float rate) {
+  const int64_t half = d_model / 2;
+  TFM_GRID_STRIDE(w, max_len * half) {
+    const int64_t row = w / half, c = w % half;
+    const float frequency = expf(static_cast<float>(c) * -rate), angle = __fmul_rn(static_cast<float>(first + row), frequency);
+    table[row * d_model + c] = static_cast<float>(sin(static_cast<double>(angle)));
+    table[row * d_model + half + c] = static_cast<float>(cos(static_cast<double>(angle)));
+  }
+}
+
 __global__ void sinusoids_kernel(float* table, int64_t max_len, int64_t d_model, bool split, double rate) {
   const int64_t half = (d_model + 1) / 2;
   TFM_GRID_STRIDE(w, max_len * half) {
@@ -119,11 +131,17 @@ void sample(const Tensor& logits, const std::vector<SampledRow>& rows, Tensor& i
   ids.copy_from(Tensor::from_values<int32_t>({n}, picks));
 }
 
-void sinusoids(Tensor& table, bool split) {
+void sinusoids(Tensor& table, SinusoidLayout layout, int64_t first) {
   const int64_t max_len = table.size(0), d_model = table.size(1);
   if (max_len == 0 || d_model == 0) return;
+  if (layout == SinusoidLayout::fairseq) {
+    const float rate = static_cast<float>(std::log(10000.0) / static_cast<double>(d_model / 2 - 1));
+    fairseq_sinusoids_kernel<<<blocks_for(max_len * (d_model / 2)), kThreads, 0, stream()>>>(ptr<float>(table), max_len, d_model, first, rate);
+    return check_launch("sinusoids");
+  }
   const double rate = -(std::log(10000.0) / static_cast<double>(d_model));
-  sinusoids_kernel<<<blocks_for(max_len * ((d_model + 1) / 2)), kThreads, 0, stream()>>>(ptr<float>(table), max_len, d_model, split, rate);
+  sinusoids_kernel<<<blocks_for(max_len * ((d_model + 1) / 2)), kThreads, 0, stream()>>>(ptr<float>(table), max_len, d_model,
+                                                                                         layout == SinusoidLayout::split, rate);
   check_launch("sinusoids");
 }
 

@@ -1,0 +1,54 @@
+#include "hf/generation.h"
+
+#include "hf/families.h"
+
+namespace tfm::hf {
+
+namespace {
+
+// Whether the configuration sets a generation parameter to other than PretrainedConfig's
+// default (its _has_non_default_generation_parameters), the config class's own defaults
+// counting where config.json lacks the key.
+bool sets_generation_parameters(nlohmann::json config, const nlohmann::json& class_defaults) {
+  for (const auto& [key, value] : class_defaults.items())
+    if (!config.contains(key)) config[key] = value;
+  static const nlohmann::json defaults = {
+      {"max_length", 20},        {"min_length", 0},          {"do_sample", false},
+      {"early_stopping", false}, {"num_beams", 1},           {"num_beam_groups", 1},
+      {"diversity_penalty", 0.0}, {"temperature", 1.0},      {"top_k", 50},
+      {"top_p", 1.0},            {"typical_p", 1.0},         {"repetition_penalty", 1.0},
+      {"length_penalty", 1.0},   {"no_repeat_ngram_size", 0}, {"encoder_no_repeat_ngram_size", 0},
+      {"bad_words_ids", nullptr}, {"num_return_sequences", 1}, {"output_scores", false},
+      {"return_dict_in_generate", false}, {"forced_bos_token_id", nullptr}, {"forced_eos_token_id", nullptr},
+      {"remove_invalid_values", false}, {"exponential_decay_length_penalty", nullptr}, {"suppress_tokens", nullptr},
+      {"begin_suppress_tokens", nullptr}};
+  for (const auto& [key, value] : defaults.items())
+    if (config.contains(key) && config[key] != value) return true;
+  return false;
+}
+
+}  // namespace
+
+// generate()'s legacy rule also prefers config.json to a generation_config.json that was
+// made from the model configuration ("_from_model_config") where config.json sets a
+// generation parameter of its own.
+Generation generation_of(const Directory& d, const nlohmann::json& class_defaults) {
+  if (!d.has("generation_config.json")) return {d.config, d.file("config.json")};
+  nlohmann::json file = d.json_file("generation_config.json");
+  TFM_CHECK(file.is_object(), d.file("generation_config.json") << ": is not a JSON object");
+  const bool from_model_config = file.contains("_from_model_config") && file["_from_model_config"] == true;
+  if (from_model_config && sets_generation_parameters(d.config, class_defaults)) return {d.config, d.file("config.json")};
+  return {std::move(file), d.file("generation_config.json")};
+}
+
+int generation_id(const Directory& d, const Generation& g, const char* key, int fallback) {
+  return generation_setting<int>(g, key).value_or(setting<int>(d, key, fallback));
+}
+
+int64_t generation_max_length(const Generation& g) {
+  const std::optional<int64_t> new_tokens = generation_setting<int64_t>(g, "max_new_tokens");
+  if (!new_tokens) return generation_setting<int64_t>(g, "max_length").value_or(20);
+  TFM_CHECK(*new_tokens >= 0 && *new_tokens < (int64_t{1} << 40), g.file << ": max_new_tokens " << *new_tokens << " is not a number of tokens");
+  return *new_tokens + 1;
+}
+}  // namespace tfm::hf
