@@ -333,6 +333,23 @@ TEST(GeneratorApi, AStopStringEndsTheTextBeforeIt) {
   EXPECT_NE(message([&] { generator.generate("ROMEO:", o); }).find("repetition_penalty above 0"), std::string::npos);
 }
 
+// The running batch's key/value caches are reported while it runs and freed once it is idle.
+TEST(GeneratorApi, ReportsTheCacheItHoldsAndFreesItWhenIdle) {
+  const Generator generator(testing::fixture_path("threads/lm.safetensors"));
+  GenerationOptions o;
+  o.max_new_tokens = 1000;
+  TextStream stream = generator.stream("ROMEO:", o);
+  for (int i = 0; i < 20; ++i) stream.next();
+  const GeneratorStats running = generator.stats();
+  EXPECT_EQ(running.running, 1);
+  EXPECT_GT(running.cache_bytes, 0);
+  while (stream.next()) {
+  }
+  for (int i = 0; i < 200 && generator.stats().cache_bytes > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(generator.stats().cache_bytes, 0);
+  EXPECT_EQ(generator.stats().running, 0);
+}
+
 TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {
   const std::vector<std::string> prompts{"ROMEO:", "JULIET:\nO", "", "First Citizen:\nBefore we proceed any further, hear me speak."};
   std::vector<GenerationOptions> options(prompts.size());

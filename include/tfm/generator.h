@@ -55,6 +55,7 @@ class TFM_API TextStream {
 struct GeneratorStats {
   int64_t running = 0;
   int64_t tokens = 0;
+  int64_t cache_bytes = 0;  // held by the running batch's keys and values (0 once it is idle)
 };
 
 class TFM_API Generator {

@@ -136,7 +136,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   std::vector<decode::SamplingOptions> joining_options;
   bool stopping = false;
   decode::GenerationBatch batch{model};  // the worker's only
-  std::atomic<int64_t> running{0}, tokens{0};  // for stats()
+  std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0};  // for stats()
   std::thread worker;
 
   // The worker computes with the creating thread's thread count (--threads, a library
@@ -172,7 +172,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
         batch.join(r->ids, options[i], [this, r](int id) { return ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
       }
       batch.step();
-      running = batch.size();
+      running = batch.size(), cache_bytes = batch.cache_bytes();
     }
   }
 
@@ -282,6 +282,6 @@ TextAttention Generator::attention(const std::string& text) const {
   return api::text_attention(ids, maps, *impl_->checkpoint.tokenizer);
 }
 
-GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load()}; }
+GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load(), impl_->cache_bytes.load()}; }
 
 }  // namespace tfm

@@ -118,6 +118,15 @@ void GenerationBatch::step() {
     if (outgrown) waiting_.push_back(std::move(s));
     running_.erase(running_.begin() + b);
   }
+  if (running_.empty() && waiting_.empty()) caches_.clear();  // idle: the caches' memory goes back
+}
+
+int64_t GenerationBatch::cache_bytes() const {
+  int64_t bytes = 0;
+  for (const nn::KVCache& c : caches_)
+    for (const Tensor* t : {&c.k, &c.v})
+      if (t->defined()) bytes += t->numel() * static_cast<int64_t>(size_of(t->dtype()));
+  return bytes;
 }
 
 void GenerationBatch::fail_running(std::exception_ptr why) {

@@ -54,6 +54,9 @@ class GenerationBatch {
   // The prompts of the sequences that joined, then one position of every running one.
   void step();
   int64_t size() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
+  // The bytes the running sequences' key/value caches hold (their storage grows with the
+  // longest, stays for the sequences that join while others run, and goes once none do).
+  int64_t cache_bytes() const;
 
  private:
   struct Sequence {

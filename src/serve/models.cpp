@@ -41,6 +41,8 @@ void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
                          "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().tokens); }});
     metrics.add_gauge({"tfm_generation_running", "Requests in a language model's running batch (continuous batching).",
                        "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().running); }});
+    metrics.add_gauge({"tfm_generation_cache_bytes", "Bytes of keys and values a language model's running batch holds.",
+                       "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().cache_bytes); }});
   } else if (m.family == "bert") {
     m.encoder = std::make_unique<Encoder>(m.path, model_options);
   } else {

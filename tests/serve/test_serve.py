@@ -376,7 +376,8 @@ def test_metrics_in_prometheus_text_format(server):
     server.post("/v1/generate", {"prompt": "A", "max_new_tokens": 5})
     text = server.request("GET", "/metrics")[2]
     for family in ["tfm_requests_total", "tfm_request_duration_seconds", "tfm_batch_sentences", "tfm_queue_depth",
-                   "tfm_generated_tokens_total", "tfm_generated_tokens_per_second", "tfm_generation_running"]:
+                   "tfm_generated_tokens_total", "tfm_generated_tokens_per_second", "tfm_generation_running",
+                   "tfm_generation_cache_bytes"]:
         assert f"# TYPE {family} " in text
     assert re.search(r'tfm_requests_total\{endpoint="/v1/translate",code="200"\} [1-9]', text)
     assert len(re.findall(r"# TYPE tfm_generated_tokens_total ", text)) == 1  # one header for both models
