@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "data/fairseq_languages.h"
 #include "data/hf_tokenizer.h"
 #include "data/unicode.h"
 #include "io/input_file.h"
@@ -90,6 +91,78 @@ Vocab Vocab::load_mapped(const std::string& spm_path, const std::string& vocab_j
   return v;
 }
 
+// A multilingual vocabulary: `mapping` (the pieces by id) with a token for each of
+// `codes`, the specials <s> <pad> </s> <unk> (fairseq's).
+Vocab Vocab::with_languages(Vocab v, std::shared_ptr<Mapping> mapping, const std::vector<std::string>& codes,
+                            std::string (*token_of)(const std::string& code), const std::string& origin) {
+  for (size_t id = 0; id < mapping->pieces.size(); ++id) {
+    mapping->ids[mapping->pieces[id]] = static_cast<int>(id);
+    v.checksum_ = crc_of(mapping->pieces[id] + '\n', v.checksum_);
+  }
+  for (const std::string& code : codes) {
+    const auto it = mapping->ids.find(token_of(code));
+    TFM_CHECK(it != mapping->ids.end(), origin << ": has no token for the language " << code);
+    mapping->languages.push_back(code), mapping->language_ids[code] = it->second;
+  }
+  mapping->language.assign(mapping->pieces.size(), false);
+  for (const auto& [code, id] : mapping->language_ids) mapping->language[static_cast<size_t>(id)] = true;
+  const auto id_of = [&](const std::string& token) {
+    const auto it = mapping->ids.find(token);
+    TFM_CHECK(it != mapping->ids.end(), origin << ": has no " << token << ", which a fairseq vocabulary needs");
+    return it->second;
+  };
+  v.specials_ = {.pad = id_of("<pad>"), .unk = id_of("<unk>"), .bos = id_of("<s>"), .eos = id_of("</s>")};
+  mapping->fairseq = true;
+  v.mapping_ = std::move(mapping);
+  return v;
+}
+
+Vocab Vocab::load_m2m100(const std::string& spm_path, const std::string& vocab_json_path, const std::string& language_codes) {
+  TFM_CHECK(language_codes == "m2m100" || language_codes == "wmt21",
+            vocab_json_path << ": language_codes '" << language_codes << "' is not m2m100 or wmt21 (transformers' M2M100Tokenizer takes those)");
+  const std::vector<std::string>& codes = language_codes == "m2m100" ? m2m100_languages() : wmt21_languages();
+  auto mapping = std::make_shared<Mapping>();
+  mapping->pieces = read_vocab_json(vocab_json_path);
+  for (const std::string& code : codes) mapping->pieces.push_back("__" + code + "__");
+  for (const char* word : {"madeupword0000", "madeupword0001", "madeupword0002", "madeupword0003", "madeupword0004", "madeupword0005",
+                           "madeupword0006", "madeupword0007"})
+    mapping->pieces.push_back(word);  // (fairseq's padding of the vocabulary to a multiple of 8)
+  Vocab v = load_model(spm_path);
+  v.mapping_path_ = std::filesystem::absolute(vocab_json_path).string();
+  return with_languages(std::move(v), std::move(mapping), codes, [](const std::string& code) { return "__" + code + "__"; }, vocab_json_path);
+}
+
+Vocab Vocab::load_nllb(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added) {
+  Vocab v = load_model(spm_path);
+  auto mapping = std::make_shared<Mapping>();
+  const int pieces = v.sp_->GetPieceSize();
+  mapping->pieces = {"<s>", "<pad>", "</s>", "<unk>"};
+  for (int id = 3; id < pieces; ++id) mapping->pieces.push_back(v.sp_->IdToPiece(id));  // (the model's 0-2: its own unk, bos, eos)
+  if (added.empty()) {  // NLLB's order after the pieces, then <mask>
+    for (const std::string& code : nllb_languages()) mapping->pieces.push_back(code);
+    mapping->pieces.push_back("<mask>");
+  }
+  for (const auto& [id, content] : added) {
+    TFM_CHECK(id >= 0 && id < static_cast<int>(mapping->pieces.size() + added.size()), spm_path << ": an added token's id " << id << " is past the vocabulary");
+    if (id >= static_cast<int>(mapping->pieces.size())) mapping->pieces.resize(static_cast<size_t>(id) + 1);
+    mapping->pieces[static_cast<size_t>(id)] = content;
+  }
+  for (size_t id = 0; id < mapping->pieces.size(); ++id)
+    TFM_CHECK(!mapping->pieces[id].empty(), spm_path << ": the added tokens leave id " << id << " without a token");
+  return with_languages(std::move(v), std::move(mapping), nllb_languages(), [](const std::string& code) { return code; }, spm_path);
+}
+
+int Vocab::language_id(const std::string& code) const {
+  TFM_CHECK(multilingual(), "the model translates between the languages it was trained on: it takes no language ('" << code << "')");
+  const auto it = mapping_->language_ids.find(code);
+  if (it != mapping_->language_ids.end()) return it->second;
+  const std::vector<std::string>& codes = mapping_->languages;
+  std::string listed;
+  for (size_t i = 0; i < std::min<size_t>(codes.size(), 12); ++i) listed += (i ? ", " : "") + codes[i];
+  throw Error("'" + code + "' is not a language of this model; its languages: " + listed + (codes.size() > 12 ? ", ..." : "") + " (" +
+              std::to_string(codes.size()) + " in all)");
+}
+
 std::vector<int> Vocab::encode(const std::string& text) const {
   if (mapping_) return encode_mapped(text);
   std::vector<int> ids;
@@ -112,7 +185,7 @@ std::string Vocab::decode(const std::vector<int>& ids) const {
 // MarianTokenizer's ids: the language label, then the model's pieces of the rest looked up
 // in vocab.json.
 std::vector<int> Vocab::encode_mapped(const std::string& text) const {
-  const LabelSplit split = split_language_label(text);
+  const LabelSplit split = mapping_->fairseq ? LabelSplit{"", text} : split_language_label(text);
   std::vector<std::string> pieces;
   auto status = sp_->Encode(split.rest, &pieces);
   TFM_CHECK(status.ok(), "cannot tokenize: " << status.ToString());
@@ -146,14 +219,19 @@ int Vocab::label_id(const std::string& label) const {
 std::string Vocab::decode_mapped(const std::vector<int>& ids) const {
   std::vector<std::string> pieces;
   for (int id : ids)
-    if (id != specials_.eos && id != specials_.unk && id != specials_.pad) pieces.push_back(piece(id));
+    if (id != specials_.eos && id != specials_.unk && id != specials_.pad && id != specials_.bos && !is_language(id)) pieces.push_back(piece(id));
   std::string text;
   auto status = sp_->Decode(pieces, &text);
   TFM_CHECK(status.ok(), "cannot detokenize: " << status.ToString());
-  static const std::string kUnderline = "\u2581";
-  for (size_t at = text.find(kUnderline); at != std::string::npos; at = text.find(kUnderline, at + 1)) text.replace(at, kUnderline.size(), " ");
-  return clean_up_tokenization(std::string(strip_space(text)));
+  static const std::string_view kUnderline = "\u2581";
+  std::string spaced;
+  for (size_t at = 0; at < text.size();)
+    if (text.compare(at, kUnderline.size(), kUnderline) == 0) spaced += ' ', at += kUnderline.size();
+    else spaced += text[at++];
+  return clean_up_tokenization(std::string(strip_space(spaced)));
 }
+
+bool Vocab::is_language(int id) const { return multilingual() && id >= 0 && id < size() && mapping_->language[static_cast<size_t>(id)]; }
 
 std::string Vocab::piece(int id) const {
   if (!mapping_) return sp_->IdToPiece(id);

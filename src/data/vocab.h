@@ -45,6 +45,16 @@ class Vocab {
   // the text as MarianTokenizer.decode(ids, skip_special_tokens=True). Specials: eos and
   // bos </s> (Marian's decoder starts from pad, which the caller handles), unk <unk>, pad <pad>.
   static Vocab load_mapped(const std::string& spm_path, const std::string& vocab_json_path);
+  // A fairseq multilingual model's, through transformers' tokenizers: the pieces and their
+  // ids, a token for each language, and encode and decode as the tokenizer does without
+  // the language and the end (the caller adds them: language_id). M2M100Tokenizer's: the
+  // pieces mapped through vocab.json (a piece it lacks is <unk>), then "__en__" and the
+  // others of `language_codes` ("m2m100" or "wmt21"), then 8 made-up words.
+  static Vocab load_m2m100(const std::string& spm_path, const std::string& vocab_json_path, const std::string& language_codes);
+  // NllbTokenizer's: <s> <pad> </s> <unk>, the model's pieces one id up, then the
+  // languages ("eng_Latn") and <mask> at the ids `added` gives them (tokenizer_config.json's
+  // added_tokens_decoder: content by id), else in NLLB's order after the pieces.
+  static Vocab load_nllb(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added);
   // Trains on `sentences` (blank ones are skipped, long ones cut into pieces SentencePiece
   // keeps) and writes the model to `path` (atomically).
   static void train(const std::vector<std::string>& sentences, const VocabOptions& options, const std::string& path);
@@ -54,6 +64,10 @@ class Vocab {
   std::string piece(int id) const;
   int size() const;
   const SpecialIds& specials() const { return specials_; }
+  // A multilingual model's token for a language ("en", "eng_Latn"); another is refused,
+  // naming some of the model's. multilingual(): whether the vocabulary has languages.
+  int language_id(const std::string& code) const;
+  bool multilingual() const { return mapping_ && !mapping_->languages.empty(); }
   // CRC-32 of the serialized model (continued over vocab.json's tokens in id order, for a
   // mapped one): what checkpoints record to refuse another vocabulary.
   uint32_t checksum() const { return checksum_; }
@@ -66,11 +80,18 @@ class Vocab {
     std::vector<std::string> pieces;  // by id
     std::unordered_map<std::string, int> ids;
     std::vector<std::string> labels;  // the language labels (">>...<<"), by id
+    std::vector<std::string> languages;  // a fairseq model's codes, in its order
+    std::unordered_map<std::string, int> language_ids;  // by code
+    std::vector<bool> language;  // by id: whether it is a language's token
+    bool fairseq = false;  // M2M100Tokenizer or NllbTokenizer: no labels in the text
   };
+  static Vocab with_languages(Vocab v, std::shared_ptr<Mapping> mapping, const std::vector<std::string>& codes,
+                              std::string (*token_of)(const std::string& code), const std::string& origin);
   static Vocab load_model(const std::string& path);
   std::vector<int> encode_mapped(const std::string& text) const;
   int label_id(const std::string& label) const;
   std::string decode_mapped(const std::vector<int>& ids) const;
+  bool is_language(int id) const;
 
   std::shared_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::shared_ptr<const Mapping> mapping_;  // null: the model's own ids

@@ -65,6 +65,20 @@ def case(model, tok, name, source, target, forced, tensors):
             "beam4_text": tok.decode(beam.sequences[0], skip_special_tokens=True), "beam4_sequences_score": beam.sequences_scores[0].item()}
 
 
+def hub_like(directory):
+    """4.39's save_pretrained writes "additional_special_tokens": [] (it keeps the language tokens elsewhere), and
+    a tokenizer reloaded from that no longer counts them special, so that decode(skip_special_tokens=True) keeps
+    "__de__". The hub's files (facebook/m2m100_418M, nllb-200-*) have no such key: the languages stay special, as
+    users see them. The key is dropped here to match those files."""
+    path = os.path.join(directory, "tokenizer_config.json")
+    with open(path) as f:
+        config = json.load(f)
+    if config.get("additional_special_tokens") == []:
+        del config["additional_special_tokens"]
+    with open(path, "w") as f:
+        json.dump(config, f, ensure_ascii=False, indent=2)
+
+
 def vocab_size(tok):
     """M2M100's: the dictionary, its 100 languages and 8 made-up words; NLLB's: every token, the added ones
     (its language codes and <mask>, numbered as tokenizer_config.json's added_tokens_decoder says) included."""
@@ -81,7 +95,9 @@ def make(name, tokenizer, src_lang, tgt_lang, tokenizer_class):
     model = seeded(M2M100ForConditionalGeneration, config(vocab))
     perturb(model, 0.1)
     model.eval()
-    model, tok = save_and_reload(model, tokenizer, directory, M2M100ForConditionalGeneration, tokenizer_class)
+    model, _ = save_and_reload(model, tokenizer, directory, M2M100ForConditionalGeneration, tokenizer_class)
+    hub_like(directory)
+    tok = tokenizer_class.from_pretrained(directory)
     tok.src_lang, tok.tgt_lang = src_lang, tgt_lang
     forced = tok.convert_tokens_to_ids(tgt_lang if tokenizer_class is NllbTokenizer else tok.get_lang_token(tgt_lang))
     tensors, cases = {}, []
