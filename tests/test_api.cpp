@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -93,6 +94,39 @@ TEST(TranslatorApi, GivesThePlainPathsTranslationsForAnyWorkersAndBatch) {
 
 // Callers on many threads at once, each with its own sentences and search options,
 // each get exactly their own results; progress adds up to the sentences translated.
+// M2M100 and NLLB directories translate text with the languages given
+// (tests/fixtures/hf/*_tiny, made by transformers 4.39): the ids transformers generated,
+// greedy and beam 4, their language first.
+TEST(TranslatorApi, ManyToManyModelsTranslateBetweenTheLanguagesGiven) {
+  for (const char* name : {"m2m100_tiny", "nllb_tiny"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = testing::fixture_path(std::string("hf/") + name);
+    std::ifstream in(dir + "/reference.json");
+    const nlohmann::json reference = nlohmann::json::parse(in);
+    Translator translator(dir);
+    TranslationOptions o;
+    o.source_language = reference.at("src_lang").get<std::string>(), o.target_language = reference.at("tgt_lang").get<std::string>();
+    for (const int64_t beam : {1, 4}) {
+      o.beam = beam;
+      for (const nlohmann::json& c : reference.at("cases")) {
+        std::vector<int> want = c.at(beam == 1 ? "greedy_ids" : "beam4_ids").get<std::vector<int>>();
+        want.erase(want.begin());  // the start symbol
+        if (want.back() == 2) want.pop_back();  // the end
+        EXPECT_EQ(translator.translate({c.at("source_text").get<std::string>()}, o)[0].token_ids[0], want) << "beam " << beam;
+      }
+    }
+    o.target_language = "";
+    EXPECT_NE(message([&] { translator.translate({"A dog."}, o); }).find("give the source's and the target's (--src-lang and --tgt-lang"),
+              std::string::npos);
+    o.target_language = "xx";
+    EXPECT_NE(message([&] { translator.translate({"A dog."}, o); }).find("'xx' is not a language of this model; its languages: "), std::string::npos);
+  }
+  TranslationOptions o;
+  o.target_language = "de";
+  EXPECT_EQ(message([&] { Translator(testing::fixture_path("threads/mt.safetensors")).translate({"Ein Hund."}, o); }),
+            "the model translates between the languages it was trained on: it takes no language ('de')");
+}
+
 TEST(TranslatorApi, ManyCallersAtOnceGetTheirOwnResults) {
   const std::vector<std::string> lines = fixture_sentences();
   const std::vector<std::string> beam4 = plain_translations(lines, 4), greedy = plain_translations(lines, 1);

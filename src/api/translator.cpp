@@ -49,7 +49,19 @@ struct Piece {
 // A batch's size in padded source subwords.
 int64_t padded_tokens(size_t sentences, int64_t longest) { return static_cast<int64_t>(sentences) * longest; }
 
-decode::SearchOptions search_options(const TranslationOptions& o, const models::TransformerConfig& model) {
+// A many-to-many model's language tokens: both languages given for such a model, neither
+// for another (its vocabulary refuses them by name).
+void check_languages(const TranslationOptions& o, const data::Vocab& src) {
+  if (!src.multilingual()) {
+    if (!o.source_language.empty() || !o.target_language.empty()) src.language_id(o.source_language.empty() ? o.target_language : o.source_language);
+    return;
+  }
+  TFM_CHECK(!o.source_language.empty() && !o.target_language.empty(),
+            "the model translates between many languages: give the source's and the target's (--src-lang and --tgt-lang; "
+            "TranslationOptions::source_language and target_language)");
+}
+
+decode::SearchOptions search_options(const TranslationOptions& o, const models::TransformerConfig& model, const data::Vocab& tgt) {
   // At most 64, as `tfm translate --beam` and the server take it: a beam of 2^40 asked the
   // memory of 2^40 hypotheses (the review's C3, from Python).
   TFM_CHECK(o.beam >= 1 && o.beam <= 64, "beam must be from 1 to 64, got " << o.beam);
@@ -58,7 +70,16 @@ decode::SearchOptions search_options(const TranslationOptions& o, const models::
   const float a = o.max_len_a.value_or(0);
   const int64_t b = o.max_len_b.value_or(0);
   TFM_CHECK(std::isfinite(a) && a >= 0 && b >= 0, "maximum lengths must be finite and not negative, got a " << a << ", b " << b);
-  return {o, model.bos_id, model.eos_id};
+  decode::SearchOptions search{o, model.bos_id, model.eos_id};
+  if (tgt.multilingual()) search.forced_first = tgt.language_id(o.target_language);
+  return search;
+}
+
+// A source's ids: a many-to-many model's language first, then the text's.
+std::vector<int> source_ids(const decode::TranslationModel& tm, const std::string& text, const TranslationOptions& o) {
+  std::vector<int> ids = tm.src_vocab.encode(text);
+  if (tm.src_vocab.multilingual() && !ids.empty()) ids.insert(ids.begin(), tm.src_vocab.language_id(o.source_language));
+  return ids;
 }
 
 }  // namespace
@@ -101,13 +122,14 @@ struct Translator::Impl {
   std::future<std::vector<Translation>> submit(const std::vector<std::string>& texts, const TranslationOptions& o,
                                                std::function<void(int64_t)> on_progress, std::stop_token cancel) {
     auto request = std::make_shared<Request>();
-    request->search = search_options(o, tm.model->config());
+    check_languages(o, tm.src_vocab);
+    request->search = search_options(o, tm.model->config(), tm.tgt_vocab);
     request->on_progress = std::move(on_progress);
     request->cancel = std::move(cancel);
     for (const std::string& text : texts) {
       const char* problem = data::text_problem(text);
       TFM_CHECK(!problem, "source " << request->sources.size() + 1 << ": " << problem);
-      request->sources.push_back(tm.src_vocab.encode(text));
+      request->sources.push_back(source_ids(tm, text, o));
     }
     // An empty source is not searched: its translation is one empty hypothesis.
     request->results.resize(texts.size());
@@ -318,7 +340,8 @@ TranslationAttention Translator::attention(const std::string& source, const std:
     const char* problem = data::text_problem(*text);
     TFM_CHECK(!problem, (text == &source ? "the source: " : "the target: ") << problem);
   }
-  std::vector<int> src = tm.src_vocab.encode(source), tgt;
+  check_languages(options, tm.src_vocab);
+  std::vector<int> src = source_ids(tm, source, options), tgt;
   TFM_CHECK(!src.empty(), "the source is empty: there is nothing to attend to");
   TranslationAttention out;
   if (target.empty()) {  // the translation's own subwords, not its text encoded again

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "data/fairseq_languages.h"
 #include "data/hf_tokenizer.h"
@@ -150,6 +151,30 @@ Vocab Vocab::load_nllb(const std::string& spm_path, const std::vector<std::pair<
   for (size_t id = 0; id < mapping->pieces.size(); ++id)
     TFM_CHECK(!mapping->pieces[id].empty(), spm_path << ": the added tokens leave id " << id << " without a token");
   return with_languages(std::move(v), std::move(mapping), nllb_languages(), [](const std::string& code) { return code; }, spm_path);
+}
+
+Vocab Vocab::load_fairseq(const std::string& kind, const std::string& spm_path, const std::string& vocab_json_path,
+                          const std::string& tokenizer_config_path) {
+  const TokenizerConfig config = TokenizerConfig::read(tokenizer_config_path);
+  const nlohmann::json& settings = config.json();
+  auto recorded = [&](Vocab v) {
+    v.fairseq_kind_ = kind, v.tokenizer_config_path_ = std::filesystem::absolute(tokenizer_config_path).string();
+    return v;
+  };
+  if (kind == "m2m100") return recorded(load_m2m100(spm_path, vocab_json_path, settings.value("language_codes", std::string("m2m100"))));
+  TFM_CHECK(kind == "nllb", tokenizer_config_path << ": tokenizer '" << kind << "' is not m2m100 or nllb");
+  std::vector<std::pair<int, std::string>> added;
+  const nlohmann::json decoder = settings.value("added_tokens_decoder", nlohmann::json::object());
+  for (const auto& [id, token] : decoder.items()) {
+    TFM_CHECK(token.is_object() && token.contains("content") && token["content"].is_string(),
+              tokenizer_config_path << ": added_tokens_decoder[" << id << "] has no content");
+    try {
+      added.emplace_back(std::stoi(id), token["content"].get<std::string>());
+    } catch (const std::exception&) {
+      throw Error(tokenizer_config_path + ": added_tokens_decoder's key '" + id + "' is not an id");
+    }
+  }
+  return recorded(load_nllb(spm_path, added));
 }
 
 int Vocab::language_id(const std::string& code) const {

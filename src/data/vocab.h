@@ -55,6 +55,10 @@ class Vocab {
   // languages ("eng_Latn") and <mask> at the ids `added` gives them (tokenizer_config.json's
   // added_tokens_decoder: content by id), else in NLLB's order after the pieces.
   static Vocab load_nllb(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added);
+  // Either, as a Hugging Face directory's files say: `kind` "m2m100" (vocab.json, and
+  // tokenizer_config.json's language_codes) or "nllb" (its added_tokens_decoder).
+  static Vocab load_fairseq(const std::string& kind, const std::string& spm_path, const std::string& vocab_json_path,
+                            const std::string& tokenizer_config_path);
   // Trains on `sentences` (blank ones are skipped, long ones cut into pieces SentencePiece
   // keeps) and writes the model to `path` (atomically).
   static void train(const std::vector<std::string>& sentences, const VocabOptions& options, const std::string& path);
@@ -73,6 +77,9 @@ class Vocab {
   uint32_t checksum() const { return checksum_; }
   const std::string& path() const { return path_; }  // the SentencePiece model's
   const std::string& mapping_path() const { return mapping_path_; }  // vocab.json, for a mapped one; else empty
+  // load_fairseq's kind and tokenizer_config.json, for a fairseq one; else empty.
+  const std::string& fairseq_kind() const { return fairseq_kind_; }
+  const std::string& tokenizer_config_path() const { return tokenizer_config_path_; }
 
  private:
   // A mapped vocabulary's ids (vocab.json's) and pieces.
@@ -97,7 +104,7 @@ class Vocab {
   std::shared_ptr<const Mapping> mapping_;  // null: the model's own ids
   SpecialIds specials_;
   uint32_t checksum_ = 0;
-  std::string path_, mapping_path_;
+  std::string path_, mapping_path_, fairseq_kind_, tokenizer_config_path_;
 };
 
 // MarianTokenizer's split of a text (its language_code_re, ">>.+<<", matched greedily and

@@ -109,6 +109,18 @@ SentenceEmbedding sentence_transformers(const hf::Directory& d) {
   return e;
 }
 
+// An M2M100 or NLLB directory's vocabulary, both sides': M2M100Tokenizer's (vocab.json
+// beside the SentencePiece model) or NllbTokenizer's, as tokenizer_config.json names it.
+data::Vocab fairseq_vocab(const hf::Directory& d) {
+  const std::string config = d.file("tokenizer_config.json"), spm = d.file("sentencepiece.bpe.model");
+  TFM_CHECK(d.has("sentencepiece.bpe.model"), spm << ": is missing (an M2M100 or NLLB tokenizer's SentencePiece model; tfm does not read "
+                                                     "tokenizer.json alone for these)");
+  const std::string named = d.has("tokenizer_config.json") ? data::TokenizerConfig::read(config).json().value("tokenizer_class", std::string()) : "";
+  const bool nllb = named.starts_with("Nllb") || (named.empty() && !d.has("vocab.json"));
+  TFM_CHECK(nllb || named.empty() || named.starts_with("M2M100"), config << ": tokenizer_class " << named << " is not M2M100Tokenizer or NllbTokenizer");
+  return data::Vocab::load_fairseq(nllb ? "nllb" : "m2m100", spm, nllb ? "" : d.file("vocab.json"), config);
+}
+
 }  // namespace
 
 bool is_hf_directory(const std::string& path) { return hf::is_directory(path); }
@@ -121,9 +133,11 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   auto& meta = file.metadata;
   const std::string kind = meta.at(io::kModelKindKey);
   const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
-  if (kind == "encoder_decoder") {
-    TFM_CHECK(d.model_type == "marian", dir << ": an M2M100 or NLLB model: tfm reads its weights (tfm::hf::convert) but not yet its tokenizer "
-                                               "(M2M100Tokenizer, NllbTokenizer) and languages, so it cannot translate text with it yet");
+  if (kind == "encoder_decoder" && d.model_type == "m2m_100") {
+    const data::Vocab v = fairseq_vocab(d);
+    check_tokenizer_size(v.size(), config.at("src_vocab").get<int64_t>(), v.path());
+    meta["tfm.vocab"] = vocab_record(v, v);
+  } else if (kind == "encoder_decoder") {
     const std::string src_json = d.file("vocab.json"), tgt_json = marian_target_ids(d);
     const data::Vocab src = data::Vocab::load_mapped(d.file("source.spm"), src_json), tgt = data::Vocab::load_mapped(d.file("target.spm"), tgt_json);
     check_tokenizer_size(src.size(), config.at("src_vocab").get<int64_t>(), src_json);

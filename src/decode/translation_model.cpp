@@ -13,6 +13,13 @@ namespace {
 data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
   TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
   const uint32_t crc32 = record[side]["crc32"].get<uint32_t>();
+  if (record[side].contains("fairseq")) {  // an M2M100 or NLLB model's: its files, where the directory has them
+    const nlohmann::json& r = record[side];
+    data::Vocab v = data::Vocab::load_fairseq(r["fairseq"].get<std::string>(), given.empty() ? r["path"].get<std::string>() : given,
+                                              r.value("vocab_json", std::string()), r["tokenizer_config"].get<std::string>());
+    TFM_CHECK(v.checksum() == crc32, v.path() << ": is not the " << side << " vocabulary " << model << " was converted with (checksum differs)");
+    return v;
+  }
   if (record[side].contains("vocab_json")) {  // a Hugging Face Marian model's: its files, where the directory has them
     data::Vocab v = data::Vocab::load_mapped(given.empty() ? record[side]["path"].get<std::string>() : given,
                                              record[side]["vocab_json"].get<std::string>());
@@ -34,7 +41,8 @@ namespace {
 
 nlohmann::json side_record(const data::Vocab& v) {
   nlohmann::json j = {{"path", v.path()}, {"crc32", v.checksum()}};
-  if (!v.mapping_path().empty()) j["vocab_json"] = v.mapping_path();  // a Hugging Face Marian model's
+  if (!v.mapping_path().empty()) j["vocab_json"] = v.mapping_path();  // a Hugging Face Marian or M2M100 model's
+  if (!v.fairseq_kind().empty()) j["fairseq"] = v.fairseq_kind(), j["tokenizer_config"] = v.tokenizer_config_path();
   return j;
 }
 

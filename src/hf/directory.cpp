@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kSupported = "marian (opus-mt), m2m_100 (M2M100 and NLLB: the model, not yet their tokenizers), gpt2, bert, vit and deit";
+constexpr const char* kSupported = "marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, bert, vit and deit";
 
 nlohmann::json parse_json_file(const std::string& path) { return io::read_json_file(path, int64_t{64} << 20, "JSON file"); }
 

@@ -132,17 +132,19 @@ void bind_translator(py::module_& m) {
       .def(
           "translate",
           [](tfm::Translator& t, const std::vector<std::string>& sources, int64_t beam, int64_t nbest, float length_penalty,
-             std::optional<float> max_len_a, std::optional<int64_t> max_len_b, bool return_scores, bool return_attention) {
+             std::optional<float> max_len_a, std::optional<int64_t> max_len_b, bool return_scores, bool return_attention,
+             const std::string& src_lang, const std::string& tgt_lang) {
             if (beam < 1 || beam > 64) throw py::value_error("beam must be from 1 to 64 (as tfm translate --beam), got " + std::to_string(beam));
             std::stop_source cancel;  // Ctrl-C drops the sentences no worker has begun (a batch being searched ends first)
-            auto pending = t.submit(sources, {beam, nbest, length_penalty, max_len_a, max_len_b, return_attention}, {}, cancel.get_token());
+            const tfm::TranslationOptions o{beam, nbest, length_penalty, max_len_a, max_len_b, return_attention, src_lang, tgt_lang};
+            auto pending = t.submit(sources, o, {}, cancel.get_token());
             std::vector<tfm::Translation> out = wait_interruptibly(pending, [&] { cancel.request_stop(); });
             if (!return_scores)
               for (tfm::Translation& one : out) one.scores.clear();
             return out;
           },
           "sources"_a, "beam"_a = 4, "nbest"_a = 1, "length_penalty"_a = 1.0f, "max_len_a"_a = py::none(), "max_len_b"_a = py::none(),
-          "return_scores"_a = true, "return_attention"_a = false)
+          "return_scores"_a = true, "return_attention"_a = false, "src_lang"_a = "", "tgt_lang"_a = "")
       .def_property_readonly("max_source_tokens", &tfm::Translator::max_source_tokens);
 }
 

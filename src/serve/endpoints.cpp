@@ -180,7 +180,7 @@ std::unique_lock<std::timed_mutex> take_turn(ServedModel& m, Clock::time_point d
 
 void translate(Context& c, Call& call) {
   const RequestBody b(call.req.body,
-                      {"model", "sentences", "beam", "nbest", "length_penalty", "max_len_a", "max_len_b", "scores", "attention"});
+                      {"model", "sentences", "beam", "nbest", "length_penalty", "max_len_a", "max_len_b", "scores", "attention", "src_lang", "tgt_lang"});
   ServedModel& m = c.models.pick(b.text("model", ""), "translation", call.endpoint);
   const std::vector<std::string> sentences = b.texts("sentences", c.options.max_items);
   TranslationOptions o;
@@ -190,6 +190,7 @@ void translate(Context& c, Call& call) {
   if (b.has("max_len_a")) o.max_len_a = static_cast<float>(b.number("max_len_a", 1.5, 0, 10));  // unset: the model's rule
   if (b.has("max_len_b")) o.max_len_b = b.integer("max_len_b", 10, 0, 1000);
   o.return_attention = b.flag("attention", false);
+  o.source_language = b.text("src_lang", ""), o.target_language = b.text("tgt_lang", "");  // (a many-to-many model's)
   const bool scores = b.flag("scores", true);
   check_lengths(sentences, "sentence", c.options.max_sentence_tokens, [&](const std::string& s) { return m.translator->source_tokens(s); });
 

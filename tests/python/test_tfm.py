@@ -43,6 +43,17 @@ def test_a_hugging_face_model_ends_where_transformers_ends_it():
     assert len(short.token_ids[0]) == 4  # and the end symbol, forced at the limit
 
 
+def test_a_many_to_many_model_translates_between_the_languages_given():
+    """NLLB (tests/fixtures/hf/nllb_tiny, transformers 4.39's outputs): the language codes per call."""
+    directory = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf", "nllb_tiny")
+    reference = json.load(open(os.path.join(directory, "reference.json"), encoding="utf-8"))
+    translator = tfm.Translator(directory)
+    out = translator.translate([c["source_text"] for c in reference["cases"]], beam=1, src_lang="eng_Latn", tgt_lang="deu_Latn")
+    assert [t.hypotheses[0] for t in out] == [c["greedy_text"] for c in reference["cases"]]
+    with pytest.raises(RuntimeError, match="give the source's and the target's"):
+        translator.translate(["A dog."])
+
+
 def test_attention_rows_are_distributions_over_the_source():
     t = tfm.Translator(MT).translate(SENTENCES[:2], beam=1, return_attention=True)
     for one in t:
