@@ -18,6 +18,17 @@ models::TransformerConfig marian_config(const Directory& d);
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c);
 bool marian_ignored(const std::string& name);
 
+// The sizes of transformers' BART family (Marian, M2M100: both stacks of one head count
+// and feed-forward width), each key's fallback its config class's default.
+struct BartSizes {
+  int64_t vocab, d_model, heads, d_ff, layers;
+  const char* activation;
+};
+void read_bart_sizes(const Directory& d, const BartSizes& fallback, models::TransformerConfig& c);
+// The layers as transformers' BART family names them (Marian, M2M100): self_attn,
+// encoder_attn (the decoder's), their LayerNorms, fc1, fc2 and final_layer_norm.
+void add_bart_layers(std::vector<TensorRule>& rules, const models::TransformerConfig& c);
+
 // M2M100 and NLLB (model_type m2m_100); their output layer has no bias (tfm's stays 0).
 models::TransformerConfig m2m100_config(const Directory& d);
 std::vector<TensorRule> m2m100_rules(const models::TransformerConfig& c);

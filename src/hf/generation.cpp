@@ -1,10 +1,36 @@
 #include "hf/generation.h"
 
+#include <optional>
+#include <string>
+#include <type_traits>
+
 #include "hf/families.h"
 
 namespace tfm::hf {
 
 namespace {
+
+// The settings generate() starts from, and the file that holds them:
+// generation_config.json where the directory has one (a key it lacks takes
+// GenerationConfig's default), else config.json (GenerationConfig.from_model_config).
+struct Generation {
+  nlohmann::json settings;
+  std::string file;
+};
+
+// A generation setting; nothing where absent or null.
+template <class T>
+std::optional<T> generation_setting(const Generation& g, const char* key) {
+  const auto it = g.settings.find(key);
+  if (it == g.settings.end() || it->is_null()) return std::nullopt;
+  const bool integral = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+  TFM_CHECK(!integral || it->is_number_integer(), g.file << ": '" << key << "' is " << it->dump() << ", not an integer");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(g.file + ": '" + key + "' has the wrong type (" + it->dump() + ")");
+  }
+}
 
 // Whether the configuration sets a generation parameter to other than PretrainedConfig's
 // default (its _has_non_default_generation_parameters), the config class's own defaults
@@ -27,9 +53,7 @@ bool sets_generation_parameters(nlohmann::json config, const nlohmann::json& cla
   return false;
 }
 
-}  // namespace
-
-// generate()'s legacy rule also prefers config.json to a generation_config.json that was
+// The settings, and generate()'s legacy rule: it prefers config.json to a generation_config.json that was
 // made from the model configuration ("_from_model_config") where config.json sets a
 // generation parameter of its own.
 Generation generation_of(const Directory& d, const nlohmann::json& class_defaults) {
@@ -41,14 +65,29 @@ Generation generation_of(const Directory& d, const nlohmann::json& class_default
   return {std::move(file), d.file("generation_config.json")};
 }
 
+// A token id of the generation settings, else config.json's, else `fallback`.
 int generation_id(const Directory& d, const Generation& g, const char* key, int fallback) {
   return generation_setting<int>(g, key).value_or(setting<int>(d, key, fallback));
 }
 
+// generate()'s length limit, the start symbol included: max_new_tokens + 1 where set (it
+// takes precedence), else max_length (GenerationConfig's default 20).
 int64_t generation_max_length(const Generation& g) {
   const std::optional<int64_t> new_tokens = generation_setting<int64_t>(g, "max_new_tokens");
   if (!new_tokens) return generation_setting<int64_t>(g, "max_length").value_or(20);
   TFM_CHECK(*new_tokens >= 0 && *new_tokens < (int64_t{1} << 40), g.file << ": max_new_tokens " << *new_tokens << " is not a number of tokens");
   return *new_tokens + 1;
 }
+}  // namespace
+
+void read_generation(const Directory& d, const nlohmann::json& class_defaults, int start, int end, models::TransformerConfig& c) {
+  const Generation generation = generation_of(d, class_defaults);
+  c.bos_id = generation_id(d, generation, "decoder_start_token_id", start);
+  c.eos_id = generation_id(d, generation, "eos_token_id", end);
+  c.hf_search = true;
+  c.forced_eos = generation_id(d, generation, "forced_eos_token_id", -1) == c.eos_id;
+  c.renormalize = generation_setting<bool>(generation, "renormalize_logits").value_or(false);
+  c.max_length = generation_max_length(generation);
+}
+
 }  // namespace tfm::hf

@@ -10,11 +10,6 @@ namespace tfm::hf {
 
 namespace {
 
-void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std::string& hf) {
-  add_stacked_qkv(r, tfm, hf + ".q_proj", hf + ".k_proj", hf + ".v_proj");
-  add_weight_and_bias(r, tfm + ".out_proj", hf + ".out_proj");
-}
-
 // share_encoder_decoder_embeddings false (opus-mt's conversions of models with separate
 // vocabularies): MarianModel gives each stack a copy of its vocab_size embedding, so
 // decoder_vocab_size must be vocab_size too; the head is tied to the decoder's embedding
@@ -29,51 +24,27 @@ void read_embeddings(const Directory& d, models::TransformerConfig& c) {
   c.tie_generator = setting<bool>(d, "tie_word_embeddings", true);
 }
 
-}  // namespace
-
-models::TransformerConfig marian_config(const Directory& d) {
-  require(d, "scale_embedding", true, false);
-  require(d, "normalize_embedding", false, false);
-  require(d, "add_final_layer_norm", false, false);
-  require_same(d, "decoder_attention_heads", "encoder_attention_heads", 8);
-  require_same(d, "decoder_ffn_dim", "encoder_ffn_dim", 2048);
-  models::TransformerConfig c;
-  c.src_vocab = c.tgt_vocab = setting<int64_t>(d, "vocab_size", 0);
-  c.d_model = setting<int64_t>(d, "d_model", 512);
-  c.heads = setting<int64_t>(d, "encoder_attention_heads", 8);
-  c.d_ff = setting<int64_t>(d, "encoder_ffn_dim", 2048);
-  c.encoder_layers = setting<int64_t>(d, "encoder_layers", 6);
-  c.decoder_layers = setting<int64_t>(d, "decoder_layers", 6);
-  c.dropout = setting<float>(d, "dropout", 0.1f);
-  c.activation = nn::parse_activation(activation(d, "activation_function", "swish"));
-  c.norm_first = false, c.final_norm = false, c.positions = "split";
-  read_embeddings(d, c);
-  c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
-  c.pad_id = setting<int>(d, "pad_token_id", 0);
-  const Generation generation = generation_of(d, {{"forced_eos_token_id", 0}});  // (MarianConfig's default)
-  c.bos_id = generation_id(d, generation, "decoder_start_token_id", c.pad_id);
-  c.eos_id = generation_id(d, generation, "eos_token_id", 0);
-  c.hf_search = true;
-  c.forced_eos = generation_id(d, generation, "forced_eos_token_id", -1) == c.eos_id;
-  c.renormalize = generation_setting<bool>(generation, "renormalize_logits").value_or(false);
-  c.max_length = generation_max_length(generation);
-  with_hf_names(d, {{"heads", "encoder_attention_heads"}, {"d_ff", "encoder_ffn_dim"}, {"src_vocab", "vocab_size"}, {"tgt_vocab", "vocab_size"},
-                    {"max_len", "max_position_embeddings"}},
-                [&] { c.validate(d.file("config.json")); });
-  return c;
+void add_attention(std::vector<TensorRule>& r, const std::string& tfm, const std::string& hf) {
+  add_stacked_qkv(r, tfm, hf + ".q_proj", hf + ".k_proj", hf + ".v_proj");
+  add_weight_and_bias(r, tfm + ".out_proj", hf + ".out_proj");
 }
 
-std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
-  std::vector<TensorRule> r;
-  if (c.share_embeddings) {
-    r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}});
-  } else {
-    r.push_back({"src_embed.weight", {"model.encoder.embed_tokens.weight"}});
-    const std::vector<std::string> head_copy = c.tie_generator ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{};
-    r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}, false, {}, head_copy});
-    if (!c.tie_generator) r.push_back({"generator.weight", {"lm_head.weight"}});
-  }
-  r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});
+}  // namespace
+
+void read_bart_sizes(const Directory& d, const BartSizes& fallback, models::TransformerConfig& c) {
+  require_same(d, "decoder_attention_heads", "encoder_attention_heads", fallback.heads);
+  require_same(d, "decoder_ffn_dim", "encoder_ffn_dim", fallback.d_ff);
+  c.src_vocab = c.tgt_vocab = setting<int64_t>(d, "vocab_size", fallback.vocab);
+  c.d_model = setting<int64_t>(d, "d_model", fallback.d_model);
+  c.heads = setting<int64_t>(d, "encoder_attention_heads", fallback.heads);
+  c.d_ff = setting<int64_t>(d, "encoder_ffn_dim", fallback.d_ff);
+  c.encoder_layers = setting<int64_t>(d, "encoder_layers", fallback.layers);
+  c.decoder_layers = setting<int64_t>(d, "decoder_layers", fallback.layers);
+  c.dropout = setting<float>(d, "dropout", 0.1f);
+  c.activation = nn::parse_activation(activation(d, "activation_function", fallback.activation));
+}
+
+void add_bart_layers(std::vector<TensorRule>& r, const models::TransformerConfig& c) {
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string tfm = "transformer.encoder.layers." + std::to_string(i), hf = "model.encoder.layers." + std::to_string(i);
     add_attention(r, tfm + ".self_attn", hf + ".self_attn");
@@ -92,6 +63,37 @@ std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
     add_weight_and_bias(r, tfm + ".linear2", hf + ".fc2");
     add_weight_and_bias(r, tfm + ".norm3", hf + ".final_layer_norm");
   }
+}
+
+models::TransformerConfig marian_config(const Directory& d) {
+  require(d, "scale_embedding", true, false);
+  require(d, "normalize_embedding", false, false);
+  require(d, "add_final_layer_norm", false, false);
+  models::TransformerConfig c;
+  read_bart_sizes(d, {0, 512, 8, 2048, 6, "swish"}, c);  // (MarianConfig's defaults)
+  c.norm_first = false, c.final_norm = false, c.positions = "split";
+  read_embeddings(d, c);
+  c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
+  c.pad_id = setting<int>(d, "pad_token_id", 0);
+  read_generation(d, {{"forced_eos_token_id", 0}}, c.pad_id, 0, c);  // (MarianConfig's default forced_eos_token_id)
+  with_hf_names(d, {{"heads", "encoder_attention_heads"}, {"d_ff", "encoder_ffn_dim"}, {"src_vocab", "vocab_size"}, {"tgt_vocab", "vocab_size"},
+                    {"max_len", "max_position_embeddings"}},
+                [&] { c.validate(d.file("config.json")); });
+  return c;
+}
+
+std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
+  std::vector<TensorRule> r;
+  if (c.share_embeddings) {
+    r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}});
+  } else {
+    r.push_back({"src_embed.weight", {"model.encoder.embed_tokens.weight"}});
+    const std::vector<std::string> head_copy = c.tie_generator ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{};
+    r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}, false, {}, head_copy});
+    if (!c.tie_generator) r.push_back({"generator.weight", {"lm_head.weight"}});
+  }
+  r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});
+  add_bart_layers(r, c);
   return r;
 }
 
