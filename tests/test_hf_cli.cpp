@@ -187,6 +187,9 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
       {"marian", "train --init-from " + testing::hf_fixture_path("marian_opus_mt_tiny_de_en") + " --train-src " + tmp.path("de.txt") +
                      " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " + tmp.path("en.txt") +
                      " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
+      {"nllb", "train --init-from " + testing::fixture_path("hf/nllb_tiny") + " --src-lang deu_Latn --tgt-lang eng_Latn --train-src " +
+                   tmp.path("de.txt") + " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " +
+                   tmp.path("en.txt") + " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
       {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
       {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"},
       {"vit", "vit train --init-from " + testing::hf_fixture_path("vit_tiny") + " --data " + tmp.path("images") + " --batch 16 --lr 0.003"}};
@@ -197,6 +200,12 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
     const auto [first, last] = first_and_last_losses(tmp.path(name + "/metrics.jsonl"));
     EXPECT_LT(last, first) << name;
   }
+  // The fine-tuned NLLB model keeps its languages: it translates with them, and needs them.
+  testing::write_file(tmp.path("dog.de"), "Ein Hund.\n");
+  const std::string nllb = " --model " + tmp.path("nllb/last.safetensors") + " --greedy -i " + tmp.path("dog.de") + " 2>&1";
+  const testing::CliResult translated = run_tfm("translate --src-lang deu_Latn --tgt-lang eng_Latn" + nllb);
+  EXPECT_EQ(translated.code, 0) << translated.output;
+  EXPECT_NE(run_tfm("translate" + nllb).output.find("give the source's and the target's"), std::string::npos);
 }
 
 

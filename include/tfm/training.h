@@ -100,6 +100,9 @@ struct TranslationTask {
   float label_smoothing = 0.1f;
   int64_t max_sentence_tokens = 100;  // longer training pairs are skipped (and counted)
   int64_t valid_sentences = 0;        // sentences translated for validation BLEU; 0: all
+  // A many-to-many model's languages (fine-tuning M2M100 or NLLB: "en", "eng_Latn"): each
+  // source starts with its language's token, each target with the other's.
+  std::string source_language, target_language;
   // 30 epochs, the paper's schedule (factor 1, 1000 warm-up steps) and AdamW (0.9, 0.98,
   // 1e-9), clipping at norm 1, validation every 500 steps, runs/translation.
   TFM_API static TrainingOptions training_defaults();

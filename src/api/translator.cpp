@@ -49,16 +49,14 @@ struct Piece {
 // A batch's size in padded source subwords.
 int64_t padded_tokens(size_t sentences, int64_t longest) { return static_cast<int64_t>(sentences) * longest; }
 
+// Where a many-to-many model's languages are given.
+constexpr const char* kLanguageOptions = "--src-lang and --tgt-lang; TranslationOptions::source_language and target_language";
+
 // A many-to-many model's language tokens: both languages given for such a model, neither
 // for another (its vocabulary refuses them by name).
-void check_languages(const TranslationOptions& o, const data::Vocab& src) {
-  if (!src.multilingual()) {
-    if (!o.source_language.empty() || !o.target_language.empty()) src.language_id(o.source_language.empty() ? o.target_language : o.source_language);
-    return;
-  }
-  TFM_CHECK(!o.source_language.empty() && !o.target_language.empty(),
-            "the model translates between many languages: give the source's and the target's (--src-lang and --tgt-lang; "
-            "TranslationOptions::source_language and target_language)");
+void check_languages(const TranslationOptions& o, const decode::TranslationModel& tm) {
+  tm.src_vocab.language_token(o.source_language, kLanguageOptions);
+  tm.tgt_vocab.language_token(o.target_language, kLanguageOptions);
 }
 
 decode::SearchOptions search_options(const TranslationOptions& o, const models::TransformerConfig& model, const data::Vocab& tgt) {
@@ -71,14 +69,15 @@ decode::SearchOptions search_options(const TranslationOptions& o, const models::
   const int64_t b = o.max_len_b.value_or(0);
   TFM_CHECK(std::isfinite(a) && a >= 0 && b >= 0, "maximum lengths must be finite and not negative, got a " << a << ", b " << b);
   decode::SearchOptions search{o, model.bos_id, model.eos_id};
-  if (tgt.multilingual()) search.forced_first = tgt.language_id(o.target_language);
+  search.forced_first = tgt.language_token(o.target_language, kLanguageOptions).value_or(-1);
   return search;
 }
 
 // A source's ids: a many-to-many model's language first, then the text's.
 std::vector<int> source_ids(const decode::TranslationModel& tm, const std::string& text, const TranslationOptions& o) {
   std::vector<int> ids = tm.src_vocab.encode(text);
-  if (tm.src_vocab.multilingual() && !ids.empty()) ids.insert(ids.begin(), tm.src_vocab.language_id(o.source_language));
+  const std::optional<int> language = tm.src_vocab.language_token(o.source_language, kLanguageOptions);
+  if (language && !ids.empty()) ids.insert(ids.begin(), *language);
   return ids;
 }
 
@@ -122,7 +121,7 @@ struct Translator::Impl {
   std::future<std::vector<Translation>> submit(const std::vector<std::string>& texts, const TranslationOptions& o,
                                                std::function<void(int64_t)> on_progress, std::stop_token cancel) {
     auto request = std::make_shared<Request>();
-    check_languages(o, tm.src_vocab);
+    check_languages(o, tm);
     request->search = search_options(o, tm.model->config(), tm.tgt_vocab);
     request->on_progress = std::move(on_progress);
     request->cancel = std::move(cancel);
@@ -340,7 +339,7 @@ TranslationAttention Translator::attention(const std::string& source, const std:
     const char* problem = data::text_problem(*text);
     TFM_CHECK(!problem, (text == &source ? "the source: " : "the target: ") << problem);
   }
-  check_languages(options, tm.src_vocab);
+  check_languages(options, impl_->tm);
   std::vector<int> src = source_ids(tm, source, options), tgt;
   TFM_CHECK(!src.empty(), "the source is empty: there is nothing to attend to");
   TranslationAttention out;

@@ -177,6 +177,15 @@ Vocab Vocab::load_fairseq(const std::string& kind, const std::string& spm_path, 
   return recorded(load_nllb(spm_path, added));
 }
 
+std::optional<int> Vocab::language_token(const std::string& code, const std::string& option) const {
+  if (multilingual()) {
+    TFM_CHECK(!code.empty(), "the model translates between many languages: give the source's and the target's (" << option << ")");
+    return language_id(code);
+  }
+  if (!code.empty()) language_id(code);  // refused, by name
+  return std::nullopt;
+}
+
 int Vocab::language_id(const std::string& code) const {
   TFM_CHECK(multilingual(), "the model translates between the languages it was trained on: it takes no language ('" << code << "')");
   const auto it = mapping_->language_ids.find(code);

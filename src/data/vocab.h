@@ -4,6 +4,7 @@
 // model's, whose SentencePiece pieces take their ids from a shared vocab.json.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -72,6 +73,9 @@ class Vocab {
   // naming some of the model's. multilingual(): whether the vocabulary has languages.
   int language_id(const std::string& code) const;
   bool multilingual() const { return mapping_ && !mapping_->languages.empty(); }
+  // The token that starts a text of `code`: a many-to-many vocabulary's (which needs a
+  // code), nothing for another (which refuses one); `option` names where the code is given.
+  std::optional<int> language_token(const std::string& code, const std::string& option) const;
   // CRC-32 of the serialized model (continued over vocab.json's tokens in id order, for a
   // mapped one): what checkpoints record to refuse another vocabulary.
   uint32_t checksum() const { return checksum_; }

@@ -508,6 +508,7 @@ void bind_training(py::module_& m) {
       .def_readwrite("preset", &T::preset).def_readwrite("config", &T::config).def_readwrite("model", &T::model)
       .def_readwrite("max_tokens", &T::max_tokens).def_readwrite("label_smoothing", &T::label_smoothing)
       .def_readwrite("max_sentence_tokens", &T::max_sentence_tokens).def_readwrite("valid_sentences", &T::valid_sentences)
+      .def_readwrite("source_language", &T::source_language).def_readwrite("target_language", &T::target_language)
       .def_static("training_defaults", &T::training_defaults);
   using C = tfm::CopyTask;
   settings_class<C>(m, "CopyTask", "The copy task (tfm train without data)")

@@ -64,6 +64,17 @@ class TranslationTraining : public TrainingTask {
   std::ostream& out_;
   data::Vocab src_vocab_, tgt_vocab_;
   data::EncodedCorpus train_, valid_;
+  std::optional<int> src_language_, tgt_language_;  // a many-to-many model's: the tokens that start each side
+
+  // `ids` after `language`'s token, where there is one.
+  static std::vector<int> with_language(std::optional<int> language, std::vector<int> ids) {
+    if (language) ids.insert(ids.begin(), *language);
+    return ids;
+  }
+  data::EncodedCorpus with_languages(data::EncodedCorpus c) const {
+    for (data::Example& e : c.examples) e.src = with_language(src_language_, std::move(e.src)), e.tgt = with_language(tgt_language_, std::move(e.tgt));
+    return c;
+  }
   std::vector<std::string> valid_refs_;
   std::vector<std::vector<int>> valid_sources_;
   std::vector<std::vector<int64_t>> batches_;
@@ -76,16 +87,18 @@ TranslationTraining::TranslationTraining(const tfm::TranslationTask& o, const st
   const bool recorded = start && (o_.src_vocab.empty() || o_.tgt_vocab.empty());
   src_vocab_ = recorded ? decode::recorded_vocab(*start, "src", o_.src_vocab, start_path) : data::Vocab::load(o_.src_vocab);
   tgt_vocab_ = recorded ? decode::recorded_vocab(*start, "tgt", o_.tgt_vocab, start_path) : data::Vocab::load(o_.tgt_vocab);
+  const std::string options = "--src-lang and --tgt-lang; TranslationTask::source_language and target_language";
+  src_language_ = src_vocab_.language_token(o_.source_language, options), tgt_language_ = tgt_vocab_.language_token(o_.target_language, options);
   data::ParallelCorpus train = data::read_parallel(o_.train_src, o_.train_tgt);
-  train_ = data::encode_corpus(train, src_vocab_, tgt_vocab_, o_.max_sentence_tokens);
+  train_ = with_languages(data::encode_corpus(train, src_vocab_, tgt_vocab_, o_.max_sentence_tokens));
   out_ << "training data: " << train_.examples.size() << " pairs (" << train.empty_skipped << " with an empty side and "
        << train_.too_long_skipped << " longer than " << o_.max_sentence_tokens << " subwords skipped)\n";
   TFM_CHECK(!train_.examples.empty(), o_.train_src << ": no usable sentence pairs");
   data::ParallelCorpus valid = data::read_parallel(o_.valid_src, o_.valid_tgt);
-  valid_ = data::encode_corpus(valid, src_vocab_, tgt_vocab_, o_.max_sentence_tokens);
+  valid_ = with_languages(data::encode_corpus(valid, src_vocab_, tgt_vocab_, o_.max_sentence_tokens));
   const size_t n = o_.valid_sentences > 0 ? std::min<size_t>(valid.src.size(), static_cast<size_t>(o_.valid_sentences)) : valid.src.size();
   for (size_t i = 0; i < n; ++i) {
-    valid_sources_.push_back(src_vocab_.encode(valid.src[i]));
+    valid_sources_.push_back(with_language(src_language_, src_vocab_.encode(valid.src[i])));
     valid_refs_.push_back(valid.tgt[i]);
   }
   out_ << "validation data: " << valid_.examples.size() << " pairs for loss, " << n << " sentences for BLEU\n";
@@ -154,7 +167,7 @@ Validation TranslationTraining::validate() {
   const std::vector<double> sums = dist::sum_over(comm_, {nll, tokens});
   const double loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   decode::SearchOptions greedy;
-  greedy.beam = 1, greedy.bos = model_->config().bos_id, greedy.eos = model_->config().eos_id;
+  greedy.beam = 1, greedy.bos = model_->config().bos_id, greedy.eos = model_->config().eos_id, greedy.forced_first = tgt_language_.value_or(-1);
   // A diverged model (kept by --skip-nonfinite) has no scores to search by: it scores 0 rather than stopping the run.
   const dist::Range mine = share(static_cast<int64_t>(valid_sources_.size()));
   std::vector<std::string> hyps(static_cast<size_t>(mine.size()));
