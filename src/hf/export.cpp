@@ -35,7 +35,8 @@ std::string activation_name(nn::Activation a) {
 }
 
 Exported marian(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
-  refuse_unless(c.positions == "split", origin, "positions \"interleaved\" (tfm's sinusoids; Marian's put the sines first)", "marian");
+  refuse_unless(c.positions != "interleaved", origin, "positions \"interleaved\" (tfm's sinusoids; Marian's put the sines first)", "marian");
+  refuse_unless(c.positions != "fairseq", origin, "positions \"fairseq\" (an M2M100 or NLLB model: tfm does not write those back yet)", "marian");
   refuse_unless(!c.norm_first, origin, "norm_first true (pre-norm; Marian is post-norm)", "marian");
   refuse_unless(!c.final_norm, origin, "final_norm true (a LayerNorm after each stack, which Marian lacks)", "marian");
   refuse_unless(c.share_embeddings || c.src_vocab == c.tgt_vocab, origin,
