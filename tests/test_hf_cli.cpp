@@ -228,8 +228,10 @@ int expect_same_tensors(const io::NamedTensors& a, const io::NamedTensors& b, co
 TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   testing::TempDir tmp;
   for (const std::string fixture :
-       {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny", "gpt2_layer_scaled_tiny"}) {
-    const bool ours = fixture == "marian_separate_vocabs_tiny" || fixture == "gpt2_layer_scaled_tiny";
+       {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny", "gpt2_layer_scaled_tiny",
+        "m2m100_tiny", "nllb_tiny"}) {
+    const bool ours = fixture == "marian_separate_vocabs_tiny" || fixture == "gpt2_layer_scaled_tiny" || fixture.ends_with("100_tiny") ||
+                      fixture == "nllb_tiny";
     const std::string dir = ours ? testing::fixture_path("hf/" + fixture) : testing::hf_fixture_path(fixture), out = tmp.path(fixture);
     const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;

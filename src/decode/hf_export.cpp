@@ -38,11 +38,22 @@ void write_ids(const data::Vocab& v, const std::string& path) {
   io::write_file_atomic(path, vocab.dump(2));
 }
 
+// An M2M100 or NLLB tokenizer's files as they were read: the SentencePiece model,
+// M2M100's vocab.json, and the configuration files beside tokenizer_config.json.
+void write_fairseq_tokenizer(const data::Vocab& v, const std::string& dir) {
+  copy_file(v.path(), dir + "/sentencepiece.bpe.model");
+  if (!v.mapping_path().empty()) copy_file(v.mapping_path(), dir + "/vocab.json");
+  const fs::path from = fs::path(v.tokenizer_config_path()).parent_path();
+  for (const char* f : {"tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"})
+    if (fs::exists(from / f)) copy_file((from / f).string(), dir + "/" + f);
+}
+
 // Marian's tokenizer files: the two SentencePiece models and the vocab.json they share,
 // or, for a model without shared embeddings, each side's (target_vocab.json, which
 // tokenizer_config.json's separate_vocabs names).
 void write_marian_tokenizer(const io::Checkpoint& info, const std::string& checkpoint, const std::string& dir) {
   const data::Vocab src = recorded_vocab(info, "src", "", checkpoint), tgt = recorded_vocab(info, "tgt", "", checkpoint);
+  if (!src.fairseq_kind().empty()) return write_fairseq_tokenizer(src, dir);
   copy_file(src.path(), dir + "/source.spm");
   copy_file(tgt.path(), dir + "/target.spm");
   write_ids(src, dir + "/vocab.json");

@@ -36,7 +36,6 @@ std::string activation_name(nn::Activation a) {
 
 Exported marian(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
   refuse_unless(c.positions != "interleaved", origin, "positions \"interleaved\" (tfm's sinusoids; Marian's put the sines first)", "marian");
-  refuse_unless(c.positions != "fairseq", origin, "positions \"fairseq\" (an M2M100 or NLLB model: tfm does not write those back yet)", "marian");
   refuse_unless(!c.norm_first, origin, "norm_first true (pre-norm; Marian is post-norm)", "marian");
   refuse_unless(!c.final_norm, origin, "final_norm true (a LayerNorm after each stack, which Marian lacks)", "marian");
   refuse_unless(c.share_embeddings || c.src_vocab == c.tgt_vocab, origin,
@@ -60,6 +59,28 @@ Exported marian(const models::TransformerConfig& c, const io::NamedTensors& para
   if (c.max_length > 0) generation["max_length"] = c.max_length;
   e.json_files["generation_config.json"] = generation;
   e.tensors = to_hf(params, marian_rules(c), origin);
+  return e;
+}
+
+// M2M100 and NLLB (positions "fairseq"): what m2m100_config reads, written back.
+Exported m2m100(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
+  refuse_unless(c.norm_first && c.final_norm && c.share_embeddings && c.norm_eps == 1e-5f, origin,
+                "norm_first false, final_norm false, separate embeddings or norm_eps other than 1e-5 (M2M100 is pre-norm with final "
+                "LayerNorms and embeddings shared three ways)",
+                "m2m_100");
+  Exported e;
+  e.json_files["config.json"] = {{"model_type", "m2m_100"}, {"architectures", {"M2M100ForConditionalGeneration"}}, {"vocab_size", c.src_vocab},
+                                 {"d_model", c.d_model}, {"encoder_layers", c.encoder_layers}, {"decoder_layers", c.decoder_layers},
+                                 {"encoder_attention_heads", c.heads}, {"decoder_attention_heads", c.heads}, {"encoder_ffn_dim", c.d_ff},
+                                 {"decoder_ffn_dim", c.d_ff}, {"activation_function", activation_name(c.activation)},
+                                 {"max_position_embeddings", c.max_len}, {"scale_embedding", true}, {"dropout", decimal(c.dropout)},
+                                 {"is_encoder_decoder", true}, {"pad_token_id", c.pad_id}, {"eos_token_id", c.eos_id},
+                                 {"decoder_start_token_id", c.bos_id}};
+  json generation = {{"decoder_start_token_id", c.bos_id}, {"eos_token_id", c.eos_id}, {"pad_token_id", c.pad_id}};
+  if (c.forced_eos) generation["forced_eos_token_id"] = c.eos_id;
+  if (c.max_length > 0) generation["max_length"] = c.max_length;
+  e.json_files["generation_config.json"] = generation;
+  e.tensors = to_hf(params, m2m100_rules(c), origin);  // (tfm's output bias, always 0 here, has no place there)
   return e;
 }
 
@@ -147,7 +168,10 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
 
 Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
                       const Labels& labels, const std::string& origin) {
-  if (kind == "encoder_decoder") return marian(models::TransformerConfig::from_json(config_json, origin), parameters, origin);
+  if (kind == "encoder_decoder") {
+    const models::TransformerConfig c = models::TransformerConfig::from_json(config_json, origin);
+    return c.positions == "fairseq" ? m2m100(c, parameters, origin) : marian(c, parameters, origin);
+  }
   TFM_CHECK(kind == "gpt" || kind == "bert" || kind == "vit", origin << ": a " << kind << " model has no Hugging Face form in tfm");
   const models::StackConfig c = models::StackConfig::from_json(config_json, origin, kind);
   if (kind == "gpt") return gpt2(c, parameters, origin);
