@@ -22,6 +22,9 @@ namespace tfm {
 
 namespace {
 
+// Why a text ended, and its tokens (TextStream::finish).
+using Finish = TextStream::Finish;
+
 // One request on the worker: its tokens become text, handed on piece by piece.
 // SentencePiece drops the leading space of a piece decoded alone: the whole text is
 // decoded each time, and what it adds is handed on once it extends what was. A character
@@ -29,9 +32,6 @@ namespace {
 // a U+FFFD that ends the text is held back until a later token or the end, or the
 // character it becomes could never be shown, nor anything after it. So is an end of the
 // text that a stop string begins with; a stop string that appears ends the text before it.
-// Why a text ended, and its tokens (TextStream::finish).
-using Finish = TextStream::Finish;
-
 struct Request {
   const data::Tokenizer& tokenizer;
   std::vector<int> ids;
