@@ -1,5 +1,6 @@
 // libFuzzer target: tokenizer.json (Hugging Face's tokenizers library's file), read as
-// BERT's WordPiece and as GPT-2's byte-level BPE, as a Hugging Face directory is read: it
+// BERT's WordPiece, as GPT-2's byte-level BPE and as the BPE of Llama, Mistral and Qwen2
+// (BpeTokenizer), as a Hugging Face directory is read: it
 // must load or be refused with one error, and a tokenizer it gives must encode text into
 // ids of its vocabulary and decode them.
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/bpe_tokenizer.h"
 #include "data/byte_bpe.h"
 #include "data/wordpiece.h"
 #include "scratch.h"
@@ -16,7 +18,8 @@ namespace {
 
 std::string g_dir;  // where each input is written as tokenizer.json
 
-const char* const kTexts[] = {"A man, a plan: Café naïve 中文 😀", "  runs of   spaces\tand [MASK] <|endoftext|> <s>", ""};
+const char* const kTexts[] = {"A man, a plan: Café naïve 中文 😀", "  runs of   spaces\tand [MASK] <|endoftext|> <s>", "",
+                              "I'LL 123456 \r\n\n x<|begin_of_text|>y <0xE4>\u2581 \u00A0"};
 
 void check(const tfm::data::HfTokenizer& tokenizer) {
   for (const char* text : kTexts) {
@@ -42,6 +45,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     check(tfm::data::ByteLevelBpe::load(g_dir));
+  } catch (const tfm::Error&) {
+  }
+  try {
+    check(tfm::data::BpeTokenizer::load(g_dir));
   } catch (const tfm::Error&) {
   }
   return 0;

@@ -12,7 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "data/bpe_tokenizer.h"
 #include "data/byte_bpe.h"
+#include "data/byte_level.h"
+#include "data/tokenizer.h"
 #include "data/unicode.h"
 #include "data/vocab.h"
 #include "data/wordpiece.h"
@@ -470,54 +473,57 @@ TEST(HfTokenizerMarianLabelSplit, IsPythonsRegex) {
 std::string ours(const std::string& fixture) { return tfm::testing::fixture_path("hf/" + fixture); }
 json read_json(const std::string& path) { return json::parse(std::ifstream(path)); }
 
-// A fixture's tokenizer, WordPiece or byte-level BPE as its name says.
-std::unique_ptr<HfTokenizer> load(const std::string& dir, bool wordpiece) {
-  if (wordpiece) return std::make_unique<WordPiece>(WordPiece::load(dir));
-  return std::make_unique<ByteLevelBpe>(ByteLevelBpe::load(dir));
+// A fixture's tokenizer as its family reads it (the name says which): BERT's WordPiece,
+// GPT-2's byte-level BPE (GPT-2, RoBERTa), or tokenizer.json's BPE (Llama, Mistral, Qwen2).
+std::unique_ptr<HfTokenizer> load(const std::string& fixture, const std::string& dir) {
+  if (fixture.starts_with("bert")) return std::make_unique<WordPiece>(WordPiece::load(dir));
+  if (fixture.starts_with("gpt2") || fixture.starts_with("roberta")) return std::make_unique<ByteLevelBpe>(ByteLevelBpe::load(dir));
+  return std::make_unique<BpeTokenizer>(BpeTokenizer::load(dir));
 }
 
-// Every case of a reference.json: ids, tokens and decoded text as transformers gave them.
+// Every case of a reference.json: ids, tokens and decoded text (also without the special
+// tokens, where the case has it) as transformers gave them.
 void expect_cases(const HfTokenizer& tokenizer, const json& cases) {
   for (const json& c : cases) {
     const std::string text = c["text"].get<std::string>();
     EXPECT_EQ(tokenizer.tokens(text), c["tokens"].get<std::vector<std::string>>()) << text;
     EXPECT_EQ(tokenizer.encode(text), c["ids"].get<std::vector<int>>()) << text;
     EXPECT_EQ(tokenizer.decode(c["ids"].get<std::vector<int>>()), c["decoded"].get<std::string>()) << text;
+    if (c.contains("decoded_skip_special"))
+      EXPECT_EQ(tokenizer.decode(c["ids"].get<std::vector<int>>(), /*skip_special=*/true), c["decoded_skip_special"].get<std::string>()) << text;
   }
 }
 
-class TokenizerJsonFixture : public ::testing::TestWithParam<std::pair<const char*, bool>> {};
+class TokenizerJsonFixture : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TokenizerJsonFixture, GivesTransformersIdsTokensAndTexts) {
-  const auto [fixture, wordpiece] = GetParam();
+  const std::string fixture = GetParam();
   const json reference = read_json(ours(fixture) + "/reference.json");
-  const std::unique_ptr<HfTokenizer> tokenizer = load(ours(fixture), wordpiece);
+  const std::unique_ptr<HfTokenizer> tokenizer = load(fixture, ours(fixture));
   EXPECT_EQ(tokenizer->size(), reference["size"].get<int>());
   expect_cases(*tokenizer, reference["cases"]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerJsonFixture,
-                         ::testing::Values(std::pair{"bert_json_uncased", true}, std::pair{"bert_json_cased", true},
-                                           std::pair{"bert_json_trained", true}, std::pair{"gpt2_json", false},
-                                           std::pair{"roberta_json_added", false}),
-                         [](const auto& info) { return std::string(info.param.first); });
+                         ::testing::Values("bert_json_uncased", "bert_json_cased", "bert_json_trained", "gpt2_json", "roberta_json_added",
+                                           "llama2_json", "mistral_json", "llama3_json", "qwen2_json"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // A directory of the older files and tokenizer.json (as save_pretrained writes both) reads
 // tokenizer.json, and either gives transformers' ids.
 TEST(TokenizerJson, BesideTheOlderFilesGivesTheSameIds) {
   const std::pair<const char*, const char*> pairs[] = {{"bert_tiny_uncased", "bert_json_uncased"}, {"gpt2_tiny", "gpt2_json"}};
   for (const auto& [shared, fixture] : pairs) {
-    const bool wordpiece = std::string(shared).starts_with("bert");
     TempDir dir;
     const std::string from = hf_fixture_path(shared);
     for (const char* file : {"vocab.txt", "vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"})
       if (std::filesystem::exists(from + "/" + file)) std::filesystem::copy_file(from + "/" + file, dir.path(file));
     const json cases = read_json(ours(fixture) + "/reference.json")["cases"];
-    expect_cases(*load(dir.path(""), wordpiece), cases);  // the older files alone
+    expect_cases(*load(shared, dir.path("")), cases);  // the older files alone
     std::filesystem::copy_file(ours(fixture) + "/tokenizer.json", dir.path("tokenizer.json"));
-    expect_cases(*load(dir.path(""), wordpiece), cases);
+    expect_cases(*load(shared, dir.path("")), cases);
     write_file(dir.path("tokenizer.json"), "{}");  // read, not the older files
-    EXPECT_NE(error_of([&] { load(dir.path(""), wordpiece); }).find("tokenizer.json: model is missing"), std::string::npos) << shared;
+    EXPECT_NE(error_of([&] { load(shared, dir.path("")); }).find("tokenizer.json: model is missing"), std::string::npos) << shared;
   }
 }
 
@@ -601,7 +607,7 @@ struct Refusal {
   const char* message;  // after "<dir>/tokenizer.json: "
 };
 
-constexpr const char* kUnsupported = " is not supported (tfm reads WordPiece and byte-level BPE tokenizers)";
+constexpr const char* kUnsupported = " is not supported (tfm reads the WordPiece and BPE tokenizers of BERT, GPT-2, Llama, Mistral and Qwen2)";
 
 class TokenizerJsonRefusal : public ::testing::TestWithParam<Refusal> {};
 
@@ -609,8 +615,7 @@ TEST_P(TokenizerJsonRefusal, NamesTheComponent) {
   const Refusal& r = GetParam();
   TempDir dir;
   edited_copy(r.fixture, dir, [&](json& file) { file[json::json_pointer(r.pointer)] = json::parse(r.value); });
-  const bool wordpiece = std::string(r.fixture).starts_with("bert");
-  EXPECT_EQ(error_of([&] { load(dir.path(""), wordpiece); }), dir.path("tokenizer.json") + ": " + r.message + kUnsupported);
+  EXPECT_EQ(error_of([&] { load(r.fixture, dir.path("")); }), dir.path("tokenizer.json") + ": " + r.message + kUnsupported);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -637,11 +642,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Refusal{"bert_json_uncased", "/added_tokens/0/special_flag", "true", "added_tokens[0].special_flag true"},
                       Refusal{"bert_json_uncased", "/version", R"("2.0")", R"(version "2.0")"},
                       Refusal{"gpt2_json", "/pre_tokenizer", R"({"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Isolated", "invert": false})",
-                              R"(pre_tokenizer.type "Split")"},
+                              R"(pre_tokenizer.pattern {"Regex":"\\s+"})"},
                       Refusal{"gpt2_json", "/pre_tokenizer", R"({"type": "BertPreTokenizer"})", R"(pre_tokenizer.type "BertPreTokenizer")"},
                       Refusal{"gpt2_json", "/normalizer", R"({"type": "BertNormalizer"})", R"(normalizer.type "BertNormalizer")"},
-                      Refusal{"gpt2_json", "/normalizer", R"({"type": "NFC"})", R"(normalizer.type "NFC")"},
-                      Refusal{"gpt2_json", "/model/byte_fallback", "true", "model.byte_fallback true"},
+                      Refusal{"gpt2_json", "/normalizer", R"({"type": "NFKC"})", R"(normalizer.type "NFKC")"},
                       Refusal{"gpt2_json", "/model/dropout", "0.1", "model.dropout 0.1"},
                       Refusal{"gpt2_json", "/model/ignore_merges", "true", "model.ignore_merges true"},
                       Refusal{"gpt2_json", "/model/end_of_word_suffix", R"("</w>")", R"(model.end_of_word_suffix "</w>")"},
@@ -664,7 +668,180 @@ TEST(TokenizerJson, WrongFamilyAndBrokenIdsAreOneLine) {
   edited_copy("bert_json_uncased", dir, [](json& file) { file["model"]["vocab"]["the"] = 0; });
   EXPECT_EQ(error_of([&] { WordPiece::load(dir.path("")); }),
             dir.path("tokenizer.json") + ": model.vocab: \"[PAD]\" and \"the\" both have id 0");
+  edited_copy("gpt2_json", dir, [](json& file) { file["model"]["byte_fallback"] = true; });
+  EXPECT_EQ(error_of([&] { ByteLevelBpe::load(dir.path("")); }),
+            dir.path("tokenizer.json") + ": a BPE with byte fallback, a normalizer, or a Split or Metaspace pre-tokenizer "
+                                         "(Llama's, Mistral's, Qwen2's) is not GPT-2's tokenizer");
+  EXPECT_EQ(error_of([&] { BpeTokenizer::load(ours("gpt2_json")); }),
+            ours("gpt2_json") + "/tokenizer.json: GPT-2's byte-level BPE is BERT's or GPT-2's tokenizer, not one of Llama's, Mistral's or Qwen2's");
+  EXPECT_EQ(error_of([&] { BpeTokenizer::load(hf_fixture_path("gpt2_tiny")); }),
+            hf_fixture_path("gpt2_tiny") + " has no tokenizer.json (the file of Llama's, Mistral's and Qwen2's tokenizers)");
 }
+
+// ---- tokenizer.json's BPE as the tokenizers library runs it (Llama, Mistral, Qwen2) ----
+// Beyond the fixtures' cases (TokenizerJsonFixture: transformers' LlamaTokenizer and
+// Qwen2Tokenizer, GPT2Tokenizer with Llama 3's pattern; tests/reference/make_hf_bpe_tokenizers.py):
+// the patterns word by word against the `regex` module, the pre-tokenizers and decoders
+// the fixtures do not use, and each component refused by its JSON path.
+
+// Llama 3's and Qwen2's patterns cut each text into regex.findall's words (Qwen2's after NFC).
+TEST(BpeTokenizer, PatternsCutWordsAsTheRegexModule) {
+  for (const auto& [fixture, pattern] : {std::pair{"llama3_json", WordPattern::kLlama3}, std::pair{"qwen2_json", WordPattern::kQwen2}}) {
+    const json cases = read_json(ours(fixture) + "/reference.json")["pattern_cases"];
+    ASSERT_GT(cases.size(), 40u);
+    for (const json& c : cases) {
+      std::string text = c["text"].get<std::string>();
+      if (pattern == WordPattern::kQwen2) text = to_utf8(unicode::nfc(code_points(text, "text")));
+      EXPECT_EQ(split_words(pattern, text), strings(c["words"])) << fixture << ": " << ::testing::PrintToString(text);
+    }
+  }
+}
+
+TEST(BpeTokenizer, PatternsAreRecognisedByTheirExactText) {
+  EXPECT_EQ(word_pattern(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"), WordPattern::kGpt2);
+  EXPECT_EQ(word_pattern(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))"), std::nullopt);
+  EXPECT_EQ(word_pattern(""), std::nullopt);
+}
+
+// A character outside the vocabulary is its UTF-8 bytes' tokens; bytes that make no UTF-8
+// decode as one U+FFFD each, as the ByteFallback decoder does.
+TEST(BpeTokenizer, ByteFallbackBothWays) {
+  const BpeTokenizer llama = BpeTokenizer::load(ours("llama2_json"));
+  EXPECT_EQ(llama.tokens("\u4E2D"), (std::vector<std::string>{"<s>", "\u2581", "<0xE4>", "<0xB8>", "<0xAD>"}));
+  const int e4 = llama.id("<0xE4>"), b8 = llama.id("<0xB8>"), ad = llama.id("<0xAD>"), a = llama.id("a");
+  EXPECT_EQ(llama.decode({e4, b8, ad}), "\u4E2D");
+  EXPECT_EQ(llama.decode({e4, b8}), "\uFFFD\uFFFD");
+  EXPECT_EQ(llama.decode({e4, a, ad}), "\uFFFDa\uFFFD");
+}
+
+// Without byte fallback, an unknown character is the unknown token, consecutive ones one
+// token with fuse_unk; without an unknown token it is dropped.
+TEST(BpeTokenizer, UnknownCharactersAsConfigured) {
+  const auto tokens = [](bool fuse, bool unk) {
+    TempDir dir;
+    edited_copy("llama2_json", dir, [&](json& file) {
+      file["model"]["byte_fallback"] = false;
+      file["model"]["fuse_unk"] = fuse;
+      if (!unk) file["model"]["unk_token"] = nullptr;
+    });
+    return BpeTokenizer::load(dir.path("")).tokens("a\u4E2D\u6587b");
+  };
+  EXPECT_EQ(tokens(true, true), (std::vector<std::string>{"<s>", "\u2581a", "<unk>", "b"}));
+  EXPECT_EQ(tokens(false, true), (std::vector<std::string>{"<s>", "\u2581a", "<unk>", "<unk>", "b"}));
+  EXPECT_EQ(tokens(true, false), (std::vector<std::string>{"<s>", "\u2581a", "b"}));
+}
+
+// The Metaspace pre-tokenizer as the tokenizers library's own tests show it: "first" puts
+// the replacement only before the text's first part (not after an added token), and never
+// where the text starts with a space; with split (the older form's default), each
+// replacement starts a word, so that "▁▁" cannot be one token.
+TEST(BpeTokenizer, MetaspacePrependsAndSplitsAsConfigured) {
+  const BpeTokenizer llama = BpeTokenizer::load(ours("llama2_json"));  // Prepend and Replace: always
+  const BpeTokenizer mistral = BpeTokenizer::load(ours("mistral_json"));  // Metaspace: first, no split
+  const auto without_bos = [](const std::vector<std::string>& tokens) { return std::vector<std::string>(tokens.begin() + 1, tokens.end()); };
+  EXPECT_EQ(mistral.tokens(" Hey"), llama.tokens("Hey"));
+  EXPECT_EQ(llama.tokens(" Hey")[1], "\u2581\u2581");
+  const std::vector<std::string> after = mistral.tokens("a <s>how");  // <s> a▁ <s> how
+  ASSERT_EQ(after[3], "<s>");
+  EXPECT_EQ(std::vector<std::string>(after.begin() + 4, after.end()), (std::vector<std::string>{"h", "ow"}));
+  TempDir dir;
+  edited_copy("mistral_json", dir, [](json& file) {
+    file["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"add_prefix_space", true}};
+  });
+  std::vector<std::string> split = {"<s>"}, the = without_bos(llama.tokens("The")), dog = without_bos(llama.tokens("dog"));
+  split.insert(split.end(), the.begin(), the.end());
+  split.insert(split.end(), {"\u2581", "\u2581"});  // "▁▁" would be one token
+  split.insert(split.end(), dog.begin(), dog.end());
+  EXPECT_EQ(BpeTokenizer::load(dir.path("")).tokens("The   dog"), split);
+}
+
+// The Metaspace decoder drops the replacement in the first token (its prefix) and makes it
+// a space elsewhere; with prepend_scheme "never" it is a space everywhere.
+TEST(BpeTokenizer, MetaspaceDecoder) {
+  const auto decoded = [](const char* scheme) {
+    TempDir dir;
+    edited_copy("mistral_json", dir, [&](json& file) {
+      file["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", scheme}, {"split", true}};
+    });
+    const BpeTokenizer t = BpeTokenizer::load(dir.path(""));
+    return t.decode({t.id("\u2581The"), t.id("\u2581\u2581"), t.id("\u2581d"), t.id("og")});
+  };
+  EXPECT_EQ(decoded("always"), "The   dog");
+  EXPECT_EQ(decoded("never"), " The   dog");
+}
+
+// ignore_merges (Llama 3): a word of the vocabulary is one token even where no merge makes it.
+TEST(BpeTokenizer, IgnoreMergesKeepsVocabularyWords) {
+  TempDir dir;
+  edited_copy("llama3_json", dir, [](json& file) { file["model"]["ignore_merges"] = false; });
+  const BpeTokenizer merged = BpeTokenizer::load(dir.path(""));
+  const BpeTokenizer llama3 = BpeTokenizer::load(ours("llama3_json"));
+  EXPECT_EQ(llama3.tokens(" zebra"), (std::vector<std::string>{"<|begin_of_text|>", "\u0120zebra"}));
+  EXPECT_NE(merged.tokens(" zebra"), llama3.tokens(" zebra"));
+}
+
+// LlamaTokenizerFast writes the post-processor from add_bos_token and add_eos_token; other
+// classes (Llama 3's PreTrainedTokenizerFast) keep the file's.
+TEST(BpeTokenizer, LlamaClassesFrameTextsByTheirSettings) {
+  const auto tokens = [](const std::string& fixture, const json& settings) {
+    TempDir dir;
+    edited_copy(fixture, dir, [](json&) {});
+    json config = read_json(ours(fixture) + "/tokenizer_config.json");
+    config.update(settings);
+    write_file(dir.path("tokenizer_config.json"), config.dump());
+    return BpeTokenizer::load(dir.path("")).tokens("a");
+  };
+  EXPECT_EQ(tokens("llama2_json", {{"add_eos_token", true}}), (std::vector<std::string>{"<s>", "\u2581a", "</s>"}));
+  EXPECT_EQ(tokens("llama2_json", {{"add_bos_token", false}}), (std::vector<std::string>{"\u2581a"}));
+  EXPECT_EQ(tokens("llama3_json", {{"add_bos_token", false}}), (std::vector<std::string>{"<|begin_of_text|>", "a"}));
+}
+
+// Without a pre-tokenizer (Llama 2) the whole text is one word: BPE's queue keeps that
+// linear-logarithmic; it merges as the sentences alone, and decoding gives the text back.
+TEST(BpeTokenizer, LongTextsInOneWord) {
+  const BpeTokenizer llama = BpeTokenizer::load(ours("llama2_json"));
+  const std::string sentence = "The dog with the ball was there.";
+  const std::vector<int> alone = llama.encode(sentence);
+  std::string text;
+  std::vector<int> expected = {alone[0]};  // <s>
+  for (int i = 0; i < 20000; ++i) {
+    text += sentence + " ";
+    expected.insert(expected.end(), alone.begin() + 1, alone.end());
+  }
+  expected.push_back(llama.id("\u2581"));
+  const std::vector<int> ids = llama.encode(text);
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(llama.decode(ids, /*skip_special=*/true), text);
+}
+
+// The tokenizer of a checkpoint's record: "bpe" and its directory.
+TEST(BpeTokenizer, RecordedAndRebuilt) {
+  const Tokenizer qwen = Tokenizer::hugging_face("bpe", ours("qwen2_json"));
+  EXPECT_EQ(qwen.describe(), "BPE (tokenizer.json)");
+  const Tokenizer again = Tokenizer::from_record(qwen.record(), "test");
+  EXPECT_EQ(again.encode("Hello <|im_end|>"), qwen.encode("Hello <|im_end|>"));
+  EXPECT_EQ(qwen.end_of_text(), qwen.size() - 3);  // <|endoftext|>
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Pipelines, TokenizerJsonRefusal,
+    ::testing::Values(Refusal{"llama2_json", "/normalizer/normalizers/1/pattern", R"({"Regex": " "})", R"(normalizer.normalizers[1].pattern {"Regex":" "})"},
+                      Refusal{"llama2_json", "/normalizer/normalizers/0", R"({"type": "NFKC"})", R"(normalizer.normalizers[0].type "NFKC")"},
+                      Refusal{"llama2_json", "/decoder/decoders/3/start", "-1", "decoder.decoders[3].start -1"},
+                      Refusal{"llama2_json", "/decoder/decoders/1", R"({"type": "CTC"})", R"(decoder.decoders[1].type "CTC")"},
+                      Refusal{"llama2_json", "/added_tokens/1/normalized", "true", "added_tokens[1].normalized true"},
+                      Refusal{"llama2_json", "/model/dropout", "0.1", "model.dropout 0.1"},
+                      Refusal{"mistral_json", "/pre_tokenizer/prepend_scheme", R"("sometimes")", R"(pre_tokenizer.prepend_scheme "sometimes")"},
+                      Refusal{"mistral_json", "/pre_tokenizer/add_prefix_space", "false", "pre_tokenizer.add_prefix_space false"},
+                      Refusal{"mistral_json", "/pre_tokenizer/replacement", R"("__")", R"(pre_tokenizer.replacement "__")"},
+                      Refusal{"llama3_json", "/pre_tokenizer/pretokenizers/0/pattern/Regex", R"("\\s+")", R"(pre_tokenizer.pretokenizers[0].pattern {"Regex":"\\s+"})"},
+                      Refusal{"llama3_json", "/pre_tokenizer/pretokenizers/0/behavior", R"("Removed")", R"(pre_tokenizer.pretokenizers[0].behavior "Removed")"},
+                      Refusal{"llama3_json", "/pre_tokenizer/pretokenizers/1/use_regex", "true", "pre_tokenizer.pretokenizers[1].use_regex true"},
+                      Refusal{"llama3_json", "/pre_tokenizer/pretokenizers/1/add_prefix_space", "true", "pre_tokenizer.pretokenizers[1].add_prefix_space true"},
+                      Refusal{"llama3_json", "/pre_tokenizer/pretokenizers/2", R"({"type": "Split", "pattern": {"Regex": "x"}, "behavior": "Isolated"})",
+                              R"(pre_tokenizer.pretokenizers[2].type "Split")"},
+                      Refusal{"qwen2_json", "/normalizer", R"({"type": "NFKC"})", R"(normalizer.type "NFKC")"}),
+    [](const auto& info) { return "Pipeline" + std::to_string(info.index); });
 
 }  // namespace
 }  // namespace tfm::data

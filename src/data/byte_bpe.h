@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "data/bpe_merges.h"
 #include "data/hf_tokenizer.h"
 #include "data/tokenizer_json.h"
 
@@ -22,18 +22,13 @@ class ByteLevelBpe : public HfTokenizer {
   static ByteLevelBpe load(const std::string& dir);
 
  protected:
-  std::vector<std::string> tokenize_plain(std::string_view text) const override;
+  std::vector<std::string> tokenize_plain(std::string_view text, bool at_start) const override;
   std::string join_tokens(const std::vector<std::string>& tokens) const override;
   std::string prepare(std::string_view text) const override;
   std::vector<std::string> add_special_tokens(std::vector<std::string> tokens) const override;
 
  private:
-  struct WordCache;
   ByteLevelBpe(std::vector<std::string> pieces, const TokenizerConfig& config, MergeRanks ranks, const TokenizerSettings& settings);
-  // The BPE tokens of one word of byte symbols.
-  std::vector<std::string> merge(const std::string& word) const;
-  std::vector<std::string> cached_merge(const std::string& word) const;
-
   MergeRanks ranks_;
   bool add_prefix_space_ = false, add_bos_token_ = false, use_regex_ = true;
   std::shared_ptr<WordCache> cache_;

@@ -42,17 +42,6 @@ int parse_id(const std::string& key, const std::string& origin) {
   return std::stoi(key);
 }
 
-// Python's str.replace.
-std::string replace_all(const std::string& text, std::string_view from, std::string_view to) {
-  std::string out;
-  size_t start = 0;
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, start)) {
-    out.append(text, start, at - start).append(to);
-    start = at + from.size();
-  }
-  return out.append(text, start);
-}
-
 }  // namespace
 
 TokenizerConfig TokenizerConfig::read(const std::string& path) {
@@ -256,12 +245,13 @@ std::vector<std::string> HfTokenizer::tokens(const std::string& text) const {
   check_utf8(text, "the text to tokenize");
   const std::string prepared = prepare(text);
   std::vector<std::string> out;
-  for (const Segment& segment : split_on_added_tokens(prepared)) {
-    if (segment.token) {
-      out.push_back(segment.token->content);
+  const std::vector<Segment> segments = split_on_added_tokens(prepared);
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (segments[i].token) {
+      out.push_back(segments[i].token->content);
       continue;
     }
-    for (std::string& token : tokenize_plain(segment.text)) out.push_back(std::move(token));
+    for (std::string& token : tokenize_plain(segments[i].text, /*at_start=*/i == 0)) out.push_back(std::move(token));
   }
   if (!frame_) return add_special_tokens(std::move(out));
   out.insert(out.begin(), frame_->first.begin(), frame_->first.end());
@@ -304,6 +294,16 @@ std::string HfTokenizer::decode(const std::vector<int>& ids, bool skip_special) 
   std::string text;
   for (size_t i = 0; i < parts.size(); ++i) text += (i ? " " : "") + parts[i];
   return clean_up_spaces_ ? clean_up_tokenization(std::move(text)) : text;
+}
+
+std::string replace_all(const std::string& text, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t start = 0;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, start)) {
+    out.append(text, start, at - start).append(to);
+    start = at + from.size();
+  }
+  return out.append(text, start);
 }
 
 std::string clean_up_tokenization(std::string text) {

@@ -50,7 +50,7 @@ class HfTokenizer {
   // Their ids, as HF's tokenizer(text).input_ids.
   std::vector<int> encode(const std::string& text) const;
   // As HF's decode(ids, skip_special_tokens=skip_special).
-  std::string decode(const std::vector<int>& ids, bool skip_special = false) const;
+  virtual std::string decode(const std::vector<int>& ids, bool skip_special = false) const;
 
   const std::string& piece(int id) const;
   int size() const { return static_cast<int>(pieces_.size()); }
@@ -68,8 +68,9 @@ class HfTokenizer {
   HfTokenizer(std::vector<std::string> pieces, const TokenizerConfig& config,
               const std::vector<std::pair<SpecialToken, std::string>>& defaults);
 
-  // HF's _tokenize: the tokens of valid UTF-8 text that holds no added token.
-  virtual std::vector<std::string> tokenize_plain(std::string_view text) const = 0;
+  // HF's _tokenize: the tokens of valid UTF-8 text that holds no added token; `at_start`:
+  // whether the text begins the whole text (no added token before it).
+  virtual std::vector<std::string> tokenize_plain(std::string_view text, bool at_start) const = 0;
   // HF's convert_tokens_to_string.
   virtual std::string join_tokens(const std::vector<std::string>& tokens) const = 0;
   // HF's prepare_for_tokenization, before added tokens are looked for.
@@ -121,6 +122,9 @@ class HfTokenizer {
   bool clean_up_spaces_ = true;
   std::optional<std::pair<std::vector<std::string>, std::vector<std::string>>> frame_;  // before, after
 };
+
+// Python's str.replace: every occurrence of `from` (not empty) replaced by `to`.
+std::string replace_all(const std::string& text, std::string_view from, std::string_view to);
 
 // HF's clean_up_tokenization: " ." -> ".", " ?", " !", " ,", " ' " -> "'", " n't", " 'm",
 // " 's", " 've", " 're" without their space.

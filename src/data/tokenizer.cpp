@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "data/bpe_tokenizer.h"
 #include "data/byte_bpe.h"
 #include "data/text.h"
 #include "data/wordpiece.h"
@@ -41,7 +42,8 @@ Tokenizer Tokenizer::hugging_face(const std::string& type, const std::string& di
   Tokenizer t;
   if (type == "byte_bpe") t.hf_ = std::make_shared<ByteLevelBpe>(ByteLevelBpe::load(dir));
   else if (type == "wordpiece") t.hf_ = std::make_shared<WordPiece>(WordPiece::load(dir));
-  else throw Error("unknown Hugging Face tokenizer '" + type + "' (byte_bpe or wordpiece)");
+  else if (type == "bpe") t.hf_ = std::make_shared<BpeTokenizer>(BpeTokenizer::load(dir));
+  else throw Error("unknown Hugging Face tokenizer '" + type + "' (byte_bpe, wordpiece or bpe)");
   t.hf_type_ = type, t.hf_dir_ = std::filesystem::absolute(dir).string();  // a record that works from any directory
   return t;
 }
@@ -52,7 +54,7 @@ const std::string& Tokenizer::sentencepiece_path() const {
 }
 
 std::string Tokenizer::describe() const {
-  if (hf_) return hf_type_ == "byte_bpe" ? "byte-level BPE" : "WordPiece";
+  if (hf_) return hf_type_ == "byte_bpe" ? "byte-level BPE" : hf_type_ == "bpe" ? "BPE (tokenizer.json)" : "WordPiece";
   return spm_ ? "SentencePiece" : "characters";
 }
 
@@ -68,7 +70,7 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
   const bool chars = type == "characters" && j.contains("characters") && j["characters"].is_array();
   const bool spm = type == "sentencepiece" && j.contains("path") && j["path"].is_string() &&
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
-  const bool hf = (type == "byte_bpe" || type == "wordpiece") && j.contains("path") && j["path"].is_string();
+  const bool hf = (type == "byte_bpe" || type == "wordpiece" || type == "bpe") && j.contains("path") && j["path"].is_string();
   TFM_CHECK(chars || spm || hf, origin << ": the tokenizer record in the metadata is malformed");
   if (hf) return hugging_face(type, j["path"].get<std::string>());
   TFM_CHECK(spm || spm_path.empty(), origin << ": reads characters, not SentencePiece pieces; the vocabulary " << spm_path

@@ -23,7 +23,8 @@ class Tokenizer {
   static Tokenizer characters(const std::string& text);
   static Tokenizer sentencepiece(const std::string& model_path);
   // A Hugging Face model directory's tokenizer: `type` "byte_bpe" (GPT-2's vocab.json and
-  // merges.txt) or "wordpiece" (BERT's vocab.txt), with tokenizer_config.json.
+  // merges.txt), "wordpiece" (BERT's vocab.txt), or "bpe" (the tokenizer.json of Llama,
+  // Mistral and Qwen2: BpeTokenizer), with tokenizer_config.json.
   static Tokenizer hugging_face(const std::string& type, const std::string& dir);
   // Rebuilds the tokenizer a checkpoint recorded; `spm_path` overrides the recorded
   // SentencePiece path (its checksum must still match).

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "data/unicode.h"
 #include "io/input_file.h"
 #include "tensor/error.h"
 
@@ -13,7 +14,23 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFamilies = "(tfm reads WordPiece and byte-level BPE tokenizers)";
+constexpr const char* kFamilies = "(tfm reads the WordPiece and BPE tokenizers of BERT, GPT-2, Llama, Mistral and Qwen2)";
+
+bool type_is(const json& component, const char* type) { return component.is_object() && component.value("type", json()) == type; }
+
+// Whether a BPE is one that only the tokenizers library runs (Model::kBpe) rather than
+// GPT-2's family, whose files say no more than vocab.json, merges.txt and
+// tokenizer_config.json can: byte fallback, a normalizer, no pre-tokenizer, or a Split or
+// Metaspace one.
+bool is_pipeline(const json& root) {
+  const json model = root.value("model", json()), pre = root.value("pre_tokenizer", json());
+  if (!type_is(model, "BPE")) return false;
+  const json steps = type_is(pre, "Sequence") ? pre.value("pretokenizers", json()) : json::array({pre});
+  const bool cuts = steps.is_array() && std::any_of(steps.begin(), steps.end(), [](const json& step) {
+    return type_is(step, "Split") || type_is(step, "Metaspace");
+  });
+  return model.value("byte_fallback", json(false)) == json(true) || !root.value("normalizer", json()).is_null() || pre.is_null() || cuts;
+}
 
 // Reads one tokenizer.json's components into a TokenizerJson. Each reader checks that its
 // component says nothing tfm would not follow: an unknown type, key or setting is refused
@@ -26,6 +43,7 @@ class Reader {
     TFM_CHECK(root.is_object(), out_.path << ": not a JSON object (a tokenizer saved by Hugging Face's tokenizers library)");
     check_keys(root, "", {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model"});
     expect(root, "", "version", "1.0");
+    bpe_pipeline_ = is_pipeline(root);
     // truncation and padding are left out: transformers sets both anew for every call.
     read_model(member(root, "", "model"), "model");
     read_normalizer(root.value("normalizer", json()), "normalizer");
@@ -84,6 +102,24 @@ class Reader {
     for (size_t i = 0; i < steps.size(); ++i) read(steps[i], join(at, key) + "[" + std::to_string(i) + "]");
   }
   bool wordpiece() const { return out_.model == TokenizerJson::Model::kWordPiece; }
+  // A one-character string setting (a Metaspace's replacement, a Strip's content).
+  std::string character(const json& component, const std::string& at, const char* key) const {
+    const std::string text = string(component, at, key);
+    if (text.empty() || next_utf8(text, 0).length != text.size()) refuse(join(at, key), component[key]);
+    return text;
+  }
+  // A Replace's pattern: {"String": text}, not empty (a Regex is refused).
+  std::string literal(const json& step, const std::string& at) const {
+    const json& pattern = member(step, at, "pattern");
+    const bool text = pattern.is_object() && pattern.size() == 1 && pattern.contains("String") && pattern["String"].is_string();
+    if (!text || pattern["String"].get<std::string>().empty()) refuse(join(at, "pattern"), pattern);
+    return pattern["String"].get<std::string>();
+  }
+  size_t count(const json& component, const std::string& at, const char* key) const {
+    const json& value = member(component, at, key);
+    if (!value.is_number_unsigned()) refuse(join(at, key), value);
+    return value.get<size_t>();
+  }
   // A component of the other family (a WordPiece model's ByteLevel pre-tokenizer, ...).
   void require_family(bool wordpiece_family, const std::string& at, const std::string& type) const {
     if (wordpiece_family != wordpiece()) refuse(at + ".type", type);
@@ -93,6 +129,13 @@ class Reader {
   void read_merges(const json& merges, const std::string& at);
   void read_normalizer(const json& normalizer, const std::string& at);
   void read_normalizers(const json& sequence, const std::string& at);
+  void read_edits(const json& normalizer, const std::string& at);
+  void read_edit(const json& step, const std::string& at);
+  void read_pipeline_pre_tokenizer(const json& pre_tokenizer, const std::string& at);
+  void read_pipeline_step(const json& step, const std::string& at);
+  BpePipeline::Metaspace read_metaspace(const json& step, const std::string& at) const;
+  void read_pipeline_decoder(const json& decoder, const std::string& at);
+  void read_decode_step(const json& step, const std::string& at);
   void read_pre_tokenizer(const json& pre_tokenizer, const std::string& at);
   void read_post_processor(const json& processor, const std::string& at);
   void read_template(const json& processor, const std::string& at);
@@ -110,6 +153,7 @@ class Reader {
   json added_ = json::object();           // added_tokens_decoder
   json special_ = json::array();          // the added tokens marked special
   bool saw_pre_tokenizer_ = false;
+  bool bpe_pipeline_ = false;  // a BPE that only the tokenizers library runs (is_pipeline)
   std::vector<std::pair<std::string, int>> framing_ids_;  // the post-processor's tokens with the ids it gives them
 };
 
@@ -124,12 +168,20 @@ void Reader::read_model(const json& model, const std::string& at) {
     if (!max_chars.is_number_unsigned() || max_chars.get<uint64_t>() == 0) refuse(join(at, "max_input_chars_per_word"), max_chars);
     out_.settings.max_word_characters = max_chars.get<size_t>();
   } else if (type == "BPE") {
-    out_.model = TokenizerJson::Model::kByteLevelBpe;
+    out_.model = bpe_pipeline_ ? TokenizerJson::Model::kBpe : TokenizerJson::Model::kByteLevelBpe;
     check_keys(model, at, {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback",
                            "ignore_merges", "vocab", "merges"});
     for (const char* key : {"dropout", "continuing_subword_prefix", "end_of_word_suffix"}) expect(model, at, key, {json(), json("")});
-    for (const char* key : {"fuse_unk", "byte_fallback", "ignore_merges"}) expect(model, at, key, false);
-    if (model.contains("unk_token") && !model["unk_token"].is_null()) settings_["unk_token"] = string(model, at, "unk_token");
+    if (!bpe_pipeline_)
+      for (const char* key : {"fuse_unk", "byte_fallback", "ignore_merges"}) expect(model, at, key, false);
+    BpePipeline& pipeline = out_.pipeline;
+    pipeline.byte_fallback = flag(model, at, "byte_fallback", false);
+    pipeline.fuse_unk = flag(model, at, "fuse_unk", false);
+    pipeline.ignore_merges = flag(model, at, "ignore_merges", false);
+    if (model.contains("unk_token") && !model["unk_token"].is_null()) {
+      pipeline.unk_token = string(model, at, "unk_token");
+      settings_["unk_token"] = *pipeline.unk_token;
+    }
     read_merges(member(model, at, "merges"), join(at, "merges"));
   } else {
     refuse(at + ".type", type);
@@ -155,6 +207,7 @@ void Reader::read_merges(const json& merges, const std::string& at) {
 // WordPiece's normalizer: BertNormalizer, or a Sequence of the steps it is made of.
 // Byte-level BPE reads raw text (normalizer null), as GPT-2's and RoBERTa's.
 void Reader::read_normalizer(const json& normalizer, const std::string& at) {
+  if (bpe_pipeline_) return read_edits(normalizer, at);
   if (normalizer.is_null()) {  // none: text as it is
     if (!wordpiece()) return;
     pipeline_.update({{"do_lower_case", false}, {"strip_accents", false}, {"tokenize_chinese_chars", false}});
@@ -199,6 +252,7 @@ void Reader::read_normalizers(const json& sequence, const std::string& at) {
 // BertPreTokenizer (WordPiece; WhitespaceSplit beside it changes nothing) or ByteLevel
 // (byte-level BPE), alone or in a Sequence.
 void Reader::read_pre_tokenizer(const json& pre_tokenizer, const std::string& at) {
+  if (bpe_pipeline_) return read_pipeline_pre_tokenizer(pre_tokenizer, at);
   if (pre_tokenizer.is_null()) refuse(at, pre_tokenizer);
   const std::string type = type_of(pre_tokenizer, at);
   if (type == "Sequence") {
@@ -218,6 +272,115 @@ void Reader::read_pre_tokenizer(const json& pre_tokenizer, const std::string& at
   (at == "pre_tokenizer" ? class_settings_ : pipeline_)["add_prefix_space"] = flag(pre_tokenizer, at, "add_prefix_space", true);
   out_.settings.use_regex = flag(pre_tokenizer, at, "use_regex", true);
   saw_pre_tokenizer_ = true;
+}
+
+// ---- A BPE that only the tokenizers library runs ----
+
+// Its normalizer: none, or NFC, Prepend and Replace, alone or in a Sequence.
+void Reader::read_edits(const json& normalizer, const std::string& at) {
+  if (normalizer.is_null()) return;
+  if (type_of(normalizer, at) != "Sequence") return read_edit(normalizer, at);
+  read_steps(normalizer, at, "normalizers", [&](const json& step, const std::string& step_at) { read_edit(step, step_at); });
+}
+
+void Reader::read_edit(const json& step, const std::string& at) {
+  using Kind = BpePipeline::Edit::Kind;
+  const std::string type = type_of(step, at);
+  if (type == "NFC") {
+    check_keys(step, at, {"type"});
+    out_.pipeline.normalizer.push_back({Kind::kNfc, "", ""});
+  } else if (type == "Prepend") {
+    check_keys(step, at, {"type", "prepend"});
+    out_.pipeline.normalizer.push_back({Kind::kPrepend, string(step, at, "prepend"), ""});
+  } else if (type == "Replace") {
+    check_keys(step, at, {"type", "pattern", "content"});
+    out_.pipeline.normalizer.push_back({Kind::kReplace, literal(step, at), string(step, at, "content")});
+  } else {
+    refuse(at + ".type", type);
+  }
+}
+
+// Its pre-tokenizer: none (the text is one word); Metaspace; or a Split by one of the
+// patterns tfm knows and ByteLevel, alone or in a Sequence in that order (no pattern is
+// written for byte-level characters).
+void Reader::read_pipeline_pre_tokenizer(const json& pre_tokenizer, const std::string& at) {
+  if (pre_tokenizer.is_null()) return;
+  if (type_of(pre_tokenizer, at) != "Sequence") return read_pipeline_step(pre_tokenizer, at);
+  read_steps(pre_tokenizer, at, "pretokenizers", [&](const json& step, const std::string& step_at) { read_pipeline_step(step, step_at); });
+}
+
+void Reader::read_pipeline_step(const json& step, const std::string& at) {
+  BpePipeline& p = out_.pipeline;
+  const std::string type = type_of(step, at);
+  const bool first = !p.pattern && !p.byte_level && !p.metaspace;
+  if (type == "Split" && first) {
+    check_keys(step, at, {"type", "pattern", "behavior", "invert"});
+    if (member(step, at, "behavior") != "Isolated") refuse(join(at, "behavior"), step["behavior"]);
+    expect(step, at, "invert", false);
+    const json& pattern = member(step, at, "pattern");
+    const bool regex = pattern.is_object() && pattern.size() == 1 && pattern.contains("Regex") && pattern["Regex"].is_string();
+    p.pattern = regex ? word_pattern(pattern["Regex"].get<std::string>()) : std::nullopt;
+    if (!p.pattern) refuse(join(at, "pattern"), pattern);
+  } else if (type == "ByteLevel" && !p.byte_level && !p.metaspace) {
+    check_keys(step, at, {"type", "add_prefix_space", "trim_offsets", "use_regex"});  // trim_offsets: offsets only
+    expect(step, at, "add_prefix_space", false);
+    if (flag(step, at, "use_regex", true)) {  // GPT-2's pattern, where no Split came first
+      if (p.pattern) refuse(join(at, "use_regex"), true);
+      p.pattern = WordPattern::kGpt2;
+    }
+    p.byte_level = true;
+  } else if (type == "Metaspace" && first) {
+    p.metaspace = read_metaspace(step, at);
+  } else {
+    refuse(at + ".type", type);
+  }
+}
+
+// Metaspace as tokenizers saves it from 0.19 (prepend_scheme, split) and before
+// (add_prefix_space, false only with prepend_scheme "never", as tokenizers checks; str_rep).
+BpePipeline::Metaspace Reader::read_metaspace(const json& step, const std::string& at) const {
+  using Prepend = BpePipeline::Metaspace::Prepend;
+  check_keys(step, at, {"type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep"});
+  BpePipeline::Metaspace m;
+  m.replacement = character(step, at, "replacement");
+  const json scheme = step.value("prepend_scheme", json("always"));
+  if (scheme == "first") m.prepend = Prepend::kFirst;
+  else if (scheme == "never") m.prepend = Prepend::kNever;
+  else if (scheme != "always") refuse(join(at, "prepend_scheme"), scheme);
+  if (!flag(step, at, "add_prefix_space", true) && m.prepend != Prepend::kNever) refuse(join(at, "add_prefix_space"), false);
+  m.split = flag(step, at, "split", true);
+  return m;
+}
+
+// Its decoder: Replace, ByteFallback, Fuse, Strip, Metaspace and ByteLevel, alone or in a Sequence.
+void Reader::read_pipeline_decoder(const json& decoder, const std::string& at) {
+  if (type_of(decoder, at) != "Sequence") return read_decode_step(decoder, at);
+  read_steps(decoder, at, "decoders", [&](const json& step, const std::string& step_at) { read_decode_step(step, step_at); });
+}
+
+void Reader::read_decode_step(const json& step, const std::string& at) {
+  using Kind = BpePipeline::Decode::Kind;
+  const std::string type = type_of(step, at);
+  BpePipeline::Decode d{};
+  if (type == "Replace") {
+    check_keys(step, at, {"type", "pattern", "content"});
+    d = {.kind = Kind::kReplace, .text = literal(step, at), .by = string(step, at, "content")};
+  } else if (type == "ByteFallback" || type == "Fuse") {
+    check_keys(step, at, {"type"});
+    d.kind = type == "Fuse" ? Kind::kFuse : Kind::kByteFallback;
+  } else if (type == "Strip") {
+    check_keys(step, at, {"type", "content", "start", "stop"});
+    d = {.kind = Kind::kStrip, .text = character(step, at, "content"), .start = count(step, at, "start"), .stop = count(step, at, "stop")};
+  } else if (type == "Metaspace") {
+    const BpePipeline::Metaspace m = read_metaspace(step, at);
+    d = {.kind = Kind::kMetaspace, .text = m.replacement, .never = m.prepend == BpePipeline::Metaspace::Prepend::kNever};
+  } else if (type == "ByteLevel") {
+    check_keys(step, at, {"type", "add_prefix_space", "trim_offsets", "use_regex"});
+    d.kind = Kind::kByteLevel;
+  } else {
+    refuse(at + ".type", type);
+  }
+  out_.pipeline.decoder.push_back(std::move(d));
 }
 
 // The tokens around every text: none (null, ByteLevel), [CLS] $A [SEP] (BertProcessing,
@@ -297,6 +460,7 @@ std::vector<std::pair<std::string, int>> Reader::template_tokens(const json& spe
 // tokens with already. A decoder's cleanup is transformers' clean_up_tokenization_spaces.
 void Reader::read_decoder(const json& decoder, const std::string& at) {
   if (decoder.is_null()) refuse(at, decoder);
+  if (bpe_pipeline_) return read_pipeline_decoder(decoder, at);
   const std::string type = type_of(decoder, at);
   if (type == "WordPiece") {
     require_family(true, at, type);
@@ -321,6 +485,9 @@ void Reader::read_added_tokens(const json& tokens) {
     TFM_CHECK(token.is_object() && token.contains("id") && token["id"].is_number_unsigned(),
               out_.path << ": " << at << " must be an object with its \"id\"");
     check_keys(token, at, {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"});
+    // The tokenizers library looks for a "normalized" token in the normalized text, tfm in
+    // the text as given: the same where no normalizer changes it.
+    if (bpe_pipeline_ && !out_.pipeline.normalizer.empty() && flag(token, at, "normalized", false)) refuse(at + ".normalized", true);
     const std::string id = std::to_string(token["id"].get<uint64_t>());
     token.erase("id");
     const std::string content = string(token, at, "content");

@@ -6,17 +6,21 @@
 // only this file. transformers prefers it where the older files (vocab.txt; vocab.json and
 // merges.txt) are there too, and so does tfm.
 //
-// tfm reads the two families it has models for: WordPiece (BERT) and byte-level BPE
-// (GPT-2, RoBERTa). The file is translated into what the older files say (a vocabulary,
-// merges, tokenizer_config.json's settings), so the tokenizers that read those
-// (WordPiece, ByteLevelBpe) run it, plus the few settings only tokenizer.json can hold
-// (TokenizerSettings). Anything else is refused with one line that names the component's
-// JSON path and its type, never ignored.
+// tfm reads the families it has models for. WordPiece (BERT) and GPT-2's byte-level BPE
+// (GPT-2, RoBERTa) are translated into what the older files say (a vocabulary, merges,
+// tokenizer_config.json's settings), so the tokenizers that read those (WordPiece,
+// ByteLevelBpe) run it, plus the few settings only tokenizer.json can hold
+// (TokenizerSettings). Any other BPE (Llama 2's and Mistral's SentencePiece-style BPE
+// with byte fallback, Llama 3's and Qwen2's byte-level BPE cut by their patterns) has no
+// older files that transformers' fast tokenizers would follow: its steps (BpePipeline)
+// are run as the tokenizers library runs them (BpeTokenizer). Anything else is refused
+// with one line that names the component's JSON path and its type, never ignored.
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "data/bpe_merges.h"
+#include "data/byte_level.h"
 #include "data/hf_tokenizer.h"
 
 namespace tfm::data {
@@ -34,16 +38,55 @@ struct TokenizerSettings {
   bool use_regex = true;                 // byte-level BPE: GPT-2's pattern cuts text into words (else one word)
 };
 
-// A BPE's merges: "first second" -> rank (its place in the list), lower merges first.
-using MergeRanks = std::unordered_map<std::string, int>;
+// The steps of a BPE that the tokenizers library runs (Model::kBpe), each as its
+// component in tokenizer.json says.
+struct BpePipeline {
+  // Normalizer steps, in order: NFC; Prepend `text` (to text that is not empty); Replace
+  // every `text` by `by`.
+  struct Edit {
+    enum class Kind { kNfc, kPrepend, kReplace } kind;
+    std::string text, by;
+  };
+  // A Metaspace pre-tokenizer: spaces become `replacement`, which is put before the text
+  // (always, only before the text's first part, or never; not where it starts with one),
+  // and, with `split`, the text is cut before each one.
+  struct Metaspace {
+    enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
+    std::string replacement;
+    bool split = true;
+  };
+  // Decoder steps, in order, each from a list of strings to a list of strings: Replace
+  // `text` by `by` in each; ByteFallback (runs of <0xXX> tokens as the text their bytes
+  // make); Fuse (all into one); Strip up to `start` leading and `stop` trailing `text`
+  // characters of each; Metaspace (`text` as a space, dropped in the first string unless
+  // `never`); ByteLevel (byte-level characters back to bytes).
+  struct Decode {
+    enum class Kind { kReplace, kByteFallback, kFuse, kStrip, kMetaspace, kByteLevel } kind;
+    std::string text{}, by{};
+    size_t start = 0, stop = 0;
+    bool never = false;
+  };
+
+  std::vector<Edit> normalizer;
+  std::optional<Metaspace> metaspace;
+  std::optional<WordPattern> pattern;  // a Split pre-tokenizer's (or ByteLevel's use_regex: GPT-2's)
+  bool byte_level = false;             // a ByteLevel pre-tokenizer: words as byte-level characters
+  bool byte_fallback = false;          // a character outside the vocabulary as its bytes' <0xXX> tokens
+  bool fuse_unk = false;               // consecutive unknown characters as one unknown token
+  bool ignore_merges = false;          // a word of the vocabulary is one token, whatever the merges
+  std::optional<std::string> unk_token;
+  std::vector<Decode> decoder;
+};
 
 struct TokenizerJson {
-  enum class Model { kWordPiece, kByteLevelBpe };
+  // kBpe: a BPE that only the tokenizers library runs (BpePipeline).
+  enum class Model { kWordPiece, kByteLevelBpe, kBpe };
 
   std::string path;                 // the file, for messages
   Model model = Model::kWordPiece;
   std::vector<std::string> pieces;  // model.vocab, by id
-  MergeRanks merge_ranks;           // byte-level BPE
+  MergeRanks merge_ranks;           // BPE
+  BpePipeline pipeline;             // kBpe
   // The directory's tokenizer_config.json with tokenizer.json's added tokens and the
   // settings tokenizer.json implies (do_lower_case, strip_accents, add_prefix_space, ...),
   // combined as transformers' fast classes combine them: BertTokenizerFast and

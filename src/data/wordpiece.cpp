@@ -161,7 +161,7 @@ std::vector<std::string> WordPiece::add_special_tokens(std::vector<std::string> 
   return tokens;
 }
 
-std::vector<std::string> WordPiece::tokenize_plain(std::string_view text) const {
+std::vector<std::string> WordPiece::tokenize_plain(std::string_view text, bool /*at_start*/) const {
   std::vector<std::string> tokens;
   for (const std::u32string& word : basic_tokens(code_points(text, "the text to tokenize"))) {
     const std::optional<std::vector<std::string>> pieces = word_pieces(word);

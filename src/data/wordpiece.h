@@ -23,7 +23,7 @@ class WordPiece : public HfTokenizer {
   static WordPiece load(const std::string& dir);
 
  protected:
-  std::vector<std::string> tokenize_plain(std::string_view text) const override;
+  std::vector<std::string> tokenize_plain(std::string_view text, bool at_start) const override;
   std::string join_tokens(const std::vector<std::string>& tokens) const override;
   std::string prepare(std::string_view text) const override;
   std::vector<std::string> add_special_tokens(std::vector<std::string> tokens) const override;
