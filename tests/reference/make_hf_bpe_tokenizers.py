@@ -511,7 +511,7 @@ JINJA_CASES = [
     ("{{ '  x  ' | trim }}|{{ xs | length }}|{{ 'héllo' | length }}|{{ 'ÀB' | lower }}|{{ xs | join('-') }}|{{ xs | join }}|{{ xs | first }}"
      "{{ xs | last }}|{{ missing | default('d') }}{{ '' | default('e') }}{{ '' | default('f', true) }}{{ 5 | string }}|{{ xs | count }}"
      "|{{ 'ab' | first }}{{ '\\n\\tq ' | trim }}|{{ 'xxqxx' | trim('x') }}", {"xs": [1, 2, 3]}),
-    ("{{ 'a' + ' b ' | trim + 'c' }}{{ [1] + [2] }}", {}),
+    ("{{ 'a' + ' b ' | trim + 'c' }}{{ ([1] + [2]) | length }}", {}),
     ("{{ ' x '.strip() }}{{ 'abc'.startswith('ab') }}{{ 'abc'.endswith('x') }}{{ 'AB'.lower() }}{{ ' x '.lstrip() }}|{{ ' x '.rstrip() }}|"
      "{{ 'xxay'.lstrip('x') }}|{{ 'ayyx'.rstrip('xy') }}|{{ '\\u3000a\\u00a0'.strip() }}|{{ 'a-b'.replace('-', '+') }}", {}),
     ("{{ 'a<b>c<b>'.split('<b>') | length }}{{ ' a  b '.split() | join(',') }}{{ 'x'.split(',')[0] }}{{ 'r</think>a'.split('</think>')[-1] }}", {}),
