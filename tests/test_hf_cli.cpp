@@ -150,6 +150,7 @@ TEST(HfCli, GenerateFromTokenIdsWithoutATokenizer) {
   }
   const testing::CliResult text = run_tfm("generate --model " + testing::fixture_path("hf/llama_tiny") + " --prompt hello 2>&1");
   EXPECT_NE(text.code, 0);
+  EXPECT_EQ(text.output.rfind("tfm: error: ", 0), 0u) << "nothing written before the error: " << text.output;
   EXPECT_NE(text.output.find("has no tokenizer that tfm reads; give the prompt as token ids (tfm generate --prompt-ids)"), std::string::npos)
       << text.output;
 }

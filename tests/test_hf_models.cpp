@@ -422,7 +422,8 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   std::filesystem::create_directories(dir);
   EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
-  EXPECT_THROW_MESSAGE(hf::open(dir), "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, bert, vit and deit");
+  EXPECT_THROW_MESSAGE(hf::open(dir),
+                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, llama, mistral, qwen2, bert, vit and deit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
   { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }

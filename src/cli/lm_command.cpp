@@ -87,6 +87,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
         separator = " ";
       });
     } else {
+      generator.count_tokens(o->prompt);  // (a model without a tokenizer is refused before the prompt is written)
       out.write(o->prompt);
       generator.generate(o->prompt, o->sampling, [&](const std::string& piece) {
         out.write(piece);  // stdout: each token shows as it comes; a failed write stops generation

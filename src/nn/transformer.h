@@ -32,7 +32,7 @@ struct LayerOptions {
   bool rms_norm = false;    // RMS norms in place of the LayerNorms (Llama)
   bool gated = false;       // the gated feed-forward block (Llama's SwiGLU, Gemma's gated GELU)
   bool ff_bias = true;      // the feed-forward products' biases
-  AttentionOptions attention;  // grouped-query heads, biases and rotary positions of the self-attention
+  AttentionOptions attention = {};  // grouped-query heads, biases and rotary positions of the self-attention
 };
 
 // FFN(x) = linear2(dropout(activation(linear1(x)))), paper section 3.3. Gated (GLU
