@@ -318,7 +318,7 @@ void expect_llama_family(const std::string& name, int64_t kv_heads, bool tied) {
   f.load(model);
   autograd::NoGradGuard no_grad;
   decode::SamplingOptions greedy;
-  greedy.temperature = 0.0f, greedy.max_new_tokens = 10, greedy.end = 2;  // config.json's eos_token_id
+  greedy.temperature = 0.0f, greedy.max_new_tokens = 10, greedy.ends = {2};  // config.json's eos_token_id
   decode::GenerationBatch batch(model);
   std::vector<std::vector<int>> expected(2), batched(2);
   double worst = 0.0;
@@ -333,7 +333,7 @@ void expect_llama_family(const std::string& name, int64_t kv_heads, bool tied) {
     for (int id : decode::generate(model, prompt, greedy)) ids.push_back(id);
     EXPECT_EQ(ids, expected[i]) << p;
     batched[i] = prompt;
-    batch.join(prompt, greedy, [&batched, i](int id) { batched[i].push_back(id); },
+    batch.join(prompt, greedy, [&batched, i](int id) { return batched[i].push_back(id), true; },
                [](std::exception_ptr e) { EXPECT_FALSE(e) << "a sequence of the batch failed"; });
   }
   while (batch.size() > 0) batch.step();
