@@ -130,6 +130,31 @@ TEST(HfCli, EmbedGivesTheClsHiddenState) {
   }
 }
 
+// A Llama-family directory without a tokenizer tfm reads: `tfm generate` continues token
+// ids as transformers' greedy search, `tfm info` describes it, and a text prompt is one line
+// saying what to do.
+TEST(HfCli, GenerateFromTokenIdsWithoutATokenizer) {
+  for (const std::string fixture : {"llama_tiny", "llama_bf16_sharded_tiny", "mistral_tiny", "qwen2_tiny"}) {
+    const std::string dir = testing::fixture_path("hf/" + fixture);
+    for (const auto& c : ours(fixture)["cases"]) {
+      std::string prompt, expected;
+      for (int id : c["input_ids"].get<std::vector<int>>()) prompt += " " + std::to_string(id);
+      for (int id : c["greedy_new_ids"].get<std::vector<int>>()) expected += (expected.empty() ? "" : " ") + std::to_string(id);
+      const testing::CliResult r = run_tfm("generate --model " + dir + " --prompt-ids" + prompt + " --temperature 0 --max-new-tokens 10 2>&1");
+      ASSERT_EQ(r.code, 0) << r.output;
+      EXPECT_EQ(r.output, expected + "\n") << fixture;
+    }
+    const testing::CliResult info = run_tfm("info --model " + dir + " 2>&1");
+    ASSERT_EQ(info.code, 0) << info.output;
+    EXPECT_NE(info.output.find("from: a Hugging Face model directory"), std::string::npos) << info.output;
+  }
+  const testing::CliResult text = run_tfm("generate --model " + testing::fixture_path("hf/llama_tiny") + " --prompt hello 2>&1");
+  EXPECT_NE(text.code, 0);
+  EXPECT_EQ(text.output.rfind("tfm: error: ", 0), 0u) << "nothing written before the error: " << text.output;
+  EXPECT_NE(text.output.find("has no tokenizer that tfm reads; give the prompt as token ids (tfm generate --prompt-ids)"), std::string::npos)
+      << text.output;
+}
+
 TEST(HfCli, InfoDescribesEachDirectory) {
   for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
     const testing::CliResult r = run_tfm("info --model " + testing::hf_fixture_path(fixture) + " 2>&1");

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "autograd/autograd.h"
 #include "decode/beam_search.h"
+#include "decode/sampling.h"
 #include "hf/directory.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
@@ -301,6 +304,72 @@ TEST(HfModels, Gpt2WithScoresScaledByLayer) {
   }
 }
 
+// The Llama family (tests/reference/make_hf_llama_fixtures.py): the logits of every
+// position within 1e-4 of transformers', and greedy search through the KV cache
+// (grouped-query heads, rotary positions counted from the cache) gives its ids, each
+// prompt alone (decode::generate) and both in one ragged batch (decode::GenerationBatch).
+void expect_llama_family(const std::string& name, int64_t kv_heads, bool tied) {
+  Fixture f(ours(name));
+  const models::StackConfig c = models::StackConfig::from_json(f.config(), "converted", "gpt");
+  EXPECT_TRUE(c.rotary && c.rms_norm && c.gated);
+  EXPECT_EQ(c.kv_heads, kv_heads);
+  EXPECT_EQ(c.tied_head, tied);
+  models::GPT model(c);
+  f.load(model);
+  autograd::NoGradGuard no_grad;
+  decode::SamplingOptions greedy;
+  greedy.temperature = 0.0f, greedy.max_new_tokens = 10, greedy.ends = {2};  // config.json's eos_token_id
+  decode::GenerationBatch batch(model);
+  std::vector<std::vector<int>> expected(2), batched(2);
+  double worst = 0.0;
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "p" + std::to_string(i);
+    const Tensor logits = model.forward(f.tokens(p + ".input_ids"));
+    EXPECT_TENSOR_NEAR(p + ".logits", logits, f.ref(p + ".logits"), kTol);
+    worst = std::max(worst, testing::compare(logits, f.ref(p + ".logits")).max_abs);
+    std::vector<int> ids = ops::to(f.ref(p + ".input_ids"), DType::i32).values<int>();
+    const std::vector<int> prompt = ids;
+    expected[i] = ops::to(f.ref(p + ".greedy_ids"), DType::i32).values<int>();
+    for (int id : decode::generate(model, prompt, greedy)) ids.push_back(id);
+    EXPECT_EQ(ids, expected[i]) << p;
+    batched[i] = prompt;
+    batch.join(prompt, greedy, [&batched, i](int id) { return batched[i].push_back(id), true; },
+               [](std::exception_ptr e) { EXPECT_FALSE(e) << "a sequence of the batch failed"; });
+  }
+  while (batch.size() > 0) batch.step();
+  EXPECT_EQ(batched, expected);
+  std::cout << name << ": largest logit difference " << worst << "\n";
+}
+
+TEST(HfModels, LlamaLogitsAndGreedySearch) { expect_llama_family("llama_tiny", 2, false); }
+// bf16 weights in three shards, multi-query attention, attention_bias, a tied head.
+TEST(HfModels, LlamaBf16ShardedMultiQuery) { expect_llama_family("llama_bf16_sharded_tiny", 1, true); }
+TEST(HfModels, MistralLogitsAndGreedySearch) { expect_llama_family("mistral_tiny", 2, false); }
+TEST(HfModels, Qwen2LogitsAndGreedySearch) { expect_llama_family("qwen2_tiny", 2, true); }
+
+// Settings of these families that tfm does not compute as transformers are refused by
+// name; Mistral's sliding window becomes the context, which never reaches past it.
+TEST(HfModels, LlamaFamilySettingsTfmLacksAreRefusedByName) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("llama");
+  std::filesystem::copy(ours("llama_tiny"), dir);
+  nlohmann::json config = nlohmann::json::parse(testing::read_file(dir + "/config.json"));
+  auto with = [&](const nlohmann::json& changes) {
+    nlohmann::json changed = config;
+    changed.update(changes);
+    testing::write_file(dir + "/config.json", changed.dump());
+    return testing::error_of([&] { hf::convert(hf::open(dir)); });
+  };
+  EXPECT_NE(with({{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}}).find("rope_scaling type 'dynamic' is not supported"), std::string::npos);
+  EXPECT_NE(with({{"head_dim", 16}}).find("head_dim 16 is not hidden_size / num_attention_heads"), std::string::npos);
+  EXPECT_NE(with({{"num_key_value_heads", 3}}).find("cannot share 3 num_key_value_heads"), std::string::npos);
+  EXPECT_EQ(with({{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                   {"original_max_position_embeddings", 64}}}}),
+            "");
+  const models::StackConfig mistral = models::StackConfig::from_json(Fixture(ours("mistral_tiny")).config(), "converted", "gpt");
+  EXPECT_EQ(mistral.max_len, 48);  // sliding_window, below max_position_embeddings 128
+}
+
 TEST(HfModels, BertHiddenStatesPoolerMlmAndNsp) {
   Fixture f(shared("bert_tiny_uncased"));
   models::BERT model(models::StackConfig::from_json(f.config(), "converted", "bert"), 0);
@@ -353,7 +422,8 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   std::filesystem::create_directories(dir);
   EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
-  EXPECT_THROW_MESSAGE(hf::open(dir), "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, bert, vit and deit");
+  EXPECT_THROW_MESSAGE(hf::open(dir),
+                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, llama, mistral, qwen2, bert, vit and deit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
   { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }

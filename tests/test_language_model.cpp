@@ -180,16 +180,28 @@ models::StackConfig tiny_gpt(int64_t context) {
   return c;
 }
 
+// The same model in the Llama family's settings: RMS norms, rotary positions, SwiGLU,
+// grouped-query heads (4 over 2), no biases, an untied head.
+models::StackConfig tiny_llama(int64_t context) {
+  models::StackConfig c = tiny_gpt(context);
+  c.heads = 4, c.kv_heads = 2, c.rms_norm = true, c.rotary = true, c.learned_positions = false, c.gated = true;
+  c.activation = nn::Activation::SiLU, c.qkv_bias = c.out_bias = c.ff_bias = false, c.tied_head = false;
+  return c;
+}
+
+// (Rotary positions count from the cache; grouped-query heads read the cache's K/V heads.)
 TEST(Generation, CachedEqualsRecomputedWithinTheWindow) {
-  models::GPT model(tiny_gpt(32));
-  Rng init(5);
-  model.init_parameters(init);
-  decode::SamplingOptions o;
-  o.max_new_tokens = 25, o.temperature = 1.0f, o.seed = 9;
-  std::vector<int> cached = decode::generate(model, {1, 7, 3}, o);
-  o.use_cache = false;
-  EXPECT_EQ(decode::generate(model, {1, 7, 3}, o), cached);
-  EXPECT_EQ(cached.size(), 25u);
+  for (const models::StackConfig& c : {tiny_gpt(32), tiny_llama(32)}) {
+    models::GPT model(c);
+    Rng init(5);
+    model.init_parameters(init);
+    decode::SamplingOptions o;
+    o.max_new_tokens = 25, o.temperature = 1.0f, o.seed = 9;
+    std::vector<int> cached = decode::generate(model, {1, 7, 3}, o);
+    o.use_cache = false;
+    EXPECT_EQ(decode::generate(model, {1, 7, 3}, o), cached);
+    EXPECT_EQ(cached.size(), 25u);
+  }
 }
 
 TEST(Generation, ContinuesPastTheContextWindow) {
@@ -215,10 +227,10 @@ struct LmRun {
   LanguageModelTask task;
 };
 
-LmRun tiny_run(const TempDir& dir, const std::string& out, int64_t steps) {
+LmRun tiny_run(const TempDir& dir, const std::string& out, int64_t steps, const models::StackConfig& config = tiny_gpt(16)) {
   LmRun r;
   r.task.data.text = dir.path("text.txt");
-  nlohmann::json model = nlohmann::json::parse(tiny_gpt(16).to_json());
+  nlohmann::json model = nlohmann::json::parse(config.to_json());
   model.erase("vocab");  // the tokenizer decides it
   r.task.model = model.dump();
   r.task.batch = 8, r.task.sample_tokens = 0;
@@ -256,6 +268,19 @@ TEST(LanguageModelTraining, LearnsARepeatedSentence) {
 }
 
 // SentencePiece drops the leading space of a piece decoded alone: generate must not lose the spaces.
+// The Llama family's settings learn it too (their backward: RMS norm, rotary, SwiGLU,
+// grouped-query attention).
+TEST(LanguageModelTraining, LlamaSettingsLearnARepeatedSentence) {
+  TempDir dir;
+  testing::write_file(dir.path("text.txt"), repeated_text());
+  std::ostringstream log;
+  ASSERT_FALSE(run_training(tiny_run(dir, "run", 300, tiny_llama(16)), log).stopped) << log.str();
+  const std::string metrics = testing::read_file(dir.path("run/metrics.jsonl"));
+  const size_t at = metrics.rfind("\"valid_loss\":");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_LT(std::stod(metrics.substr(at + 13)), 0.3) << log.str();
+}
+
 TEST(LanguageModelTraining, GeneratesSentencePieceTextWithItsSpaces) {
   TempDir dir;
   testing::write_file(dir.path("text.txt"), repeated_text());

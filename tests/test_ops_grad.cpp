@@ -17,6 +17,7 @@
 #include "ops/matmul.h"
 #include "ops/linear_products.h"
 #include "ops/reduce.h"
+#include "ops/rotary.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/cpu/rows.h"
@@ -236,6 +237,23 @@ TEST(OpsGrad, LayerNorm) {
                    (V{random_tensor({2, 3, 8}, 1, -2, 2), random_tensor({8}, 2, 0.5f, 1.5f), random_tensor({8}, 3)}), kTol);
 }
 
+TEST(OpsGrad, RmsNorm) {
+  EXPECT_GRADCHECK([](const V& x) { return ops::rms_norm(x[0], x[1], 1e-6f); },
+                   (V{random_tensor({2, 3, 8}, 1, -2, 2), random_tensor({8}, 2, 0.5f, 1.5f)}), kTol);
+}
+
+// Rotary embeddings of a slice of a fused projection, in both layouts, with llama3's
+// scaled frequencies (heads of 8: pairs on each side of its bounds and between them).
+TEST(OpsGrad, Rotary) {
+  ops::Rope rope;
+  rope.theta = 500.0, rope.scaling = {"llama3", 4.0, 1.0, 2.0, 40};
+  const Tensor freq = ops::rotary_frequencies(8, rope);
+  const Tensor positions = Tensor::from_values<int32_t>({2, 3}, {0, 1, 2, 7, 3, 11});
+  for (const ops::RotaryLayout layout : {ops::RotaryLayout::half, ops::RotaryLayout::interleaved})
+    EXPECT_GRADCHECK([&](const V& x) { return ops::rotary(ops::slice(x[0], 2, 0, 16), positions, freq, layout); },
+                     (V{random_tensor({2, 3, 24}, 1)}), kTol);
+}
+
 TEST(OpsGrad, SumMean) {
   EXPECT_GRADCHECK([](const V& x) { return ops::sum(x[0]); }, (V{random_tensor({3, 4}, 1)}), kTol);
   EXPECT_GRADCHECK([](const V& x) { return ops::mean(x[0]); }, (V{random_tensor({3, 4}, 1)}), kTol);
@@ -274,6 +292,27 @@ TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
   // One query, as a decoding step has (its own forward path).
   EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only); },
                    (V{random_tensor({2, 1, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
+}
+
+// Grouped-query attention: 4 query heads over 2 K/V heads (and over 1: multi-query),
+// as slices of one fused projection; with dropout; with packed sequences; and with more
+// keys than the CPU's dot-product path takes (its GEMM path).
+TEST(OpsGrad, GroupedQueryAttention) {
+  ops::AttentionMask causal;
+  causal.causal = true;
+  for (const int64_t kv_heads : {2, 1}) {
+    const int64_t kv = 2 * kv_heads;  // K/V width: heads of 2 values
+    EXPECT_GRADCHECK([&](const V& x) {
+      return ops::attention(ops::slice(x[0], 2, 0, 8), ops::slice(x[0], 2, 8, 8 + kv), ops::slice(x[0], 2, 8 + kv, 8 + 2 * kv), {4, kv_heads},
+                            causal, 0.25f, 5);
+    }, (V{random_tensor({2, 4, 8 + 2 * kv}, 1)}), kTol);
+  }
+  ops::AttentionMask packed;
+  packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(std::vector<int64_t>{0, 3}, std::vector<int64_t>{3, 2});
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], {4, 2}, packed); },
+                   (V{random_tensor({1, 5, 8}, 1), random_tensor({1, 5, 4}, 2), random_tensor({1, 5, 4}, 3)}), kTol);
+  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], {4, 2}, ops::AttentionMask()); },
+                   (V{random_tensor({1, 3, 8}, 1), random_tensor({1, 60, 4}, 2), random_tensor({1, 60, 4}, 3)}), kTol);
 }
 
 TEST(OpsGrad, Losses) {

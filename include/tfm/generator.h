@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tfm/attention.h"
 #include "tfm/decoding.h"
@@ -78,6 +79,12 @@ class TFM_API Generator {
                                   std::function<void(const std::string&)> on_text = {}) const;
   // The text piece by piece, for the caller to take at its own pace.
   TextStream stream(const std::string& prompt, const GenerationOptions& options = {}) const;
+  // The token ids that continue the ids `prompt` (at least one), for a model whose
+  // tokenizer tfm does not read (the text calls above refuse it), or a caller that
+  // tokenizes itself; without an end token, max_new_tokens of them. `on_token` hears
+  // each as it is chosen, as generate()'s on_text.
+  std::vector<int> generate_ids(const std::vector<int>& prompt, const GenerationOptions& options = {},
+                                const std::function<void(int)>& on_token = {}) const;
 
   // How many tokens `text` is, as a prompt (an empty one: 1, the line break it stands for).
   int64_t count_tokens(const std::string& text) const;

@@ -25,7 +25,8 @@ namespace {
 // Why a text ended, and its tokens (TextStream::finish).
 using Finish = TextStream::Finish;
 
-// One request on the worker: its tokens become text, handed on piece by piece.
+// One request on the worker: its tokens become text, handed on piece by piece (or,
+// without a tokenizer, its ids, one by one).
 // SentencePiece drops the leading space of a piece decoded alone: the whole text is
 // decoded each time, and what it adds is handed on once it extends what was. A character
 // may take several byte pieces (GPT-2's), and decodes as U+FFFD until its last byte comes:
@@ -33,7 +34,7 @@ using Finish = TextStream::Finish;
 // character it becomes could never be shown, nor anything after it. So is an end of the
 // text that a stop string begins with; a stop string that appears ends the text before it.
 struct Request {
-  const data::Tokenizer& tokenizer;
+  const data::Tokenizer* tokenizer;  // null: ids only
   std::vector<int> ids;
   std::string start, shown;
   std::function<void(const std::string&)> on_text;
@@ -43,11 +44,13 @@ struct Request {
   std::vector<int> ends;  // the tokens that end the text
   size_t prompt_tokens = 0;
   bool stopped = false;  // a stop string came: the text is complete
+  std::function<void(int)> on_id = {};
 
   // The next token; whether the text goes on.
   bool token(int id) {
     ids.push_back(id);
-    show(tokenizer.decode(ids), false);
+    if (on_id) on_id(id);
+    if (tokenizer) show(tokenizer->decode(ids), false);
     return !stopped;
   }
   void show(std::string text, bool last) {
@@ -84,7 +87,7 @@ struct Request {
   void done(std::exception_ptr error) {
     if (!error) {
       try {
-        show(tokenizer.decode(ids), true);  // what was held back
+        if (tokenizer) show(tokenizer->decode(ids), true);  // what was held back
       } catch (...) {  // the stream was dropped
         error = std::current_exception();
       }
@@ -181,13 +184,27 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     const char* problem = data::text_problem(prompt);
     TFM_CHECK(!problem, "the prompt: " << problem);
     expect_valid(o);
-    const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
+    const data::Tokenizer& tokenizer = this->tokenizer();
     decode::SamplingOptions sampling{o};
     if (tokenizer.end_of_text() >= 0) sampling.ends = {tokenizer.end_of_text()};
     std::vector<int> ids = prompt_ids(prompt);
     const std::string start = tokenizer.decode(ids);
-    auto r = std::make_shared<Request>(
-        Request{tokenizer, ids, start, start, std::move(on_text), std::move(on_finish), {}, o.stop, sampling.ends, ids.size()});
+    return enqueue(std::make_shared<Request>(Request{&tokenizer, ids, start, start, std::move(on_text), std::move(on_finish), {}, o.stop,
+                                                     sampling.ends, ids.size()}),
+                   sampling);
+  }
+
+  // A request of ids (Generator::generate_ids): no end token, and no stop strings (text).
+  std::future<std::string> submit_ids(const std::vector<int>& prompt, const GenerationOptions& o, std::function<void(int)> on_id) {
+    expect_valid(o);
+    TFM_CHECK(!prompt.empty(), "the prompt holds no token ids");
+    const int64_t vocab = model.config().vocab;
+    for (int id : prompt) TFM_CHECK(id >= 0 && id < vocab, "the prompt's token id " << id << " is outside the vocabulary of " << vocab);
+    return enqueue(std::make_shared<Request>(Request{nullptr, prompt, "", "", {}, {}, {}, {}, {}, prompt.size(), false, std::move(on_id)}),
+                   decode::SamplingOptions{o});
+  }
+
+  std::future<std::string> enqueue(std::shared_ptr<Request> r, const decode::SamplingOptions& sampling) {
     std::future<std::string> result = r->promise.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex);
@@ -208,8 +225,15 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     for (const std::string& s : o.stop) TFM_CHECK(!s.empty(), "a stop string is empty (it would end the text before it began)");
   }
 
+  // The checkpoint's tokenizer; a model without one (a Hugging Face directory whose
+  // tokenizer tfm does not read yet) takes its prompts as ids.
+  const data::Tokenizer& tokenizer() const {
+    TFM_CHECK(checkpoint.tokenizer, checkpoint.path << ": has no tokenizer that tfm reads; give the prompt as token ids (tfm generate --prompt-ids)");
+    return *checkpoint.tokenizer;
+  }
+
   std::vector<int> prompt_ids(const std::string& prompt) const {
-    const data::Tokenizer& tokenizer = *checkpoint.tokenizer;
+    const data::Tokenizer& tokenizer = this->tokenizer();
     std::vector<int> ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
     TFM_CHECK(!ids.empty(), "the prompt encodes to no tokens");
     return ids;
@@ -279,7 +303,18 @@ TextAttention Generator::attention(const std::string& text) const {
     autograd::NoGradGuard no_grad;
     impl_->model.forward({ids, 1, static_cast<int64_t>(ids.size())}, nullptr, &maps);
   }
-  return api::text_attention(ids, maps, *impl_->checkpoint.tokenizer);
+  return api::text_attention(ids, maps, impl_->tokenizer());
+}
+
+std::vector<int> Generator::generate_ids(const std::vector<int>& prompt, const GenerationOptions& o, const std::function<void(int)>& on_token) const {
+  TFM_CHECK(std::this_thread::get_id() != impl_->worker.get_id(),
+            "generate_ids() from a callback of the same generator would wait for itself; use submit() there");
+  std::vector<int> ids;  // (written on the worker; read once the future is ready)
+  impl_->submit_ids(prompt, o, [&](int id) {
+    ids.push_back(id);
+    if (on_token) on_token(id);
+  }).get();
+  return ids;
 }
 
 GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load(), impl_->cache_bytes.load()}; }

@@ -76,6 +76,7 @@ void add_info_command(CLI::App& app, int&) {
               << "\n";
     if (info.metadata.count("tfm.vocab")) std::cout << "vocabularies: " << info.metadata.at("tfm.vocab") << "\n";
     if (info.metadata.count("tfm.tokenizer")) std::cout << "tokenizer: " << tokenizer_summary(info.metadata.at("tfm.tokenizer")) << "\n";
+    else if (info.model_kind == "gpt") std::cout << "tokenizer: none that tfm reads (generate from token ids: tfm generate --prompt-ids)\n";
     if (info.metadata.count(decode::kImageFolderKey)) std::cout << "image folder: " << info.metadata.at(decode::kImageFolderKey) << "\n";
     for (const char* key : {decode::kTextLabelsKey, decode::kSentenceEmbeddingKey})  // a classifier's labels, a sentence embedder's pooling
       if (info.metadata.count(key)) std::cout << (key == decode::kTextLabelsKey ? "labels: " : "sentence embedding: ") << info.metadata.at(key) << "\n";

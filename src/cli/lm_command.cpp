@@ -2,6 +2,8 @@
 // `tfm generate`: text from a trained language model.
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "tfm/generator.h"
@@ -39,12 +41,17 @@ void add_lm_command(CLI::App& app, int& exit_code) {
 void add_generate_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string checkpoint, prompt, spm, output = "-";
+    std::vector<int> prompt_ids;
     tfm::GenerationOptions sampling;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model from `tfm lm train`");
   add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm lm train` (e.g. runs/lm/best.safetensors)");
-  cmd->add_option("--prompt", o->prompt, "Text to continue (default: a line break)");
+  CLI::Option* prompt = cmd->add_option("--prompt", o->prompt, "Text to continue (default: a line break)");
+  cmd->add_option("--prompt-ids", o->prompt_ids,
+                  "Token ids to continue instead of text (a model whose tokenizer tfm does not read yet); the new ids are written, "
+                  "space-separated")
+      ->excludes(prompt);
   cmd->add_option("--max-new-tokens", o->sampling.max_new_tokens, "Tokens to generate")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(in_range(0.0f, 100.0f));
   cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
@@ -73,10 +80,19 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
     tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
-    out.write(o->prompt);
-    generator.generate(o->prompt, o->sampling, [&](const std::string& piece) {
-      out.write(piece);  // stdout: each token shows as it comes; a failed write stops generation
-    });
+    if (!o->prompt_ids.empty()) {
+      const char* separator = "";
+      generator.generate_ids(o->prompt_ids, o->sampling, [&](int id) {
+        out.write(separator + std::to_string(id));  // each id as it comes
+        separator = " ";
+      });
+    } else {
+      generator.count_tokens(o->prompt);  // (a model without a tokenizer is refused before the prompt is written)
+      out.write(o->prompt);
+      generator.generate(o->prompt, o->sampling, [&](const std::string& piece) {
+        out.write(piece);  // stdout: each token shows as it comes; a failed write stops generation
+      });
+    }
     out.write("\n");
     out.finish();
     exit_code = 0;

@@ -43,8 +43,9 @@ FamilyCheckpoint open_family_checkpoint(const std::string& path, const std::stri
   io::check_holds_model(c.file, c.config.weight_floats(), path);
   if (kind != "vit") {
     auto tok = info.metadata.find("tfm.tokenizer");
-    TFM_CHECK(tok != info.metadata.end(), path << ": records no tokenizer");
-    c.tokenizer = data::Tokenizer::from_record(tok->second, path, spm);
+    // A Hugging Face language model whose tokenizer tfm does not read yet generates from ids.
+    TFM_CHECK(tok != info.metadata.end() || kind == "gpt", path << ": records no tokenizer");
+    if (tok != info.metadata.end()) c.tokenizer = data::Tokenizer::from_record(tok->second, path, spm);
   }
   return c;
 }

@@ -18,7 +18,7 @@ struct FamilyCheckpoint {
   std::string path;
   io::SafeTensors file;
   models::StackConfig config;
-  std::optional<data::Tokenizer> tokenizer;  // gpt and bert
+  std::optional<data::Tokenizer> tokenizer;  // bert; gpt where it records one (tfm::Generator takes ids without)
 };
 
 // What a checkpoint of a ViT trained on an image folder records: the class names in label

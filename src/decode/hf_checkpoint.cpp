@@ -147,6 +147,9 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     nlohmann::json record = d.json_file(kTfmTokenizer);
     if (record.value("type", "") == "sentencepiece") record["path"] = d.file(kTfmTokenizerModel);
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
+  } else if (kind == "gpt" && d.model_type != "gpt2") {
+    // The Llama family's tokenizers (tokenizer.json: byte-level BPE with their own
+    // patterns, SentencePiece-style BPE) are not read yet: such a model generates from ids.
   } else if (kind == "gpt" || kind == "bert") {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
     check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), data::tokenizer_file(dir, kind == "gpt" ? "vocab.json" : "vocab.txt"),

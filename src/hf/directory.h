@@ -18,7 +18,7 @@ namespace tfm::hf {
 struct Directory {
   std::string path;
   nlohmann::json config;   // config.json
-  std::string model_type;  // "marian", "gpt2", "bert", "vit" or "deit"
+  std::string model_type;  // "marian", "gpt2", "llama", "mistral", "qwen2", "bert", "vit" or "deit"
 
   std::string file(const std::string& name) const { return path + "/" + name; }
   bool has(const std::string& name) const;

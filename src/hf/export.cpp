@@ -87,6 +87,8 @@ Exported m2m100(const models::TransformerConfig& c, const io::NamedTensors& para
 Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, const std::string& origin) {
   refuse_unless(c.learned_positions, origin, "learned_positions false (tfm's sinusoid positions)", "gpt2");
   refuse_unless(c.norm_first && c.final_norm, origin, "norm_first false or final_norm false (GPT-2 is pre-norm with ln_f)", "gpt2");
+  refuse_unless(!c.rotary && !c.rms_norm && !c.gated && c.kv_heads == 0 && c.qkv_bias && c.out_bias && c.ff_bias && c.tied_head, origin,
+                "a Llama-family configuration (rotary, rms_norm, gated, kv_heads, biases or an untied head)", "gpt2");
   Exported e;
   e.json_files["config.json"] = {{"model_type", "gpt2"}, {"architectures", {"GPT2LMHeadModel"}}, {"vocab_size", c.vocab},
                                  {"n_positions", c.max_len}, {"n_embd", c.d_model}, {"n_head", c.heads}, {"n_inner", c.d_ff},

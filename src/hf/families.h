@@ -38,6 +38,11 @@ models::StackConfig gpt2_config(const Directory& d);
 std::vector<TensorRule> gpt2_rules(const models::StackConfig& c, const std::string& prefix);
 bool gpt2_ignored(const std::string& name);
 
+// The Llama family (model_type llama, mistral or qwen2).
+models::StackConfig llama_config(const Directory& d);
+std::vector<TensorRule> llama_rules(const models::StackConfig& c);
+bool llama_ignored(const std::string& name);
+
 models::StackConfig bert_config(const Directory& d, const io::NamedTensors& weights);
 std::vector<TensorRule> bert_rules(const models::StackConfig& c, const std::string& prefix);
 bool bert_ignored(const std::string& name);

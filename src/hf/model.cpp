@@ -81,6 +81,10 @@ io::SafeTensors convert(const Directory& d) {
     const std::string prefix = has_tensor(hf, "transformer.wpe.weight") ? "transformer." : "";  // wpe: never a tied copy
     return checkpoint("gpt", c.to_json(), to_tfm(hf, gpt2_rules(c, prefix), models::GPT(c).named_parameters(), gpt2_ignored, origin));
   }
+  if (d.model_type == "llama" || d.model_type == "mistral" || d.model_type == "qwen2") {
+    const models::StackConfig c = llama_config(d);
+    return checkpoint("gpt", c.to_json(), to_tfm(hf, llama_rules(c), models::GPT(c).named_parameters(), llama_ignored, origin));
+  }
   if (d.model_type == "bert") {
     const models::StackConfig c = bert_config(d, hf);
     const io::NamedTensors shapes = models::BERT(c, setting<int>(d, "pad_token_id", 0)).named_parameters();

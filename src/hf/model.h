@@ -1,6 +1,6 @@
 #pragma once
 // Hugging Face models in tfm's terms: the configuration config.json describes, as tfm's
-// (models::TransformerConfig for marian, models::StackConfig for gpt2, bert, vit and deit),
+// (models::TransformerConfig for marian, models::StackConfig for gpt2, llama, mistral, qwen2, bert, vit and deit),
 // and the weights under tfm's parameter names, in a file just like a tfm checkpoint
 // (metadata tfm.model and tfm.config), so that every loader reads either.
 #include <string>

@@ -17,8 +17,9 @@ GPT::GPT(const StackConfig& c) : config_(c) {
   c.validate("model configuration");
   tok_embed = register_module("tok_embed", std::make_shared<nn::Embedding>(c.vocab, c.d_model, /*scale_by_sqrt_d=*/false));
   if (c.learned_positions) pos_embed = register_module("pos_embed", std::make_shared<nn::Embedding>(c.max_len, c.d_model, false));
-  else sinusoids = register_module("pos", std::make_shared<nn::PositionalEncoding>(c.d_model, 0.0f, c.max_len));
+  else if (!c.rotary) sinusoids = register_module("pos", std::make_shared<nn::PositionalEncoding>(c.d_model, 0.0f, c.max_len));
   blocks = register_module("blocks", std::make_shared<nn::Encoder>(c.layer_options(), c.layers));
+  if (!c.tied_head) lm_head = register_module("lm_head", std::make_shared<nn::Linear>(c.d_model, c.vocab, /*bias=*/false));
   if (c.scores_by_layer)
     for (size_t i = 0; i < blocks->layers.size(); ++i) blocks->layers[i]->self_attn->divide_scores(static_cast<float>(i + 1));
 }
@@ -31,13 +32,16 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::Att
   Tensor x = tok_embed->forward(ids.ids);  // [batch, len, d_model]
   if (pos_embed) {
     x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols(), device())));  // + [len, d_model]
-  } else {
+  } else if (sinusoids) {
     x = sinusoids->forward(x, start);
-  }
+  }  // (rotary positions are the attention's)
   ops::AttentionMask causal;
   causal.causal = true;
-  x = blocks->forward(dropout(x, config_.dropout), causal, caches, maps);  // [batch, len, d_model]
-  return ops::linear(x, tok_embed->weight, Tensor(), products());                // [batch, len, vocab]
+  return logits(blocks->forward(dropout(x, config_.dropout), causal, caches, maps));  // [batch, len, d_model] -> [batch, len, vocab]
+}
+
+Tensor GPT::logits(const Tensor& x) const {
+  return lm_head ? lm_head->forward(x) : ops::linear(x, tok_embed->weight, Tensor(), products());
 }
 
 // One position per row, each after its own cached ones (decode::GenerationBatch).
@@ -50,11 +54,11 @@ Tensor GPT::forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) 
   const Tensor positions = ops::to(Tensor::from_values<int32_t>({ids.rows(), 1}, std::vector<int32_t>(lengths.begin(), lengths.end())),
                                    device());  // [batch, 1]
   Tensor x = tok_embed->forward(ids.ids);  // [batch, 1, d_model]
-  x = pos_embed ? ops::add(x, ops::embedding(pos_embed->weight, positions)) : sinusoids->forward(x, positions);
+  if (pos_embed) x = ops::add(x, ops::embedding(pos_embed->weight, positions));
+  if (sinusoids) x = sinusoids->forward(x, positions);
   ops::AttentionMask causal;
   causal.causal = true;
-  x = blocks->forward(dropout(x, config_.dropout), causal, &caches);        // [batch, 1, d_model]
-  return ops::linear(x, tok_embed->weight, Tensor(), products());          // [batch, 1, vocab]
+  return logits(blocks->forward(dropout(x, config_.dropout), causal, &caches));  // [batch, 1, d_model] -> [batch, 1, vocab]
 }
 
 void GPT::init_parameters(Rng& rng) {

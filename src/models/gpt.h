@@ -4,6 +4,9 @@
 // through the token embedding (tied output, no bias). Parameter names match the
 // PyTorch module in tests/reference/model.py (nn.TransformerEncoder with a causal mask):
 //   tok_embed.weight, pos_embed.weight, blocks.layers.N.{self_attn, linear1, linear2, norm1, norm2}, blocks.norm
+// The Llama family is the same model in other settings (StackConfig): rotary positions
+// in the attention instead of pos_embed, RMS norms, the gated feed-forward block,
+// grouped-query heads, fewer biases, and an output head of its own (lm_head.weight).
 #include <memory>
 #include <vector>
 
@@ -32,9 +35,11 @@ class GPT : public nn::Module {
   std::shared_ptr<nn::Embedding> tok_embed, pos_embed;  // pos_embed: learned positions only
   std::shared_ptr<nn::PositionalEncoding> sinusoids;    // otherwise
   std::shared_ptr<nn::Encoder> blocks;
+  std::shared_ptr<nn::Linear> lm_head;  // an untied output head [vocab, d_model], or null (tied)
 
  private:
   Tensor forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches);
+  Tensor logits(const Tensor& x) const;  // [batch, len, d_model] -> [batch, len, vocab]
   StackConfig config_;
 };
 

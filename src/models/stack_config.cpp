@@ -1,5 +1,9 @@
 #include "models/stack_config.h"
 
+#include <optional>
+#include <string>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "models/json_fields.h"
@@ -17,7 +21,67 @@ int64_t hf_vit_floats(const StackConfig& c) {
   return distillation + (c.pooler ? (c.d_model + 1) * c.d_model : 0);
 }
 
+constexpr std::pair<ops::RotaryLayout, const char*> kRotaryLayouts[] = {{ops::RotaryLayout::half, "half"},
+                                                                        {ops::RotaryLayout::interleaved, "interleaved"}};
+
+std::string layout_name(ops::RotaryLayout layout) {
+  for (const auto& [l, name] : kRotaryLayouts)
+    if (l == layout) return name;
+  return "?";
+}
+
+ops::RotaryLayout parse_layout(const std::string& name, const std::string& origin) {
+  for (const auto& [l, n] : kRotaryLayouts)
+    if (name == n) return l;
+  throw Error(origin + ": rope_layout '" + name + "' is not half or interleaved");
+}
+
+// The Llama family's settings where they differ from the defaults (GPT-2's).
+void write_llama_settings(const StackConfig& c, nlohmann::json& j) {
+  const StackConfig d;
+  if (c.rms_norm) j["rms_norm"] = true;
+  if (c.gated) j["gated"] = true;
+  if (c.kv_heads != d.kv_heads) j["kv_heads"] = c.kv_heads;
+  if (!c.qkv_bias) j["qkv_bias"] = false;
+  if (!c.out_bias) j["out_bias"] = false;
+  if (!c.ff_bias) j["ff_bias"] = false;
+  if (!c.tied_head) j["tied_head"] = false;
+  if (!c.rotary) return;
+  j.update({{"rotary", true}, {"rope_theta", c.rope.theta}, {"rope_layout", layout_name(c.rope.layout)}});
+  const ops::RopeScaling& s = c.rope.scaling;
+  if (!s.type.empty())
+    j.update({{"rope_scaling", s.type}, {"rope_factor", s.factor}, {"rope_low_freq_factor", s.low_freq_factor},
+              {"rope_high_freq_factor", s.high_freq_factor}, {"rope_original_max_positions", s.original_max_positions}});
+}
+
+void read_llama_settings(const JsonFields& f, StackConfig& c, const std::string& origin) {
+  f.read("rms_norm", c.rms_norm);
+  f.read("gated", c.gated);
+  f.read("kv_heads", c.kv_heads);
+  f.read("qkv_bias", c.qkv_bias);
+  f.read("out_bias", c.out_bias);
+  f.read("ff_bias", c.ff_bias);
+  f.read("tied_head", c.tied_head);
+  f.read("rotary", c.rotary);
+  f.read("rope_theta", c.rope.theta);
+  std::string layout = layout_name(c.rope.layout);
+  f.read("rope_layout", layout);
+  c.rope.layout = parse_layout(layout, origin);
+  ops::RopeScaling& s = c.rope.scaling;
+  f.read("rope_scaling", s.type);
+  f.read("rope_factor", s.factor);
+  f.read("rope_low_freq_factor", s.low_freq_factor);
+  f.read("rope_high_freq_factor", s.high_freq_factor);
+  f.read("rope_original_max_positions", s.original_max_positions);
+}
+
 }  // namespace
+
+nn::LayerOptions StackConfig::layer_options() const {
+  return {.d_model = d_model, .heads = heads, .d_ff = d_ff, .dropout = dropout, .activation = activation, .norm_first = norm_first,
+          .norm_eps = norm_eps, .final_norm = final_norm, .rms_norm = rms_norm, .gated = gated, .ff_bias = ff_bias,
+          .attention = {kv_heads, qkv_bias, out_bias, rotary ? std::optional<ops::Rope>(rope) : std::nullopt}};
+}
 
 std::string StackConfig::to_json() const {
   nlohmann::json j = {{"family", family},   {"d_model", d_model}, {"heads", heads},     {"d_ff", d_ff},
@@ -41,6 +105,7 @@ std::string StackConfig::to_json() const {
   if (scores_by_layer != d.scores_by_layer) j["scores_by_layer"] = scores_by_layer;
   if (distilled != d.distilled) j["distilled"] = distilled;
   if (distill_head != d.distill_head) j["distill_head"] = distill_head;
+  write_llama_settings(*this, j);
   return j.dump();
 }
 
@@ -49,7 +114,9 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   JsonFields f(text, origin, {"family", "vocab", "max_len", "d_model", "heads", "d_ff", "layers", "dropout", "activation", "norm_first",
                               "distilled", "distill_head",
                               "learned_positions", "image_size", "channels", "patch", "classes", "norm_eps", "final_norm", "type_vocab",
-                              "pooler", "scores_by_layer", "head", "multi_label"});
+                              "pooler", "scores_by_layer", "head", "multi_label", "rms_norm", "gated", "kv_heads", "qkv_bias", "out_bias",
+                              "ff_bias", "tied_head", "rotary", "rope_theta", "rope_layout", "rope_scaling", "rope_factor",
+                              "rope_low_freq_factor", "rope_high_freq_factor", "rope_original_max_positions"});
   StackConfig c = std::move(base);
   c.family = family;
   f.read("family", c.family);
@@ -77,6 +144,7 @@ StackConfig StackConfig::from_json(const std::string& text, const std::string& o
   f.read("pooler", c.pooler);
   f.read("head", c.head);
   f.read("multi_label", c.multi_label);
+  read_llama_settings(f, c, origin);
   return validate ? c.validated(origin) : c;
 }
 
@@ -107,6 +175,7 @@ void StackConfig::validate(const std::string& origin) const {
   TFM_CHECK(distilled || !distill_head, origin << ": distill_head needs distilled (the distillation token it reads)");
   TFM_CHECK(!scores_by_layer || family == "gpt", origin << ": scores_by_layer is a setting of gpt, not " << family);
   if (family == "bert") validate_bert_head(origin);
+  validate_llama_settings(origin);
   if (family == "vit") {
     check_range(origin, "image_size", image_size, 1, kMaxImageSize);
     check_range(origin, "patch", patch, 1, image_size);
@@ -129,11 +198,29 @@ void StackConfig::validate_bert_head(const std::string& origin) const {
   if (classifies_text()) check_range(origin, "classes", classes, multi_label ? 1 : 2, kMaxVocab);
 }
 
+void StackConfig::validate_llama_settings(const std::string& origin) const {
+  const StackConfig d;
+  const bool llama = rms_norm || rotary || gated || kv_heads != d.kv_heads || !qkv_bias || !out_bias || !ff_bias || !tied_head;
+  TFM_CHECK(!llama || family == "gpt",
+            origin << ": rms_norm, rotary, gated, kv_heads, the biases and tied_head are settings of gpt, not " << family);
+  check_range(origin, "kv_heads", kv_heads, 0, heads);
+  TFM_CHECK(kv_heads == 0 || heads % kv_heads == 0, origin << ": " << heads << " heads cannot share " << kv_heads << " kv_heads");
+  TFM_CHECK(!rotary || !learned_positions, origin << ": rotary positions take the place of learned_positions (set it false)");
+  if (!rotary) return;
+  TFM_CHECK(rope.theta > 0.0, origin << ": rope_theta " << rope.theta << " is not positive");
+  try {
+    ops::rotary_frequencies(d_model / heads, rope);  // the head width and the scaling's settings
+  } catch (const Error& e) {
+    throw Error(origin + ": " + e.what());
+  }
+}
+
 // The layers and final LayerNorm, then the family's inputs and outputs: patch projection,
 // [CLS], positions and head (vit); token and position tables and BERT's MLM head (a bound
 // for gpt). The bounds validate() checks first keep every product far inside int64.
 int64_t StackConfig::weight_floats() const {
-  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0) + hf_vit_floats(*this);
+  const int64_t gate = gated ? layers * d_model * d_ff : 0, own_head = tied_head ? 0 : vocab * d_model;  // (beyond GPT-2's)
+  const int64_t stack = layers * encoder_layer_floats(d_model, d_ff) + (final_norm ? 2 * d_model : 0) + hf_vit_floats(*this) + gate + own_head;
   if (family == "vit") return stack + (channels * patch * patch + patches() + 3 + classes) * d_model + classes;
   const bool mlm = family == "bert" && head == "mlm";
   const int64_t heads = (pooler ? d_model * d_model + d_model : 0) + (pooler && mlm ? 2 * d_model + 2 : 0) +  // pooler, next-sentence head

@@ -36,10 +36,21 @@ struct StackConfig {
   // [CLS], and `distill_head` its own classifier, whose logits are averaged with [CLS]'s
   // (DeiTForImageClassificationWithTeacher).
   bool distilled = false, distill_head = false;
+  // gpt, the Llama family (Llama, Mistral, Qwen2, ...): RMS norms in place of the LayerNorms;
+  // rotary positions (rope: rope_theta, rope_layout and rope_scaling) in place of a
+  // position table; the gated feed-forward block (`activation`(gate) * up: SwiGLU with
+  // silu); grouped-query attention (kv_heads K/V heads, 0: as many as heads); which
+  // products have biases (GPT-2: all; Llama: none; Qwen2: the query, key and value
+  // projections'); and the output head: the token embedding (tied) or a matrix of its own.
+  bool rms_norm = false, rotary = false, gated = false;
+  ops::Rope rope;
+  int64_t kv_heads = 0;
+  bool qkv_bias = true, out_bias = true, ff_bias = true;
+  bool tied_head = true;
 
   int64_t patches() const { return (image_size / patch) * (image_size / patch); }
   bool classifies_text() const { return family == "bert" && (head == "sequence" || head == "token"); }
-  nn::LayerOptions layer_options() const { return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm}; }
+  nn::LayerOptions layer_options() const;
   int64_t vit_tokens() const { return patches() + 1 + (distilled ? 1 : 0); }  // vit: [CLS], [DIST] where distilled, the patches
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) for
@@ -52,6 +63,7 @@ struct StackConfig {
   // Every field within its bounds (models/json_fields.h), the weights within kMaxWeightFloats.
   void validate(const std::string& origin) const;
   void validate_bert_head(const std::string& origin) const;  // (validate()'s part for bert's heads)
+  void validate_llama_settings(const std::string& origin) const;  // (validate()'s part for rms_norm ... tied_head)
   // validate(origin), then the fields that follow from the others (vit: max_len, the
   // patches and [CLS]).
   StackConfig validated(const std::string& origin) const;

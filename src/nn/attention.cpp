@@ -1,10 +1,12 @@
 #include "nn/attention.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "autograd/autograd.h"
 #include "nn/trace.h"
 #include "ops/convert.h"
+#include "ops/embedding.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
@@ -13,14 +15,27 @@
 
 namespace tfm::nn {
 
-MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dropout)
-    : d_model_(d_model), heads_(heads), dropout_(dropout) {
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dropout, const AttentionOptions& o)
+    : d_model_(d_model), heads_(heads), kv_heads_(o.kv_heads ? o.kv_heads : heads), rope_(o.rope), dropout_(dropout) {
   TFM_CHECK(heads > 0 && d_model % heads == 0, "d_model " << d_model << " is not divisible by " << heads << " heads");
-  in_proj_weight = Tensor::zeros({3 * d_model, d_model});
+  TFM_CHECK(kv_heads_ > 0 && heads % kv_heads_ == 0, heads << " heads cannot share " << kv_heads_ << " key/value heads");
+  kv_width_ = d_model / heads * kv_heads_;
+  in_proj_weight = Tensor::zeros({d_model + 2 * kv_width_, d_model});
   register_parameter("in_proj_weight", in_proj_weight);
-  in_proj_bias = Tensor::zeros({3 * d_model});
-  register_parameter("in_proj_bias", in_proj_bias);
-  out_proj = register_module("out_proj", std::make_shared<Linear>(d_model, d_model));
+  if (o.qkv_bias) {
+    in_proj_bias = Tensor::zeros({d_model + 2 * kv_width_});
+    register_parameter("in_proj_bias", in_proj_bias);
+  }
+  out_proj = register_module("out_proj", std::make_shared<Linear>(d_model, d_model, o.out_bias));
+  if (rope_) {
+    rotary_freq_ = ops::rotary_frequencies(d_model / heads, *rope_);
+    register_buffer(rotary_freq_);
+  }
+}
+
+Tensor MultiHeadAttention::project(const Tensor& x, int64_t begin, int64_t end) const {
+  const Tensor bias = in_proj_bias.defined() ? ops::slice(in_proj_bias, 0, begin, end) : Tensor();
+  return ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), bias, products());
 }
 
 namespace {
@@ -112,7 +127,20 @@ std::pair<Tensor, Tensor> ragged_rows_and_padding(const KVCache& c, Device devic
   return {ops::to(rows, device), ops::to(padding, device)};
 }
 
+// Where the new positions of x [batch, t, ...] stand (i32 [batch or 1, t]): after the
+// cache's, each ragged row's after its own.
+Tensor positions_after(const KVCache* cache, const Tensor& x) {
+  if (cache && cache->ragged())
+    return ops::to(Tensor::from_values<int32_t>({x.size(0), 1}, std::vector<int32_t>(cache->lengths.begin(), cache->lengths.end())), x.device());
+  const int64_t start = cache ? cache->length : 0;
+  return ops::reshape(ops::arange(start, start + x.size(1), x.device()), {1, x.size(1)});
+}
+
 }  // namespace
+
+Tensor MultiHeadAttention::turned(const Tensor& x, const KVCache* cache) const {
+  return ops::rotary(x, positions_after(cache, x), rotary_freq_, rope_->layout);
+}
 
 void KVCache::adopt(const KVCache& alone) {
   TFM_CHECK(!alone.ragged() && alone.k.defined() && alone.k.size(0) == 1 && !alone.rows.defined(),
@@ -137,31 +165,31 @@ void KVCache::release(int64_t b) {
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
                                    KVCache* cache, Tensor* weights) const {
   TFM_CHECK(!cache || !autograd::grad_enabled(), "attention caches are for inference (under NoGradGuard)");
-  const int64_t D = d_model_;
-  auto project = [&](const Tensor& x, int64_t first, int64_t count) {  // rows [first, first+count) of the packed weights
-    const int64_t begin = first * D, end = (first + count) * D;
-    return ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), ops::slice(in_proj_bias, 0, begin, end), products());
-  };
+  const int64_t D = d_model_, KV = kv_width_;
+  const bool self = query.same(key) && key.same(value);
+  TFM_CHECK(self || !rope_, "rotary positions are for self-attention");
+  TFM_CHECK(!rope_ || !mask.packed_queries, "rotary positions of packed sequences are not supported");
   Tensor q, k, v;
-  if (query.same(key) && key.same(value)) {
-    Tensor qkv = project(query, 0, 3);  // [batch, t, 3 * d_model]
-    q = ops::slice(qkv, 2, 0, D), k = ops::slice(qkv, 2, D, 2 * D), v = ops::slice(qkv, 2, 2 * D, 3 * D);
+  if (self) {
+    Tensor qkv = project(query, 0, D + 2 * KV);  // [batch, t, d_model + 2 kv_width]
+    q = ops::slice(qkv, 2, 0, D), k = ops::slice(qkv, 2, D, D + KV), v = ops::slice(qkv, 2, D + KV, D + 2 * KV);
+    if (rope_) q = turned(q, cache), k = turned(k, cache);  // (the cache keeps turned keys, as transformers')
     if (cache) {  // attend to the cached prefix and the new positions
       cache->ragged() ? append_ragged(*cache, k, v) : append(*cache, k, v);
       k = ops::slice(cache->k, 1, 0, cache->length), v = ops::slice(cache->v, 1, 0, cache->length);
     }
   } else if (key.same(value)) {
-    q = project(query, 0, 1);
+    q = project(query, 0, D);
     if (cache && cache->length > 0) {  // memory already projected
       k = cache->k, v = cache->v;
     } else {
-      Tensor kv = project(key, 1, 2);  // [batch, tk, 2 * d_model]
-      k = ops::slice(kv, 2, 0, D), v = ops::slice(kv, 2, D, 2 * D);
+      Tensor kv = project(key, D, D + 2 * KV);  // [batch, tk, 2 kv_width]
+      k = ops::slice(kv, 2, 0, KV), v = ops::slice(kv, 2, KV, 2 * KV);
       if (cache) cache->k = k, cache->v = v, cache->length = k.size(1);
     }
   } else {
     TFM_CHECK(!cache, "attention caches need self-attention or shared keys and values");
-    q = project(query, 0, 1), k = project(key, 1, 1), v = project(value, 2, 1);
+    q = project(query, 0, D), k = project(key, D, D + KV), v = project(value, D + KV, D + 2 * KV);
   }
   if (query_scale_ != 1.0f) q = ops::scale(q, query_scale_);
   const float p = training() ? dropout_ : 0.0f;
@@ -170,9 +198,9 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     ops::AttentionMask ragged = mask;
     auto [rows, padding] = ragged_rows_and_padding(*cache, q.device());
     ragged.key_padding = padding;
-    return trace(path(), out_proj->forward(ops::attention(q, k, v, heads_, ragged, p, key_seed, weights, rows)));
+    return trace(path(), out_proj->forward(ops::attention(q, k, v, {heads_, kv_heads_}, ragged, p, key_seed, weights, rows)));
   }
-  Tensor context = ops::attention(q, k, v, heads_, mask, p, key_seed, weights, cache ? cache->rows : Tensor());  // [batch, tq, d_model]
+  Tensor context = ops::attention(q, k, v, {heads_, kv_heads_}, mask, p, key_seed, weights, cache ? cache->rows : Tensor());  // [batch, tq, d_model]
   return trace(path(), out_proj->forward(context));
 }
 

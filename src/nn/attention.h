@@ -2,10 +2,12 @@
 // Multi-head attention (paper section 3.2.2) with PyTorch's nn.MultiheadAttention
 // parameter layout: one packed in_proj for Q, K and V, and out_proj.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nn/layers.h"
 #include "ops/attention.h"
+#include "ops/rotary.h"
 
 namespace tfm::nn {
 
@@ -44,15 +46,26 @@ struct AttentionMaps {
   std::vector<Tensor> self, cross;
 };
 
+// What sets an attention apart from the paper's (the defaults are the paper's): fewer
+// key/value heads than query heads, each shared by a group of them (grouped-query
+// attention: Llama 2 70B, Llama 3, Mistral, Qwen2); projections without biases (Llama),
+// or with them on the queries, keys and values only (Qwen2); rotary positions.
+struct AttentionOptions {
+  int64_t kv_heads = 0;  // 0: as many as query heads
+  bool qkv_bias = true, out_bias = true;
+  std::optional<ops::Rope> rope;  // self-attention's queries and keys turned by their positions
+};
+
 class MultiHeadAttention : public Module {
  public:
-  MultiHeadAttention(int64_t d_model, int64_t heads, float dropout);
+  MultiHeadAttention(int64_t d_model, int64_t heads, float dropout, const AttentionOptions& options = {});
 
   // query: [batch, tq, d_model], key/value: [batch, tk, d_model] -> [batch, tq, d_model].
   // Pass the same tensor as query, key and value for self-attention, and the same
   // tensor as key and value for encoder-decoder attention: projections are fused then.
   // With a cache (inference only), self-attention attends to the cached prefix plus
   // the new positions, and encoder-decoder attention reuses the projected memory.
+  // Rotary positions count from the cache's length (a ragged row's from its own).
   // `weights`, where given, receives the attention probabilities [batch, heads, tq, tk].
   Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const ops::AttentionMask& mask,
                  KVCache* cache = nullptr, Tensor* weights = nullptr) const;
@@ -61,12 +74,19 @@ class MultiHeadAttention : public Module {
   // the layer's 1-based index), by scaling the queries.
   void divide_scores(float divisor) { query_scale_ = 1.0f / divisor; }
 
-  Tensor in_proj_weight;  // [3 * d_model, d_model]: rows of W_q, W_k, W_v
-  Tensor in_proj_bias;    // [3 * d_model]
+  Tensor in_proj_weight;  // [d_model + 2 * kv_width, d_model]: rows of W_q, W_k, W_v
+  Tensor in_proj_bias;    // [d_model + 2 * kv_width], or undefined without qkv_bias
   std::shared_ptr<Linear> out_proj;
 
  private:
-  int64_t d_model_, heads_;
+  // Rows [begin, end) of the packed projection applied to x.
+  Tensor project(const Tensor& x, int64_t begin, int64_t end) const;
+  // The new queries and keys [batch, t, width] turned by their positions.
+  Tensor turned(const Tensor& x, const KVCache* cache) const;
+
+  int64_t d_model_, heads_, kv_heads_, kv_width_;  // kv_width_: a key's (and value's) width
+  std::optional<ops::Rope> rope_;
+  Tensor rotary_freq_;  // [d_k / 2] with rope_ (a buffer: moved with the model)
   float dropout_;
   float query_scale_ = 1.0f;
 };

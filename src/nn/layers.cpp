@@ -38,14 +38,17 @@ Tensor Embedding::forward(const Tensor& ids) const {
   return scale_ ? ops::scale(e, std::sqrt(static_cast<float>(weight.size(1)))) : e;
 }
 
-LayerNorm::LayerNorm(int64_t d, float eps_) : eps(eps_) {
+LayerNorm::LayerNorm(int64_t d, float eps_, bool rms) : eps(eps_) {
   weight = Tensor::ones({d});
   register_parameter("weight", weight);
+  if (rms) return;
   bias = Tensor::zeros({d});
   register_parameter("bias", bias);
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const { return trace(path(), ops::layer_norm(x, weight, bias, eps)); }
+Tensor LayerNorm::forward(const Tensor& x) const {
+  return trace(path(), bias.defined() ? ops::layer_norm(x, weight, bias, eps) : ops::rms_norm(x, weight, eps));
+}
 
 PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, ops::SinusoidLayout layout, int64_t first)
     : table_(ops::sinusoids(max_len, d_model, layout, first)), dropout_(dropout) {

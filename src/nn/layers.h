@@ -1,5 +1,5 @@
 #pragma once
-// Basic layers: Linear, Embedding (x sqrt(d_model)), LayerNorm, PositionalEncoding.
+// Basic layers: Linear, Embedding (x sqrt(d_model)), LayerNorm (or RMS norm), PositionalEncoding.
 #include <vector>
 
 #include "nn/module.h"
@@ -33,11 +33,13 @@ class Embedding : public Module {
   bool scale_;
 };
 
+// Layer norm over the last dimension, or where `rms` RMS norm (Llama's LlamaRMSNorm: no
+// centring and no bias), which takes its place wherever a stack has a norm.
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t d, float eps = 1e-5f);
+  explicit LayerNorm(int64_t d, float eps = 1e-5f, bool rms = false);
   Tensor forward(const Tensor& x) const;
-  Tensor weight, bias;  // [d]
+  Tensor weight, bias;  // [d]; bias undefined in RMS norm
   float eps;
 };
 

@@ -2,6 +2,7 @@
 
 #include "nn/trace.h"
 #include "ops/elementwise.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 #include "tensor/rng.h"
 
@@ -36,12 +37,18 @@ std::string to_string(Activation a) {
   return "?";
 }
 
-PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activation_(o.activation), dropout_(o.dropout) {
-  linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, o.d_ff));
-  linear2 = register_module("linear2", std::make_shared<Linear>(o.d_ff, o.d_model));
+PositionwiseFeedForward::PositionwiseFeedForward(const LayerOptions& o) : activation_(o.activation), dropout_(o.dropout), gated_(o.gated) {
+  linear1 = register_module("linear1", std::make_shared<Linear>(o.d_model, (o.gated ? 2 : 1) * o.d_ff, o.ff_bias));
+  linear2 = register_module("linear2", std::make_shared<Linear>(o.d_ff, o.d_model, o.ff_bias));
 }
 
 Tensor PositionwiseFeedForward::forward(const Tensor& x, const ops::PackedRows& packed) const {
+  if (gated_) {
+    const Tensor both = linear1->forward(x);  // [batch, len, 2 d_ff]: gate, then up
+    const int64_t d_ff = both.size(-1) / 2, last = both.dim() - 1;
+    const Tensor h = ops::mul(activate(activation_, ops::slice(both, last, 0, d_ff)), ops::slice(both, last, d_ff, 2 * d_ff));
+    return linear2->forward(dropout(h, dropout_, packed));  // [batch, len, d_model]
+  }
   if (activation_ == Activation::ReLU && training() && dropout_ > 0.0f)  // keeps one [batch, len, d_ff] for backward, not two
     return linear2->forward(ops::relu_dropout(linear1->forward(x), dropout_, dropout_key(), packed));
   Tensor h = activation_ == Activation::ReLU ? linear1->forward_relu(x) : activate(activation_, linear1->forward(x));  // [batch, len, d_ff]
@@ -49,10 +56,10 @@ Tensor PositionwiseFeedForward::forward(const Tensor& x, const ops::PackedRows& 
 }
 
 EncoderLayer::EncoderLayer(const LayerOptions& o) : o_(o) {
-  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout));
+  self_attn = register_module("self_attn", std::make_shared<MultiHeadAttention>(o.d_model, o.heads, o.dropout, o.attention));
   feed_forward = register_module("", std::make_shared<PositionwiseFeedForward>(o));
-  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
-  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model, o.norm_eps, o.rms_norm));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model, o.norm_eps, o.rms_norm));
 }
 
 namespace {
@@ -114,7 +121,7 @@ Tensor DecoderLayer::forward(const Tensor& x_in, const Tensor& memory, const ops
 Encoder::Encoder(const LayerOptions& o, int64_t num_layers) {
   for (int64_t i = 0; i < num_layers; ++i)
     layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<EncoderLayer>(o)));
-  if (o.final_norm) norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model, o.norm_eps));
+  if (o.final_norm) norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model, o.norm_eps, o.rms_norm));
 }
 
 Tensor Encoder::forward(const Tensor& x_in, const ops::AttentionMask& mask, std::vector<KVCache>* caches, AttentionMaps* maps) {

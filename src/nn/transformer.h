@@ -29,9 +29,16 @@ struct LayerOptions {
   bool norm_first = false;
   float norm_eps = 1e-5f;   // every LayerNorm's epsilon (BERT and ViT: 1e-12)
   bool final_norm = true;   // a LayerNorm after the last layer (Marian's and BERT's post-norm stacks have none)
+  bool rms_norm = false;    // RMS norms in place of the LayerNorms (Llama)
+  bool gated = false;       // the gated feed-forward block (Llama's SwiGLU, Gemma's gated GELU)
+  bool ff_bias = true;      // the feed-forward products' biases
+  AttentionOptions attention = {};  // grouped-query heads, biases and rotary positions of the self-attention
 };
 
-// FFN(x) = linear2(dropout(activation(linear1(x)))), paper section 3.3.
+// FFN(x) = linear2(dropout(activation(linear1(x)))), paper section 3.3. Gated (GLU
+// variants, Shazeer 2020): FFN(x) = linear2(dropout(activation(gate) * up)), where
+// linear1 [2 d_ff, d_model] holds the rows of W_gate, then of W_up (Llama's gate_proj
+// and up_proj as one product).
 class PositionwiseFeedForward : public Module {
  public:
   explicit PositionwiseFeedForward(const LayerOptions& o);
@@ -42,6 +49,7 @@ class PositionwiseFeedForward : public Module {
  private:
   Activation activation_;
   float dropout_;
+  bool gated_;
 };
 
 class EncoderLayer : public Module {

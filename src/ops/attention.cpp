@@ -31,6 +31,8 @@ Shape weights_shape(const Tensor& q, const Tensor& k, int64_t heads, const Atten
 }
 
 void check_call(const AttentionCall& c) {
+  TFM_CHECK(c.heads > 0 && c.kv_heads > 0 && c.heads % c.kv_heads == 0,
+            "attention: " << c.heads << " query heads cannot share " << c.kv_heads << " key/value heads");
   const AttentionMask& mask = *c.mask;
   const PackedSequences *packed_q = mask.packed_queries.get(), *packed_k = mask.packed_keys.get();
   check_operand(c.q, "q", packed_q), check_operand(c.k, "k", packed_k), check_operand(c.v, "v", packed_k);
@@ -38,8 +40,9 @@ void check_call(const AttentionCall& c) {
   const Shape shape = weights_shape(q, k, c.heads, mask);
   const int64_t B = shape[0], tq = shape[2], tk = shape[3], D = q.size(2);
   TFM_CHECK(c.heads > 0 && D % c.heads == 0, "attention: model width " << D << " not divisible by " << c.heads << " heads");
+  const int64_t kv_width = D / c.heads * c.kv_heads;
   TFM_CHECK((c.key_rows.defined() || (packed_k ? packed_k->batch() : k.size(0)) == B) && v.size(0) == k.size(0) && v.size(1) == k.size(1) &&
-                k.size(2) == D && v.size(2) == D,
+                k.size(2) == kv_width && v.size(2) == kv_width,
             "attention: q " << shape_str(q.shape()) << ", k " << shape_str(k.shape()) << ", v " << shape_str(v.shape()) << " do not match");
   TFM_CHECK(!c.key_rows.defined() || (tq == 1 && !packed_q && !packed_k && !autograd::grad_enabled()),
             "attention: indexed keys are for decoding one query per row, without gradient");
@@ -60,13 +63,13 @@ void check_call(const AttentionCall& c) {
 
 }  // namespace
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask, float dropout_p,
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionHeads heads, const AttentionMask& mask, float dropout_p,
                  DropoutKey dropout_key, Tensor* weights, const Tensor& key_rows) {
   auto fn = kernel("attention", &Kernels::attention, {q, k, v, mask.key_padding, key_rows});
-  const AttentionCall call{q, k, v, heads, &mask, dropout_p, dropout_key, key_rows.defined() ? dense(key_rows) : key_rows};
+  const AttentionCall call{q, k, v, heads.query, heads.kv, &mask, dropout_p, dropout_key, key_rows.defined() ? dense(key_rows) : key_rows};
   check_call(call);
   const PackedSequences* packed_q = mask.packed_queries.get();
-  const Shape shape = weights_shape(q, k, heads, mask);  // [B, heads, tq, tk]
+  const Shape shape = weights_shape(q, k, heads.query, mask);  // [B, heads, tq, tk]
   const int64_t B = shape[0], tq = shape[2], D = q.size(2);
   // A packed sequence's rows past its length are never written: they stay 0.
   Tensor probs = packed_q ? Tensor::zeros(shape, q.device()) : Tensor::empty(shape, DType::f32, q.device());
@@ -76,7 +79,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head
 
   // The backward needs of the mask only the packing (padding and causality are in probs).
   std::shared_ptr<const PackedSequences> keep_q = mask.packed_queries, keep_k = mask.packed_keys;
-  AttentionCall kept{q.detach(), k.detach(), v.detach(), heads, nullptr, dropout_p, dropout_key, Tensor()};
+  AttentionCall kept{q.detach(), k.detach(), v.detach(), heads.query, heads.kv, nullptr, dropout_p, dropout_key, Tensor()};
   return autograd::record(out, "attention", {q, k, v}, [kept, keep_q, keep_k, probs](const Tensor& g) {
     AttentionMask packing;
     packing.packed_queries = keep_q, packing.packed_keys = keep_k;

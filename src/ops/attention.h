@@ -9,7 +9,17 @@
 
 namespace tfm::ops {
 
-// q: [batch, tq, heads * d_k], k and v: [batch, tk, heads * d_k]. Each may be a view
+// The heads of the queries and of the keys and values. Multi-head attention has as many
+// of each; grouped-query attention (Llama, Mistral, Qwen2) shares each K/V head among
+// query / kv query heads, multi-query attention one among all: query head h reads K/V
+// head h / (query / kv), which is never copied per query head.
+struct AttentionHeads {
+  int64_t query, kv;
+  AttentionHeads(int64_t heads) : query(heads), kv(heads) {}  // NOLINT(google-explicit-constructor): multi-head
+  AttentionHeads(int64_t query_heads, int64_t kv_heads) : query(query_heads), kv(kv_heads) {}
+};
+
+// q: [batch, tq, heads * d_k], k and v: [batch, tk, kv_heads * d_k]. Each may be a view
 // with any row stride (e.g. a slice of a fused QKV projection) but unit stride in
 // its last dimension; head h uses columns [h * d_k, (h + 1) * d_k).
 // Returns [batch, tq, heads * d_k], heads concatenated. If `weights` is non-null
@@ -22,7 +32,7 @@ namespace tfm::ops {
 // query row's keys are: key j of query row b is row key_rows[b, j] of k and v, which
 // may then have any number of rows. A cache keeps its vectors where they were written
 // and beam search reorders its hypotheses by rewriting this index alone.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const AttentionMask& mask,
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionHeads heads, const AttentionMask& mask,
                  float dropout_p = 0.0f, DropoutKey dropout_key = {}, Tensor* weights = nullptr, const Tensor& key_rows = Tensor());
 
 }  // namespace tfm::ops

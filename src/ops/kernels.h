@@ -69,11 +69,16 @@ struct SmoothedTarget {
 struct AttentionCall {
   Tensor q, k, v;
   int64_t heads;
+  int64_t kv_heads;  // heads of k and v: query head h reads K/V head h / (heads / kv_heads)
   const AttentionMask* mask;
   float dropout_p;
   DropoutKey dropout_key;
   Tensor key_rows;  // decoding's indexed keys (i32 [batch, tk]), or undefined
 };
+
+// Where rotary embeddings put a head's pairs (ops/rotary.h): (i, i + d_k / 2) as
+// Hugging Face's rotate_half, or (2i, 2i + 1) as the paper (RoFormer) and Meta's code.
+enum class RotaryLayout { half, interleaved };
 
 // How ops::sample picks a token from a row of logits: first the penalties on the tokens
 // the sequence already has (greedy too), then temperature, top_k, top_p and min_p.
@@ -117,7 +122,7 @@ struct Claim {
 inline std::vector<Claim> complete_claims(bool int8_products) {
   std::vector<Claim> out;
   for (const char* op : {"add", "mul", "scale", "relu", "gelu", "gelu_tanh", "silu", "tanh", "dropout", "relu_dropout", "softmax",
-                         "log_softmax", "layer_norm", "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy",
+                         "log_softmax", "layer_norm", "rms_norm", "rotary", "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy",
                          "matmul", "linear", "linear_relu", "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares",
                          "clip_grad_norm", "adam_update", "top_log_probs", "uniform_", "normal_", "sample", "sinusoids"})
     out.push_back({op, DType::f32});
@@ -163,6 +168,15 @@ struct Kernels {
   void (*layer_norm)(const Tensor& x, const Tensor& w, const Tensor& b, float eps, Tensor& y, Tensor& mean, Tensor& rstd);
   void (*layer_norm_backward)(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& g, Tensor& dx,
                               Tensor& dw, Tensor& db);
+
+  // RMS norm over the last dim (Llama's): y = x rstd w, rstd [rows] = 1 / sqrt(mean(x^2) + eps) kept for backward.
+  void (*rms_norm)(const Tensor& x, const Tensor& w, float eps, Tensor& y, Tensor& rstd);
+  void (*rms_norm_backward)(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& g, Tensor& dx, Tensor& dw);
+
+  // Rotary embeddings (ops/rotary.h): out [batch, time, heads * d_k] = x (a view with unit
+  // last stride) with pair i of each head turned by the angle sign * position * freq[i];
+  // positions i32 [batch or 1, time], freq f32 [d_k / 2]. sign -1 turns back (backward).
+  void (*rotary)(const Tensor& x, const Tensor& positions, const Tensor& freq, RotaryLayout layout, float sign, Tensor& out);
 
   // Fused attention; probs [batch, heads, tq, tk] is the softmax before dropout.
   void (*attention)(const AttentionCall& call, Tensor& out, Tensor& probs);
@@ -232,7 +246,7 @@ struct Kernels {
 // TFM_KERNEL_ENTRIES(X) is X(binary) X(unary) ... X(from_pixels).
 #define TFM_KERNEL_ENTRIES(X)                                                                                          \
   X(binary) X(unary) X(dropout) X(sum_to) X(scale_in_place) X(softmax) X(softmax_backward) X(top_log_probs)         \
-  X(layer_norm) X(layer_norm_backward) X(attention) X(attention_backward) X(smoothed_loss) X(matmul) X(linear)      \
+  X(layer_norm) X(layer_norm_backward) X(rms_norm) X(rms_norm_backward) X(rotary) X(attention) X(attention_backward) X(smoothed_loss) X(matmul) X(linear)      \
   X(linear_backward) X(embedding) X(embedding_backward) X(arange) X(gather_rows) X(gather_rows_backward) X(patchify) \
   X(equal) X(sum) X(clip_to_norm) X(adam) X(random_fill) X(sample) X(sinusoids) X(convert) X(from_pixels)
 // A device's kernel `entry`, declared with the table's signature (in the device's namespace).

@@ -36,6 +36,7 @@
 #include "ops/matmul.h"
 #include "ops/optimizer.h"
 #include "ops/reduce.h"
+#include "ops/rotary.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "data/idx.h"
@@ -316,6 +317,26 @@ std::vector<LargeCase> large_cases() {
                  m.causal = true;
                  return ops::attention(x[0], x[1], x[2], 8, m, 0.1f, DropoutKey(42));
                }});
+  // A Llama-shaped layer's pieces: grouped-query attention (8 query heads over 2 K/V
+  // heads of 64, causal, 300 tokens: ten tiles), rotary embeddings of the queries (a slice
+  // of the fused projection, llama3 frequencies), RMS norm.
+  c.push_back({"attention grouped-query causal", "f32", "[4,300,8x64]->[4,300,2x64]",
+               [](Device d) { return V{random({4, 300, 512}, 49, d), random({4, 300, 128}, 50, d), random({4, 300, 128}, 51, d)}; },
+               [](const V& x) {
+                 ops::AttentionMask m;
+                 m.causal = true;
+                 return ops::attention(x[0], x[1], x[2], {8, 2}, m);
+               }});
+  c.push_back({"rotary llama3", "f32", "[4,300,8x64] of [4,300,768]", [](Device d) { return V{random({4, 300, 768}, 52, d)}; },
+               [](const V& x) {
+                 ops::Rope rope;
+                 rope.theta = 500000.0, rope.scaling = {"llama3", 8.0, 1.0, 4.0, 8192};
+                 const Tensor positions = ops::reshape(ops::arange(1000, 1300, x[0].device()), {1, 300});
+                 return ops::rotary(ops::slice(x[0], 2, 0, 512), positions, ops::to(ops::rotary_frequencies(64, rope), x[0].device()),
+                                    ops::RotaryLayout::half);
+               }});
+  c.push_back({"rms_norm", "f32", "[8192,512]", [](Device d) { return V{random({8192, 512}, 53, d, 3.0f), random({512}, 54, d)}; },
+               [](const V& x) { return ops::rms_norm(x[0], x[1]); }});
   // Heads of 20 values (the tile functions' columns past the width), 70 queries (three
   // tiles) to 45 padded keys (two), with dropout.
   c.push_back({"attention 3 heads of 20", "f32", "[16,70,3x20]->[16,45,3x20]",

@@ -22,6 +22,7 @@
 #include "ops/optimizer.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/rotary.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "tensor/error.h"
@@ -161,20 +162,23 @@ constexpr uint64_t kKey = 99;
 
 // How the attention oracle finds and masks keys: key padding [B, tk] (empty: none), the
 // causal horizon, dropout of the probabilities (kP, kKey), and decoding's key rows (key
-// j of query row b is key j of row key_rows[b tk + j] of k and v; empty: of row b).
+// j of query row b is key j of row key_rows[b tk + j] of k and v; empty: of row b), and
+// the K/V heads (0: H; query head h reads K/V head h / (H / kv_heads)).
 struct AttentionSetup {
   std::vector<uint8_t> padding;
   bool causal = false, dropout = false;
   std::vector<int> key_rows;
+  int64_t kv_heads = 0;
 };
 
-// Attention over q [B, tq, H*dk], k and v [B, tk, H*dk] (or [any, tk, H*dk] with key
+// Attention over q [B, tq, H*dk], k and v [B, tk, KV*dk] (or [any, tk, KV*dk] with key
 // rows): [B, tq, H*dk].
 Values attention(const Values& q, const Values& k, const Values& v, int64_t B, int64_t tq, int64_t tk, int64_t H, int64_t dk,
                  const AttentionSetup& setup) {
-  const int64_t D = H * dk;
+  const int64_t D = H * dk, KV = setup.kv_heads ? setup.kv_heads : H, Dkv = KV * dk;
   Values out(static_cast<size_t>(B * tq * D), 0.0);
   auto key_row = [&](int64_t b, int64_t j) { return (setup.key_rows.empty() ? b : setup.key_rows[b * tk + j]) * tk + j; };
+  auto kv_at = [&](int64_t b, int64_t j, int64_t h, int64_t c) { return key_row(b, j) * Dkv + h / (H / KV) * dk + c; };
   auto keep = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
     if (!setup.dropout) return 1.0;
     const bool drop = hash_uniform(kKey, dropout_index(b, attention_dropout_place(h, i, j))) < kP;
@@ -187,13 +191,13 @@ Values attention(const Values& q, const Values& k, const Values& v, int64_t B, i
         for (int64_t j = 0; j < tk; ++j) {
           if ((setup.causal && j > i + tk - tq) || (!setup.padding.empty() && setup.padding[b * tk + j])) continue;
           double acc = 0.0;
-          for (int64_t c = 0; c < dk; ++c) acc += q[(b * tq + i) * D + h * dk + c] * k[key_row(b, j) * D + h * dk + c];
+          for (int64_t c = 0; c < dk; ++c) acc += q[(b * tq + i) * D + h * dk + c] * k[kv_at(b, j, h, c)];
           s[j] = acc / std::sqrt(static_cast<double>(dk));
         }
         const Values lp = log_softmax_row(s.data(), tk);
         for (int64_t j = 0; j < tk; ++j)
           for (int64_t c = 0; c < dk; ++c)
-            if (std::isfinite(lp[j])) out[(b * tq + i) * D + h * dk + c] += std::exp(lp[j]) * keep(b, h, i, j) * v[key_row(b, j) * D + h * dk + c];
+            if (std::isfinite(lp[j])) out[(b * tq + i) * D + h * dk + c] += std::exp(lp[j]) * keep(b, h, i, j) * v[kv_at(b, j, h, c)];
       }
   return out;
 }
@@ -203,6 +207,25 @@ Values columns(const Values& x, int64_t width, int64_t first, int64_t n) {
   Values out;
   for (size_t r = 0; r < x.size(); r += static_cast<size_t>(width))
     out.insert(out.end(), x.begin() + static_cast<int64_t>(r) + first, x.begin() + static_cast<int64_t>(r) + first + n);
+  return out;
+}
+
+// The rotary cases' frequencies on `device`: heads of 4 values, 2 pairs (a wide and a narrow angle).
+const std::vector<float> kRotaryFreq{0.9f, 0.15f};
+Tensor rotary_freq(Device device) { return ops::to(Tensor::from_values<float>({2}, kRotaryFreq), device); }
+
+// x [B, T, D] turned at positions [B * T] by kRotaryFreq, pairs as `layout` places them.
+Values rotated(const Values& x, const Values& positions, int64_t B, int64_t T, int64_t D, ops::RotaryLayout layout) {
+  const int64_t pairs = 2, dk = 4;
+  Values out(x.size());
+  for (int64_t r = 0; r < B * T; ++r)
+    for (int64_t h = 0; h < D / dk; ++h)
+      for (int64_t i = 0; i < pairs; ++i) {
+        const int64_t u = r * D + h * dk + (layout == ops::RotaryLayout::half ? i : 2 * i), w = u + (layout == ops::RotaryLayout::half ? pairs : 1);
+        const double angle = static_cast<double>(static_cast<float>(positions[r]) * kRotaryFreq[i]);
+        out[u] = x[u] * std::cos(angle) - x[w] * std::sin(angle);
+        out[w] = x[w] * std::cos(angle) + x[u] * std::sin(angle);
+      }
   return out;
 }
 
@@ -289,6 +312,27 @@ std::vector<OpCase> cases() {
                  }
                  return r;
                }});
+  c.push_back({"rms_norm", {f32({4, 6}, 52, -2, 2), f32({6}, 53)}, [](const auto& x, DType) { return ops::rms_norm(x[0], x[1], 1e-6f); },
+               [](const auto& v) {
+                 Values r;
+                 for (size_t row = 0; row < v[0].size(); row += 6) {
+                   double squares = 0.0;
+                   for (int j = 0; j < 6; ++j) squares += v[0][row + j] * v[0][row + j] / 6.0;
+                   for (int j = 0; j < 6; ++j) r.push_back(v[0][row + j] / std::sqrt(squares + 1e-6) * v[1][j]);
+                 }
+                 return r;
+               }});
+  // rotary: both layouts, each row its own positions or all rows one's, and x a slice
+  // of a wider projection (the queries of a fused QKV)
+  const Values positions{0, 3, 7, 2, 5, 1};
+  for (const ops::RotaryLayout layout : {ops::RotaryLayout::half, ops::RotaryLayout::interleaved}) {
+    c.push_back({"rotary", {f32({2, 3, 8}, 54), ints({2, 3}, positions)},
+                 [layout](const auto& x, DType) { return ops::rotary(x[0], x[1], rotary_freq(x[0].device()), layout); },
+                 [layout, positions](const auto& v) { return rotated(v[0], positions, 2, 3, 8, layout); }});
+    c.push_back({"rotary", {f32({2, 3, 12}, 55), ints({1, 3}, {4, 0, 9})},
+                 [layout](const auto& x, DType) { return ops::rotary(ops::slice(x[0], 2, 0, 8), x[1], rotary_freq(x[0].device()), layout); },
+                 [layout](const auto& v) { return rotated(columns(v[0], 12, 0, 8), {4, 0, 9, 4, 0, 9}, 2, 3, 8, layout); }});
+  }
   // attention: key padding; the causal mask with more keys than queries; q, k and v
   // slices of one projection [2, 3, 12]; dropout of the probabilities; decoding's key
   // rows (one query a row, keys in any rows of k and v, no gradient)
@@ -316,6 +360,21 @@ std::vector<OpCase> cases() {
                  return ops::attention(x[0], x[1], x[2], 2, padding_mask({}, false, x[0].device()), 0.0f, {}, nullptr, rows);
                },
                [key_rows](const auto& v) { return attention(v[0], v[1], v[2], 2, 1, 3, 2, 2, {{}, false, false, key_rows}); }, false});
+  // grouped-query attention (4 query heads over 2 K/V heads; causal, with more keys than
+  // queries), multi-query (one K/V head, padded keys), and a decoding step's key rows
+  c.push_back({"attention", {f32({2, 3, 8}, 56), f32({2, 4, 4}, 57), f32({2, 4, 4}, 58)},
+               [](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], {4, 2}, padding_mask({}, true, x[0].device())); },
+               [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 4, 2, {{}, true, false, {}, 2}); }});
+  c.push_back({"attention", {f32({2, 3, 8}, 59), f32({2, 4, 2}, 60), f32({2, 4, 2}, 61)},
+               [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], {4, 1}, padding_mask(padding, false, x[0].device())); },
+               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 4, 2, {padding, false, false, {}, 1}); }});
+  c.push_back({"attention", {f32({2, 1, 8}, 62), f32({3, 3, 4}, 63), f32({3, 3, 4}, 64)},
+               [key_rows](const auto& x, DType) {
+                 autograd::NoGradGuard no_grad;
+                 const Tensor rows = ops::to(Tensor::from_values<int32_t>({2, 3}, key_rows), x[0].device());
+                 return ops::attention(x[0], x[1], x[2], {4, 2}, padding_mask({}, false, x[0].device()), 0.0f, {}, nullptr, rows);
+               },
+               [key_rows](const auto& v) { return attention(v[0], v[1], v[2], 2, 1, 3, 4, 2, {{}, false, false, key_rows, 2}); }, false});
   const Input targets = ints({5}, {2, 0, 6, 1, 3});  // 0 is the ignored (padding) id
   c.push_back({"cross_entropy", {f32({5, 7}, 20, -3, 3), targets},
                [](const auto& x, DType) { return ops::cross_entropy(x[0], x[1], 0.1f, 0); },

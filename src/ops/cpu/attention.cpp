@@ -34,15 +34,18 @@ Operand operand(const Tensor& t, const PackedSequences* packed) {
   return {t.data(), t.strides()[0], t.strides()[1], packed, packed ? packed->longest() : t.size(1)};
 }
 
-// The sizes of one call.
+// The sizes of one call: D the queries' width, heads of dk values; `group` query heads
+// share each K/V head (grouped-query attention), whose rows are kv_width wide.
 struct Geometry {
-  int64_t B, tq, tk, D, heads, dk;
+  int64_t B, tq, tk, D, heads, dk, group, kv_width;
   float scale;
+  int64_t kv_column(int64_t h) const { return h / group * dk; }  // query head h's keys and values
 };
 
 Geometry geometry(const AttentionCall& c, const Operand& oq, const Operand& ok) {
   const int64_t B = c.mask->packed_queries ? c.mask->packed_queries->batch() : c.q.size(0), D = c.q.size(2);
-  return {B, oq.time, ok.time, D, c.heads, D / c.heads, 1.0f / std::sqrt(static_cast<float>(D / c.heads))};
+  const int64_t dk = D / c.heads;
+  return {B, oq.time, ok.time, D, c.heads, dk, c.heads / c.kv_heads, dk * c.kv_heads, 1.0f / std::sqrt(static_cast<float>(dk))};
 }
 
 }  // namespace
@@ -104,11 +107,12 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
       const int64_t visible = visible_keys(b, i);
       float* p = probs.data() + ((b * heads + h) * tq + i) * tk;
       const float* qi = oq.row(b, i) + h * dk;
+      const int64_t kv = geo.kv_column(h);
       int64_t j = 0;
-      for (; j + 8 <= visible; j += 8) vec::scaled_dot8(qi, key.data() + j, h * dk, dk, scale, p + j);
-      for (; j < visible; ++j) p[j] = scale * vec::dot(qi, key[j] + h * dk, dk);
+      for (; j + 8 <= visible; j += 8) vec::scaled_dot8(qi, key.data() + j, kv, dk, scale, p + j);
+      for (; j < visible; ++j) p[j] = scale * vec::dot(qi, key[j] + kv, dk);
       const float* pd = probabilities(p, b, h, i, scratch.data());
-      vec::weighted_row_sum(pd, value.data(), h * dk, visible, dk, oo.row(b, i) + h * dk);
+      vec::weighted_row_sum(pd, value.data(), kv, visible, dk, oo.row(b, i) + h * dk);
     };
     if (tq == 1) {  // a decoding step: each row's keys and values read once, whole, for all heads
 #pragma omp for schedule(static)
@@ -129,10 +133,10 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
         for (int64_t h = 0; h < heads; ++h) {
           const int64_t tq_b = oq.length(b), tk_b = ok.length(b);
           float* p = probs.data() + (b * heads + h) * tq * tk;
-          gemm(false, true, tq_b, tk_b, dk, scale, oq.row(b, 0) + h * dk, oq.row_stride, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, p, tk);
+          gemm(false, true, tq_b, tk_b, dk, scale, oq.row(b, 0) + h * dk, oq.row_stride, ok.row(b, 0) + geo.kv_column(h), ok.row_stride, 0.0f, p, tk);
           for (int64_t i = 0; i < tq_b; ++i)
             probabilities(p + i * tk, b, h, i, dropout_p > 0.0f ? scratch.data() + i * tk : nullptr);
-          gemm(false, false, tq_b, dk, tk_b, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f,
+          gemm(false, false, tq_b, dk, tk_b, 1.0f, dropout_p > 0.0f ? scratch.data() : p, tk, ov.row(b, 0) + geo.kv_column(h), ov.row_stride, 0.0f,
                oo.row(b, 0) + h * dk, D);
         }
     }
@@ -145,39 +149,44 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   const Operand og = operand(g, packed_q);
   Operand odq = operand(dq, packed_q), odk = operand(dk_out, packed_k), odv = operand(dv, packed_k);
   const Geometry geo = geometry(c, oq, ok);
-  const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk;
+  const int64_t B = geo.B, tq = geo.tq, tk = geo.tk, D = geo.D, heads = geo.heads, dk = geo.dk, group = geo.group, kv_width = geo.kv_width;
   const float scale = geo.scale, dropout_p = c.dropout_p;
   const uint64_t dropout_key = c.dropout_key.key;
   const int64_t first_row = c.dropout_key.first_row;
+  // A thread takes a K/V head and sums its gradients over the query heads that share
+  // it in order (the first one's products write, the others' add): no two threads
+  // write one row, and the sums' order is fixed.
 #pragma omp parallel
   {
     std::vector<float> dp(tq * tk), scratch(dropout_p > 0.0f ? tq * tk : 0);
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t bh = b * heads + h, tq_b = oq.length(b), tk_b = ok.length(b);
-        const float* p = probs.data() + bh * tq * tk;
-        const float* go = og.row(b, 0) + h * dk;
-        const float* pd = p;
-        if (dropout_p > 0.0f) {
-          for (int64_t i = 0; i < tq; ++i)
-            dropout_row(p + i * tk, scratch.data() + i * tk, tk, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
-          pd = scratch.data();
+      for (int64_t kvh = 0; kvh < heads / group; ++kvh)
+        for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+          const int64_t bh = b * heads + h, tq_b = oq.length(b), tk_b = ok.length(b), kv = kvh * dk;
+          const float beta = h == kvh * group ? 0.0f : 1.0f;
+          const float* p = probs.data() + bh * tq * tk;
+          const float* go = og.row(b, 0) + h * dk;
+          const float* pd = p;
+          if (dropout_p > 0.0f) {
+            for (int64_t i = 0; i < tq; ++i)
+              dropout_row(p + i * tk, scratch.data() + i * tk, tk, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
+            pd = scratch.data();
+          }
+          // dV = P_dropped^T dO ; dP_dropped = dO V^T
+          gemm(true, false, tk_b, dk, tq_b, 1.0f, pd, tk, go, og.row_stride, beta, odv.row(b, 0) + kv, kv_width);
+          gemm(false, true, tq_b, tk_b, dk, 1.0f, go, og.row_stride, ov.row(b, 0) + kv, ov.row_stride, 0.0f, dp.data(), tk);
+          for (int64_t i = 0; i < tq_b; ++i) {
+            float* dr = dp.data() + i * tk;
+            const float* pr = p + i * tk;
+            if (dropout_p > 0.0f) dropout_row(dr, dr, tk_b, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
+            float dot = 0.0f;
+            for (int64_t j = 0; j < tk_b; ++j) dot += dr[j] * pr[j];
+            for (int64_t j = 0; j < tk_b; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // dS, scale folded in
+          }
+          gemm(false, false, tq_b, dk, tk_b, 1.0f, dp.data(), tk, ok.row(b, 0) + kv, ok.row_stride, 0.0f, odq.row(b, 0) + h * dk, D);
+          gemm(true, false, tk_b, dk, tq_b, 1.0f, dp.data(), tk, oq.row(b, 0) + h * dk, oq.row_stride, beta, odk.row(b, 0) + kv, kv_width);
         }
-        // dV = P_dropped^T dO ; dP_dropped = dO V^T
-        gemm(true, false, tk_b, dk, tq_b, 1.0f, pd, tk, go, og.row_stride, 0.0f, odv.row(b, 0) + h * dk, D);
-        gemm(false, true, tq_b, tk_b, dk, 1.0f, go, og.row_stride, ov.row(b, 0) + h * dk, ov.row_stride, 0.0f, dp.data(), tk);
-        for (int64_t i = 0; i < tq_b; ++i) {
-          float* dr = dp.data() + i * tk;
-          const float* pr = p + i * tk;
-          if (dropout_p > 0.0f) dropout_row(dr, dr, tk_b, dropout_p, dropout_key, dropout_index(first_row + b, attention_dropout_place(h, i, 0)));
-          float dot = 0.0f;
-          for (int64_t j = 0; j < tk_b; ++j) dot += dr[j] * pr[j];
-          for (int64_t j = 0; j < tk_b; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;  // dS, scale folded in
-        }
-        gemm(false, false, tq_b, dk, tk_b, 1.0f, dp.data(), tk, ok.row(b, 0) + h * dk, ok.row_stride, 0.0f, odq.row(b, 0) + h * dk, D);
-        gemm(true, false, tk_b, dk, tq_b, 1.0f, dp.data(), tk, oq.row(b, 0) + h * dk, oq.row_stride, 0.0f, odk.row(b, 0) + h * dk, D);
-      }
   }
 }
 

@@ -1,4 +1,4 @@
-// Layer norm kernels over the last dimension.
+// Layer norm and RMS norm kernels over the last dimension.
 #include <omp.h>
 
 #include <algorithm>
@@ -90,6 +90,48 @@ void layer_norm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, c
       pdw[j] += partial[static_cast<size_t>(t) * 2 * d + j];
       pdb[j] += partial[static_cast<size_t>(t) * 2 * d + d + j];
     }
+}
+
+void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y, Tensor& rstd) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const float *px = x.data(), *pw = w.data();
+  float *po = y.data(), *pr = rstd.data();
+  parallel_for(rows, x.numel() > (1 << 14), [&](int64_t r) {
+    const float* xr = px + r * d;
+    const float rs = 1.0f / std::sqrt(vec::squared_deviations(xr, d, 0.0f) / static_cast<float>(d) + eps);
+    pr[r] = rs;
+    for (int64_t j = 0; j < d; ++j) po[r * d + j] = xr[j] * rs * pw[j];  // (x rstd) w, LlamaRMSNorm's order
+  });
+}
+
+// dx = rstd (g w - x rstd^2 mean(g w x)), dw = the sum over rows of g x rstd: per-thread
+// partial sums over rows, combined in thread order (as layer_norm_backward's).
+void rms_norm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& g, Tensor& dx, Tensor& dw) {
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  const int nthreads = omp_get_max_threads();
+  std::vector<float> partial(static_cast<size_t>(nthreads) * d, 0.0f);
+  const float *px = x.data(), *pw = w.data(), *pg = g.data(), *pr = rstd.data();
+  float* pdx = dx.data();
+#pragma omp parallel num_threads(nthreads)
+  {
+    float* dw_t = partial.data() + static_cast<size_t>(omp_get_thread_num()) * d;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *xr = px + r * d, *gr = pg + r * d;
+      const float rs = pr[r];
+      float sum_gwx = 0.0f;
+      for (int64_t j = 0; j < d; ++j) {
+        sum_gwx += gr[j] * pw[j] * xr[j];
+        dw_t[j] += gr[j] * xr[j] * rs;
+      }
+      const float c = rs * rs * sum_gwx / static_cast<float>(d);
+      for (int64_t j = 0; j < d; ++j) pdx[r * d + j] = rs * (gr[j] * pw[j] - xr[j] * c);
+    }
+  }
+  float* pdw = dw.data();
+  std::fill_n(pdw, d, 0.0f);
+  for (int t = 0; t < nthreads; ++t)
+    for (int64_t j = 0; j < d; ++j) pdw[j] += partial[static_cast<size_t>(t) * d + j];
 }
 
 }  // namespace tfm::ops::cpu

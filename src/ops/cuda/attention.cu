@@ -51,9 +51,10 @@ Side side(const Tensor& t, const PackedSequences* packed, const DevicePacking& o
   return {ptr<float>(t), t.strides()[0], t.strides()[1], on_gpu.start, on_gpu.length, packed ? packed->longest() : t.size(1)};
 }
 
-// The sizes of one call (tq and tk padded lengths, dk a head's width) and its dropout.
+// The sizes of one call (tq and tk padded lengths, dk a head's width; `group` query
+// heads share each K/V head) and its dropout.
 struct Geometry {
-  int64_t B, heads, tq, tk, dk;
+  int64_t B, heads, tq, tk, dk, group;
   float scale;
   float dropout_p;
   uint64_t dropout_key;
@@ -63,9 +64,12 @@ struct Geometry {
 // The CPU's geometry(): with packed queries, the batch is the packing's.
 Geometry geometry(const AttentionCall& c, const Side& q, const Side& k) {
   const int64_t B = c.mask->packed_queries ? c.mask->packed_queries->batch() : c.q.size(0), D = c.q.size(2);
-  return {B, c.heads, q.time, k.time, D / c.heads, 1.0f / std::sqrt(static_cast<float>(D / c.heads)), c.dropout_p, c.dropout_key.key,
-          c.dropout_key.first_row};
+  return {B, c.heads, q.time, k.time, D / c.heads, c.heads / c.kv_heads, 1.0f / std::sqrt(static_cast<float>(D / c.heads)), c.dropout_p,
+          c.dropout_key.key, c.dropout_key.first_row};
 }
+
+// Where query head h's keys and values start in a row of k and v.
+__device__ int64_t kv_column(const Geometry& s, int64_t h) { return h / s.group * s.dk; }
 
 // Whether probability (b, h, i, j) is dropped: the CPU's dropout_row, whose element j
 // takes index dropout_index(first_row + b, attention_dropout_place(h, i, 0)) + j.
@@ -171,7 +175,7 @@ __global__ void attention_kernel(Forward f) {
     for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // 1. scores
       const int64_t n = std::min(int64_t{kTile}, horizon - t0);
       __syncthreads();  // the last tile's readers are done
-      load_tile(tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      load_tile(tile, n, dk, [&](int64_t r) { return f.k.row(key_batch(f, b, t0 + r), t0 + r) + kv_column(f.s, h); });
       __syncthreads();
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
         for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
@@ -207,7 +211,7 @@ __global__ void attention_kernel(Forward f) {
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // 3. the weighted sum of the values
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
-      load_tile(tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + h * dk; });
+      load_tile(tile, n, dk, [&](int64_t r) { return f.v.row(key_batch(f, b, t0 + r), t0 + r) + kv_column(f.s, h); });
       __syncthreads();
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
         const float* w = (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
@@ -245,7 +249,7 @@ __global__ void score_query_gradient_kernel(Backward w) {
     for (int64_t t0 = 0; t0 < horizon; t0 += kTile) {  // dP, into ds
       const int64_t n = std::min(int64_t{kTile}, horizon - t0);
       __syncthreads();
-      load_tile(tile, n, dk, [&](int64_t r) { return w.v.row(b, t0 + r) + h * dk; });
+      load_tile(tile, n, dk, [&](int64_t r) { return w.v.row(b, t0 + r) + kv_column(w.s, h); });
       __syncthreads();
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
         for (int64_t c = lane; c < dk; c += kWarp) grad_row[c] = w.g.row(b, i)[h * dk + c];
@@ -275,7 +279,7 @@ __global__ void score_query_gradient_kernel(Backward w) {
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {  // dQ = dS K (dS is 0 past the horizon)
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
       __syncthreads();
-      load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + h * dk; });
+      load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + kv_column(w.s, h); });
       __syncthreads();
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps)
         add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
@@ -283,40 +287,44 @@ __global__ void score_query_gradient_kernel(Backward w) {
   }
 }
 
-// Key rows [j0, j0 + kTile) of (b, h): dK[j] = sum over queries i (in order) of dS[i, j] Q[i]
-// and dV[j] = the same of the dropped P[i, j] dO[i], the queries in tiles of Q, dO and
-// their dS and P columns; queries that see none of the block's keys (causal) add zeros
-// and are skipped.
+// Key rows [j0, j0 + kTile) of (b, K/V head kvh): dK[j] = sum over the query heads h that
+// share kvh and their queries i (in that order) of dS[h, i, j] Q[i, h] and dV[j] = the same
+// of the dropped P[h, i, j] dO[i, h], the queries in tiles of Q, dO and their dS and P
+// columns; queries that see none of the block's keys (causal) add zeros and are skipped.
 __global__ void key_value_gradient_kernel(Backward w) {
   extern __shared__ float smem[];
   const int64_t dk = w.s.dk, tk = w.s.tk, ld = dk + 1, lds = kTile + 1;
   const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
   float *queries = smem, *grads = queries + kTile * ld, *ds = grads + kTile * ld, *weights = ds + kTile * lds;
-  for (int64_t block = blockIdx.x; block < shares(w.s.B, w.s.heads, w.s.tk); block += gridDim.x) {
-    const Share sh = share_of(block, w.s.heads, w.s.tk);
-    const int64_t b = sh.b, h = sh.h, nq = w.q.size(b), keys = w.k.size(b), j0 = sh.first, j_end = std::min(j0 + kTile, keys);
+  const int64_t kv_heads = w.s.heads / w.s.group;
+  for (int64_t block = blockIdx.x; block < shares(w.s.B, kv_heads, w.s.tk); block += gridDim.x) {
+    const Share sh = share_of(block, kv_heads, w.s.tk);
+    const int64_t b = sh.b, kvh = sh.h, nq = w.q.size(b), keys = w.k.size(b), j0 = sh.first, j_end = std::min(j0 + kTile, keys);
     if (j0 >= keys) continue;  // (the same for the whole block)
-    auto at = [&](int64_t i, int64_t j) { return ((b * w.s.heads + h) * w.s.tq + i) * tk + j; };
     const int64_t start = w.causal ? std::max(int64_t{0}, j0 + nq - keys) : 0;  // the first query that sees key j0
-    for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
-      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0)), cols = j_end - j0;
-      __syncthreads();
-      load_tile(queries, n, dk, [&](int64_t r) { return w.q.row(b, t0 + r) + h * dk; });
-      load_tile(grads, n, dk, [&](int64_t r) { return w.g.row(b, t0 + r) + h * dk; });
-      for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
-        const int64_t r = e / cols, jj = e % cols;
-        ds[r * lds + jj] = w.ds[at(t0 + r, j0 + jj)], weights[r * lds + jj] = w.weights[at(t0 + r, j0 + jj)];
-      }
-      __syncthreads();
-      for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
-        float *dk_row = w.dk.row(b, j) + h * dk, *dv_row = w.dv.row(b, j) + h * dk;
-        for (int64_t c = lane; c < dk; c += kWarp) {
-          float acc_k = t0 == start ? 0.0f : dk_row[c], acc_v = t0 == start ? 0.0f : dv_row[c];
-          for (int64_t r = 0; r < n; ++r) {
-            acc_k += ds[r * lds + (j - j0)] * queries[r * ld + c];
-            acc_v += weights[r * lds + (j - j0)] * grads[r * ld + c];
+    for (int64_t h = kvh * w.s.group; h < (kvh + 1) * w.s.group; ++h) {
+      for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
+        auto at = [&](int64_t i, int64_t j) { return ((b * w.s.heads + h) * w.s.tq + i) * tk + j; };
+        const bool first = h == kvh * w.s.group && t0 == start;  // the first terms write, the rest add
+        const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0)), cols = j_end - j0;
+        __syncthreads();
+        load_tile(queries, n, dk, [&](int64_t r) { return w.q.row(b, t0 + r) + h * dk; });
+        load_tile(grads, n, dk, [&](int64_t r) { return w.g.row(b, t0 + r) + h * dk; });
+        for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
+          const int64_t r = e / cols, jj = e % cols;
+          ds[r * lds + jj] = w.ds[at(t0 + r, j0 + jj)], weights[r * lds + jj] = w.weights[at(t0 + r, j0 + jj)];
+        }
+        __syncthreads();
+        for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
+          float *dk_row = w.dk.row(b, j) + kvh * dk, *dv_row = w.dv.row(b, j) + kvh * dk;
+          for (int64_t c = lane; c < dk; c += kWarp) {
+            float acc_k = first ? 0.0f : dk_row[c], acc_v = first ? 0.0f : dv_row[c];
+            for (int64_t r = 0; r < n; ++r) {
+              acc_k += ds[r * lds + (j - j0)] * queries[r * ld + c];
+              acc_v += weights[r * lds + (j - j0)] * grads[r * ld + c];
+            }
+            dk_row[c] = acc_k, dv_row[c] = acc_v;
           }
-          dk_row[c] = acc_k, dv_row[c] = acc_v;
         }
       }
     }
@@ -392,7 +400,7 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.ds = ptr<float>(ds);
   w.causal = c.mask->causal;
   launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), row_kernel_smem(w.s.dk), "score_query_gradient_kernel");
-  launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
+  launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads / w.s.group, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
 }
 
 }  // namespace tfm::ops::cuda
