@@ -34,6 +34,7 @@ inline void penalize(std::vector<float>& logits, const SampledRow& row) {
         done[static_cast<size_t>(id)] = true;
       }
   }
+  if (o.frequency_penalty == 0.0f && o.presence_penalty == 0.0f) return;
   std::vector<int> count(logits.size());
   for (const int id : row.seen.last(static_cast<size_t>(std::min<int64_t>(row.generated, static_cast<int64_t>(row.seen.size())))))
     if (known(id)) ++count[static_cast<size_t>(id)];
