@@ -136,7 +136,8 @@ TEST(HfCli, EmbedGivesTheClsHiddenState) {
 TEST(HfCli, GenerateFromTokenIdsWithoutATokenizer) {
   for (const std::string fixture : {"llama_tiny", "llama_bf16_sharded_tiny", "mistral_tiny", "qwen2_tiny"}) {
     const std::string dir = testing::fixture_path("hf/" + fixture);
-    for (const auto& c : ours(fixture)["cases"]) {
+    const nlohmann::json cases = ours(fixture)["cases"];  // held: a temporary's member dies before the loop
+    for (const auto& c : cases) {
       std::string prompt, expected;
       for (int id : c["input_ids"].get<std::vector<int>>()) prompt += " " + std::to_string(id);
       for (int id : c["greedy_new_ids"].get<std::vector<int>>()) expected += (expected.empty() ? "" : " ") + std::to_string(id);
