@@ -156,6 +156,32 @@ TEST(HfCli, GenerateFromTokenIdsWithoutATokenizer) {
       << text.output;
 }
 
+// A chat model's directory: `tfm chat` takes each line as the user's turn and streams the
+// reply, the conversation going on as transformers continues it (the second turn after
+// the model's first reply); `tfm generate` continues a text; a model without a chat
+// template is refused before anything is read from standard input.
+TEST(HfCli, ChatAndGenerateAsTransformers) {
+  const std::string dir = testing::fixture_path("hf/qwen2_chat_tiny");
+  const nlohmann::json reference = ours("qwen2_chat_tiny");
+  const nlohmann::json& cases = reference.at("cases");
+  testing::TempDir tmp;
+  testing::write_file(tmp.path("turns.txt"), "Hello! Who are you?\n\nTell me more.\n");
+  const std::string greedy = " --temperature 0 --max-new-tokens " + std::to_string(reference.at("max_new_tokens").get<int>());
+  const testing::CliResult chat = run_tfm("chat --model " + dir + greedy + " < " + tmp.path("turns.txt"));
+  ASSERT_EQ(chat.code, 0) << chat.output;
+  EXPECT_EQ(chat.output, cases[0].at("new_text").get<std::string>() + "\n" + cases[4].at("new_text").get<std::string>() + "\n");
+  for (const nlohmann::json& c : cases) {
+    if (!c.contains("text")) continue;
+    testing::write_file(tmp.path("prompt.txt"), c.at("text").get<std::string>());
+    const testing::CliResult r = run_tfm("generate --model " + dir + greedy + " --prompt \"$(cat " + tmp.path("prompt.txt") + ")\"");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output, c.at("text").get<std::string>() + c.at("new_text").get<std::string>() + "\n");
+  }
+  const testing::CliResult none = run_tfm("chat --model " + testing::fixture_path("hf/llama_tiny") + " < /dev/null 2>&1");
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.output.find("has no chat template"), std::string::npos) << none.output;
+}
+
 TEST(HfCli, InfoDescribesEachDirectory) {
   for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
     const testing::CliResult r = run_tfm("info --model " + testing::hf_fixture_path(fixture) + " 2>&1");
