@@ -20,7 +20,7 @@ std::string default_name(const std::string& path) {
 
 std::vector<std::string> endpoints_of(const std::string& family) {
   if (family == "translation") return {"/v1/translate", "/v1/attention"};
-  if (family == "gpt") return {"/v1/generate", "/v1/completions", "/v1/attention"};
+  if (family == "gpt") return {"/v1/generate", "/v1/completions", "/v1/chat/completions", "/v1/attention"};
   if (family == "bert") return {"/v1/embed", "/v1/classify", "/v1/attention"};
   return {"/v1/classify", "/v1/attention"};
 }
