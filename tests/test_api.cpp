@@ -412,6 +412,20 @@ TEST(GeneratorApi, ReportsTheCacheItHoldsAndFreesItWhenIdle) {
   for (int i = 0; i < 200 && generator.stats().cache_bytes > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(generator.stats().cache_bytes, 0);
   EXPECT_EQ(generator.stats().running, 0);
+  // Bounded: requests beyond what fits wait, and get what they get alone; a bound that
+  // holds no sequence is refused.
+  o.max_new_tokens = 30, o.temperature = 0;
+  ModelOptions bounded;
+  bounded.max_cache_bytes = 2 * 57344;  // two sequences: 96 + 16 positions (64 as storage grows) x 32 wide x keys and values x 2 layers x 4 bytes
+  const Generator small(testing::fixture_path("threads/lm.safetensors"), bounded);
+  std::vector<std::future<std::string>> texts;
+  for (const char* prompt : {"ROMEO:", "JULIET:", "A", "B"}) texts.push_back(small.submit(prompt, o));
+  EXPECT_LE(small.stats().running - small.stats().waiting, 2);
+  const std::vector<std::string> prompts{"ROMEO:", "JULIET:", "A", "B"};
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(texts[i].get(), generator.generate(prompts[i], o));
+  bounded.max_cache_bytes = 1000;
+  EXPECT_NE(message([&] { Generator(testing::fixture_path("threads/lm.safetensors"), bounded); }).find("holds no sequence of this model"),
+            std::string::npos);
 }
 
 TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {

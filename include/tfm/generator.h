@@ -80,11 +80,13 @@ class TFM_API TextStream {
   std::shared_ptr<State> state_;
 };
 
-// What a generator is doing: requests in its running batch, tokens generated since loading.
+// What a generator is doing: requests in its batch (running, or waiting for room in the
+// cache: ModelOptions::max_cache_bytes), tokens generated since loading.
 struct GeneratorStats {
-  int64_t running = 0;
+  int64_t running = 0;  // (waiting ones included)
   int64_t tokens = 0;
   int64_t cache_bytes = 0;  // held by the running batch's keys and values (0 once it is idle)
+  int64_t waiting = 0;      // of `running`, those waiting for room in the cache
 };
 
 class TFM_API Generator {

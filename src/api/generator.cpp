@@ -140,14 +140,16 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   std::vector<std::shared_ptr<Request>> joining;  // submitted, not yet in the batch
   std::vector<decode::SamplingOptions> joining_options;
   bool stopping = false;
-  decode::GenerationBatch batch{model};  // the worker's only
-  std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0};  // for stats()
+  decode::GenerationBatch batch;  // the worker's only
+  std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0}, waiting{0};  // for stats()
   std::thread worker;
 
   // The worker computes with the creating thread's thread count (--threads, a library
   // caller's omp_set_num_threads): a new thread would start from OMP_NUM_THREADS or every core.
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o), worker([this, threads = omp_get_max_threads()] {
+      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o),
+        batch(model, rows_within(o.max_cache_bytes, model.config())),
+        worker([this, threads = omp_get_max_threads()] {
           omp_set_num_threads(threads);
           run();
         }) {}
@@ -177,7 +179,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
         batch.join(r->ids, options[i], [this, r](int id) { return ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
       }
       batch.step();
-      running = batch.size(), cache_bytes = batch.cache_bytes();
+      running = batch.size(), cache_bytes = batch.cache_bytes(), waiting = batch.waiting();
     }
   }
 
@@ -212,6 +214,17 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     }
     wake.notify_one();
     return result;
+  }
+
+  // How many sequences run at once within `bytes` of keys and values (0: no bound).
+  static int64_t rows_within(int64_t bytes, const models::StackConfig& c) {
+    TFM_CHECK(bytes >= 0, "max_cache_bytes is negative");
+    if (bytes == 0) return 0;
+    const int64_t row = decode::GenerationBatch::row_bytes(c);
+    TFM_CHECK(bytes >= row, "a key/value cache of " << bytes / (1 << 20) << " MiB holds no sequence of this model: one may take "
+                                                     << (row + (1 << 20) - 1) / (1 << 20) << " MiB (its window of " << c.max_len
+                                                     << " tokens in " << c.layers << " layers)");
+    return bytes / row;
   }
 
   static void expect_valid(const GenerationOptions& o) {
@@ -336,6 +349,8 @@ std::vector<int> Generator::generate_ids(const std::vector<int>& prompt, const G
   return ids;
 }
 
-GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load(), impl_->cache_bytes.load()}; }
+GeneratorStats Generator::stats() const {
+  return {impl_->running.load(), impl_->tokens.load(), impl_->cache_bytes.load(), impl_->waiting.load()};
+}
 
 }  // namespace tfm

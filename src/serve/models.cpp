@@ -26,7 +26,7 @@ std::vector<std::string> endpoints_of(const std::string& family) {
 }
 
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
-  const ModelOptions model_options{"", o.precision, o.device};
+  const ModelOptions model_options{"", o.precision, o.device, o.max_cache_mb << 20};
   if (m.family == "translation") {
     TranslatorOptions t;
     t.precision = o.precision, t.device = o.device, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;
@@ -41,6 +41,8 @@ void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
                          "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().tokens); }});
     metrics.add_gauge({"tfm_generation_running", "Requests in a language model's running batch (continuous batching).",
                        "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().running); }});
+    metrics.add_gauge({"tfm_generation_waiting", "Requests of a language model's batch waiting for room in its cache (--max-cache-mb).",
+                       "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().waiting); }});
     metrics.add_gauge({"tfm_generation_cache_bytes", "Bytes of keys and values a language model's running batch holds.",
                        "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().cache_bytes); }});
   } else if (m.family == "bert") {
