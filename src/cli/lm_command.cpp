@@ -157,10 +157,16 @@ void add_chat_command(CLI::App& app, int& exit_code) {
       if (line == "/reset") chat = opening;
       if (line == "/reset" || line.empty()) continue;
       chat.push_back({"user", line});
-      fit_context(generator, chat, o->sampling.max_new_tokens);
-      const std::string reply = generator.generate(chat, o->sampling, [&](const std::string& piece) { out.write(piece); });
-      out.write("\n");
-      chat.push_back({"assistant", reply});
+      try {
+        fit_context(generator, chat, o->sampling.max_new_tokens);
+        const std::string reply = generator.generate(chat, o->sampling, [&](const std::string& piece) { out.write(piece); });
+        out.write("\n");
+        chat.push_back({"assistant", reply});
+      } catch (const Error& e) {  // a turn it cannot take (text that is not UTF-8): at a terminal, the next one may do
+        if (!interactive) throw;
+        std::cerr << "tfm: error: " << e.what() << "\n";
+        chat.pop_back();
+      }
     }
     out.finish();
     exit_code = 0;
