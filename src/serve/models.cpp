@@ -18,9 +18,12 @@ std::string default_name(const std::string& path) {
   return stem;
 }
 
-std::vector<std::string> endpoints_of(const std::string& family) {
+// The endpoints a model answers: a language model's chats only with a chat template.
+std::vector<std::string> endpoints_of(const ServedModel& m) {
+  const std::string& family = m.family;
   if (family == "translation") return {"/v1/translate", "/v1/attention"};
-  if (family == "gpt") return {"/v1/generate", "/v1/completions", "/v1/chat/completions", "/v1/attention"};
+  if (family == "gpt" && m.generator->has_chat_template()) return {"/v1/generate", "/v1/completions", "/v1/chat/completions", "/v1/attention"};
+  if (family == "gpt") return {"/v1/generate", "/v1/completions", "/v1/attention"};
   if (family == "bert") return {"/v1/embed", "/v1/classify", "/v1/attention"};
   return {"/v1/classify", "/v1/attention"};
 }
@@ -105,7 +108,7 @@ nlohmann::json ModelSet::list() const {
   nlohmann::json data = nlohmann::json::array();
   for (const auto& m : models_)
     data.push_back({{"id", m->name}, {"object", "model"}, {"created", m->loaded}, {"owned_by", "tfm"}, {"family", m->family},
-                    {"endpoints", endpoints_of(m->family)}});
+                    {"endpoints", endpoints_of(*m)}});
   return {{"object", "list"}, {"data", data}};
 }
 

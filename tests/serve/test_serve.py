@@ -94,6 +94,7 @@ def test_models_and_health(server):
     status, _, models = server.request("GET", "/v1/models")
     assert status == 200 and models["object"] == "list"
     assert {(m["id"], m["family"]) for m in models["data"]} == {("mt", "translation"), ("lm", "gpt"), ("bert", "bert"), ("vit", "vit")}
+    assert [m["endpoints"] for m in models["data"] if m["id"] == "lm"] == [["/v1/generate", "/v1/completions", "/v1/attention"]]  # no template
     assert server.request("GET", "/health")[2]["status"] == "ok"
 
 
@@ -184,6 +185,8 @@ def test_openai_chat_completions(server):
             return chat_server.post("/v1/chat/completions", {"model": "chat", "messages": case["messages"], "temperature": 0,
                                                              "max_tokens": reference["max_new_tokens"], **extra})
 
+        listed = chat_server.request("GET", "/v1/models")[2]["data"][0]
+        assert "/v1/chat/completions" in listed["endpoints"]
         status, _, out = ask(chats[0])
         assert status == 200 and out["object"] == "chat.completion" and out["id"].startswith("chatcmpl-")
         choice = out["choices"][0]
