@@ -243,6 +243,7 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
                    tmp.path("de.txt") + " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " +
                    tmp.path("en.txt") + " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
       {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
+      {"qwen2", "lm train --init-from " + testing::fixture_path("hf/qwen2_chat_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
       {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"},
       {"vit", "vit train --init-from " + testing::hf_fixture_path("vit_tiny") + " --data " + tmp.path("images") + " --batch 16 --lr 0.003"}};
   for (const auto& [name, args] : runs) {
@@ -258,6 +259,10 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
   const testing::CliResult translated = run_tfm("translate --src-lang deu_Latn --tgt-lang eng_Latn" + nllb);
   EXPECT_EQ(translated.code, 0) << translated.output;
   EXPECT_NE(run_tfm("translate" + nllb).output.find("give the source's and the target's"), std::string::npos);
+  // The fine-tuned chat model keeps its tokenizer, template and end tokens: it chats.
+  const testing::CliResult chat = run_tfm("chat --model " + tmp.path("qwen2/last.safetensors") + " --max-new-tokens 5 < " + tmp.path("dog.de"));
+  EXPECT_EQ(chat.code, 0) << chat.output;
+  EXPECT_FALSE(chat.output.empty());
 }
 
 
