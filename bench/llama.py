@@ -113,8 +113,6 @@ def measure(job, generate):
         tn, nn = timed(generate, batch, job["new"])
         out[batch] = {"prefill_s": t1, "generate_s": tn - t1, "prompt_tok_s": batch * job["prompt"] / t1,
                       "gen_tok_s": (nn - n1) / (tn - t1), "new_tokens": nn}
-        print(f"    batch {batch}: prompt {out[batch]['prompt_tok_s']:.0f} tok/s, generated {out[batch]['gen_tok_s']:.1f} tok/s "
-              f"({nn} new tokens in {tn:.1f} s)", file=sys.stderr, flush=True)
     return out
 
 
@@ -178,12 +176,19 @@ def bench(a):
     job = {"model": a.model_dir, "prompt": a.prompt, "new": a.new, "batches": [1, 8], "threads": a.threads,
            "python_module": a.python_module}
     engines = [("pytorch", "f32"), ("tfm", "f32"), ("tfm", "bf16"), ("tfm", "int8")] + ([("pytorch", "bf16")] if a.torch_bf16 else [])
-    rows = []
+    rows, a.loads = [], []
     for engine, precision in engines:
         print(f"  {engine} {precision}:", flush=True)
+        a.loads.append(float(open("/proc/loadavg").read().split()[0]))  # how busy the machine was (1-minute load average)
         out, mem, wall = run([PY, os.path.abspath(__file__), "--worker", json.dumps(dict(job, engine=engine, precision=precision))],
                              a.threads)
         rows.append({"engine": engine, "precision": precision, "mem": mem, "wall": wall, **out})
+        for batch, m in out["results"].items():
+            print(f"    batch {batch}: prompt {m['prompt_tok_s']:.0f} tok/s ({m['prefill_s']:.1f} s), generated {m['gen_tok_s']:.1f} tok/s "
+                  f"({m['new_tokens']} new tokens)", flush=True)
+        print(f"    peak RSS {mem:.0f} MiB, {wall:.0f} s in all", flush=True)
+        a.loads.append(float(open("/proc/loadavg").read().split()[0]))
+        json.dump({"rows": rows, "loads": a.loads}, open(a.results, "w"))  # --report-only reads them
     reference = rows[0]["ids"]
     for r in rows:
         if r["engine"] == "tfm":
@@ -191,6 +196,7 @@ def bench(a):
         r["agree"] = agreement(r["ids"], reference)
         print(f"  {r['engine']} {r['precision']}: {r['agree'][1]} of {len(reference)} new tokens as PyTorch f32's "
               f"(the first {r['agree'][0]} in a row)", flush=True)
+    json.dump({"rows": rows, "loads": a.loads}, open(a.results, "w"))
     return rows
 
 
@@ -206,7 +212,9 @@ def report(a, rows):
     shape = SHAPES[a.shape]
     torch_row = rows[0]
     lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {a.threads} threads for both engines ({torch_row['version']}), by "
-             f"`bench/run.sh --llama`{' --small' if a.shape == 'small' else ''}{a.conditions}. The model: {a.shape}-shaped "
+             f"`bench/run.sh --llama`{' -- --small' if a.shape == 'small' else ''}"
+             f"{f' under `nice -n {os.nice(0)}`' if os.nice(0) else ''}; load average {min(a.loads):.1f} to {max(a.loads):.1f} "
+             f"between the processes{a.conditions}. The model: {a.shape}-shaped "
              f"Qwen2ForCausalLM ({shape['num_hidden_layers']} layers, hidden {shape['hidden_size']}, {shape['num_attention_heads']} heads "
              f"sharing {shape['num_key_value_heads']} K/V heads, SwiGLU {shape['intermediate_size']}, {shape['vocab_size']:,} ids, tied; "
              f"{parameters(shape) / 1e6:.0f} M parameters; transformers' random initialisation), read from its Hugging Face directory by both. "
@@ -233,7 +241,8 @@ def main():
     ap.add_argument("--work", default="/tmp/tfm-bench-llama", help="where the model directory is kept (~2 GB)")
     ap.add_argument("--tfm", default=TFM, help="the tfm binary")
     ap.add_argument("--python-module", default=os.path.join(ROOT, "build", "python"), help="the folder of tfm's Python module")
-    ap.add_argument("--conditions", default="", help="words on the machine's state for the table's first line (', beside ...')")
+    ap.add_argument("--conditions", default="", help="words on the machine's state for the table's first line (' (other sessions' compiles)')")
+    ap.add_argument("--report-only", action="store_true", help="the table from the last run's results (in --work), measuring nothing")
     ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # one engine's measurements, as JSON (run by the benchmark itself)
     ap.add_argument("--make", help=argparse.SUPPRESS)  # DIR SHAPE: the model directory
@@ -245,6 +254,11 @@ def main():
         return make_model(*a.make.split(":"))
     a.shape = "small" if a.small else "qwen2-0.5b"
     a.model_dir = os.path.join(a.work, a.shape)
+    a.results = os.path.join(a.work, a.shape + "-results.json")
+    if a.report_only:
+        saved = json.load(open(a.results))
+        rows, a.loads = saved["rows"], saved["loads"]
+        return publish(report(a, rows), a.no_doc or a.small, *MARKERS)
     os.makedirs(a.work, exist_ok=True)
     subprocess.run([PY, os.path.abspath(__file__), "--make", f"{a.model_dir}:{a.shape}"], check=True)
     rows = bench(a)

@@ -15,8 +15,8 @@ compiles whose load comes and goes over minutes, and two runs side by side see t
 load where two in turn would not, so their steps per second and their losses at equal
 time compare. Each records validation loss every --validate-every steps; the table gives
 it at equal steps and at equal elapsed time (the trainer's clock, validation included,
-the same held-out text for both). Writes its section of docs/FAMILIES.md and one PNG of
-both runs' curves (`tfm plot` of each, side by side)."""
+the same held-out text for both). Writes its section of docs/FAMILIES.md and a PNG of both
+runs' validation loss on the same axes (each run's own `tfm plot` curves stay in --out)."""
 import argparse
 import datetime
 import json
@@ -96,13 +96,33 @@ def collect(a):
     return runs
 
 
-def side_by_side(a, png):
-    """The two runs' `tfm plot` images, GPT-2's above Llama's."""
-    from PIL import Image
-    images = [Image.open(os.path.join(a.out, k + ".png")).convert("RGB") for k in ("gpt", "llama")]
-    out = Image.new("RGB", (max(i.width for i in images), sum(i.height for i in images)), "white")
-    out.paste(images[0], (0, 0)), out.paste(images[1], (0, images[0].height))
-    out.save(png)
+def side_by_side(runs, png):
+    """Both runs' validation loss on the same axes, against step and against time (`tfm plot`
+    draws one run's curves, each on its own scale; the runs' own curves.png are in --out)."""
+    from PIL import Image, ImageDraw
+    width, height, margin = 420, 300, 50
+    image = Image.new("RGB", (2 * width, height), "white")
+    draw = ImageDraw.Draw(image)
+    colours = {"gpt": (31, 119, 180), "llama": (214, 39, 40)}
+    losses = [loss for k in colours for _, _, loss in runs[k]["valid"]]
+    low, high = min(losses), max(losses)
+    for panel, (axis, label) in enumerate([(0, "step"), (1, "seconds")]):
+        left, right, top, bottom = panel * width + margin, (panel + 1) * width - 15, 30, height - 35
+        end = max(v[axis] for k in colours for v in runs[k]["valid"])
+        draw.rectangle([left, top, right, bottom], outline=(0, 0, 0))
+        draw.text((left, 8), f"validation loss against {label}", fill=(0, 0, 0))
+        draw.text((right - 40, bottom + 8), f"{end:.0f} {label if label == 'step' else 's'}", fill=(0, 0, 0))
+        draw.text((left, bottom + 8), "0", fill=(0, 0, 0))
+        for value in (low, high):
+            y = bottom - (value - low) / (high - low) * (bottom - top)
+            draw.text((left - 40, y - 6), f"{value:.2f}", fill=(0, 0, 0))
+        for i, (kind, colour) in enumerate(colours.items()):
+            points = [(left + v[axis] / end * (right - left), bottom - (v[2] - low) / (high - low) * (bottom - top)) for v in runs[kind]["valid"]]
+            draw.line(points, fill=colour, width=2)
+            for x, y in points:
+                draw.ellipse([x - 2, y - 2, x + 2, y + 2], fill=colour)
+            draw.text((right - 150, top + 10 + 14 * i), {"gpt": "GPT-2 architecture", "llama": "Llama architecture"}[kind], fill=colour)
+    image.save(png)
 
 
 def at_time(valid, t):
@@ -128,7 +148,8 @@ def report(a, runs, d_ff, vocab):
              f"| parameters | {g['parameters']:,} | {l['parameters']:,} |",
              f"| steps done, time | {g['last']['step']}, {g['last']['elapsed_s']:.0f} s | {l['last']['step']}, {l['last']['elapsed_s']:.0f} s |",
              f"| steps per second (validation included) | {rate['gpt']:.2f} | {rate['llama']:.2f} ({rate['llama'] / rate['gpt']:.2f}×) |",
-             f"| final validation loss | {g['valid'][-1][2]:.3f} | **{l['valid'][-1][2]:.3f}** |", "",
+             "| final validation loss | " + " | ".join(f"**{x:.3f}**" if x == min(g['valid'][-1][2], l['valid'][-1][2]) else f"{x:.3f}"
+                                                      for x in (g['valid'][-1][2], l['valid'][-1][2])) + " |", "",
              "Validation loss at equal steps:", "", "| step | GPT-2 | Llama | Llama − GPT-2 |", "|---|---|---|---|"]
     llama_at = {s: loss for s, _, loss in l["valid"]}
     for step, _, loss in g["valid"]:
@@ -141,7 +162,7 @@ def report(a, runs, d_ff, vocab):
         t = end * i / 6
         gl, ll = at_time(g["valid"], t), at_time(l["valid"], t)
         lines.append(f"| {t:.0f} | {'–' if gl is None else f'{gl:.3f}'} | {'–' if ll is None else f'{ll:.3f}'} |")
-    lines += ["", "![GPT-2 (top) and Llama (bottom) architectures' curves](families_curves.png)", "",
+    lines += ["", "![validation loss of both architectures against step and time](families_curves.png)", "",
               "Samples at the end (temperature 0.8), GPT-2's then Llama's:", "", "```", g["sample"], "```", "", "```", l["sample"], "```"]
     return "\n".join(lines)
 
@@ -173,9 +194,9 @@ def main():
         want = parameters(kind, a.d_model, a.layers, d_ff[kind], vocab, a.context)
         if r["parameters"] != want:
             print(f"  note: {kind} has {r['parameters']} parameters, the formula here says {want}")
-    side_by_side(a, os.path.join(a.out, "families_curves.png"))
+    side_by_side(runs, os.path.join(a.out, "families_curves.png"))
     if not a.no_doc:
-        side_by_side(a, os.path.join(ROOT, "docs", "families_curves.png"))
+        side_by_side(runs, os.path.join(ROOT, "docs", "families_curves.png"))
     publish(report(a, runs, d_ff, vocab), a.no_doc, *MARKERS, path=os.path.join(ROOT, "docs", "FAMILIES.md"))
 
 
