@@ -116,10 +116,24 @@ def measure(job, generate):
     return out
 
 
+def resident(reset=False):
+    """This process's resident memory now and at its peak so far, MiB (VmRSS, VmHWM); `reset`:
+    the peak starts again from now (clear_refs 5), so that generation's peak is told apart
+    from the loading's (PyTorch's loading here reads the whole file into memory first: this
+    environment's safetensors is a pure-Python stand-in)."""
+    fields = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    now = {k: int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
+    if reset:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    return now
+
+
 def torch_worker(job):
     torch, transformers = import_transformers(job["threads"])
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[job["precision"]]
     model = transformers.Qwen2ForCausalLM.from_pretrained(job["model"], torch_dtype=dtype).eval()
+    loaded = resident(reset=True)  # (the peak so far is the loading's)
     _, ids = prompts(job)
     outputs = {}
 
@@ -132,13 +146,15 @@ def torch_worker(job):
         return sum(len(r) for r in outputs[batch])
 
     result = measure(job, generate)
-    return {"version": f"PyTorch {torch.__version__}", "results": result, "ids": outputs[1][0]}
+    return {"version": f"PyTorch {torch.__version__}", "results": result, "ids": outputs[1][0], "loaded": loaded,
+            "generating": resident()["VmHWM"]}
 
 
 def tfm_worker(job):
     sys.path.insert(0, job["python_module"])
     import tfm
     generator = tfm.Generator(job["model"], precision=job["precision"])
+    loaded = resident(reset=True)
     texts, _ = prompts(job)
 
     def one(i, new, counts):
@@ -156,7 +172,8 @@ def tfm_worker(job):
             t.join()
         return sum(counts)
 
-    return {"version": "tfm", "results": measure(job, generate)}
+    result = measure(job, generate)
+    return {"version": "tfm", "results": result, "loaded": loaded, "generating": resident()["VmHWM"]}
 
 
 def tfm_ids(a, precision, ids):
@@ -173,8 +190,7 @@ def agreement(x, y):
 
 
 def bench(a):
-    job = {"model": a.model_dir, "prompt": a.prompt, "new": a.new, "batches": [1, 8], "threads": a.threads,
-           "python_module": a.python_module}
+    job = a.job
     engines = [("pytorch", "f32"), ("tfm", "f32"), ("tfm", "bf16"), ("tfm", "int8")] + ([("pytorch", "bf16")] if a.torch_bf16 else [])
     rows, a.loads = [], []
     for engine, precision in engines:
@@ -186,12 +202,18 @@ def bench(a):
         for batch, m in out["results"].items():
             print(f"    batch {batch}: prompt {m['prompt_tok_s']:.0f} tok/s ({m['prefill_s']:.1f} s), generated {m['gen_tok_s']:.1f} tok/s "
                   f"({m['new_tokens']} new tokens)", flush=True)
-        print(f"    peak RSS {mem:.0f} MiB, {wall:.0f} s in all", flush=True)
+        print(f"    peak RSS {mem:.0f} MiB (loaded: {out['loaded']['VmRSS']:.0f} MiB, the loading's peak {out['loaded']['VmHWM']:.0f}, "
+              f"generating {out['generating']:.0f}), {wall:.0f} s in all", flush=True)
         a.loads.append(float(open("/proc/loadavg").read().split()[0]))
         json.dump({"rows": rows, "loads": a.loads}, open(a.results, "w"))  # --report-only reads them
+    return compare_ids(a, job, rows)
+
+
+def compare_ids(a, job, rows):
+    """Each row's greedy ids of the first prompt against PyTorch f32's (tfm's from `tfm generate`)."""
     reference = rows[0]["ids"]
     for r in rows:
-        if r["engine"] == "tfm":
+        if r["engine"] == "tfm" and "ids" not in r:
             r["ids"] = tfm_ids(a, r["precision"], prompts(job)[1][0])
         r["agree"] = agreement(r["ids"], reference)
         print(f"  {r['engine']} {r['precision']}: {r['agree'][1]} of {len(reference)} new tokens as PyTorch f32's "
@@ -211,6 +233,12 @@ def parameters(shape):
 def report(a, rows):
     shape = SHAPES[a.shape]
     torch_row = rows[0]
+
+    def memory(r):  # the process's peak; where known, the loading's and generation's apart
+        if "loaded" not in r:
+            return f"{r['mem']:.0f} MiB"
+        return f"{r['mem']:.0f} MiB (loading {r['loaded']['VmHWM']:.0f}, loaded {r['loaded']['VmRSS']:.0f}, generating {r['generating']:.0f})"
+
     lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {a.threads} threads for both engines ({torch_row['version']}), by "
              f"`bench/run.sh --llama`{' -- --small' if a.shape == 'small' else ''}"
              f"{f' under `nice -n {os.nice(0)}`' if os.nice(0) else ''}; load average {min(a.loads):.1f} to {max(a.loads):.1f} "
@@ -224,10 +252,10 @@ def report(a, rows):
     for r in rows:
         for batch, m in sorted(r["results"].items(), key=lambda kv: int(kv[0])):
             t = torch_row["results"][batch]
-            same = f"{r['agree'][1]} of {a.new} (first {r['agree'][0]} in a row)" if int(batch) == 1 else ""
+            same = f"{r['agree'][1]} of {a.new} (the first {r['agree'][0]} in a row)" if int(batch) == 1 and "agree" in r else ""
             lines.append(f"| {'PyTorch' if r['engine'] == 'pytorch' else 'tfm'} {r['precision']} | {batch} | {m['prompt_tok_s']:.0f} | "
                          f"**{ratio(m['prompt_tok_s'], t['prompt_tok_s'])}** | {m['gen_tok_s']:.1f} | **{ratio(m['gen_tok_s'], t['gen_tok_s'])}** | "
-                         f"{r['mem']:.0f} MiB | {same} |")
+                         f"{memory(r)} | {same} |")
     return "\n".join(lines)
 
 
@@ -242,7 +270,7 @@ def main():
     ap.add_argument("--tfm", default=TFM, help="the tfm binary")
     ap.add_argument("--python-module", default=os.path.join(ROOT, "build", "python"), help="the folder of tfm's Python module")
     ap.add_argument("--conditions", default="", help="words on the machine's state for the table's first line (' (other sessions' compiles)')")
-    ap.add_argument("--report-only", action="store_true", help="the table from the last run's results (in --work), measuring nothing")
+    ap.add_argument("--report-only", action="store_true", help="the table from the last run's results (in --work), measuring only the ids it lacks")
     ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # one engine's measurements, as JSON (run by the benchmark itself)
     ap.add_argument("--make", help=argparse.SUPPRESS)  # DIR SHAPE: the model directory
@@ -255,9 +283,13 @@ def main():
     a.shape = "small" if a.small else "qwen2-0.5b"
     a.model_dir = os.path.join(a.work, a.shape)
     a.results = os.path.join(a.work, a.shape + "-results.json")
-    if a.report_only:
+    a.job = {"model": a.model_dir, "prompt": a.prompt, "new": a.new, "batches": [1, 8], "threads": a.threads,
+             "python_module": a.python_module}
+    if a.report_only:  # (the ids compared where the run ended before)
         saved = json.load(open(a.results))
         rows, a.loads = saved["rows"], saved["loads"]
+        if any("agree" not in r for r in rows):
+            compare_ids(a, a.job, rows)
         return publish(report(a, rows), a.no_doc or a.small, *MARKERS)
     os.makedirs(a.work, exist_ok=True)
     subprocess.run([PY, os.path.abspath(__file__), "--make", f"{a.model_dir}:{a.shape}"], check=True)
