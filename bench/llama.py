@@ -50,8 +50,9 @@ TOKENIZER = os.path.join(ROOT, "tests", "fixtures", "hf", "qwen2_json")
 
 
 def import_transformers(threads):
-    """transformers 4.39 from the offline environment (it sets one torch thread: undone here)."""
-    sys.path.insert(0, "/work/hfenv")
+    """transformers 4.39 from the offline environment that ../shared/tools/hf-reference/setup.sh
+    makes (HFENV, default /work/hfenv; it sets one torch thread: undone here)."""
+    sys.path.insert(0, os.environ.get("HFENV", "/work/hfenv"))
     import hfenv  # noqa: F401
     import torch
     torch.set_num_threads(threads)
