@@ -241,7 +241,7 @@ def report(a, rows):
         return f"{r['mem']:.0f} MiB (loading {r['loaded']['VmHWM']:.0f}, loaded {r['loaded']['VmRSS']:.0f}, generating {r['generating']:.0f})"
 
     lines = [f"Measured {datetime.date.today()} on {cpu_model()}, {a.threads} threads for both engines ({torch_row['version']}), by "
-             f"`bench/run.sh --llama`{' -- --small' if a.shape == 'small' else ''}"
+             f"`bench/run.sh --llama{' -- --small' if a.shape == 'small' else ''}`"
              f"{f' under `nice -n {os.nice(0)}`' if os.nice(0) else ''}; load average {min(a.loads):.1f} to {max(a.loads):.1f} "
              f"between the processes{a.conditions}. The model: {a.shape}-shaped "
              f"Qwen2ForCausalLM ({shape['num_hidden_layers']} layers, hidden {shape['hidden_size']}, {shape['num_attention_heads']} heads "
@@ -254,6 +254,8 @@ def report(a, rows):
         for batch, m in sorted(r["results"].items(), key=lambda kv: int(kv[0])):
             t = torch_row["results"][batch]
             same = f"{r['agree'][1]} of {a.new} (the first {r['agree'][0]} in a row)" if int(batch) == 1 and "agree" in r else ""
+            if r is torch_row and same:
+                same = "(the reference)"
             lines.append(f"| {'PyTorch' if r['engine'] == 'pytorch' else 'tfm'} {r['precision']} | {batch} | {m['prompt_tok_s']:.0f} | "
                          f"**{ratio(m['prompt_tok_s'], t['prompt_tok_s'])}** | {m['gen_tok_s']:.1f} | **{ratio(m['gen_tok_s'], t['gen_tok_s'])}** | "
                          f"{memory(r)} | {same} |")
@@ -266,7 +268,7 @@ def main():
     ap.add_argument("--small", action="store_true", help="a 4-layer, 256-wide model of the same kinds (quick)")
     ap.add_argument("--prompt", type=int, default=128, help="prompt tokens")
     ap.add_argument("--new", type=int, default=64, help="new tokens a request")
-    ap.add_argument("--torch-bf16", action="store_true", help="PyTorch in bf16 too (slow on CPUs without bf16 kernels)")
+    ap.add_argument("--torch-bf16", action="store_true", help="PyTorch in bf16 too (left out by default: at batch 1 slower than its f32 on this machine)")
     ap.add_argument("--work", default="/tmp/tfm-bench-llama", help="where the model directory is kept (~2 GB)")
     ap.add_argument("--tfm", default=TFM, help="the tfm binary")
     ap.add_argument("--python-module", default=os.path.join(ROOT, "build", "python"), help="the folder of tfm's Python module")
@@ -274,13 +276,13 @@ def main():
     ap.add_argument("--report-only", action="store_true", help="the table from the last run's results (in --work), measuring only the ids it lacks")
     ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/PERFORMANCE.md alone")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # one engine's measurements, as JSON (run by the benchmark itself)
-    ap.add_argument("--make", help=argparse.SUPPRESS)  # DIR SHAPE: the model directory
+    ap.add_argument("--make", help=argparse.SUPPRESS)  # DIR:SHAPE: the model directory
     a = ap.parse_args()
     if a.worker:
         job = json.loads(a.worker)
         return print(json.dumps(torch_worker(job) if job["engine"] == "pytorch" else tfm_worker(job)))
     if a.make:
-        return make_model(*a.make.split(":"))
+        return make_model(*a.make.rsplit(":", 1))
     a.shape = "small" if a.small else "qwen2-0.5b"
     a.model_dir = os.path.join(a.work, a.shape)
     a.results = os.path.join(a.work, a.shape + "-results.json")

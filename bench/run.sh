@@ -27,9 +27,10 @@
 # Face model (transformers' random weights, made once under /tmp, ~2 GB) generating from
 # 128-token prompts at batch 1 and 8 in tfm (f32, bf16, int8; its Python Generator) and
 # PyTorch eager (model.generate) over the same weights: prompt and generated tokens per
-# second, peak memory, greedy ids compared (bench/llama.py, about 15 minutes on 2 cores;
-# rewrites its section of docs/PERFORMANCE.md; RUN_DIR is ignored; options after -- go
-# to bench/llama.py, e.g. --small for a 4-layer model in about 3 minutes).
+# second, peak memory, greedy ids compared (bench/llama.py, about 20 minutes on 2 cores
+# shared with compiles, 13 of them PyTorch f32's; rewrites its section of
+# docs/PERFORMANCE.md; RUN_DIR is ignored; options after -- go to bench/llama.py, e.g.
+# --small for a 4-layer model in about a minute, printed only).
 #   bench/run.sh [--load | --against REV | --serve | --scaling | --marian | --latency | --llama] [RUN_DIR] [THREADS] [-- OPTIONS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
