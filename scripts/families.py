@@ -49,7 +49,8 @@ def gated_width(a, vocab):
 
 def split_text(a):
     """The first 90% to train on and the first --valid-chars of the last 10% to validate on
-    (the whole 10% takes a tenth of the run at every validation on one thread)."""
+    (the whole 10%, 111,540 characters, took about 9 s a validation in a trial here: twelve
+    of them would have been a large share of a run of a few minutes)."""
     text = open(a.text, encoding="utf-8").read()
     cut = int(len(text) * 0.9)
     paths = os.path.join(a.out, "train.txt"), os.path.join(a.out, "valid.txt")
