@@ -423,7 +423,7 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir),
-                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, llama, mistral, qwen2, bert, vit and deit");
+                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), mbart (mBART-50), gpt2, llama, mistral, qwen2, bert, vit and deit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
   { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }
@@ -484,9 +484,11 @@ TEST(HfModels, MarianSeparateVocabsGreedyAndBeamSearch) { expect_marian_generati
 
 // M2M100 and NLLB (tests/reference/make_hf_m2m100_fixtures.py): pre-norm with final
 // LayerNorms, fairseq's sinusoids from position pad + 1, the decoder starting from </s>,
-// the target language forced first.
-TEST(HfModels, M2M100AndNllbOutputsLogitsAndGenerations) {
-  for (const char* name : {"m2m100_tiny", "nllb_tiny"}) {
+// the target language forced first. mBART-50 (make_hf_mbart_fixtures.py): the same with
+// learned positions from row 2, a LayerNorm over embeddings + positions, GELU,
+// final_logits_bias, and embeddings scaled or not (scale_embedding).
+TEST(HfModels, ManyToManyModelsOutputsLogitsAndGenerations) {
+  for (const char* name : {"m2m100_tiny", "nllb_tiny", "mbart50_tiny", "mbart50_unscaled_tiny"}) {
     SCOPED_TRACE(name);
     const Fixture f(ours(name));
     expect_marian_outputs(f, 3);
