@@ -21,12 +21,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_hf_fixtures import OUT, lines, perturb, save_and_reload, seeded, write_reference  # noqa: E402
-from make_hf_m2m100_fixtures import SOURCES, TARGETS, case, train_bpe  # noqa: E402
+from make_hf_fixtures import OUT, perturb, save_and_reload, seeded, write_reference  # noqa: E402
+from make_hf_m2m100_fixtures import run_cases, summary, tiny_bpe  # noqa: E402
 
 import torch  # noqa: E402
 from transformers import MBart50Tokenizer, MBartConfig, MBartForConditionalGeneration  # noqa: E402
-
 
 
 def config(vocab, scale):
@@ -44,35 +43,24 @@ def make(name, spm_model, scale, eos_bias):
     assert vocab == len(tokenizer), (vocab, len(tokenizer))
     model = seeded(MBartForConditionalGeneration, config(vocab, scale))
     perturb(model, 0.1)
-    with torch.no_grad():  # a buffer, which perturb leaves at 0; </s>'s share chosen so that some generations end early
+    # final_logits_bias is a buffer, which perturb leaves at 0; </s>'s bias makes some generations end early (beam
+    # search before greedy), others run to max_length.
+    with torch.no_grad():
         model.final_logits_bias.normal_(0.0, 0.05)
         model.final_logits_bias[0, 2] += eos_bias
     model.eval()
     model, _ = save_and_reload(model, tokenizer, directory, MBartForConditionalGeneration, MBart50Tokenizer)
     tok = MBart50Tokenizer.from_pretrained(directory, src_lang="en_XX", tgt_lang="de_DE")
     forced = tok.lang_code_to_id["de_DE"]
-    tensors, cases = {}, []
-    for i, (source, target) in enumerate(zip(SOURCES, TARGETS)):
-        cases.append(case(model, tok, f"s{i}", source, target, forced, tensors))
-        c = cases[-1]
-        print(f"{name} s{i}: {c['source_tokens'][:4]} ... -> greedy {c['greedy_ids'][:6]} ({len(c['greedy_ids'])}), "
-              f"beam {c['beam4_ids'][:6]} ({len(c['beam4_ids'])})")
-    summary = {"fixture": name, "generated_by": {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
-                                                 "script": "tests/reference/make_hf_mbart_fixtures.py"},
-               "model_class": "MBartForConditionalGeneration", "tokenizer_class": "MBart50Tokenizer (slow, sentencepiece)",
-               "vocab_size": vocab, "src_lang": "en_XX", "tgt_lang": "de_DE", "forced_bos_token_id": forced,
-               "scale_embedding": scale,
-               "generation": {"greedy_call": "model.generate(**tok(source), num_beams=1, do_sample=False, forced_bos_token_id=...)",
-                              "beam4_call": "model.generate(**tok(source), num_beams=4, do_sample=False, forced_bos_token_id=...)"},
-               "cases": cases}
-    write_reference(directory, summary, tensors)
+    cases, tensors = run_cases(model, tok, name, forced)
+    record = summary(name, "tests/reference/make_hf_mbart_fixtures.py", "MBartForConditionalGeneration", "MBart50Tokenizer", vocab,
+                     "en_XX", "de_DE", forced, cases, scale_embedding=scale)
+    write_reference(directory, record, tensors)
 
 
 def main():
-    text = lines("multi30k/train.en.gz", 1000) + lines("multi30k/train.de.gz", 1000)
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "sentencepiece.bpe.model")
-        train_bpe(text, 200, model)
+        model = tiny_bpe(tmp)
         make("mbart50_tiny", model, True, 4.3)
         make("mbart50_unscaled_tiny", model, False, 4.0)
 
