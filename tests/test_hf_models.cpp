@@ -203,6 +203,31 @@ TEST(HfModels, TiedWeightsLoadUnderAnyOfTheirNames) {
                        "'model.decoder.embed_tokens.weight', 'lm_head.weight'), which config.json's architecture needs");
 }
 
+// mBART's settings as tfm reads them: its class's defaults where config.json lacks a key
+// (scale_embedding false; forced_eos_token_id 2 where generate() starts from config.json,
+// none where generation_config.json lacks it), its learned tables [max_len + 2, d_model].
+TEST(HfModels, MBartSettingsAndTheirDefaults) {
+  const auto config_of = [](const io::SafeTensors& converted) {
+    return models::TransformerConfig::from_json(io::checkpoint_info(converted, "x").config_json, "x");
+  };
+  Copy copy("mbart50_tiny");
+  const io::SafeTensors converted = copy.convert();
+  models::TransformerConfig c = config_of(converted);
+  EXPECT_EQ(c.positions, "learned");
+  EXPECT_TRUE(c.embed_norm && c.scale_embedding && c.forced_eos && c.final_norm && c.norm_first);
+  EXPECT_EQ(c.bos_id, 2);
+  EXPECT_EQ(named(converted, "src_pos.weight").shape(), (Shape{66, 16}));
+  for (const char* key : {"scale_embedding", "forced_eos_token_id"}) copy.config.erase(key);
+  std::filesystem::remove(copy.dir + "/generation_config.json");
+  c = config_of(copy.convert());
+  EXPECT_FALSE(c.scale_embedding);
+  EXPECT_TRUE(c.forced_eos);  // MBartConfig's
+  testing::write_file(copy.dir + "/generation_config.json", R"({"decoder_start_token_id": 2, "eos_token_id": 2})");
+  EXPECT_FALSE(config_of(copy.convert()).forced_eos);  // GenerationConfig's default: none
+  copy.config["tie_word_embeddings"] = false;
+  EXPECT_THROW_MESSAGE(copy.convert(), "config.json: tie_word_embeddings false is not supported (tfm computes tie_word_embeddings true)");
+}
+
 // Which settings generate() starts from, as transformers 4.39 chooses them.
 TEST(HfModels, MarianLengthLimitFollowsTransformersGenerationSettings) {
   const auto max_length = [](const Copy& copy) {
