@@ -119,11 +119,13 @@ void TransformerConfig::validate(const std::string& origin) const {
   check_weight_floats(origin, weight_floats(), "the vocabularies, d_model, d_ff, max_len and the layers");
 }
 
-// Embeddings and generator, the two position tables (a learned one's 2 rows before position
-// 0 counted), the layers and the final and embedding LayerNorms. The bounds validate()
+// Embeddings and generator, the two position tables (a learned one's rows before position
+// 0 counted), the layers and the final (and embedding) LayerNorms. The bounds validate()
 // checks first keep every product far inside int64.
 int64_t TransformerConfig::weight_floats() const {
-  return (src_vocab + 2 * tgt_vocab) * d_model + tgt_vocab + 2 * (max_len + 2) * d_model + 8 * d_model +
+  const nn::PositionOptions p = position_options();
+  const int64_t table_rows = max_len + (p.learned ? p.first : 0);
+  return (src_vocab + 2 * tgt_vocab) * d_model + tgt_vocab + 2 * table_rows * d_model + (embed_norm ? 8 : 4) * d_model +
          encoder_layers * encoder_layer_floats(d_model, d_ff) + decoder_layers * decoder_layer_floats(d_model, d_ff);
 }
 
