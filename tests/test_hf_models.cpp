@@ -15,6 +15,7 @@
 #include "decode/beam_search.h"
 #include "decode/sampling.h"
 #include "hf/directory.h"
+#include "hf/export.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
 #include "models/bert.h"
@@ -226,6 +227,27 @@ TEST(HfModels, MBartSettingsAndTheirDefaults) {
   EXPECT_FALSE(config_of(copy.convert()).forced_eos);  // GenerationConfig's default: none
   copy.config["tie_word_embeddings"] = false;
   EXPECT_THROW_MESSAGE(copy.convert(), "config.json: tie_word_embeddings false is not supported (tfm computes tie_word_embeddings true)");
+}
+
+// A translation model's settings that its family's Hugging Face class lacks are refused by
+// name on export: mBART's embedding LayerNorm and unscaled embeddings for M2M100 and Marian,
+// learned positions without that LayerNorm for mBART.
+TEST(HfModels, TranslationSettingsAFamilyLacksAreRefusedOnExport) {
+  const auto refusal = [](const std::string& settings) {
+    const std::string config = R"({"src_vocab": 30, "tgt_vocab": 30, "d_model": 16, "heads": 2, "share_embeddings": true, )" + settings + "}";
+    return testing::error_of([&] { hf::export_model("encoder_decoder", config, {}, {}, "m"); });
+  };
+  EXPECT_EQ(refusal(R"("positions": "fairseq", "embed_norm": true)"),
+            "m: scale_embedding false or embed_norm true (M2M100 scales its embeddings and does not normalise them) cannot be written as a "
+            "Hugging Face m2m_100 model");
+  EXPECT_EQ(refusal(R"("positions": "split", "norm_first": false, "final_norm": false, "scale_embedding": false)"),
+            "m: scale_embedding false or embed_norm true (Marian scales its embeddings and does not normalise them) cannot be written as a "
+            "Hugging Face marian model");
+  EXPECT_EQ(refusal(R"("positions": "learned")"),
+            "m: embed_norm false (mBART normalises embeddings + positions: layernorm_embedding) cannot be written as a Hugging Face mbart model");
+  EXPECT_EQ(refusal(R"("positions": "learned", "embed_norm": true, "final_norm": false)"),
+            "m: norm_first false, final_norm false, separate embeddings or norm_eps other than 1e-5 (MBartForConditionalGeneration is pre-norm "
+            "with final LayerNorms and embeddings shared three ways) cannot be written as a Hugging Face mbart model");
 }
 
 // Which settings generate() starts from, as transformers 4.39 chooses them.
@@ -448,7 +470,8 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir),
-                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), mbart (mBART-50), gpt2, llama, mistral, qwen2, bert, vit and deit");
+                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), mbart (mBART-50), gpt2, llama, "
+                       "mistral, qwen2, bert, vit and deit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
   { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }

@@ -51,7 +51,8 @@ void validate_bart(const Directory& d, const models::TransformerConfig& c) {
 }
 
 void add_shared_embedding(std::vector<TensorRule>& r) {
-  r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}});
+  const std::vector<std::string> copies = {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"};
+  r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, copies});
 }
 
 void add_final_logits_bias(std::vector<TensorRule>& r, const models::TransformerConfig& c) {

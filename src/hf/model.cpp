@@ -78,7 +78,8 @@ io::SafeTensors convert(const Directory& d) {
   }
   if (d.model_type == "mbart") {
     const models::TransformerConfig c = mbart_config(d);
-    return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, mbart_rules(c), models::EncoderDecoder(c).named_parameters(), shared_embedding_copy, origin));
+    const io::NamedTensors shapes = models::EncoderDecoder(c).named_parameters();
+    return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, mbart_rules(c), shapes, shared_embedding_copy, origin));
   }
   if (d.model_type == "gpt2") {
     const models::StackConfig c = gpt2_config(d);

@@ -51,7 +51,8 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
                                              bool validate) {
   JsonFields f(text, origin, {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
                               "activation", "norm_first", "share_embeddings", "tie_generator", "max_len", "pad_id", "positions", "norm_eps",
-                              "final_norm", "embed_norm", "scale_embedding", "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize", "max_length"});
+                              "final_norm", "embed_norm", "scale_embedding", "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize",
+                              "max_length"});
   TransformerConfig c = base;
   f.read("src_vocab", c.src_vocab);
   f.read("tgt_vocab", c.tgt_vocab);
