@@ -65,7 +65,7 @@ TEST(ChatTemplate, RendersJinjaAsJinja2) {
 TEST(ChatTemplate, RendersTodaysCheckpointsTemplatesAsTransformers) {
   const ordered_json fixtures = read_ordered(fixture("chat_templates.json"));
   ASSERT_EQ(fixtures["now"], "2025-03-04T05:06:07");
-  ASSERT_EQ(fixtures["templates"].size(), 7u);
+  ASSERT_EQ(fixtures["templates"].size(), 8u);
   for (const ordered_json& t : fixtures["templates"]) {
     json settings = t["special_tokens"];
     settings["chat_template"] = t["template"];

@@ -204,13 +204,12 @@ json arithmetic(const std::string& op, const json& a, const json& b) {
     return x - y * std::floor(x / y);  // %: the divisor's sign, as Python's
   }
   const int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
-  if (y == 0 && (op == "//" || op == "%")) fail("division by zero");
-  const int64_t floor = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
   if (op == "+") return x + y;
   if (op == "-") return x - y;
   if (op == "*") return x * y;
-  if (op == "//") return floor;
-  return x - y * floor;
+  if (y == 0) fail("division by zero");
+  const int64_t floor = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);  // Python's //, toward -infinity
+  return op == "//" ? floor : x - y * floor;
 }
 
 bool contains(const json& container, const json& x) {

@@ -90,7 +90,7 @@ JINJA_CASES = [
     ("{{ 'a<b>c<b>'.split('<b>') | length }}{{ ' a  b '.split() | join(',') }}{{ 'x'.split(',')[0] }}{{ 'r</think>a'.split('</think>')[-1] }}", {}),
     ("{{ d.get('k') }}{{ d.get('q', 'dflt') }}{{ d.get('q') }}", {"d": {"k": "v"}}),
     ("{% for i in range(3) %}{{ i }}{% endfor %}{% for i in range(2, 4) %}{{ i }}{% endfor %}", {}),
-    ("{{ 3 * 'ab' }}{{ 'ab' * 2 }}{{ (1 + 2) * 3 }}{{ 10 - 2 - 3 }}{{ 2 ~ 3 * 4 }}", {}),
+    ("{{ 3 * 'ab' }}{{ 'ab' * 2 }}{{ (1 + 2) * 3 }}{{ 10 - 2 - 3 }}{{ 2 ~ 3 * 4 }}{{ 1 - 0 }}{{ 2 + 0 }}{{ 3 * 0 }}{{ -3 ** 2 }}{{ 2 ** -1 }}", {}),
     ("{{ messages[0]['content'] }}{% for m in messages[1:] %}<{{ m.role }}>{% endfor %}", {"messages": [{"role": "a", "content": "c"},
                                                                                                         {"role": "b"}, {"role": "d"}]}),
     # What the templates of today's checkpoints add: tojson as transformers defines it, namespace(), mapping
@@ -154,6 +154,8 @@ SOURCES = [
      "transformers' and trl's tests of the Zephyr template, huggingface.js's e2e tests", MISTRAL),
     ("DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B (a Llama 3.1 checkpoint)", OPTIMUM,
      {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}),
+    ("Qwen3-8B", "Qwen/Qwen3-* (model_type qwen3: Qwen2's successor, its template Qwen2.5's with reasoning)", OPTIMUM,
+     {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
 ]
 
 WEATHER = {"type": "function", "function": {
@@ -193,6 +195,10 @@ TOOL_CONVERSATIONS = [
      {"role": "assistant", "content": None, "tool_calls": [{**CALL, "function": {**CALL["function"], "arguments": '{"location": "Paris"}'}}]},
      {"role": "tool", "tool_call_id": "call0abcd", "content": {"temperature": 20}}],
 ]
+# Qwen3's reasoning, given apart or inside <think>.
+REASONING = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4", "reasoning_content": "\nTwo and two.\n"},
+             {"role": "user", "content": "<tool_response>x</tool_response>"},
+             {"role": "assistant", "content": "<think>\nHm.\n</think>\n\nSure.", "tool_calls": [CALL2]}]
 # Llama 3.1's own keyword arguments (apply_chat_template passes them to the template).
 LLAMA31_KWARGS = [
     {"date_string": "01 Jan 2025"}, {"tools_in_user_message": False}, {"custom_tools": [WEATHER]},
@@ -225,6 +231,8 @@ def template_cases(env, name, template, tokens):
         runs += [(CONVERSATIONS[1], kwargs) for kwargs in LLAMA31_KWARGS]
         runs += [(BUILTIN_CALL, {"builtin_tools": ["brave_search", "wolfram_alpha"]}), (BUILTIN_CALL, {})]
         runs += [([], {"tools": [WEATHER]})]
+    if name.startswith("Qwen3"):
+        runs += [(CONVERSATIONS[2], {"enable_thinking": False}), (CONVERSATIONS[0], {"enable_thinking": False}), (REASONING, {})]
     return [render(env, template, tokens, messages, prompt, kwargs) for messages, kwargs in runs for prompt in (False, True)]
 
 
