@@ -5,8 +5,8 @@
 // raise_exception, the special tokens and add_generation_prompt as variables).
 //
 // tfm interprets the Jinja that the templates of today's Llama, Mistral and Qwen2 checkpoints are
-// written in (Llama 2, 3, 3.1, 3.2, Mistral v0.1 to v0.3 and Nemo, Qwen2 and 2.5 with their tools,
-// TinyLlama/Zephyr, DeepSeek-R1's distillations): text, comments, whitespace control ({%- -%});
+// written in (Llama 2, 3, 3.1, 3.2, Mistral v0.1, v0.3 and Nemo, Qwen2, 2.5 and 3 with their tools,
+// TinyLlama/Zephyr, DeepSeek-R1-Distill-Llama): text, comments, whitespace control ({%- -%});
 // {{ expression }}; {% if %}/{% elif %}/{% else %}; {% for x in ... if ... %} with {% else %},
 // {% break %}, {% continue %} (transformers loads loopcontrols) and loop.index, index0, revindex,
 // revindex0, first, last, length; {% set x = ... %} scoped as Jinja scopes it and {% set ns.x = ... %}
