@@ -604,6 +604,8 @@ class Renderer {
     for (int64_t i = 0; i < n; ++i) {
       json scope = {{"loop", {{"index", i + 1}, {"index0", i}, {"revindex", n - i}, {"revindex0", n - i - 1},
                               {"first", i == 0}, {"last", i == n - 1}, {"length", n}}}};
+      if (i > 0) scope["loop"]["previtem"] = items[static_cast<size_t>(i - 1)];
+      if (i + 1 < n) scope["loop"]["nextitem"] = items[static_cast<size_t>(i + 1)];
       bind(node.targets, items[static_cast<size_t>(i)], scope);
       scopes_.push_back(std::move(scope));
       const Flow flow = run(node.bodies[0], out);

@@ -9,7 +9,7 @@
 // TinyLlama/Zephyr, DeepSeek-R1-Distill-Llama): text, comments, whitespace control ({%- -%});
 // {{ expression }}; {% if %}/{% elif %}/{% else %}; {% for x in ... if ... %} with {% else %},
 // {% break %}, {% continue %} (transformers loads loopcontrols) and loop.index, index0, revindex,
-// revindex0, first, last, length; {% set x = ... %} scoped as Jinja scopes it and {% set ns.x = ... %}
+// revindex0, first, last, length, previtem, nextitem; {% set x = ... %} scoped as Jinja scopes it and {% set ns.x = ... %}
 // on a namespace(); transformers' {% generation %}. Expressions: literals (strings, numbers,
 // true/false/none, lists, tuples as lists, mappings), variables, attributes, subscripts, slices with
 // a step, + - * / // % ** ~, comparisons, in, and/or/not, "a if b else c", calls with positional and

@@ -119,7 +119,9 @@ JINJA_CASES = [
     ("{{ 'hello' | upper }}{{ 'ab' | reverse }}{{ [1, 2] | reverse | join }}{{ 'xax' | replace('x', 'y') }}{{ 'Ab'.upper() }}"
      "{{ 'a b c'.split(' ', 1) | length }}{{ d.items() | list | length }}{{ 'a' ~ 'b' * 2 }}", {"d": {"k": 1}}),
     ("{{ strftime_now('%d %b %Y|%Y-%m-%d|%H:%M:%S|%B %A %a %j %y %e %p %I %%') }}", {}),
-    ("{% for x in [1, 2, 3, 4] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}", {}),
+    ("{% for x in [1, 2, 3, 4] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}"
+     "{% for m in ms %}[{{ loop.previtem.r if not loop.first }}<{{ m.r }}>{{ loop.nextitem.r if not loop.last }}]{% endfor %}{% for x in [] %}x{% else %}none{% endfor %}",
+     {"ms": [{"r": "a"}, {"r": "b"}, {"r": "c"}]}),
     ("{{ (1, 2) | length }}{% for a, b in [(1, 2)] %}{{ a + b }}{% endfor %}{{ xs[::-1] | join }}{{ xs[::2] | join }}{{ 'abc'[::-1] }}{{ 2 ** 3 }}",
      {"xs": [1, 2, 3]}),
     ("{{ dict(a=1, b='x') | tojson }}{{ ms[-1] == ms[0] }}{{ ms[0] == {'role': 'user'} }}{{ [1, 2] == [1, 2] }}{{ x.y is defined }}",
