@@ -36,6 +36,14 @@ json& namespace_attributes(json& ns) { return ns[kNamespaceKey]; }
 json function_value(const std::string& name) { return json{{kFunctionKey, name}}; }
 bool is_function(const json& v) { return v.is_object() && v.size() == 1 && v.contains(kFunctionKey); }
 
+namespace {
+
+// A mapping of the template's data (Python's dict), not a namespace or function held as one.
+bool is_mapping(const json& v) { return v.is_object() && !is_namespace(v) && !is_function(v); }
+bool is_sequence(const json& v) { return v.is_string() || v.is_array() || is_mapping(v); }
+
+}  // namespace
+
 json Args::at(size_t index, const char* name, const json& fallback) const {
   if (index < positional.size()) return positional[index];
   return keywords.contains(name) ? keywords[name] : fallback;
@@ -168,7 +176,7 @@ json item(const json& v, const json& key) {
 json attribute(const json& v, const std::string& name) {
   if (v.is_discarded()) fail("an undefined value has no attribute " + name);
   if (is_namespace(v)) return item(v[kNamespaceKey], name);
-  return v.is_object() && !is_function(v) ? item(v, name) : undefined();
+  return is_mapping(v) ? item(v, name) : undefined();
 }
 
 json iteration(const json& v) {
@@ -177,7 +185,7 @@ json iteration(const json& v) {
   json items = json::array();
   if (v.is_string())
     for (char32_t c : characters(v)) items.push_back(to_utf8(std::u32string(1, c)));
-  else if (v.is_object() && !is_namespace(v) && !is_function(v))
+  else if (is_mapping(v))
     for (const auto& entry : v.items()) items.push_back(entry.key());
   else
     fail("iterating over a " + type_name(v) + " is not supported");
@@ -216,7 +224,7 @@ bool contains(const json& container, const json& x) {
   if (container.is_discarded()) return false;  // Undefined iterates as nothing
   if (container.is_string() && x.is_string()) return container.get<std::string>().find(x.get<std::string>()) != std::string::npos;
   if (container.is_array()) return std::any_of(container.begin(), container.end(), [&](const json& y) { return equal(x, y); });
-  if (container.is_object() && !is_namespace(container) && x.is_string()) return container.contains(x.get<std::string>());
+  if (is_mapping(container) && x.is_string()) return container.contains(x.get<std::string>());
   fail("'in' a " + type_name(container) + " is not supported");
 }
 
@@ -359,7 +367,7 @@ json mapping_method(const std::string& name, const json& self, const Args& a) {
 }  // namespace
 
 json method(const std::string& name, const json& self, const Args& a) {
-  if (self.is_object() && !is_namespace(self) && !is_function(self)) return mapping_method(name, self, a);
+  if (is_mapping(self)) return mapping_method(name, self, a);
   if (!self.is_string()) fail("the method " + name + " of a " + type_name(self) + " is not supported");
   const std::string& text = self.get_ref<const std::string&>();
   if (name == "strip" || name == "lstrip" || name == "rstrip") return strip(self, a.at(0, "chars", nullptr), name != "rstrip", name != "lstrip");
@@ -476,7 +484,7 @@ json reverse(const json& v) {
 json length(const json& v) {
   if (v.is_discarded()) return 0;
   if (v.is_string()) return characters(v).size();
-  if (!v.is_structured() || is_namespace(v) || is_function(v)) fail("length of a " + type_name(v) + " is not supported");
+  if (!v.is_array() && !is_mapping(v)) fail("length of a " + type_name(v) + " is not supported");
   return v.size();
 }
 
@@ -494,15 +502,20 @@ json join(const json& v, const json& separator) {
 
 json items(const json& v) {
   if (v.is_discarded()) return json::array();
-  if (!v.is_object() || is_namespace(v) || is_function(v)) fail("items of a " + type_name(v) + " is not supported");
+  if (!is_mapping(v)) fail("items of a " + type_name(v) + " is not supported");
   return items_of(v);
+}
+
+// default(default_value='', boolean=False): the value, or the default where it is undefined (or false, with boolean).
+json default_value(const json& v, const Args& a) {
+  return v.is_discarded() || (truthy(a.at(1, "boolean", false)) && !truthy(v)) ? a.at(0, "default_value", "") : v;
 }
 
 using Filter = json (*)(const json& v, const Args& a);
 
 const std::map<std::string, Filter, std::less<>> kFilters = {
-    {"default", [](const json& v, const Args& a) { return v.is_discarded() || (truthy(a.at(1, "boolean", false)) && !truthy(v)) ? a.at(0, "default_value", "") : v; }},
-    {"d", [](const json& v, const Args& a) { return kFilters.at("default")(v, a); }},
+    {"default", default_value},
+    {"d", default_value},
     {"first", [](const json& v, const Args&) { return first_or_last(v, true); }},
     {"last", [](const json& v, const Args&) { return first_or_last(v, false); }},
     {"items", [](const json& v, const Args&) { return items(v); }},
@@ -548,9 +561,9 @@ const std::map<std::string, Test, std::less<>> kTests = {
     {"float", [](const json& v, const Args&) { return v.is_number_float(); }},
     {"number", [](const json& v, const Args&) { return v.is_number() || v.is_boolean(); }},  // Python's bool is a number
     {"string", [](const json& v, const Args&) { return v.is_string(); }},
-    {"mapping", [](const json& v, const Args&) { return v.is_object() && !is_namespace(v) && !is_function(v); }},
-    {"sequence", [](const json& v, const Args&) { return v.is_string() || v.is_array() || (v.is_object() && !is_namespace(v) && !is_function(v)); }},
-    {"iterable", [](const json& v, const Args&) { return v.is_string() || v.is_array() || (v.is_object() && !is_namespace(v) && !is_function(v)); }},
+    {"mapping", [](const json& v, const Args&) { return is_mapping(v); }},
+    {"sequence", [](const json& v, const Args&) { return is_sequence(v); }},
+    {"iterable", [](const json& v, const Args&) { return is_sequence(v); }},
     {"callable", [](const json& v, const Args&) { return is_function(v); }},
     {"odd", [](const json& v, const Args&) { return parity(v, 1); }},
     {"even", [](const json& v, const Args&) { return parity(v, 0); }},
