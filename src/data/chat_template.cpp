@@ -2,24 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
+#include <ctime>
 #include <set>
 
 #include "data/hf_tokenizer.h"
+#include "data/jinja_values.h"
 #include "data/unicode.h"
 #include "tensor/error.h"
 
 namespace tfm::data {
 
-using nlohmann::json;
+using namespace jinja;  // NOLINT(google-build-using-namespace): the values and their operations
 
 namespace {
-
-[[noreturn]] void fail(const std::string& what) { throw Error("chat template: " + what); }
-
-// Jinja's Undefined (a missing variable, key or item): false, printed as nothing, equal
-// only to itself.
-json undefined() { return json(json::value_t::discarded); }
 
 // ---- Lexing the inside of a tag ----
 
@@ -104,31 +99,34 @@ std::vector<Token> lex(std::string_view s) {
 
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
+using Keywords = std::vector<std::pair<std::string, ExprPtr>>;
 
 struct Expr {
-  enum class Kind { kLiteral, kName, kList, kAttribute, kSubscript, kSlice, kCall, kMethod, kFilter, kTest, kNot, kNegate, kBinary, kCondition };
+  enum class Kind { kLiteral, kName, kList, kMapping, kAttribute, kSubscript, kSlice, kCall, kMethod, kFilter, kTest, kNot, kNegate, kBinary, kCondition };
   Kind kind;
   std::string name;           // a variable, attribute, function, method, filter or test; a binary operator
-  std::vector<ExprPtr> args;  // the operands, the object first; a slice's missing bounds are null
-  json value;                 // a literal's
+  std::vector<ExprPtr> args;  // the operands, the object first; a slice's missing parts are null; a mapping's keys and values in turn
+  json value{};               // a literal's
+  Keywords keywords{};        // a call's name=value arguments
 };
 
-ExprPtr make(Expr::Kind kind, std::string name, std::vector<ExprPtr> args, json value = json()) {
-  return std::make_shared<const Expr>(Expr{kind, std::move(name), std::move(args), std::move(value)});
+ExprPtr make(Expr::Kind kind, std::string name, std::vector<ExprPtr> args, json value = json(), Keywords keywords = {}) {
+  return std::make_shared<const Expr>(Expr{kind, std::move(name), std::move(args), std::move(value), std::move(keywords)});
 }
 
-const std::set<std::string> kFunctions = {"raise_exception", "range"};
-const std::set<std::string> kMethods = {"strip", "lstrip", "rstrip", "lower", "startswith", "endswith", "split", "replace", "get"};
-const std::set<std::string> kFilters = {"trim", "length", "count", "lower", "first", "last", "join", "default", "d", "string"};
-const std::set<std::string> kTests = {"defined", "undefined", "none", "string", "number", "mapping", "sequence", "boolean"};
+// A call's arguments, the object (of a method, filter or test) first.
+struct CallArgs {
+  std::vector<ExprPtr> positional;
+  Keywords keywords{};
+};
 
-void require_known(const std::set<std::string>& known, const std::string& name, const char* what) {
-  if (!known.count(name)) fail(std::string("the ") + what + " " + name + " is not supported");
+ExprPtr make_call(Expr::Kind kind, std::string name, CallArgs args) {
+  return make(kind, std::move(name), std::move(args.positional), json(), std::move(args.keywords));
 }
 
 // Jinja's expression grammar, loosest first: "a if b else c", or, and, not, comparisons
-// and in, + -, ~, * / // %, unary -, then a primary with its attributes, subscripts,
-// calls, filters and tests.
+// and in, + -, ~, * / // %, **, unary - and +, then a primary with its attributes,
+// subscripts, calls, filters and tests.
 class ExprParser {
  public:
   explicit ExprParser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
@@ -199,16 +197,19 @@ class ExprParser {
   }
   ExprPtr sum() { return binary_chain({"+", "-"}, [&] { return concatenation(); }); }
   ExprPtr concatenation() { return binary_chain({"~"}, [&] { return product(); }); }
-  ExprPtr product() { return binary_chain({"*", "//", "/", "%"}, [&] { return unary(); }); }
-  ExprPtr unary() {
-    if (take("-")) return make(Expr::Kind::kNegate, "", {unary()});
-    if (take("+")) return unary();
-    return filters(postfix(primary()));
+  ExprPtr product() { return binary_chain({"*", "//", "/", "%"}, [&] { return power(); }); }
+  ExprPtr power() { return binary_chain({"**"}, [&] { return unary(true); }); }
+  // As jinja2's parse_unary: the operand of - and + takes no filters, the result does.
+  ExprPtr unary(bool with_filters) {
+    ExprPtr e = take("-") ? make(Expr::Kind::kNegate, "", {unary(false)}) : take("+") ? unary(false) : primary();
+    e = postfix(e);
+    return with_filters ? filters(e) : e;
   }
   ExprPtr primary();
+  std::vector<ExprPtr> items(std::string_view close, bool pairs);
   ExprPtr postfix(ExprPtr e);
   ExprPtr filters(ExprPtr e);
-  std::vector<ExprPtr> arguments(std::vector<ExprPtr> args);
+  CallArgs arguments(std::vector<ExprPtr> first);
 
   std::vector<Token> tokens_;
   size_t at_ = 0;
@@ -223,50 +224,61 @@ ExprPtr ExprParser::primary() {
     if (token.text == "true" || token.text == "True") return make(Expr::Kind::kLiteral, "", {}, true);
     if (token.text == "false" || token.text == "False") return make(Expr::Kind::kLiteral, "", {}, false);
     if (token.text == "none" || token.text == "None") return make(Expr::Kind::kLiteral, "", {}, nullptr);
-    if (!take("(")) return make(Expr::Kind::kName, token.text, {});
-    require_known(kFunctions, token.text, "function");
-    return make(Expr::Kind::kCall, token.text, arguments({}));
+    return take("(") ? make_call(Expr::Kind::kCall, token.text, arguments({})) : make(Expr::Kind::kName, token.text, {});
   }
   if (token.text == "(") {
+    if (take(")")) return make(Expr::Kind::kList, "", {});  // the empty tuple
     ExprPtr e = expression();
-    if (at(",")) fail("tuples are not supported");
-    expect(")");
-    return e;
+    if (take(")")) return e;
+    expect(",");  // a tuple, which tfm holds as a list
+    std::vector<ExprPtr> tuple = items(")", false);
+    tuple.insert(tuple.begin(), e);
+    return make(Expr::Kind::kList, "", std::move(tuple));
   }
-  if (token.text == "[") {
-    std::vector<ExprPtr> items;
-    while (!take("]")) {
-      if (!items.empty()) expect(",");
-      items.push_back(expression());
-    }
-    return make(Expr::Kind::kList, "", std::move(items));
-  }
-  if (token.text == "{") fail("mapping literals are not supported");
+  if (token.text == "[") return make(Expr::Kind::kList, "", items("]", false));
+  if (token.text == "{") return make(Expr::Kind::kMapping, "", items("}", true));
   --at_;
   unexpected();
 }
 
-// A call's arguments, after its "(", appended to `args`; keyword arguments are refused.
-std::vector<ExprPtr> ExprParser::arguments(std::vector<ExprPtr> args) {
-  for (bool first = true; !take(")"); first = false) {
-    if (!first) expect(",");
-    if (peek().type == Token::Type::kName && at("=", 1)) fail("keyword arguments (" + peek().text + "=) are not supported");
-    args.push_back(expression());
+// The items of a list, tuple or mapping (key: value) up to `close`, a trailing comma allowed.
+std::vector<ExprPtr> ExprParser::items(std::string_view close, bool pairs) {
+  std::vector<ExprPtr> out;
+  while (!take(close)) {
+    if (!out.empty()) {
+      expect(",");
+      if (take(close)) break;
+    }
+    out.push_back(expression());
+    if (pairs) expect(":"), out.push_back(expression());
+  }
+  return out;
+}
+
+// A call's arguments after its "(", appended to `first`: positional, then name=value.
+CallArgs ExprParser::arguments(std::vector<ExprPtr> first) {
+  CallArgs args{std::move(first)};
+  for (bool start = true; !take(")"); start = false) {
+    if (!start) expect(",");
+    if (take(")")) break;
+    if (peek().type == Token::Type::kName && at("=", 1)) {
+      std::string keyword = name();
+      expect("=");
+      args.keywords.emplace_back(std::move(keyword), expression());
+    } else {
+      if (!args.keywords.empty()) fail("a positional argument after a keyword argument");
+      args.positional.push_back(expression());
+    }
   }
   return args;
 }
 
-// .attribute, .method(...), [key], [start:stop]
+// .attribute, .method(...), [key], [start:stop:step]
 ExprPtr ExprParser::postfix(ExprPtr e) {
   for (;;) {
     if (take(".")) {
       const std::string member = name();
-      if (!take("(")) {
-        e = make(Expr::Kind::kAttribute, member, {e});
-        continue;
-      }
-      require_known(kMethods, member, "method");
-      e = make(Expr::Kind::kMethod, member, arguments({e}));
+      e = take("(") ? make_call(Expr::Kind::kMethod, member, arguments({e})) : make(Expr::Kind::kAttribute, member, {e});
     } else if (take("[")) {
       ExprPtr start = at(":") ? nullptr : expression();
       if (take("]")) {
@@ -275,9 +287,9 @@ ExprPtr ExprParser::postfix(ExprPtr e) {
       }
       expect(":");
       ExprPtr stop = at("]") || at(":") ? nullptr : expression();
-      if (at(":")) fail("slices with a step are not supported");
+      ExprPtr step = take(":") && !at("]") ? expression() : nullptr;
       expect("]");
-      e = make(Expr::Kind::kSlice, "", {e, start, stop});
+      e = make(Expr::Kind::kSlice, "", {e, start, stop, step});
     } else if (at("(")) {
       fail("calling a value is not supported");
     } else {
@@ -286,18 +298,16 @@ ExprPtr ExprParser::postfix(ExprPtr e) {
   }
 }
 
-// | filter, | filter(...), is test, is not test
+// | filter, | filter(...), is test, is test(...), is not test
 ExprPtr ExprParser::filters(ExprPtr e) {
   for (;;) {
     if (take("|")) {
       const std::string filter = name();
-      require_known(kFilters, filter, "filter");
-      e = make(Expr::Kind::kFilter, filter, take("(") ? arguments({e}) : std::vector<ExprPtr>{e});
+      e = make_call(Expr::Kind::kFilter, filter, take("(") ? arguments({e}) : CallArgs{{e}});
     } else if (take("is")) {
       const bool negated = take("not");
       const std::string test = name();
-      require_known(kTests, test, "test");
-      e = make(Expr::Kind::kTest, test, {e});
+      e = make_call(Expr::Kind::kTest, test, take("(") ? arguments({e}) : CallArgs{{e}});
       if (negated) e = make(Expr::Kind::kNot, "", {e});
     } else {
       return e;
@@ -310,12 +320,12 @@ ExprPtr ExprParser::filters(ExprPtr e) {
 // ---- Statements ----
 
 struct ChatTemplate::Node {
-  enum class Kind { kText, kOutput, kIf, kFor, kSet };
+  enum class Kind { kText, kOutput, kIf, kFor, kSet, kSetAttribute, kBreak, kContinue };
   Kind kind;
   std::string text{};                       // kText
-  std::vector<std::string> targets{};       // kFor: the loop's variables; kSet: the variable
-  std::vector<ExprPtr> exprs{};             // kOutput, kSet: the value; kIf: each branch's condition; kFor: the list
-  std::vector<std::vector<Node>> bodies{};  // kIf: each branch's, then else's; kFor: the body
+  std::vector<std::string> targets{};       // kFor: the loop's variables; kSet: the variable; kSetAttribute: the namespace and attribute
+  std::vector<ExprPtr> exprs{};             // kOutput, kSet*: the value; kIf: each branch's condition; kFor: the list, its "if"
+  std::vector<std::vector<Node>> bodies{};  // kIf: each branch's, then else's; kFor: the body, then else's
 };
 
 namespace {
@@ -425,10 +435,27 @@ class TemplateParser {
     return nodes;
   }
 
+  // The body up to `end`, which ends it alone.
+  std::vector<Node> body_until(const std::string& end) {
+    std::string ended;
+    std::unique_ptr<ExprParser> rest;
+    std::vector<Node> body = block({end}, ended, rest);
+    rest->finish();
+    return body;
+  }
+
   Node statement(const std::string& keyword, ExprParser& p) {
     if (keyword == "if") return if_statement(p);
     if (keyword == "for") return for_statement(p);
     if (keyword == "set") return set_statement(p);
+    if (keyword == "break" || keyword == "continue") {  // transformers loads jinja2's loopcontrols
+      p.finish();
+      return {.kind = keyword == "break" ? Node::Kind::kBreak : Node::Kind::kContinue};
+    }
+    if (keyword == "generation") {  // transformers' marker of the assistant's text: rendered as it stands
+      p.finish();
+      return {.kind = Node::Kind::kIf, .exprs = {make(Expr::Kind::kLiteral, "", {}, true)}, .bodies = {body_until("endgeneration")}};
+    }
     if (keyword.starts_with("end") || keyword == "elif" || keyword == "else") fail("{% " + keyword + " %} has no statement it ends");
     fail("{% " + keyword + " %} is not supported");
   }
@@ -443,10 +470,7 @@ class TemplateParser {
       if (ended == "elif") node.exprs.push_back(rest->expression());
       rest->finish();
       if (ended == "elif") continue;
-      if (ended == "else") {
-        node.bodies.push_back(block({"endif"}, ended, rest));
-        rest->finish();
-      }
+      if (ended == "else") node.bodies.push_back(body_until("endif"));
       return node;
     }
   }
@@ -456,20 +480,22 @@ class TemplateParser {
     while (p.take(",")) node.targets.push_back(p.name());
     p.expect("in");
     node.exprs.push_back(p.disjunction());
-    if (p.at("if") || p.at("recursive")) fail("{% for ... " + p.peek().text + " %} is not supported");
+    if (p.take("if")) node.exprs.push_back(p.expression());
+    if (p.at("recursive")) fail("{% for ... recursive %} is not supported");
     p.finish();
     std::string ended;
     std::unique_ptr<ExprParser> rest;
     node.bodies.push_back(block({"else", "endfor"}, ended, rest));
-    if (ended == "else") fail("{% for %} with {% else %} is not supported");
     rest->finish();
+    if (ended == "else") node.bodies.push_back(body_until("endfor"));
     return node;
   }
 
   Node set_statement(ExprParser& p) {
     Node node{.kind = Node::Kind::kSet, .targets = {p.name()}};
-    if (p.at(".")) fail("{% set " + node.targets[0] + ".attribute %} (namespace()) is not supported");
-    if (!p.take("=")) fail("{% set %} blocks and multiple targets are not supported");
+    if (p.take(".")) node.kind = Node::Kind::kSetAttribute, node.targets.push_back(p.name());
+    if (p.at(",")) fail("{% set %} with several targets is not supported");
+    if (!p.take("=")) fail("{% set %} blocks ({% endset %}) are not supported");
     node.exprs.push_back(p.expression());
     p.finish();
     return node;
@@ -479,295 +505,174 @@ class TemplateParser {
   size_t at_ = 0;
 };
 
-// ---- Values, as Python and Jinja treat them ----
-
-bool truthy(const json& v) {
-  if (v.is_discarded() || v.is_null()) return false;
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
-  return !v.empty();  // lists, mappings
+// Python's range(stop), range(start, stop[, step]).
+json range(const Args& a) {
+  if (a.positional.empty() || a.positional.size() > 3 || !a.keywords.empty()) fail("range takes one to three integers");
+  const bool one = a.positional.size() == 1;
+  const int64_t start = one ? 0 : integer(a.positional[0], "range's start"), stop = integer(a.positional[one ? 0 : 1], "range's stop");
+  const int64_t step = a.positional.size() == 3 ? integer(a.positional[2], "range's step") : 1;
+  if (step == 0) fail("range's step cannot be zero");
+  json list = json::array();
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) list.push_back(i);
+  return list;
 }
 
-std::string type_name(const json& v) { return v.is_discarded() ? "undefined" : v.type_name(); }
-
-// str(value), as {{ }} prints it.
-std::string to_text(const json& v) {
-  if (v.is_discarded()) return "";
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "None";
-  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
-  if (v.is_number()) return v.dump();
-  fail("printing " + type_name(v) + " values is not supported");
+// datetime.strftime(format) of `now` (through the C library, as CPython's).
+std::string strftime(const json& format, const std::tm& now) {
+  if (!format.is_string()) fail("strftime_now takes a format string");
+  const std::string f = format.get<std::string>();
+  std::string out(64 * (f.size() + 1), '\0');
+  out.resize(std::strftime(out.data(), out.size(), f.c_str(), &now));
+  return out;
 }
 
-bool equal(const json& a, const json& b) {
-  if (a.is_discarded() || b.is_discarded()) return a.is_discarded() && b.is_discarded();
-  return a == b;
+// dict(mapping, key=value, ...) and namespace(...): a mapping of the keywords over the mapping given.
+json keyword_mapping(const Args& a, const char* function) {
+  json mapping = a.positional.empty() ? json::object() : a.positional[0];
+  if (a.positional.size() > 1 || !mapping.is_object() || is_namespace(mapping)) fail(std::string(function) + " takes a mapping and name=value arguments");
+  for (const auto& entry : a.keywords.items()) mapping[entry.key()] = entry.value();
+  return mapping;
 }
 
-int64_t integer(const json& v, const char* what) {
-  if (!v.is_number_integer()) fail(std::string(what) + " must be an integer, got a " + type_name(v));
-  return v.get<int64_t>();
-}
-
-std::u32string characters(const json& s) { return code_points(s.get<std::string>(), "a string of the chat template"); }
-
-// Python's s[start:stop] of a list or string, bounds clamped, negative ones from the end.
-json slice(const json& v, const json& start, const json& stop) {
-  if (!v.is_array() && !v.is_string()) fail("slicing a " + type_name(v) + " is not supported");
-  const std::u32string chars = v.is_string() ? characters(v) : U"";
-  const int64_t n = static_cast<int64_t>(v.is_string() ? chars.size() : v.size());
-  const auto bound = [n](const json& b, int64_t fallback) {
-    if (b.is_null()) return fallback;
-    const int64_t i = integer(b, "a slice's bound");
-    return std::clamp(i < 0 ? i + n : i, int64_t{0}, n);
-  };
-  const int64_t from = bound(start, 0), to = std::max(from, bound(stop, n));
-  if (v.is_string()) return to_utf8(chars.substr(static_cast<size_t>(from), static_cast<size_t>(to - from)));
-  return json(v.begin() + from, v.begin() + to);
-}
-
-// value[key]: a mapping's entry, a list's or string's item (negative from the end); Undefined where there is none.
-json item(const json& v, const json& key) {
-  if (v.is_discarded()) fail("an undefined value has no items");
-  if (v.is_object() && key.is_string()) return v.contains(key.get<std::string>()) ? v[key.get<std::string>()] : undefined();
-  if ((v.is_array() || v.is_string()) && key.is_number_integer()) {
-    const json one = slice(v, key, key.get<int64_t>() == -1 ? json() : json(key.get<int64_t>() + 1));
-    return one.empty() ? undefined() : v.is_array() ? one[0] : one;
-  }
-  return undefined();
-}
-
-// Python's str.strip(chars), lstrip, rstrip; whitespace as str.isspace without `chars`.
-std::string strip(const json& s, const json& chars, bool left, bool right) {
-  if (!s.is_string()) fail("strip of a " + type_name(s) + " is not supported");
-  if (chars.is_null() || chars.is_discarded()) {
-    std::string_view text = s.get_ref<const std::string&>();
-    text = left ? lstrip_space(text) : text;
-    return std::string(right ? rstrip_space(text) : text);
-  }
-  std::u32string text = characters(s);
-  const std::u32string set = characters(chars);
-  const auto in_set = [&](char32_t c) { return set.find(c) != std::u32string::npos; };
-  size_t begin = 0, end = text.size();
-  while (left && begin < end && in_set(text[begin])) ++begin;
-  while (right && end > begin && in_set(text[end - 1])) --end;
-  return to_utf8(text.substr(begin, end - begin));
-}
-
-// Python's str.split(sep), or without one, at runs of whitespace.
-json split(const json& s, const json& separator) {
-  json parts = json::array();
-  const std::string text = s.get<std::string>();
-  if (separator.is_string()) {
-    const std::string sep = separator.get<std::string>();
-    if (sep.empty()) fail("split with an empty separator");
-    size_t start = 0;
-    for (size_t at = text.find(sep); at != std::string::npos; at = text.find(sep, start)) {
-      parts.push_back(text.substr(start, at - start));
-      start = at + sep.size();
-    }
-    parts.push_back(text.substr(start));
-    return parts;
-  }
-  std::string word;
-  for (char32_t c : characters(s)) {
-    if (!unicode::is_python_space(c)) append_utf8(word, c);
-    else if (!word.empty()) parts.push_back(std::exchange(word, ""));
-  }
-  if (!word.empty()) parts.push_back(word);
-  return parts;
-}
-
-json arithmetic(const std::string& op, const json& a, const json& b) {
-  if (!a.is_number() || !b.is_number()) fail("cannot compute a " + type_name(a) + " " + op + " a " + type_name(b));
-  const bool integers = a.is_number_integer() && b.is_number_integer();
-  if (op == "/" || !integers) {
-    const double x = a.get<double>(), y = b.get<double>();
-    if (y == 0 && (op == "/" || op == "//" || op == "%")) fail("division by zero");
-    if (op == "+") return x + y;
-    if (op == "-") return x - y;
-    if (op == "*") return x * y;
-    if (op == "/") return x / y;
-    if (op == "//") return std::floor(x / y);
-    return x - y * std::floor(x / y);  // %: the divisor's sign, as Python's
-  }
-  const int64_t x = a.get<int64_t>(), y = b.get<int64_t>();
-  if (y == 0 && (op == "//" || op == "%")) fail("division by zero");
-  const int64_t floor = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
-  if (op == "+") return x + y;
-  if (op == "-") return x - y;
-  if (op == "*") return x * y;
-  if (op == "//") return floor;
-  return x - y * floor;
-}
-
-json binary(const std::string& op, const json& a, const json& b) {
-  if (op == "==") return equal(a, b);
-  if (op == "!=") return !equal(a, b);
-  if (op == "~") return to_text(a) + to_text(b);
-  if (op == "in" || op == "not in") {
-    bool found = false;
-    if (b.is_string() && a.is_string()) found = b.get<std::string>().find(a.get<std::string>()) != std::string::npos;
-    else if (b.is_array()) found = std::any_of(b.begin(), b.end(), [&](const json& x) { return equal(a, x); });
-    else if (b.is_object() && a.is_string()) found = b.contains(a.get<std::string>());
-    else fail("'in' a " + type_name(b) + " is not supported");
-    return op == "in" ? found : !found;
-  }
-  if (op == "<" || op == "<=" || op == ">" || op == ">=") {
-    if (!(a.is_number() && b.is_number()) && !(a.is_string() && b.is_string())) fail("cannot compare a " + type_name(a) + " with a " + type_name(b));
-    return op == "<" ? a < b : op == "<=" ? a <= b : op == ">" ? a > b : a >= b;
-  }
-  if (op == "+" && ((a.is_string() && b.is_string()) || (a.is_array() && b.is_array()))) {
-    if (a.is_string()) return a.get<std::string>() + b.get<std::string>();
-    json both = a;
-    both.insert(both.end(), b.begin(), b.end());
-    return both;
-  }
-  if (op == "*" && (a.is_string() || b.is_string()) && (a.is_number_integer() || b.is_number_integer())) {
-    const json& text = a.is_string() ? a : b;
-    std::string repeated;
-    for (int64_t k = 0; k < (a.is_string() ? b : a).get<int64_t>(); ++k) repeated += text.get_ref<const std::string&>();
-    return repeated;
-  }
-  if (op == "%" && a.is_string()) fail("string formatting with % is not supported");
-  return arithmetic(op, a, b);
-}
-
-json method(const std::string& name, const json& self, const std::vector<json>& args) {
-  const auto arg = [&](size_t i) { return i < args.size() ? args[i] : json(); };
-  if (name == "get") {
-    if (!self.is_object()) fail("get of a " + type_name(self) + " is not supported");
-    const json found = item(self, arg(0));
-    return found.is_discarded() ? arg(1) : found;
-  }
-  if (!self.is_string()) fail(name + " of a " + type_name(self) + " is not supported");
-  const std::string text = self.get<std::string>();
-  if (name == "strip" || name == "lstrip" || name == "rstrip") return strip(self, arg(0), name != "rstrip", name != "lstrip");
-  if (name == "lower") return to_utf8(unicode::lower(characters(self)));
-  if (name == "startswith" || name == "endswith") {
-    if (!arg(0).is_string()) fail(name + " takes a string");
-    return name == "startswith" ? text.starts_with(arg(0).get<std::string>()) : text.ends_with(arg(0).get<std::string>());
-  }
-  if (name == "split") return split(self, arg(0));
-  if (!arg(0).is_string() || !arg(1).is_string() || arg(0).get<std::string>().empty()) fail("replace takes two strings, the first not empty");
-  return replace_all(text, arg(0).get<std::string>(), arg(1).get<std::string>());  // replace
-}
-
-json filter(const std::string& name, const json& v, const std::vector<json>& args) {
-  const auto arg = [&](size_t i, json fallback) { return i < args.size() ? args[i] : fallback; };
-  if (name == "default" || name == "d") return v.is_discarded() || (truthy(arg(1, false)) && !truthy(v)) ? arg(0, "") : v;
-  if (name == "string") return to_text(v);
-  if (name == "trim") return strip(v, arg(0, nullptr), true, true);
-  if (name == "lower") return method("lower", v, {});
-  if (name == "length" || name == "count") {
-    if (!v.is_string() && !v.is_array() && !v.is_object()) fail("length of a " + type_name(v) + " is not supported");
-    return v.is_string() ? characters(v).size() : v.size();
-  }
-  if (name == "first" || name == "last") return v.empty() && !v.is_discarded() ? undefined() : item(v, name == "first" ? 0 : -1);
-  if (!v.is_array()) fail("join of a " + type_name(v) + " is not supported");  // join
-  std::string joined;
-  for (size_t i = 0; i < v.size(); ++i) joined += (i ? to_text(arg(0, "")) : "") + to_text(v[i]);
-  return joined;
-}
-
-bool test(const std::string& name, const json& v) {
-  if (name == "defined") return !v.is_discarded();
-  if (name == "undefined") return v.is_discarded();
-  if (name == "none") return v.is_null();
-  if (name == "string") return v.is_string();
-  if (name == "number") return v.is_number();
-  if (name == "mapping") return v.is_object();
-  if (name == "boolean") return v.is_boolean();
-  return v.is_string() || v.is_array() || v.is_object();  // sequence
-}
+// The functions a chat template may call: jinja2's range, namespace and dict, and transformers' raise_exception and strftime_now.
+const std::set<std::string, std::less<>> kFunctions = {"range", "namespace", "dict", "raise_exception", "strftime_now"};
 
 // Renders nodes with Jinja's scopes: a for loop's body has its own each time round
 // (what it sets is gone afterwards), an if has none.
 class Renderer {
  public:
-  explicit Renderer(const json& variables) : scopes_{variables} {}
+  Renderer(const json& variables, const std::tm& now) : scopes_{variables}, now_(now) {}
 
-  void run(const std::vector<Node>& nodes, std::string& out) {
+  // What ends a run of nodes: their end, or {% break %} or {% continue %}.
+  enum class Flow { kNext, kBreak, kContinue };
+
+  Flow run(const std::vector<Node>& nodes, std::string& out) {
     for (const Node& node : nodes) {
+      Flow flow = Flow::kNext;
       switch (node.kind) {
         case Node::Kind::kText: out += node.text; break;
         case Node::Kind::kOutput: out += to_text(eval(*node.exprs[0])); break;
         case Node::Kind::kSet: scopes_.back()[node.targets[0]] = eval(*node.exprs[0]); break;
-        case Node::Kind::kIf: run_if(node, out); break;
+        case Node::Kind::kSetAttribute: set_attribute(node); break;
+        case Node::Kind::kIf: flow = run_if(node, out); break;
         case Node::Kind::kFor: run_for(node, out); break;
+        case Node::Kind::kBreak: return Flow::kBreak;
+        case Node::Kind::kContinue: return Flow::kContinue;
       }
+      if (flow != Flow::kNext) return flow;
     }
+    return Flow::kNext;
   }
 
  private:
-  void run_if(const Node& node, std::string& out) {
+  Flow run_if(const Node& node, std::string& out) {
     for (size_t i = 0; i < node.exprs.size(); ++i)
       if (truthy(eval(*node.exprs[i]))) return run(node.bodies[i], out);
-    if (node.bodies.size() > node.exprs.size()) run(node.bodies.back(), out);
+    return node.bodies.size() > node.exprs.size() ? run(node.bodies.back(), out) : Flow::kNext;
+  }
+
+  // The loop's variables in `scope`, bound to `value` (unpacked where there are several).
+  static void bind(const std::vector<std::string>& targets, const json& value, json& scope) {
+    if (targets.size() == 1) {
+      scope[targets[0]] = value;
+      return;
+    }
+    if (!value.is_array() || value.size() != targets.size())
+      fail("cannot unpack a " + type_name(value) + " into " + std::to_string(targets.size()) + " loop variables");
+    for (size_t k = 0; k < targets.size(); ++k) scope[targets[k]] = value[k];
+  }
+
+  // What the loop goes through: its list's items that pass its "if", which sees each as the loop's variables.
+  json loop_items(const Node& node) {
+    const json items = iteration(eval(*node.exprs[0]));
+    if (node.exprs.size() == 1) return items;
+    json kept = json::array();
+    for (const json& x : items) {
+      scopes_.push_back(json::object());
+      bind(node.targets, x, scopes_.back());
+      const bool keep = truthy(eval(*node.exprs[1]));
+      scopes_.pop_back();
+      if (keep) kept.push_back(x);
+    }
+    return kept;
   }
 
   void run_for(const Node& node, std::string& out) {
-    const json list = eval(*node.exprs[0]);
-    if (list.is_discarded()) return;  // Jinja iterates over Undefined as over nothing
-    if (!list.is_array()) fail("a for loop over a " + type_name(list) + " is not supported");
-    const int64_t n = static_cast<int64_t>(list.size());
+    const json items = loop_items(node);
+    if (items.empty() && node.bodies.size() > 1) run(node.bodies[1], out);  // {% else %}
+    const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       json scope = {{"loop", {{"index", i + 1}, {"index0", i}, {"revindex", n - i}, {"revindex0", n - i - 1},
                               {"first", i == 0}, {"last", i == n - 1}, {"length", n}}}};
-      const json& value = list[static_cast<size_t>(i)];
-      if (node.targets.size() == 1) scope[node.targets[0]] = value;
-      else if (value.is_array() && value.size() == node.targets.size())
-        for (size_t k = 0; k < node.targets.size(); ++k) scope[node.targets[k]] = value[k];
-      else fail("cannot unpack a " + type_name(value) + " into " + std::to_string(node.targets.size()) + " loop variables");
+      if (i > 0) scope["loop"]["previtem"] = items[static_cast<size_t>(i - 1)];
+      if (i + 1 < n) scope["loop"]["nextitem"] = items[static_cast<size_t>(i + 1)];
+      bind(node.targets, items[static_cast<size_t>(i)], scope);
       scopes_.push_back(std::move(scope));
-      run(node.bodies[0], out);
+      const Flow flow = run(node.bodies[0], out);
       scopes_.pop_back();
+      if (flow == Flow::kBreak) break;
     }
+  }
+
+  // {% set ns.attribute = value %}: the namespace where it is defined changes, seen from every scope.
+  void set_attribute(const Node& node) {
+    const std::string& name = node.targets[0];
+    const auto scope = std::find_if(scopes_.rbegin(), scopes_.rend(), [&](const json& s) { return s.contains(name); });
+    if (scope == scopes_.rend() || !is_namespace((*scope)[name])) fail("{% set " + name + "." + node.targets[1] + " %} needs " + name + " to be a namespace()");
+    namespace_attributes((*scope)[name])[node.targets[1]] = eval(*node.exprs[0]);
   }
 
   json lookup(const std::string& name) const {
     for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope)
       if (scope->contains(name)) return (*scope)[name];
-    return undefined();
+    return kFunctions.count(name) ? function_value(name) : undefined();
   }
 
-  std::vector<json> values(const std::vector<ExprPtr>& exprs, size_t from) {
-    std::vector<json> out;
-    for (size_t i = from; i < exprs.size(); ++i) out.push_back(eval(*exprs[i]));
-    return out;
+  Args arguments(const Expr& e, size_t from) {
+    Args a;
+    for (size_t i = from; i < e.args.size(); ++i) a.positional.push_back(eval(*e.args[i]));
+    for (const auto& [keyword, value] : e.keywords) a.keywords[keyword] = eval(*value);
+    return a;
   }
 
   json call(const Expr& e) {
-    const std::vector<json> args = values(e.args, 0);
-    if (e.name == "raise_exception") fail(args.empty() ? "raise_exception()" : to_text(args[0]));
-    if (args.empty() || args.size() > 2) fail("range takes one or two integers");  // range
-    const int64_t from = args.size() == 2 ? integer(args[0], "range's start") : 0, to = integer(args.back(), "range's stop");
-    json list = json::array();
-    for (int64_t i = from; i < to; ++i) list.push_back(i);
-    return list;
+    if (!is_function(lookup(e.name))) fail("the function " + e.name + " is not supported");
+    const Args a = arguments(e, 0);
+    if (e.name == "raise_exception") fail(to_text(a.at(0, "message", "")));
+    if (e.name == "strftime_now") return strftime(a.at(0, "format", undefined()), now_);
+    if (e.name == "namespace") return make_namespace(keyword_mapping(a, "namespace"));
+    if (e.name == "dict") return keyword_mapping(a, "dict");
+    return range(a);
   }
+
+  json mapping(const Expr& e) {
+    json m = json::object();
+    for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+      const json key = eval(*e.args[i]);
+      if (!key.is_string()) fail("a mapping's keys must be strings, got a " + type_name(key));
+      m[key.get<std::string>()] = eval(*e.args[i + 1]);
+    }
+    return m;
+  }
+
+  json optional(const ExprPtr& e) { return e ? eval(*e) : json(); }
 
   json eval(const Expr& e) {
     using Kind = Expr::Kind;
     switch (e.kind) {
       case Kind::kLiteral: return e.value;
       case Kind::kName: return lookup(e.name);
-      case Kind::kList: return json(values(e.args, 0));
-      case Kind::kAttribute: {
-        const json object = eval(*e.args[0]);
-        if (object.is_discarded()) fail("an undefined value has no attribute " + e.name);
-        return object.is_object() ? item(object, e.name) : undefined();
-      }
+      case Kind::kList: return json(arguments(e, 0).positional);
+      case Kind::kMapping: return mapping(e);
+      case Kind::kAttribute: return attribute(eval(*e.args[0]), e.name);
       case Kind::kSubscript: return item(eval(*e.args[0]), eval(*e.args[1]));
-      case Kind::kSlice: return slice(eval(*e.args[0]), e.args[1] ? eval(*e.args[1]) : json(), e.args[2] ? eval(*e.args[2]) : json());
+      case Kind::kSlice: return slice(eval(*e.args[0]), optional(e.args[1]), optional(e.args[2]), optional(e.args[3]));
       case Kind::kCall: return call(e);
-      case Kind::kMethod: return method(e.name, eval(*e.args[0]), values(e.args, 1));
-      case Kind::kFilter: return filter(e.name, eval(*e.args[0]), values(e.args, 1));
-      case Kind::kTest: return test(e.name, eval(*e.args[0]));
+      case Kind::kMethod: return method(e.name, eval(*e.args[0]), arguments(e, 1));
+      case Kind::kFilter: return filter(e.name, eval(*e.args[0]), arguments(e, 1));
+      case Kind::kTest: return test(e.name, eval(*e.args[0]), arguments(e, 1));
       case Kind::kNot: return !truthy(eval(*e.args[0]));
-      case Kind::kNegate: return arithmetic("-", 0, eval(*e.args[0]));
+      case Kind::kNegate: return binary("-", 0, eval(*e.args[0]));
       case Kind::kCondition: return truthy(eval(*e.args[0])) ? eval(*e.args[1]) : eval(*e.args[2]);
       case Kind::kBinary: break;
     }
@@ -778,6 +683,7 @@ class Renderer {
   }
 
   std::vector<json> scopes_;
+  std::tm now_;
 };
 
 }  // namespace
@@ -786,28 +692,43 @@ ChatTemplate::ChatTemplate(const std::string& source)
     : body_(std::make_shared<const std::vector<Node>>(TemplateParser(cut(source)).parse())) {}
 
 std::string ChatTemplate::render(const json& variables) const {
+  const std::time_t seconds = std::time(nullptr);
+  std::tm now{};
+  localtime_r(&seconds, &now);  // datetime.now(): the local time
+  return render(variables, now);
+}
+
+std::string ChatTemplate::render(const json& variables, const std::tm& now) const {
   if (!variables.is_object()) fail("the variables must be an object");
+  std::tm normalized = now;  // the weekday and day of the year from the date
+  const std::time_t seconds = timegm(&normalized);
+  gmtime_r(&seconds, &normalized);
   std::string out;
-  Renderer(variables).run(*body_, out);
+  Renderer(variables, normalized).run(*body_, out);
   return out;
 }
 
-std::string apply_chat_template(const TokenizerConfig& config, const json& messages, bool add_generation_prompt) {
-  const json& settings = config.json();
-  json source = settings.value("chat_template", json());
+std::string apply_chat_template(const TokenizerConfig& config, const json& messages, bool add_generation_prompt, const json& kwargs,
+                                const std::optional<std::tm>& now) {
+  const nlohmann::json& settings = config.json();
+  nlohmann::json source = settings.value("chat_template", nlohmann::json());
   if (source.is_array()) {  // named templates: [{"name": "default", "template": "..."}, ...]
-    const auto named = std::find_if(source.begin(), source.end(), [](const json& t) { return t.is_object() && t.value("name", json()) == "default"; });
-    source = named == source.end() ? json() : named->value("template", json());
+    const auto named = std::find_if(source.begin(), source.end(), [](const nlohmann::json& t) { return t.is_object() && t.value("name", nlohmann::json()) == "default"; });
+    source = named == source.end() ? nlohmann::json() : named->value("template", nlohmann::json());
   }
   TFM_CHECK(source.is_string(), config.path() << ": no chat_template (a string, or a list of named templates with one named \"default\")");
-  json variables = {{"messages", messages}, {"add_generation_prompt", add_generation_prompt}};
+  TFM_CHECK(kwargs.is_object(), "the chat template's keyword arguments must be an object");
+  // As transformers renders: tools and documents none unless given, the special tokens, then the keyword arguments.
+  json variables = {{"messages", messages}, {"tools", nullptr}, {"documents", nullptr}, {"add_generation_prompt", add_generation_prompt}};
   for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
-    const json token = settings.value(key, json());
-    const json content = token.is_object() ? token.value("content", json()) : token;
+    const nlohmann::json token = settings.value(key, nlohmann::json());
+    const nlohmann::json content = token.is_object() ? token.value("content", nlohmann::json()) : token;
     if (content.is_string()) variables[key] = content;
   }
   if (settings.contains("additional_special_tokens")) variables["additional_special_tokens"] = settings["additional_special_tokens"];
-  return ChatTemplate(source.get<std::string>()).render(variables);
+  for (const auto& entry : kwargs.items()) variables[entry.key()] = entry.value();
+  const ChatTemplate chat_template(source.get<std::string>());
+  return now ? chat_template.render(variables, *now) : chat_template.render(variables);
 }
 
 }  // namespace tfm::data

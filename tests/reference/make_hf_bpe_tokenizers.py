@@ -37,8 +37,8 @@ texts (regex.findall, after NFC for Qwen2).
 
 Chat templates: each fixture's tokenizer_config.json holds the chat_template its model family ships, and
 reference.json's chat_cases what transformers' apply_chat_template gave (or the message it raised) for a few
-conversations; jinja_cases.json holds smaller templates of the Jinja that tfm interprets, rendered by jinja2 as
-transformers renders chat templates.
+conversations (make_chat_templates.py writes the templates of today's checkpoints and the smaller templates of
+jinja_cases.json).
 """
 import collections
 import json
@@ -484,56 +484,7 @@ def make_qwen2(scratch):
           pattern_cases(QWEN2_PATTERN, lambda t: unicodedata.normalize("NFC", t)), chat_cases(tok))
 
 
-# Templates of the Jinja that tfm interprets, each with its variables, rendered as transformers renders a chat
-# template (its _compile_jinja_template: jinja2's ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks).
-JINJA_CASES = [
-    ("plain text", {}), ("a{{ x }}b", {"x": "X"}), ("[{{ missing }}]", {}), ("{{ none }} {{ true }} {{ false }}", {}),
-    ("{{ 1 + 2 }} {{ 7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ -7 // 2 }} {{ 2 * 3 - 1 }} {{ -4 }} {{ 1.5 + 1 }} {{ 1 / 4 }}", {}),
-    ("{{ 'a\\nb\\t\\'c\\'' }}|{{ \"it's\" }}", {}), ("a{# gone #}b", {}), ("{% if true %}\nx\n{% endif %}\ny", {}),
-    ("a\n    {% if true %}\n    b\n    {% endif %}\nc", {}), ("a   {{- 'b' -}}   c  {%- if true -%}  d  {%- endif %}", {}),
-    ("{{ 'a' }}\n{{ 'b' }}\n", {}), ("  {% if true %}\n  x\n  {% endif %}\n y {%- if 1 %} z {% endif -%}  \n w\n", {}),
-    ("{# c #}\n  {#- d -#}  x  {#+ e #}\ny", {}), ("{%+ if true %}k{% endif %}", {}),
-    ("{% for n in [1, 2, 3] %}{% if n == 1 %}one{% elif n == 2 %}two{% else %}many{% endif %},{% endfor %}", {}),
-    ("{% for x in items %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}"
-     "{{ loop.length }};{% endfor %}", {"items": ["a", "b", "c"]}),
-    ("{% for a, b in pairs %}{{ a }}={{ b }};{% endfor %}", {"pairs": [["x", 1], ["y", 2]]}),
-    ("{% set a = 1 %}{% for x in [1, 2] %}{{ a }}{% set a = x + 10 %}{{ a }}{% endfor %}{{ a }}{% if true %}{% set b = 3 %}{% endif %}{{ b }}", {}),
-    ("{% for x in missing %}x{% endfor %}.", {}),
-    ("{{ 1 < 2 }}{{ 2 <= 1 }}{{ 'a' == 'a' }}{{ 'a' != 'a' }}{{ 3 > 2 }}{{ 1 >= 1 }}{{ 'b' > 'a' }}{{ u == u }}{{ u == none }}", {}),
-    ("{{ true and false }}{{ true or false }}{{ not true }}{{ not (1 == 2) }}{{ 0 or 'z' }}{{ [] or 0 }}{{ 'a' and 'b' }}", {}),
-    ("{{ 'b' in 'abc' }}{{ 2 in [1, 2] }}{{ 'k' in d }}{{ 'q' not in d }}{{ not 'k' in d }}", {"d": {"k": 1}}),
-    ("{{ x is defined }}{{ y is defined }}{{ y is not defined }}{{ y is undefined }}{{ n is none }}{{ s is string }}{{ x is number }}"
-     "{{ d is mapping }}{{ s is sequence }}{{ t is boolean }}{{ n is not none }}", {"x": 1, "n": None, "s": "s", "d": {}, "t": True}),
-    ("{{ 'yes' if flag else 'no' }}[{{ 'a' if false }}]{{ 1 if 0 else 2 if 0 else 3 }}", {"flag": True}),
-    ("{{ 'n=' ~ 3 ~ true ~ none }}", {}),
-    ("{{ xs[0] }}{{ xs[-1] }}{{ xs[1:][0] }}{{ xs[:2] | length }}{{ 'hello'[1:3] }}{{ 'hello'[-3:] }}{{ d['k'] }}{{ d.k }}[{{ d.q }}][{{ xs[7] }}]"
-     "{{ 'abc'[-1] }}{{ xs[-9:1] | length }}", {"xs": [1, 2, 3], "d": {"k": "v"}}),
-    ("{{ '  x  ' | trim }}|{{ xs | length }}|{{ 'héllo' | length }}|{{ 'ÀB' | lower }}|{{ xs | join('-') }}|{{ xs | join }}|{{ xs | first }}"
-     "{{ xs | last }}|{{ missing | default('d') }}{{ '' | default('e') }}{{ '' | default('f', true) }}{{ 5 | string }}|{{ xs | count }}"
-     "|{{ 'ab' | first }}{{ '\\n\\tq ' | trim }}|{{ 'xxqxx' | trim('x') }}", {"xs": [1, 2, 3]}),
-    ("{{ 'a' + ' b ' | trim + 'c' }}{{ ([1] + [2]) | length }}", {}),
-    ("{{ ' x '.strip() }}{{ 'abc'.startswith('ab') }}{{ 'abc'.endswith('x') }}{{ 'AB'.lower() }}{{ ' x '.lstrip() }}|{{ ' x '.rstrip() }}|"
-     "{{ 'xxay'.lstrip('x') }}|{{ 'ayyx'.rstrip('xy') }}|{{ '\\u3000a\\u00a0'.strip() }}|{{ 'a-b'.replace('-', '+') }}", {}),
-    ("{{ 'a<b>c<b>'.split('<b>') | length }}{{ ' a  b '.split() | join(',') }}{{ 'x'.split(',')[0] }}{{ 'r</think>a'.split('</think>')[-1] }}", {}),
-    ("{{ d.get('k') }}{{ d.get('q', 'dflt') }}{{ d.get('q') }}", {"d": {"k": "v"}}),
-    ("{% for i in range(3) %}{{ i }}{% endfor %}{% for i in range(2, 4) %}{{ i }}{% endfor %}", {}),
-    ("{{ 3 * 'ab' }}{{ 'ab' * 2 }}{{ (1 + 2) * 3 }}{{ 10 - 2 - 3 }}{{ 2 ~ 3 * 4 }}", {}),
-    ("{{ messages[0]['content'] }}{% for m in messages[1:] %}<{{ m.role }}>{% endfor %}", {"messages": [{"role": "a", "content": "c"},
-                                                                                                        {"role": "b"}, {"role": "d"}]}),
-]
-
-
-def make_jinja_cases():
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    cases = [{"template": t, "variables": v, "text": env.from_string(t).render(**v)} for t, v in JINJA_CASES]
-    with open(os.path.join(OUT, "jinja_cases.json"), "w", encoding="utf-8") as f:
-        json.dump(cases, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-
-
 def main():
-    make_jinja_cases()
     with tempfile.TemporaryDirectory() as scratch:
         model = make_llama2(scratch)
         make_mistral(scratch, model)
