@@ -8,6 +8,7 @@ struct ModelOptions {
   std::string vocab;              // SentencePiece model, if not at the path the checkpoint records (text models)
   std::string precision = "f32";  // the linear layers' products: f32, bf16 or int8 (int8: the CPU only)
   std::string device = "cpu";     // where the model computes: cpu, or cuda (a GPU of a build with TFM_CUDA)
+  std::string lora;               // a language model's LoRA adapter directory (PEFT's layout), merged into its weights
 };
 
 }  // namespace tfm

@@ -35,12 +35,18 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", c->task.batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--sample-tokens", c->task.sample_tokens, "Tokens of sample text printed at the end (0: none)")
       ->capture_default_str()->check(at_least<int64_t>(0));
+  tfm::LanguageModelTask& t = c->task;
+  cmd->add_option("--lora-rank", t.lora_rank,
+                  "LoRA fine-tuning of --init-from's model: its weights frozen, adapters of this rank trained (PEFT's r; 0: every weight trains)")
+      ->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--lora-alpha", t.lora_alpha, "LoRA's lora_alpha: the adapters' change is scaled by alpha / rank")->capture_default_str();
+  cmd->add_option("--lora-targets", t.lora_targets, "The projections that get adapters, of q,k,v,o,gate,up,down")->capture_default_str();
   add_training_flags_and_run(cmd, c, exit_code);
 }
 
 void add_generate_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, prompt, spm, output = "-";
+    std::string checkpoint, prompt, spm, lora, output = "-";
     std::vector<int> prompt_ids;
     tfm::GenerationOptions sampling;
   };
@@ -72,6 +78,8 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--stop", o->sampling.stop, "End the text before this string (repeat for several; not printed)");
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  cmd->add_option("--lora", o->lora, "A LoRA adapter of the model (PEFT's directory, e.g. runs/lora/best_adapter), merged into its weights")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--output,-o", o->output,
                   "Output text ('-': standard output, token by token); a file is replaced only once generation completes")
       ->capture_default_str();
@@ -79,7 +87,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
-    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
+    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd), o->lora});
     if (!o->prompt_ids.empty()) {
       const char* separator = "";
       generator.generate_ids(o->prompt_ids, o->sampling, [&](int id) {

@@ -12,6 +12,7 @@
 #include "decode/family_checkpoint.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
+#include "hf/export.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
 
@@ -148,8 +149,15 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     if (record.value("type", "") == "sentencepiece") record["path"] = d.file(kTfmTokenizerModel);
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" && d.model_type != "gpt2") {
-    // The Llama family's tokenizers (tokenizer.json: byte-level BPE with their own
-    // patterns, SentencePiece-style BPE) are not read yet: such a model generates from ids.
+    // The Llama family: tokenizer.json's BPE where the directory has one (without it such
+    // a model generates from ids), and what export writes back that tfm's configuration
+    // does not keep.
+    meta[hf::kSourceKey] = hf::source_record(d).dump();
+    if (d.has("tokenizer.json")) {
+      const data::Tokenizer t = data::Tokenizer::hugging_face("bpe", dir);
+      check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file("tokenizer.json"));
+      meta["tfm.tokenizer"] = t.record();
+    }
   } else if (kind == "gpt" || kind == "bert") {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
     check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), data::tokenizer_file(dir, kind == "gpt" ? "vocab.json" : "vocab.txt"),

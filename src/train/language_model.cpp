@@ -1,10 +1,15 @@
 #include "train/language_model.h"
 
 #include <cmath>
+#include <filesystem>
+#include <memory>
 
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
+#include "decode/hf_checkpoint.h"
+#include "io/checkpoint.h"
 #include "models/gpt.h"
+#include "models/lora.h"
 #include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
@@ -30,6 +35,9 @@ models::StackConfig chosen_model(const ModelSettings& settings) {
   return c;
 }
 
+// A LoRA run's checkpoint: its adapters' settings (adapter_config.json) and base path.
+constexpr const char* kLoraKey = "tfm.lora";
+
 // A window is context + 1 tokens: the inputs and, shifted by one, the targets.
 
 class LanguageModelTraining : public TextStreamTask {
@@ -39,11 +47,19 @@ class LanguageModelTraining : public TextStreamTask {
       : TextStreamTask(o.data, "gpt", chosen_model(settings), settings, resumed, resume_path,
                        [](const models::StackConfig& c) { return c.max_len + 1; }, o.batch, out),
         o_(o),
-        model_(config_) {}
+        model_(config_) {
+    with_lora(resumed, resume_path);
+  }
 
-  nn::Module& model() override { return model_; }
-  void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
-  io::Checkpoint describe() const override { return describe_config(model_.config().to_json()); }
+  nn::Module& model() override { return lora_ ? static_cast<nn::Module&>(*lora_) : model_; }
+  nn::Module* frozen_model() override { return lora_ ? &model_ : nullptr; }
+  void init_parameters(Rng& rng) override {
+    TFM_CHECK(!lora_, "--lora-rank fine-tunes a model's adapters: give the model as --init-from");
+    model_.init_parameters(rng);
+  }
+  std::string init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) override;
+  io::Checkpoint describe() const override;
+  void saved(const std::string& path) override;
   BatchLoss batch_loss(int64_t index) override {
     Rng rng;
     const std::vector<int64_t> starts = window_starts(index, rng);
@@ -77,9 +93,66 @@ class LanguageModelTraining : public TextStreamTask {
     return ops::cross_entropy(logits, Tensor::from_values(y), 0.0f, /*ignore_index=*/-1);
   }
 
+  // LoRA: adapters as --lora-rank asks, or as the resumed run's checkpoint records them (its
+  // base read again from the path it records).
+  void with_lora(const std::optional<io::Checkpoint>& resumed, const std::string& origin);
+
   const tfm::LanguageModelTask& o_;
   models::GPT model_;
+  std::unique_ptr<models::LoraAdapter> lora_;  // null: every weight trains
+  bool base_loaded_ = false;                   // from a LoRA checkpoint's record
 };
+
+void LanguageModelTraining::with_lora(const std::optional<io::Checkpoint>& resumed, const std::string& origin) {
+  const auto recorded = resumed ? resumed->metadata.find(kLoraKey) : std::map<std::string, std::string>::const_iterator();
+  if (resumed && recorded != resumed->metadata.end()) {
+    const models::LoraSettings s = models::LoraSettings::from_json(recorded->second, origin);
+    TFM_CHECK(o_.lora_rank == 0 || o_.lora_rank == s.rank,
+              "--lora-rank " << o_.lora_rank << " differs from " << origin << "'s adapters' rank " << s.rank);
+    io::load_parameters(model_.named_parameters(), decode::read_model(s.base), s.base);
+    lora_ = std::make_unique<models::LoraAdapter>(model_, s);
+    base_loaded_ = true;
+  } else if (o_.lora_rank == 0) {
+    const tfm::LanguageModelTask defaults;
+    TFM_CHECK(o_.lora_targets == defaults.lora_targets && o_.lora_alpha == defaults.lora_alpha,
+              "--lora-targets and --lora-alpha shape LoRA adapters: give --lora-rank (at least 1; 0 trains every weight)");
+  } else {
+    models::LoraSettings s;
+    s.rank = o_.lora_rank, s.alpha = o_.lora_alpha, s.targets = models::parse_lora_targets(o_.lora_targets);
+    s.base = origin.empty() ? "" : std::filesystem::absolute(origin).string();  // a resumed run reads it again from anywhere
+    s.validate("--lora-rank, --lora-alpha, --lora-targets");
+    TFM_CHECK(!origin.empty(), "--lora-rank fine-tunes a model's adapters: give the model as --init-from");
+    lora_ = std::make_unique<models::LoraAdapter>(model_, s);
+  }
+  if (lora_) model_.eval();  // the frozen base computes as at inference (no dropout), as its adapters' base
+}
+
+std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) {
+  if (!lora_) return TrainingTask::init_from(file, origin, rng);
+  if (base_loaded_) {  // a LoRA run's checkpoint: its adapters go on training
+    io::load_parameters(lora_->named_parameters(), file, origin);
+  } else {
+    io::load_parameters(model_.named_parameters(), file, origin);
+    lora_->init_parameters(rng);
+  }
+  const models::LoraSettings& s = lora_->settings();
+  return " with LoRA adapters (rank " + std::to_string(s.rank) + ", alpha " + std::to_string(s.alpha).substr(0, 4) + "): " +
+         std::to_string(lora_->num_parameters()) + " trainable parameters of " +
+         std::to_string(model_.num_parameters() + lora_->num_parameters());
+}
+
+io::Checkpoint LanguageModelTraining::describe() const {
+  io::Checkpoint c = describe_config(model_.config().to_json());
+  if (lora_) c.metadata[kLoraKey] = lora_->settings().to_json();
+  return c;
+}
+
+// last.safetensors -> last_adapter/, PEFT's layout.
+void LanguageModelTraining::saved(const std::string& path) {
+  if (!lora_) return;
+  const std::filesystem::path p(path);
+  models::save_lora_adapter(*lora_, (p.parent_path() / (p.stem().string() + "_adapter")).string());
+}
 
 std::string LanguageModelTraining::report() {
   if (o_.sample_tokens <= 0) return "";
