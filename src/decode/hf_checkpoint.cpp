@@ -150,9 +150,7 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" && d.model_type != "gpt2") {
     // The Llama family: tokenizer.json's BPE where the directory has one (without it such
-    // a model generates from ids), and what export writes back that tfm's configuration
-    // does not keep.
-    meta[hf::kSourceKey] = hf::source_record(d).dump();
+    // a model generates from ids).
     if (d.has("tokenizer.json")) {
       const data::Tokenizer t = data::Tokenizer::hugging_face("bpe", dir);
       check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file("tokenizer.json"));
@@ -164,6 +162,7 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
                          kind == "bert");
     meta["tfm.tokenizer"] = t.record();
   }
+  if (kind == "gpt" && d.model_type != "gpt2") meta[hf::kSourceKey] = hf::source_record(d).dump();  // what export writes back
   if (kind == "bert" && config.contains("classes")) meta[kTextLabelsKey] = classes_record(class_names(d, config.at("classes").get<int64_t>()));
   if (kind == "bert" && d.has("modules.json")) meta[kSentenceEmbeddingKey] = sentence_embedding_record(sentence_transformers(d));
   if (kind == "vit") {

@@ -66,7 +66,7 @@ auto model_init() {
   return py::init([](const py::object& path, const std::string& device, const std::string& precision, const py::object& vocab) {
     const std::string checkpoint = path_of(path), vocabulary = vocab.is_none() ? "" : path_of(vocab);
     py::gil_scoped_release release;
-    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision, device});
+    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision, device, ""});
   });
 }
 
@@ -272,7 +272,7 @@ void bind_encoder_and_classifier(py::module_& m) {
       .def(py::init([](const py::object& path, const std::string& device, const std::string& precision) {
              const std::string checkpoint = path_of(path);
              py::gil_scoped_release release;
-             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision, device});
+             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision, device, ""});
            }),
            "path"_a, "device"_a = "cpu", "precision"_a = "f32")
       .def(

@@ -26,7 +26,7 @@ std::vector<std::string> endpoints_of(const std::string& family) {
 }
 
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
-  const ModelOptions model_options{"", o.precision, o.device};
+  const ModelOptions model_options{"", o.precision, o.device, ""};
   if (m.family == "translation") {
     TranslatorOptions t;
     t.precision = o.precision, t.device = o.device, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;

@@ -4,10 +4,14 @@ the source directory computed: for llama_tiny, mistral_tiny, qwen2_tiny and llam
 export's class (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM), its logits within 1e-4 of the
 fixture's reference.safetensors (transformers' own on the source) and the same greedy ids.
 
-    /usr/bin/python3 tests/reference/check_hf_llama_export.py BUILD/tfm [HFENV]
+    /usr/bin/python3 tests/reference/check_hf_llama_export.py BUILD/tfm [HFENV [MODEL ADAPTER]]
 
-HFENV: the DEST given to ../shared/tools/hf-reference/setup.sh (default /work/hfenv).
+HFENV: the DEST given to ../shared/tools/hf-reference/setup.sh (default /work/hfenv). With MODEL (a Llama-family
+directory) and ADAPTER (a LoRA adapter of it from `tfm lm train --lora-rank`, PEFT's layout), also: the export with
+the adapter merged (`tfm export --hf --lora`) computes in transformers what MODEL computes with each adapter tensor
+added to the module PEFT's name of it names (W + lora_alpha / r * B @ A, PEFT's merge_and_unload), within 1e-5.
 """
+import json
 import os
 import subprocess
 import sys
@@ -46,11 +50,36 @@ def check(tfm, name, tmp):
     print(f"{name}: {type(model).__name__}, largest logit difference {worst:.2e}, greedy ids equal")
 
 
+def check_lora(tfm, model_dir, adapter, tmp):
+    merged_dir = os.path.join(tmp, "merged")
+    subprocess.run([tfm, "export", "--model", model_dir, "--lora", adapter, "--hf", merged_dir], check=True)
+    merged = AutoModelForCausalLM.from_pretrained(merged_dir).eval()
+    base = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    with open(os.path.join(adapter, "adapter_config.json")) as f:
+        config = json.load(f)
+    scaling = config["lora_alpha"] / config["r"]
+    tensors, _ = load(os.path.join(adapter, "adapter_model.safetensors"))
+    modules = dict(base.named_modules())
+    with torch.no_grad():
+        for name, a in tensors.items():
+            if not name.endswith(".lora_A.weight"):
+                continue
+            module = name[len("base_model.model."):-len(".lora_A.weight")]
+            b = torch.tensor(tensors[name.replace("lora_A", "lora_B")])
+            modules[module].weight += scaling * (b @ torch.tensor(a))
+        ids = torch.arange(1, min(base.config.vocab_size, 40)).reshape(1, -1) % base.config.vocab_size
+        worst = (merged(ids).logits - base(ids).logits).abs().max().item()
+    assert worst < 1e-5, worst
+    print(f"{model_dir} with {adapter} merged: largest logit difference from PEFT's merge {worst:.2e}")
+
+
 def main():
     tfm = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
         for name in CLASSES:
             check(tfm, name, tmp)
+        if len(sys.argv) > 4:
+            check_lora(tfm, sys.argv[3], sys.argv[4], tmp)
 
 
 if __name__ == "__main__":
