@@ -11,6 +11,7 @@
 #include "autograd/autograd.h"
 #include "hf/directory.h"
 #include "hf/model.h"
+#include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "models/gpt.h"
 #include "models/lora.h"

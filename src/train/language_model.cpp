@@ -3,10 +3,11 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "data/tokenizer.h"
-#include "decode/sampling.h"
 #include "decode/hf_checkpoint.h"
+#include "decode/sampling.h"
 #include "io/checkpoint.h"
 #include "models/gpt.h"
 #include "models/lora.h"
@@ -136,9 +137,10 @@ std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const 
     lora_->init_parameters(rng);
   }
   const models::LoraSettings& s = lora_->settings();
-  return " with LoRA adapters (rank " + std::to_string(s.rank) + ", alpha " + std::to_string(s.alpha).substr(0, 4) + "): " +
-         std::to_string(lora_->num_parameters()) + " trainable parameters of " +
-         std::to_string(model_.num_parameters() + lora_->num_parameters());
+  std::ostringstream how;
+  how << " with LoRA adapters (rank " << s.rank << ", alpha " << s.alpha << "): " << lora_->num_parameters() << " trainable parameters of "
+      << model_.num_parameters() + lora_->num_parameters();
+  return how.str();
 }
 
 io::Checkpoint LanguageModelTraining::describe() const {
