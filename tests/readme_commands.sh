@@ -38,7 +38,8 @@ substitute() {
     -e 's/--max-new-tokens [0-9]+/--max-new-tokens 20/' \
     -e 's/(zcat [^ ]*test_2016_flickr\.[a-z]+\.gz) /\1 | head -5 /' \
     -e 's/^build\/tfm train$/build\/tfm train --steps 20/' \
-    -e "s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2 $tiny_model/" \
+    -e "/--init-from/! s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2 $tiny_model/" \
+    -e "/--init-from/ s/^(build\/tfm (lm|bert) train .*)$/\\1 --steps 2 --validate-every 2/" \
     -e "/--init-from/! s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2 --valid-images 100 $tiny_model/" \
     -e "/--init-from/ s/^(build\/tfm vit train .*)$/\\1 --steps 2 --validate-every 2/" \
     -e 's/(build\/tfm serve .*)--port [0-9]+/\1--port 0/' \

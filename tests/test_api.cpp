@@ -335,6 +335,36 @@ TEST(GeneratorApi, StreamsTheTextItReturnsTheSameOnEveryThread) {
             std::string::npos);
 }
 
+// A chat model (Qwen2's ChatML template, end tokens listed by generation_config.json):
+// a conversation continues as transformers' generate() continues what
+// apply_chat_template(add_generation_prompt=True) gives (tests/reference/make_hf_chat_fixtures.py),
+// a text as it continues tokenizer(text); the finish says which ended at an end token.
+TEST(GeneratorApi, ChatsAsTransformersAppliesTheTemplate) {
+  const Generator generator(testing::fixture_path("hf/qwen2_chat_tiny"));
+  EXPECT_TRUE(generator.has_chat_template());
+  std::ifstream in(testing::fixture_path("hf/qwen2_chat_tiny/reference.json"));
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  GenerationOptions greedy;
+  greedy.temperature = 0, greedy.max_new_tokens = reference.at("max_new_tokens").get<int64_t>();
+  for (const nlohmann::json& c : reference.at("cases")) {
+    Chat chat;
+    for (const nlohmann::json& m : c.value("messages", nlohmann::json::array())) chat.push_back({m.at("role"), m.at("content")});
+    const Prompt prompt = c.contains("text") ? Prompt(c.at("text").get<std::string>()) : Prompt(chat);
+    EXPECT_EQ(generator.count_tokens(prompt), static_cast<int64_t>(c.at("input_ids").size()));
+    TextStream stream = generator.stream(prompt, greedy);
+    std::string text;
+    while (std::optional<std::string> piece = stream.next()) text += *piece;
+    EXPECT_EQ(text, c.at("new_text").get<std::string>());
+    EXPECT_EQ(stream.finish().reason, c.at("ended").get<bool>() ? "stop" : "length");
+    EXPECT_EQ(stream.finish().tokens, static_cast<int64_t>(c.at("greedy_new_ids").size()));
+  }
+  EXPECT_EQ(message([&] { generator.count_tokens(Chat{}); }), "the conversation has no messages");
+  EXPECT_EQ(message([&] { generator.count_tokens(Chat{{"user", "a\xff"}}); }), "a message's content: invalid UTF-8");
+  const Generator no_template(testing::fixture_path("threads/lm.safetensors"));
+  EXPECT_FALSE(no_template.has_chat_template());
+  EXPECT_NE(message([&] { no_template.generate(Chat{{"user", "Hi"}}); }).find("has no chat template"), std::string::npos);
+}
+
 // Requests submitted at once run together (continuous batching) and each gets what it
 // gets alone; a stream hands on the same text piece by piece; a callback's error fails
 // its own request only; destruction finishes what was submitted.
@@ -382,6 +412,20 @@ TEST(GeneratorApi, ReportsTheCacheItHoldsAndFreesItWhenIdle) {
   for (int i = 0; i < 200 && generator.stats().cache_bytes > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(generator.stats().cache_bytes, 0);
   EXPECT_EQ(generator.stats().running, 0);
+  // Bounded: requests beyond what fits wait, and get what they get alone; a bound that
+  // holds no sequence is refused.
+  o.max_new_tokens = 30, o.temperature = 0;
+  ModelOptions bounded;
+  bounded.max_cache_bytes = 2 * 57344;  // two sequences: 96 + 16 positions (64 as storage grows) x 32 wide x keys and values x 2 layers x 4 bytes
+  const Generator small(testing::fixture_path("threads/lm.safetensors"), bounded);
+  std::vector<std::future<std::string>> texts;
+  for (const char* prompt : {"ROMEO:", "JULIET:", "A", "B"}) texts.push_back(small.submit(prompt, o));
+  EXPECT_LE(small.stats().running - small.stats().waiting, 2);
+  const std::vector<std::string> prompts{"ROMEO:", "JULIET:", "A", "B"};
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(texts[i].get(), generator.generate(prompts[i], o));
+  bounded.max_cache_bytes = 1000;
+  EXPECT_NE(message([&] { Generator(testing::fixture_path("threads/lm.safetensors"), bounded); }).find("holds no sequence of this model"),
+            std::string::npos);
 }
 
 TEST(GeneratorApi, RequestsTogetherGetWhatEachGetsAlone) {

@@ -156,6 +156,32 @@ TEST(HfCli, GenerateFromTokenIdsWithoutATokenizer) {
       << text.output;
 }
 
+// A chat model's directory: `tfm chat` takes each line as the user's turn and streams the
+// reply, the conversation going on as transformers continues it (the second turn after
+// the model's first reply); `tfm generate` continues a text; a model without a chat
+// template is refused before anything is read from standard input.
+TEST(HfCli, ChatAndGenerateAsTransformers) {
+  const std::string dir = testing::fixture_path("hf/qwen2_chat_tiny");
+  const nlohmann::json reference = ours("qwen2_chat_tiny");
+  const nlohmann::json& cases = reference.at("cases");
+  testing::TempDir tmp;
+  testing::write_file(tmp.path("turns.txt"), "Hello! Who are you?\n\nTell me more.\n");
+  const std::string greedy = " --temperature 0 --max-new-tokens " + std::to_string(reference.at("max_new_tokens").get<int>());
+  const testing::CliResult chat = run_tfm("chat --model " + dir + greedy + " < " + tmp.path("turns.txt"));
+  ASSERT_EQ(chat.code, 0) << chat.output;
+  EXPECT_EQ(chat.output, cases[0].at("new_text").get<std::string>() + "\n" + cases[4].at("new_text").get<std::string>() + "\n");
+  for (const nlohmann::json& c : cases) {
+    if (!c.contains("text")) continue;
+    testing::write_file(tmp.path("prompt.txt"), c.at("text").get<std::string>());
+    const testing::CliResult r = run_tfm("generate --model " + dir + greedy + " --prompt \"$(cat " + tmp.path("prompt.txt") + ")\"");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output, c.at("text").get<std::string>() + c.at("new_text").get<std::string>() + "\n");
+  }
+  const testing::CliResult none = run_tfm("chat --model " + testing::fixture_path("hf/llama_tiny") + " < /dev/null 2>&1");
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.output.find("has no chat template"), std::string::npos) << none.output;
+}
+
 TEST(HfCli, InfoDescribesEachDirectory) {
   for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
     const testing::CliResult r = run_tfm("info --model " + testing::hf_fixture_path(fixture) + " 2>&1");
@@ -217,6 +243,7 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
                    tmp.path("de.txt") + " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " +
                    tmp.path("en.txt") + " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
       {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
+      {"qwen2", "lm train --init-from " + testing::fixture_path("hf/qwen2_chat_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
       {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"},
       {"vit", "vit train --init-from " + testing::hf_fixture_path("vit_tiny") + " --data " + tmp.path("images") + " --batch 16 --lr 0.003"}};
   for (const auto& [name, args] : runs) {
@@ -232,6 +259,10 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
   const testing::CliResult translated = run_tfm("translate --src-lang deu_Latn --tgt-lang eng_Latn" + nllb);
   EXPECT_EQ(translated.code, 0) << translated.output;
   EXPECT_NE(run_tfm("translate" + nllb).output.find("give the source's and the target's"), std::string::npos);
+  // The fine-tuned chat model keeps its tokenizer, template and end tokens: it chats.
+  const testing::CliResult chat = run_tfm("chat --model " + tmp.path("qwen2/last.safetensors") + " --max-new-tokens 5 < " + tmp.path("dog.de"));
+  EXPECT_EQ(chat.code, 0) << chat.output;
+  EXPECT_FALSE(chat.output.empty());
 }
 
 

@@ -108,6 +108,33 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
   EXPECT_EQ(other, alone[1]);
 }
 
+// With room for two sequences, a third waits until one finishes, then runs, and each gets
+// the tokens it gets alone; the room is what a whole window of every layer could take.
+TEST(GenerationBatch, AtMostMaxRowsRunAndTheOthersWaitTheirTurn) {
+  api::FamilyModel<models::GPT> lm(testing::fixture_path("threads/lm.safetensors"), "gpt", "a language model", ModelOptions{});
+  const std::vector<std::vector<int>> prompts{{5, 6, 7}, {9}, {12, 13}};
+  const std::vector<int64_t> lengths{10, 30, 20};
+  std::vector<std::vector<int>> alone, together(prompts.size());
+  auto options = [&](size_t i) {
+    decode::SamplingOptions o;
+    o.max_new_tokens = lengths[i], o.temperature = 0.8f, o.seed = 7 + i;
+    return o;
+  };
+  for (size_t i = 0; i < prompts.size(); ++i) alone.push_back(decode::generate(lm.model, prompts[i], options(i)));
+  decode::GenerationBatch batch(lm.model, /*max_rows=*/2);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    batch.join(prompts[i], options(i), [&, i](int id) { return together[i].push_back(id), true; }, [](std::exception_ptr) {});
+  batch.step();
+  EXPECT_EQ(batch.waiting(), 1);
+  EXPECT_TRUE(together[2].empty());
+  for (int step = 1; step < 10; ++step) batch.step();  // the first finishes at its 10th token
+  EXPECT_EQ(batch.waiting(), 0);
+  while (batch.size() > 0) batch.step();
+  EXPECT_EQ(together, alone);
+  const models::StackConfig& c = lm.model.config();  // 64 positions (96 and 16 as storage grows), 4 layers' keys and values
+  EXPECT_EQ(decode::GenerationBatch::row_bytes(c), (c.max_len * 3 / 2 + 16) * c.d_model * 2 * c.layers * 4);
+}
+
 // The penalties against transformers' RepetitionPenaltyLogitsProcessor and OpenAI's
 // frequency and presence penalties (tests/reference/make_sampling_fixtures.py).
 TEST(Sampling, PenaltiesAreTransformersAndOpenAIs) {

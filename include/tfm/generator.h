@@ -8,6 +8,9 @@
 //   tfm::TextStream stream = generator.stream("JULIET:");
 //   while (std::optional<std::string> piece = stream.next()) std::cout << *piece << std::flush;
 //
+//   // A chat model (a Hugging Face directory whose tokenizer has a chat template):
+//   std::string reply = generator.generate(tfm::Chat{{"system", "Be brief."}, {"user", "Hello!"}});
+//
 // Safe to call from many threads at once. One worker generates every request: a request
 // joins the running batch at its next decoding step and leaves it when done (continuous
 // batching), so that many callers share each step's products.
@@ -26,6 +29,31 @@
 #include "tfm/export.h"
 
 namespace tfm {
+
+// One turn of a conversation: who speaks ("system", "user", "assistant", or another role
+// the model's template knows) and what they say.
+struct ChatMessage {
+  std::string role, content;
+};
+using Chat = std::vector<ChatMessage>;
+
+// What a generator continues: a text, or a conversation, which the model's chat template
+// (its tokenizer_config.json's chat_template) writes as a text that ends where the
+// assistant's reply begins, as transformers' apply_chat_template(add_generation_prompt=True).
+class TFM_API Prompt {
+ public:
+  Prompt(std::string text) : text_(std::move(text)) {}  // NOLINT: a text is a prompt
+  Prompt(const char* text) : text_(text) {}             // NOLINT
+  Prompt(Chat conversation) : chat_(std::move(conversation)), is_chat_(true) {}  // NOLINT
+  bool is_chat() const { return is_chat_; }
+  const std::string& text() const { return text_; }
+  const Chat& chat() const { return chat_; }
+
+ private:
+  std::string text_;
+  Chat chat_;
+  bool is_chat_ = false;
+};
 
 // The text of one request as it is generated (Generator::stream), piece by piece.
 // Dropping the stream cancels its request (at its next token).
@@ -52,11 +80,13 @@ class TFM_API TextStream {
   std::shared_ptr<State> state_;
 };
 
-// What a generator is doing: requests in its running batch, tokens generated since loading.
+// What a generator is doing: requests in its batch (running, or waiting for room in the
+// cache: ModelOptions::max_cache_bytes), tokens generated since loading.
 struct GeneratorStats {
-  int64_t running = 0;
+  int64_t running = 0;  // (waiting ones included)
   int64_t tokens = 0;
   int64_t cache_bytes = 0;  // held by the running batch's keys and values (0 once it is idle)
+  int64_t waiting = 0;      // of `running`, those waiting for room in the cache
 };
 
 class TFM_API Generator {
@@ -67,18 +97,19 @@ class TFM_API Generator {
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
 
-  // The text that continues `prompt` (an empty prompt: a line break). `on_text`, when
+  // The text that continues `prompt` (an empty text: a line break; a conversation: the
+  // assistant's reply, refused where the model has no chat template). `on_text`, when
   // given, hears each piece of text as soon as the token that completes it is chosen
   // (a character may take several tokens); the pieces make the returned text. It runs on
   // the worker, between steps of every request: keep it short (or use stream()); it may
   // submit() to this generator, but not wait for it (generate() there is refused).
-  std::string generate(const std::string& prompt, const GenerationOptions& options = {},
+  std::string generate(const Prompt& prompt, const GenerationOptions& options = {},
                        const std::function<void(const std::string&)>& on_text = {}) const;
   // The same without waiting: the future holds the text, or the error.
-  std::future<std::string> submit(const std::string& prompt, const GenerationOptions& options = {},
+  std::future<std::string> submit(const Prompt& prompt, const GenerationOptions& options = {},
                                   std::function<void(const std::string&)> on_text = {}) const;
   // The text piece by piece, for the caller to take at its own pace.
-  TextStream stream(const std::string& prompt, const GenerationOptions& options = {}) const;
+  TextStream stream(const Prompt& prompt, const GenerationOptions& options = {}) const;
   // The token ids that continue the ids `prompt` (at least one), for a model whose
   // tokenizer tfm does not read (the text calls above refuse it), or a caller that
   // tokenizes itself; without an end token, max_new_tokens of them. `on_token` hears
@@ -86,8 +117,10 @@ class TFM_API Generator {
   std::vector<int> generate_ids(const std::vector<int>& prompt, const GenerationOptions& options = {},
                                 const std::function<void(int)>& on_token = {}) const;
 
-  // How many tokens `text` is, as a prompt (an empty one: 1, the line break it stands for).
-  int64_t count_tokens(const std::string& text) const;
+  // How many tokens a prompt is (an empty text: 1, the line break it stands for).
+  int64_t count_tokens(const Prompt& prompt) const;
+  // Whether the model takes conversations (its tokenizer has a chat template).
+  bool has_chat_template() const;
   // The model's positions: a prompt and its new tokens beyond this slide the window.
   int64_t max_tokens() const;
   GeneratorStats stats() const;

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "api/inference.h"
 #include "autograd/autograd.h"
 #include "data/text.h"
@@ -138,14 +140,16 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   std::vector<std::shared_ptr<Request>> joining;  // submitted, not yet in the batch
   std::vector<decode::SamplingOptions> joining_options;
   bool stopping = false;
-  decode::GenerationBatch batch{model};  // the worker's only
-  std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0};  // for stats()
+  decode::GenerationBatch batch;  // the worker's only
+  std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0}, waiting{0};  // for stats()
   std::thread worker;
 
   // The worker computes with the creating thread's thread count (--threads, a library
   // caller's omp_set_num_threads): a new thread would start from OMP_NUM_THREADS or every core.
   Impl(const std::string& path, const ModelOptions& o)
-      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o), worker([this, threads = omp_get_max_threads()] {
+      : FamilyModel(path, "gpt", "a language model from `tfm lm train`", o),
+        batch(model, rows_within(o.max_cache_bytes, model.config())),
+        worker([this, threads = omp_get_max_threads()] {
           omp_set_num_threads(threads);
           run();
         }) {}
@@ -175,18 +179,16 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
         batch.join(r->ids, options[i], [this, r](int id) { return ++tokens, r->token(id); }, [r](std::exception_ptr e) { r->done(e); });
       }
       batch.step();
-      running = batch.size(), cache_bytes = batch.cache_bytes();
+      running = batch.size(), cache_bytes = batch.cache_bytes(), waiting = batch.waiting();
     }
   }
 
-  std::future<std::string> submit(const std::string& prompt, const GenerationOptions& o, std::function<void(const std::string&)> on_text,
+  std::future<std::string> submit(const Prompt& prompt, const GenerationOptions& o, std::function<void(const std::string&)> on_text,
                                   std::function<void(const Finish&)> on_finish = {}) {
-    const char* problem = data::text_problem(prompt);
-    TFM_CHECK(!problem, "the prompt: " << problem);
     expect_valid(o);
     const data::Tokenizer& tokenizer = this->tokenizer();
     decode::SamplingOptions sampling{o};
-    if (tokenizer.end_of_text() >= 0) sampling.ends = {tokenizer.end_of_text()};
+    sampling.ends = tokenizer.ends();
     std::vector<int> ids = prompt_ids(prompt);
     const std::string start = tokenizer.decode(ids);
     return enqueue(std::make_shared<Request>(Request{&tokenizer, ids, start, start, std::move(on_text), std::move(on_finish), {}, o.stop,
@@ -214,6 +216,17 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     return result;
   }
 
+  // How many sequences run at once within `bytes` of keys and values (0: no bound).
+  static int64_t rows_within(int64_t bytes, const models::StackConfig& c) {
+    TFM_CHECK(bytes >= 0, "max_cache_bytes is negative");
+    if (bytes == 0) return 0;
+    const int64_t row = decode::GenerationBatch::row_bytes(c);
+    TFM_CHECK(bytes >= row, "a key/value cache of " << bytes / (1 << 20) << " MiB holds no sequence of this model: one may take "
+                                                     << (row + (1 << 20) - 1) / (1 << 20) << " MiB (its window of " << c.max_len
+                                                     << " tokens in " << c.layers << " layers)");
+    return bytes / row;
+  }
+
   static void expect_valid(const GenerationOptions& o) {
     auto finite_at_least = [](float v, float low) { return std::isfinite(v) && v >= low; };
     TFM_CHECK(o.max_new_tokens >= 0 && o.top_k >= 0 && finite_at_least(o.temperature, 0) && o.top_p >= 0 && o.top_p <= 1 && o.min_p >= 0 &&
@@ -232,11 +245,32 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     return *checkpoint.tokenizer;
   }
 
-  std::vector<int> prompt_ids(const std::string& prompt) const {
+  // A text's tokens, or a conversation's as its chat template writes it.
+  std::vector<int> prompt_ids(const Prompt& prompt) const {
     const data::Tokenizer& tokenizer = this->tokenizer();
-    std::vector<int> ids = prompt.empty() ? std::vector<int>{tokenizer.line_break_id()} : tokenizer.encode(prompt);
+    std::vector<int> ids = prompt.is_chat() ? tokenizer.encode_chat(conversation(prompt.chat())) : text_ids(prompt.text());
     TFM_CHECK(!ids.empty(), "the prompt encodes to no tokens");
     return ids;
+  }
+
+  std::vector<int> text_ids(const std::string& text) const {
+    const char* problem = data::text_problem(text);
+    TFM_CHECK(!problem, "the prompt: " << problem);
+    return text.empty() ? std::vector<int>{tokenizer().line_break_id()} : tokenizer().encode(text);
+  }
+
+  // The messages as the template reads them, each a valid text.
+  static nlohmann::json conversation(const Chat& chat) {
+    TFM_CHECK(!chat.empty(), "the conversation has no messages");
+    nlohmann::json messages = nlohmann::json::array();
+    for (const ChatMessage& m : chat) {
+      for (const std::string* text : {&m.role, &m.content}) {
+        const char* problem = data::text_problem(*text);
+        TFM_CHECK(!problem, "a message's " << (text == &m.role ? "role" : "content") << ": " << problem);
+      }
+      messages.push_back({{"role", m.role}, {"content", m.content}});
+    }
+    return messages;
   }
 };
 
@@ -245,7 +279,7 @@ Generator::Generator(const std::string& checkpoint, const ModelOptions& options)
 
 Generator::~Generator() = default;
 
-std::string Generator::generate(const std::string& prompt, const GenerationOptions& o,
+std::string Generator::generate(const Prompt& prompt, const GenerationOptions& o,
                                 const std::function<void(const std::string&)>& on_text) const {
   // On the worker (from a callback), waiting for the text would wait for itself.
   TFM_CHECK(std::this_thread::get_id() != impl_->worker.get_id(),
@@ -253,12 +287,12 @@ std::string Generator::generate(const std::string& prompt, const GenerationOptio
   return impl_->submit(prompt, o, on_text).get();
 }
 
-std::future<std::string> Generator::submit(const std::string& prompt, const GenerationOptions& o,
+std::future<std::string> Generator::submit(const Prompt& prompt, const GenerationOptions& o,
                                            std::function<void(const std::string&)> on_text) const {
   return impl_->submit(prompt, o, std::move(on_text));
 }
 
-TextStream Generator::stream(const std::string& prompt, const GenerationOptions& o) const {
+TextStream Generator::stream(const Prompt& prompt, const GenerationOptions& o) const {
   auto state = std::make_shared<TextStream::State>();
   state->worker = impl_->worker.get_id();
   std::weak_ptr<TextStream::State> weak = state;
@@ -285,18 +319,16 @@ TextStream Generator::stream(const std::string& prompt, const GenerationOptions&
   return TextStream(state);
 }
 
-int64_t Generator::count_tokens(const std::string& text) const {
-  const char* problem = data::text_problem(text);
-  TFM_CHECK(!problem, "the text: " << problem);
-  return static_cast<int64_t>(impl_->prompt_ids(text).size());
-}
+int64_t Generator::count_tokens(const Prompt& prompt) const { return static_cast<int64_t>(impl_->prompt_ids(prompt).size()); }
+
+bool Generator::has_chat_template() const { return impl_->checkpoint.tokenizer && impl_->checkpoint.tokenizer->has_chat_template(); }
 
 int64_t Generator::max_tokens() const { return impl_->model.config().max_len; }
 
 TextAttention Generator::attention(const std::string& text) const {
   const char* problem = data::text_problem(text);
   TFM_CHECK(!problem, "the text: " << problem);
-  std::vector<int> ids = impl_->prompt_ids(text);
+  std::vector<int> ids = impl_->text_ids(text);
   if (static_cast<int64_t>(ids.size()) > max_tokens()) ids.erase(ids.begin(), ids.end() - max_tokens());
   nn::AttentionMaps maps;
   {
@@ -317,6 +349,8 @@ std::vector<int> Generator::generate_ids(const std::vector<int>& prompt, const G
   return ids;
 }
 
-GeneratorStats Generator::stats() const { return {impl_->running.load(), impl_->tokens.load(), impl_->cache_bytes.load()}; }
+GeneratorStats Generator::stats() const {
+  return {impl_->running.load(), impl_->tokens.load(), impl_->cache_bytes.load(), impl_->waiting.load()};
+}
 
 }  // namespace tfm

@@ -152,7 +152,7 @@ void add_classify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
   cmd->callback([o, cmd, &exit_code] {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
-    const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd), ""});
+    const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
     const bool tokens = encoder.head() == "token", json_lines = o->format == "json";
     TFM_CHECK(tokens || encoder.head() == "sequence", o->checkpoint << ": is not a classifier (its head is " << encoder.head()
                                                                     << "); tfm classify takes a BertForSequenceClassification or BertForTokenClassification");
@@ -207,7 +207,7 @@ void add_embed_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd), ""});
+    const tfm::Encoder encoder(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
     data::LineReader in(o->input);
     int64_t truncated = 0;
     for (std::string line; in.next(line);) {

@@ -27,6 +27,7 @@ void add_attention_command(CLI::App& app, int& exit_code);
 void add_plot_command(CLI::App& app, int& exit_code);
 void add_lm_command(CLI::App& app, int& exit_code);
 void add_generate_command(CLI::App& app, int& exit_code);
+void add_chat_command(CLI::App& app, int& exit_code);
 void add_vit_command(CLI::App& app, int& exit_code);
 void add_bert_command(CLI::App& app, int& exit_code);
 void add_embed_command(CLI::App& app, int& exit_code);

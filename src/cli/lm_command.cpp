@@ -1,5 +1,8 @@
 // `tfm lm train`: a decoder-only language model on a text file.
 // `tfm generate`: text from a trained language model.
+// `tfm chat`: a conversation with a chat model, as its chat template writes it.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 #include <string>
@@ -44,6 +47,57 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   add_training_flags_and_run(cmd, c, exit_code);
 }
 
+namespace {
+
+// How the next tokens are chosen, for `tfm generate` and `tfm chat` (each with its defaults).
+void add_sampling_flags(CLI::App* cmd, tfm::GenerationOptions& o) {
+  cmd->add_option("--max-new-tokens", o.max_new_tokens, "Tokens to generate")->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(in_range(0.0f, 100.0f));
+  cmd->add_option("--top-k", o.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--top-p", o.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(in_range(0.0f, 1.0f));
+  cmd->add_option("--min-p", o.min_p, "Only tokens at least this many times as likely as the most likely (0: all)")
+      ->capture_default_str()
+      ->check(in_range(0.0f, 1.0f));
+  cmd->add_option("--repetition-penalty", o.repetition_penalty,
+                  "Each token of the prompt or text so far: its score divided by this if positive, multiplied if not (1: none; 1.1-1.3 are usual)")
+      ->capture_default_str()
+      ->check(in_range(0.01f, 100.0f));
+  cmd->add_option("--frequency-penalty", o.frequency_penalty, "Each generated token's score minus this times its count so far")
+      ->capture_default_str()
+      ->check(in_range(-2.0f, 2.0f));
+  cmd->add_option("--presence-penalty", o.presence_penalty, "Each generated token's score minus this, once")
+      ->capture_default_str()
+      ->check(in_range(-2.0f, 2.0f));
+  cmd->add_option("--stop", o.stop, "End the text before this string (repeat for several; not printed)");
+  cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
+}
+
+// A conversation that fits the model's context with room for a reply of `reply_tokens`:
+// the oldest turns after the system message dropped until it does (the last one stays).
+void fit_context(const tfm::Generator& generator, tfm::Chat& chat, int64_t reply_tokens) {
+  const size_t first = !chat.empty() && chat[0].role == "system" ? 1 : 0;
+  bool dropped = false;
+  while (chat.size() > first + 1 && generator.count_tokens(chat) + reply_tokens > generator.max_tokens())
+    chat.erase(chat.begin() + static_cast<std::ptrdiff_t>(first)), dropped = true;
+  if (dropped)
+    std::cerr << "(the conversation outgrew the model's " << generator.max_tokens() << " tokens: its oldest turns are forgotten)\n";
+}
+
+// A chat's sampling unless flags say otherwise: room for a long reply, and the
+// temperature and nucleus that chat models' generation_config.json files commonly give.
+void add_lora_flag(CLI::App* cmd, std::string& lora) {
+  cmd->add_option("--lora", lora, "A LoRA adapter of the model (PEFT's directory, e.g. runs/lora/best_adapter), merged into its weights")
+      ->check(CLI::ExistingDirectory);
+}
+
+tfm::GenerationOptions chat_sampling() {
+  tfm::GenerationOptions o;
+  o.max_new_tokens = 512, o.temperature = 0.7f, o.top_p = 0.9f;
+  return o;
+}
+
+}  // namespace
+
 void add_generate_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string checkpoint, prompt, spm, lora, output = "-";
@@ -51,35 +105,16 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     tfm::GenerationOptions sampling;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model from `tfm lm train`");
-  add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm lm train` (e.g. runs/lm/best.safetensors)");
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model (from `tfm lm train`, or a Hugging Face GPT-2, Llama, Mistral or Qwen2 directory)");
+  add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm lm train` (e.g. runs/lm/best.safetensors) or a Hugging Face model directory");
   CLI::Option* prompt = cmd->add_option("--prompt", o->prompt, "Text to continue (default: a line break)");
   cmd->add_option("--prompt-ids", o->prompt_ids,
                   "Token ids to continue instead of text (a model whose tokenizer tfm does not read yet); the new ids are written, "
                   "space-separated")
       ->excludes(prompt);
-  cmd->add_option("--max-new-tokens", o->sampling.max_new_tokens, "Tokens to generate")->capture_default_str()->check(at_least<int64_t>(0));
-  cmd->add_option("--temperature", o->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str()->check(in_range(0.0f, 100.0f));
-  cmd->add_option("--top-k", o->sampling.top_k, "Sample from the k most likely tokens (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling: the smallest set with this probability")->capture_default_str()->check(in_range(0.0f, 1.0f));
-  cmd->add_option("--min-p", o->sampling.min_p, "Only tokens at least this many times as likely as the most likely (0: all)")
-      ->capture_default_str()
-      ->check(in_range(0.0f, 1.0f));
-  cmd->add_option("--repetition-penalty", o->sampling.repetition_penalty,
-                  "Each token of the prompt or text so far: its score divided by this if positive, multiplied if not (1: none; 1.1-1.3 are usual)")
-      ->capture_default_str()
-      ->check(in_range(0.01f, 100.0f));
-  cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "Each generated token's score minus this times its count so far")
-      ->capture_default_str()
-      ->check(in_range(-2.0f, 2.0f));
-  cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "Each generated token's score minus this, once")
-      ->capture_default_str()
-      ->check(in_range(-2.0f, 2.0f));
-  cmd->add_option("--stop", o->sampling.stop, "End the text before this string (repeat for several; not printed)");
-  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
+  add_sampling_flags(cmd, o->sampling);
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
-  cmd->add_option("--lora", o->lora, "A LoRA adapter of the model (PEFT's directory, e.g. runs/lora/best_adapter), merged into its weights")
-      ->check(CLI::ExistingDirectory);
+  add_lora_flag(cmd, o->lora);
   cmd->add_option("--output,-o", o->output,
                   "Output text ('-': standard output, token by token); a file is replaced only once generation completes")
       ->capture_default_str();
@@ -87,7 +122,9 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
-    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd), o->lora});
+    tfm::ModelOptions options{o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)};
+    options.lora = o->lora;
+    tfm::Generator generator(o->checkpoint, options);
     if (!o->prompt_ids.empty()) {
       const char* separator = "";
       generator.generate_ids(o->prompt_ids, o->sampling, [&](int id) {
@@ -102,6 +139,52 @@ void add_generate_command(CLI::App& app, int& exit_code) {
       });
     }
     out.write("\n");
+    out.finish();
+    exit_code = 0;
+  });
+}
+
+void add_chat_command(CLI::App& app, int& exit_code) {
+  struct Options {
+    std::string checkpoint, system, lora;
+    tfm::GenerationOptions sampling = chat_sampling();
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("chat",
+                                     "Chat with a chat model (a Hugging Face directory whose tokenizer_config.json has a chat_template): each line "
+                                     "of standard input is your turn, the reply streams as it is generated");
+  add_model_flag(cmd, o->checkpoint, "A Hugging Face chat model's directory (e.g. Qwen2-0.5B-Instruct), or a checkpoint fine-tuned from one");
+  cmd->add_option("--system", o->system, "A system message that opens the conversation (default: the template's own, if any)");
+  add_sampling_flags(cmd, o->sampling);
+  add_lora_flag(cmd, o->lora);
+  cmd->callback([o, cmd, &exit_code] {
+    const char* problem = data::text_problem(o->system);
+    TFM_CHECK(!problem, "--system: " << problem);
+    tfm::ModelOptions options{"", to_string(precision_flag(*cmd)), device_flag(*cmd)};
+    options.lora = o->lora;
+    tfm::Generator generator(o->checkpoint, options);
+    TFM_CHECK(generator.has_chat_template(), o->checkpoint << ": has no chat template (tokenizer_config.json's chat_template); "
+                                                           "use tfm generate to continue a text");
+    const bool interactive = isatty(STDIN_FILENO) != 0;
+    if (interactive) std::cerr << "Chatting with " << o->checkpoint << ". /reset forgets the conversation; Ctrl-D ends.\n";
+    const tfm::Chat opening = o->system.empty() ? tfm::Chat{} : tfm::Chat{{"system", o->system}};
+    tfm::Chat chat = opening;
+    io::TextOutput out("-");
+    for (std::string line; (interactive && std::cerr << "> " << std::flush), std::getline(std::cin, line);) {
+      if (line == "/reset") chat = opening;
+      if (line == "/reset" || line.empty()) continue;
+      chat.push_back({"user", line});
+      try {
+        fit_context(generator, chat, o->sampling.max_new_tokens);
+        const std::string reply = generator.generate(chat, o->sampling, [&](const std::string& piece) { out.write(piece); });
+        out.write("\n");
+        chat.push_back({"assistant", reply});
+      } catch (const Error& e) {  // a turn it cannot take (text that is not UTF-8): at a terminal, the next one may do
+        if (!interactive) throw;
+        std::cerr << "tfm: error: " << e.what() << "\n";
+        chat.pop_back();
+      }
+    }
     out.finish();
     exit_code = 0;
   });

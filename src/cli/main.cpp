@@ -108,6 +108,7 @@ int run(int argc, char** argv) {
   tfm::cli::add_plot_command(app, exit_code);
   tfm::cli::add_lm_command(app, exit_code);
   tfm::cli::add_generate_command(app, exit_code);
+  tfm::cli::add_chat_command(app, exit_code);
   tfm::cli::add_vit_command(app, exit_code);
   tfm::cli::add_bert_command(app, exit_code);
   tfm::cli::add_embed_command(app, exit_code);

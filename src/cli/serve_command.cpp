@@ -40,6 +40,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()->check(in_range<int64_t>(1, 1 << 20));
   limits->add_option("--max-new-tokens", o->max_new_tokens, "Tokens a generation request may ask for (400 beyond)")
       ->capture_default_str()->check(in_range<int64_t>(0, 1 << 20));
+  limits->add_option("--max-cache-mb", o->max_cache_mb,
+                     "MiB a language model's keys and values may take: as many requests run at once as fit with their whole context "
+                     "window, the others wait (0: no bound)")
+      ->capture_default_str()->check(in_range<int64_t>(0, int64_t{1} << 30));
   limits->add_option("--max-queue", o->max_queue, "Requests admitted at once (503 with Retry-After beyond)")
       ->capture_default_str()->check(in_range<int64_t>(1, 1 << 20));
   limits->add_option("--max-body", o->max_body, "Bytes of a request body (413 beyond)")->capture_default_str()->check(in_range<int64_t>(1, 1 << 30));

@@ -83,7 +83,7 @@ std::vector<uint8_t> file_pixels(const Classifier& classifier, const std::string
 
 // One line per image file: its most likely class and that class's probability.
 std::string classify_files(const EvalOptions& e, const CLI::App& cmd) {
-  const Classifier classifier(e.checkpoint, {"", to_string(precision_flag(cmd)), device_flag(cmd), ""});
+  const Classifier classifier(e.checkpoint, {"", to_string(precision_flag(cmd)), device_flag(cmd)});
   std::string lines;
   for (const std::string& file : e.inputs) {
     const Classification c = classifier.classify(file_pixels(classifier, file), 1);
@@ -139,7 +139,7 @@ std::string class_name(int64_t label, const std::vector<std::string>& names, int
 
 std::string image_features(const std::string& checkpoint, const std::vector<std::string>& files, const std::string& pool, const CLI::App& cmd) {
   TFM_CHECK(pool != "mean", "--pool mean is for text; a ViT's image vectors are pooled by pooler or cls");
-  const Classifier vit(checkpoint, {"", to_string(precision_flag(cmd)), device_flag(cmd), ""});
+  const Classifier vit(checkpoint, {"", to_string(precision_flag(cmd)), device_flag(cmd)});
   std::string lines;
   for (const std::string& file : files) {
     const Embeddings e = vit.embed(file_pixels(vit, file), 1, pool);

@@ -75,7 +75,7 @@ std::optional<bool> TokenizerConfig::optional_flag(const char* key) const {
 
 HfTokenizer::HfTokenizer(std::vector<std::string> pieces, const TokenizerConfig& config,
                          const std::vector<std::pair<SpecialToken, std::string>>& defaults)
-    : pieces_(std::move(pieces)), special_ids_(kSpecialCount), special_tokens_(kSpecialCount) {
+    : config_(config), pieces_(std::move(pieces)), special_ids_(kSpecialCount), special_tokens_(kSpecialCount) {
   for (size_t id = 0; id < pieces_.size(); ++id) vocabulary_ids_[pieces_[id]] = static_cast<int>(id);
   vocabulary_size_ = pieces_.size();
   read_added_tokens(config);
@@ -241,7 +241,7 @@ std::string HfTokenizer::lower_outside_added_tokens(std::string_view text) const
   return out;
 }
 
-std::vector<std::string> HfTokenizer::tokens(const std::string& text) const {
+std::vector<std::string> HfTokenizer::tokens(const std::string& text, bool add_special) const {
   check_utf8(text, "the text to tokenize");
   const std::string prepared = prepare(text);
   std::vector<std::string> out;
@@ -253,6 +253,7 @@ std::vector<std::string> HfTokenizer::tokens(const std::string& text) const {
     }
     for (std::string& token : tokenize_plain(segments[i].text, /*at_start=*/i == 0)) out.push_back(std::move(token));
   }
+  if (!add_special) return out;
   if (!frame_) return add_special_tokens(std::move(out));
   out.insert(out.begin(), frame_->first.begin(), frame_->first.end());
   out.insert(out.end(), frame_->second.begin(), frame_->second.end());
@@ -267,9 +268,9 @@ void HfTokenizer::set_frame(std::vector<std::string> before, std::vector<std::st
   frame_.emplace(std::move(before), std::move(after));
 }
 
-std::vector<int> HfTokenizer::encode(const std::string& text) const {
+std::vector<int> HfTokenizer::encode(const std::string& text, bool add_special) const {
   std::vector<int> ids;
-  for (const std::string& token : tokens(text)) ids.push_back(id(token));
+  for (const std::string& token : tokens(text, add_special)) ids.push_back(id(token));
   return ids;
 }
 

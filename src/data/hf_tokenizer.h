@@ -45,10 +45,11 @@ class HfTokenizer {
   virtual ~HfTokenizer() = default;
 
   // The tokens of `text` (valid UTF-8), with those the tokenizer puts around every text
-  // (BERT's [CLS] and [SEP]), as HF's convert_ids_to_tokens(tokenizer(text).input_ids).
-  std::vector<std::string> tokens(const std::string& text) const;
-  // Their ids, as HF's tokenizer(text).input_ids.
-  std::vector<int> encode(const std::string& text) const;
+  // (BERT's [CLS] and [SEP]) unless `add_special` is false, as HF's
+  // convert_ids_to_tokens(tokenizer(text, add_special_tokens=add_special).input_ids).
+  std::vector<std::string> tokens(const std::string& text, bool add_special = true) const;
+  // Their ids, as HF's tokenizer(text, add_special_tokens=add_special).input_ids.
+  std::vector<int> encode(const std::string& text, bool add_special = true) const;
   // As HF's decode(ids, skip_special_tokens=skip_special).
   virtual std::string decode(const std::vector<int>& ids, bool skip_special = false) const;
 
@@ -60,6 +61,8 @@ class HfTokenizer {
   // Whether the configuration names the token as special ("bos_token", ...,
   // "additional_special_tokens"), as HF's all_special_ids: what skip_special drops.
   bool is_special(int id) const;
+  // The settings it was read with (tokenizer_config.json's: the chat template among them).
+  const TokenizerConfig& config() const { return config_; }
 
  protected:
   // `pieces`: the model's vocabulary, token strings by id (a token that occurs twice has
@@ -111,6 +114,7 @@ class HfTokenizer {
   void read_special_tokens(const TokenizerConfig& config, const std::vector<std::pair<SpecialToken, std::string>>& defaults);
   const AddedToken* added_token(int id) const;
 
+  TokenizerConfig config_;
   std::vector<std::string> pieces_;                       // by id, added tokens included
   std::unordered_map<std::string, int> vocabulary_ids_;   // the model's vocabulary
   std::vector<AddedToken> added_;                         // longest first

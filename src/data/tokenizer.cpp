@@ -7,6 +7,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/byte_bpe.h"
+#include "data/chat_template.h"
 #include "data/text.h"
 #include "data/wordpiece.h"
 #include "data/unicode.h"
@@ -59,6 +60,7 @@ std::string Tokenizer::describe() const {
 }
 
 std::string Tokenizer::record() const {
+  if (hf_ && !ends_.empty()) return json{{"type", hf_type_}, {"path", hf_dir_}, {"ends", ends_}}.dump();
   if (hf_) return json{{"type", hf_type_}, {"path", hf_dir_}}.dump();
   if (spm_) return json{{"type", "sentencepiece"}, {"path", spm_->path()}, {"crc32", spm_->checksum()}}.dump();
   return json{{"type", "characters"}, {"characters", chars_}}.dump();
@@ -72,7 +74,14 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
   const bool hf = (type == "byte_bpe" || type == "wordpiece" || type == "bpe") && j.contains("path") && j["path"].is_string();
   TFM_CHECK(chars || spm || hf, origin << ": the tokenizer record in the metadata is malformed");
-  if (hf) return hugging_face(type, j["path"].get<std::string>());
+  if (hf) {
+    Tokenizer t = hugging_face(type, j["path"].get<std::string>());
+    const json ends = j.value("ends", json::array());
+    const bool ids = ends.is_array() && std::all_of(ends.begin(), ends.end(), [](const json& e) { return e.is_number_integer(); });
+    TFM_CHECK(ids, origin << ": the tokenizer record's end tokens are malformed");
+    t.set_ends(ends.get<std::vector<int>>());
+    return t;
+  }
   TFM_CHECK(spm || spm_path.empty(), origin << ": reads characters, not SentencePiece pieces; the vocabulary " << spm_path
                                             << " does not apply to it (leave the vocabulary out)");
   if (spm) {
@@ -133,6 +142,23 @@ std::vector<int> Tokenizer::sentence(const std::string& text, int64_t max_len, b
 }
 
 int Tokenizer::end_of_text() const { return hf_ ? hf_->special_id(SpecialToken::kEos).value_or(-1) : -1; }
+
+std::vector<int> Tokenizer::ends() const {
+  if (!ends_.empty()) return ends_;
+  return end_of_text() >= 0 ? std::vector<int>{end_of_text()} : std::vector<int>{};
+}
+
+void Tokenizer::set_ends(std::vector<int> ends) {
+  for (int id : ends) TFM_CHECK(id >= 0 && id < size(), "the end token " << id << " is outside the tokenizer's " << size() << " tokens");
+  ends_ = std::move(ends);
+}
+
+bool Tokenizer::has_chat_template() const { return hf_ && hf_->config().json().contains("chat_template"); }
+
+std::vector<int> Tokenizer::encode_chat(const json& messages) const {
+  TFM_CHECK(has_chat_template(), "the model's tokenizer has no chat template (tokenizer_config.json's chat_template); give it a text to continue");
+  return hf_->encode(apply_chat_template(hf_->config(), messages, /*add_generation_prompt=*/true), /*add_special=*/false);
+}
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
   if (hf_) return hf_->decode(ids, /*skip_special=*/true);

@@ -7,6 +7,7 @@
 // ("tfm.tokenizer"), so generation and embedding need no other file for characters
 // and refuse a different SentencePiece model.
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,18 @@ class Tokenizer {
   std::vector<int> sentence(const std::string& text, int64_t max_len, bool* truncated = nullptr) const;
   // The token that ends a text, where generation stops (GPT-2's <|endoftext|>); -1: none.
   int end_of_text() const;
+  // Every token that ends a generated text: the model's (a Hugging Face directory's
+  // generation_config.json eos_token_id, which may list end-of-turn tokens beside the end
+  // of text), else end_of_text(); empty: none. Recorded with the tokenizer.
+  std::vector<int> ends() const;
+  void set_ends(std::vector<int> ends);
+  // Whether the tokenizer has a chat template (tokenizer_config.json's chat_template).
+  bool has_chat_template() const;
+  // A conversation ([{"role": ..., "content": ...}, ...]) as the ids of the text the chat
+  // template writes, up to where the assistant's reply begins: transformers'
+  // apply_chat_template(messages, add_generation_prompt=True) (the template writes the
+  // special tokens: none are added around it).
+  std::vector<int> encode_chat(const nlohmann::json& messages) const;
   std::string decode(const std::vector<int>& ids) const;  // specials other than the line break are dropped
   // One token as a label: its character or SentencePiece piece; specials by name ([CLS], [SEP], ...).
   std::string piece(int id) const;
@@ -59,6 +72,7 @@ class Tokenizer {
   std::shared_ptr<Vocab> spm_;
   std::shared_ptr<const HfTokenizer> hf_;
   std::string hf_type_, hf_dir_;
+  std::vector<int> ends_;  // (empty: end_of_text())
   static constexpr int kMask = 4, kFirstChar = 5;
 };
 

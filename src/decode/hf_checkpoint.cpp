@@ -13,6 +13,7 @@
 #include "data/vocab.h"
 #include "decode/translation_model.h"
 #include "hf/export.h"
+#include "hf/generation.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
 
@@ -122,6 +123,20 @@ data::Vocab fairseq_vocab(const hf::Directory& d) {
   return data::Vocab::load_fairseq(nllb ? "nllb" : "m2m100", spm, nllb ? "" : d.file("vocab.json"), config);
 }
 
+// The Llama family's tokenizer (tokenizer.json's BPE, with tokenizer_config.json's chat
+// template), ending texts where generate() would. Without tokenizer.json, such a model
+// generates from token ids.
+data::Tokenizer llama_tokenizer(const hf::Directory& d, int64_t vocab) {
+  data::Tokenizer t = data::Tokenizer::hugging_face("bpe", d.path);
+  check_tokenizer_size(t.size(), vocab, d.file("tokenizer.json"));
+  std::vector<int> ends = hf::end_tokens(d);
+  for (int id : ends)
+    TFM_CHECK(id < t.size(), d.file(d.has("generation_config.json") ? "generation_config.json" : "config.json")
+                                 << ": the end token " << id << " is beyond the tokenizer's " << t.size() << " tokens");
+  t.set_ends(std::move(ends));
+  return t;
+}
+
 }  // namespace
 
 bool is_hf_directory(const std::string& path) { return hf::is_directory(path); }
@@ -149,13 +164,7 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
     if (record.value("type", "") == "sentencepiece") record["path"] = d.file(kTfmTokenizerModel);
     meta["tfm.tokenizer"] = data::Tokenizer::from_record(record.dump(), d.file(kTfmTokenizer)).record();
   } else if (kind == "gpt" && d.model_type != "gpt2") {
-    // The Llama family: tokenizer.json's BPE where the directory has one (without it such
-    // a model generates from ids).
-    if (d.has("tokenizer.json")) {
-      const data::Tokenizer t = data::Tokenizer::hugging_face("bpe", dir);
-      check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), d.file("tokenizer.json"));
-      meta["tfm.tokenizer"] = t.record();
-    }
+    if (d.has("tokenizer.json")) meta["tfm.tokenizer"] = llama_tokenizer(d, config.at("vocab").get<int64_t>()).record();
   } else if (kind == "gpt" || kind == "bert") {
     const data::Tokenizer t = data::Tokenizer::hugging_face(kind == "gpt" ? "byte_bpe" : "wordpiece", dir);
     check_tokenizer_size(t.size(), config.at("vocab").get<int64_t>(), data::tokenizer_file(dir, kind == "gpt" ? "vocab.json" : "vocab.txt"),

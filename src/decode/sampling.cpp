@@ -93,8 +93,10 @@ void GenerationBatch::prefill(Sequence s) {
 void GenerationBatch::step() {
   autograd::NoGradGuard no_grad;
   model_.eval();
-  std::vector<Sequence> joined = std::move(waiting_);
-  waiting_.clear();
+  const size_t room = max_rows_ > 0 ? static_cast<size_t>(std::max<int64_t>(0, max_rows_ - static_cast<int64_t>(running_.size()))) : waiting_.size();
+  const auto admitted = waiting_.begin() + static_cast<std::ptrdiff_t>(std::min(room, waiting_.size()));
+  std::vector<Sequence> joined(std::make_move_iterator(waiting_.begin()), std::make_move_iterator(admitted));
+  waiting_.erase(waiting_.begin(), admitted);
   for (Sequence& s : joined) prefill(std::move(s));
   if (running_.empty()) return;
   const int64_t batch = static_cast<int64_t>(running_.size());
@@ -119,6 +121,11 @@ void GenerationBatch::step() {
     running_.erase(running_.begin() + b);
   }
   if (running_.empty() && waiting_.empty()) caches_.clear();  // idle: the caches' memory goes back
+}
+
+int64_t GenerationBatch::row_bytes(const models::StackConfig& c) {
+  const int64_t kv_width = c.d_model / c.heads * (c.kv_heads > 0 ? c.kv_heads : c.heads);
+  return (c.max_len * 3 / 2 + 16) * kv_width * 2 * c.layers * static_cast<int64_t>(sizeof(float));
 }
 
 int64_t GenerationBatch::cache_bytes() const {

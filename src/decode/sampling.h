@@ -42,7 +42,13 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
 // unless two candidates are that close). Not thread-safe: one thread joins and steps.
 class GenerationBatch {
  public:
-  explicit GenerationBatch(models::GPT& model) : model_(model) {}
+  // `max_rows`: at most so many sequences run at once, the others waiting their turn in
+  // the order they joined (0: no limit): what bounds the caches' memory.
+  explicit GenerationBatch(models::GPT& model, int64_t max_rows = 0) : model_(model), max_rows_(max_rows) {}
+
+  // The most bytes one running sequence's keys and values may take: a whole context window
+  // in every layer, where its storage, grown by halves, may reach one and a half windows.
+  static int64_t row_bytes(const models::StackConfig& c);
 
   // A sequence joins (a prompt of at least one token). on_token hears each token as it is
   // chosen, and says whether the sequence goes on (false: it ends there, as at an end
@@ -54,6 +60,7 @@ class GenerationBatch {
   // The prompts of the sequences that joined, then one position of every running one.
   void step();
   int64_t size() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
+  int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }  // joined, not yet running (max_rows)
   // The bytes the running sequences' key/value caches hold (their storage grows with the
   // longest, stays for the sequences that join while others run, and goes once none do).
   int64_t cache_bytes() const;
@@ -74,6 +81,7 @@ class GenerationBatch {
   void fail_running(std::exception_ptr why);  // every running sequence hears why, and ends
   void prefill(Sequence s);
   models::GPT& model_;
+  int64_t max_rows_;
   std::vector<Sequence> waiting_;  // to run from their last `keep` tokens: joined, or outgrew the context window
   std::vector<Sequence> running_;  // batch row b of caches_ is running_[b]
   std::vector<nn::KVCache> caches_;

@@ -90,4 +90,15 @@ void read_generation(const Directory& d, const nlohmann::json& class_defaults, i
   c.max_length = generation_max_length(generation);
 }
 
+std::vector<int> end_tokens(const Directory& d) {
+  const Generation generation = generation_of(d, nlohmann::json::object());
+  const auto it = generation.settings.find("eos_token_id");
+  if (it == generation.settings.end() || it->is_null()) return {};
+  const nlohmann::json ids = it->is_array() ? *it : nlohmann::json::array({*it});
+  for (const nlohmann::json& id : ids)
+    TFM_CHECK(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < (int64_t{1} << 31),
+              generation.file << ": eos_token_id " << it->dump() << " is not a token id or a list of them");
+  return ids.get<std::vector<int>>();
+}
+
 }  // namespace tfm::hf

@@ -66,7 +66,7 @@ auto model_init() {
   return py::init([](const py::object& path, const std::string& device, const std::string& precision, const py::object& vocab) {
     const std::string checkpoint = path_of(path), vocabulary = vocab.is_none() ? "" : path_of(vocab);
     py::gil_scoped_release release;
-    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision, device, ""});
+    return std::make_unique<Model>(checkpoint, tfm::ModelOptions{vocabulary, precision, device});
   });
 }
 
@@ -182,21 +182,35 @@ void bind_generator(py::module_& m) {
     if (py::isinstance<py::str>(stop)) return std::vector<std::string>{stop.cast<std::string>()};
     return stop.cast<std::vector<std::string>>();
   };
-  py::class_<tfm::Generator>(m, "Generator", "A language model from `tfm lm train`; requests share its batch (continuous batching)")
+  // A text, or a conversation: a list of {"role": ..., "content": ...} dicts, as transformers' apply_chat_template takes.
+  auto prompt_of = [](const py::object& prompt) -> tfm::Prompt {
+    if (py::isinstance<py::str>(prompt)) return prompt.cast<std::string>();
+    tfm::Chat chat;
+    for (const py::handle message : prompt.cast<py::list>()) {
+      const py::dict m = message.cast<py::dict>();
+      if (!m.contains("role") || !m.contains("content")) throw py::value_error("a message is a dict of a 'role' and a 'content'");
+      chat.push_back({m["role"].cast<std::string>(), m["content"].cast<std::string>()});
+    }
+    return chat;
+  };
+  py::class_<tfm::Generator>(m, "Generator",
+                             "A language model (`tfm lm train`, or a Hugging Face GPT-2, Llama, Mistral or Qwen2 directory); requests share "
+                             "its batch (continuous batching)")
       .def(model_init<tfm::Generator>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none())
       .def(
           "stream",
-          [stop_strings](const tfm::Generator& g, const std::string& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
+          [stop_strings, prompt_of](const tfm::Generator& g, const py::object& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
                          float min_p, float repetition_penalty, float frequency_penalty, float presence_penalty, const py::object& stop,
                          uint64_t seed) {
             const tfm::GenerationOptions o{max_tokens,         temperature,       top_k,           top_p, min_p, repetition_penalty,
                                            frequency_penalty, presence_penalty, seed, stop_strings(stop)};
-            return PieceIterator{g.stream(prompt, o)};
+            return PieceIterator{g.stream(prompt_of(prompt), o)};
           },
           "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "min_p"_a = 0.0f,
           "repetition_penalty"_a = 1.0f, "frequency_penalty"_a = 0.0f, "presence_penalty"_a = 0.0f, "stop"_a = py::none(), "seed"_a = 1,
           py::keep_alive<0, 1>(),  // the generator lives while a stream of it does
-          "The text that continues `prompt`, piece by piece as it is generated")
+          "The text that continues `prompt` (a text, or a chat model's conversation: a list of {'role': ..., 'content': ...} "
+          "dicts, written by its chat template), piece by piece as it is generated")
       .def(
           "generate",
           [](const py::object& self, const py::args& args, const py::kwargs& options) {
@@ -210,8 +224,10 @@ void bind_generator(py::module_& m) {
             }
             return text;
           },
-          "generate(prompt='', **options): the whole text that continues `prompt`; the options are stream()'s "
-          "(max_tokens, temperature, top_k, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty, stop, seed)");
+          "generate(prompt='', **options): the whole text that continues `prompt` (a text or a conversation); the options are "
+          "stream()'s (max_tokens, temperature, top_k, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty, stop, seed)")
+      .def_property_readonly("has_chat_template", &tfm::Generator::has_chat_template,
+                             "Whether the model takes conversations (its tokenizer has a chat template)");
 }
 
 void bind_encoder_and_classifier(py::module_& m) {
@@ -272,7 +288,7 @@ void bind_encoder_and_classifier(py::module_& m) {
       .def(py::init([](const py::object& path, const std::string& device, const std::string& precision) {
              const std::string checkpoint = path_of(path);
              py::gil_scoped_release release;
-             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision, device, ""});
+             return std::make_unique<tfm::Classifier>(checkpoint, tfm::ModelOptions{"", precision, device});
            }),
            "path"_a, "device"_a = "cpu", "precision"_a = "f32")
       .def(

@@ -81,7 +81,7 @@ GenerationOptions generation_options(const RequestBody& b, const Context& c, con
 // drain's passes (HttpError 504 / 503), or the stream is dropped (its request cancelled).
 class Pieces {
  public:
-  Pieces(const Context& c, const Call& call, ServedModel& m, const std::string& prompt, const GenerationOptions& o)
+  Pieces(const Context& c, const Call& call, ServedModel& m, const Prompt& prompt, const GenerationOptions& o)
       : life_(c.life), deadline_(call.deadline), stream_(client_input([&] { return m.generator->stream(prompt, o); })) {}
 
   std::optional<std::string> next() {
@@ -136,6 +136,19 @@ void stream_events(Context& c, Call& call, std::shared_ptr<void> ticket, std::sh
 }
 
 std::atomic<int64_t> g_completion_ids{0};
+
+// OpenAI's usage record.
+nlohmann::json usage(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+// What starts each of OpenAI's completion objects (`object`: its kind).
+nlohmann::json completion_head(const char* id_prefix, const char* object, const ServedModel& m) {
+  return {{"id", id_prefix + std::to_string(++g_completion_ids)},
+          {"object", object},
+          {"created", static_cast<int64_t>(std::time(nullptr))},
+          {"model", m.name}};
+}
 
 // [layers][heads][queries][keys]
 nlohmann::json weights_json(const AttentionWeights& w) {
@@ -259,10 +272,7 @@ void completions(Context& c, Call& call) {
   const bool stream = b.flag("stream", false);
   if (stream && prompts.size() > 1) throw HttpError(400, "'stream' takes one prompt");
   std::shared_ptr<void> ticket = c.life.admit();
-  const nlohmann::json head = {{"id", "cmpl-" + std::to_string(++g_completion_ids)},
-                               {"object", "text_completion"},
-                               {"created", static_cast<int64_t>(std::time(nullptr))},
-                               {"model", m.name}};
+  const nlohmann::json head = completion_head("cmpl-", "text_completion", m);
   auto choice = [](const std::string& text, size_t index, const nlohmann::json& finish) {
     return nlohmann::json{{"text", text}, {"index", index}, {"logprobs", nullptr}, {"finish_reason", finish}};
   };
@@ -291,7 +301,61 @@ void completions(Context& c, Call& call) {
     out["choices"].push_back(choice(text, i, finish.reason));
     completion_tokens += finish.tokens;
   }
-  out["usage"] = {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
+  out["usage"] = usage(prompt_tokens, completion_tokens);
+  reply(call.res, out);
+}
+
+void chat_completions(Context& c, Call& call) {
+  const RequestBody b(call.req.body, {}, /*lenient=*/true);
+  b.only("n", {1}, "one reply per request");
+  b.only("logprobs", {false}, "no log-probabilities");
+  b.only("tools", {nlohmann::json::array()}, "no tool calls");
+  ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
+  if (!m.generator->has_chat_template())
+    throw HttpError(400, "model '" + m.name + "' has no chat template (tokenizer_config.json's chat_template): use /v1/completions");
+  const Chat chat = b.messages("messages", c.options.max_items);
+  const char* length_field = b.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";  // (OpenAI's newer name first)
+  const GenerationOptions o = generation_options(b, c, length_field, c.options.max_new_tokens, 1.0);  // OpenAI's: as long as it takes
+  int64_t prompt_tokens = 0;
+  std::string all;
+  for (const ChatMessage& message : chat) all += message.content;
+  check_lengths({all}, "the conversation", c.options.max_sentence_tokens, [&](const std::string&) {
+    return prompt_tokens = m.generator->count_tokens(chat);
+  });
+  std::shared_ptr<void> ticket = c.life.admit();
+  auto pieces = std::make_shared<Pieces>(c, call, m, chat, o);
+  if (b.flag("stream", false)) {
+    const bool with_usage = b.object("stream_options").value("include_usage", false) == true;
+    auto chunk = [head = completion_head("chatcmpl-", "chat.completion.chunk", m)](const nlohmann::json& delta, const nlohmann::json& finish) {
+      nlohmann::json event = head;
+      event["choices"] = nlohmann::json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}}});
+      return event;
+    };
+    auto first = std::make_shared<bool>(true);  // the first chunk says who speaks, as OpenAI's
+    return stream_events(
+        c, call, std::move(ticket), pieces,
+        [chunk, first](const std::string& piece) {
+          nlohmann::json delta = {{"content", piece}};
+          if (std::exchange(*first, false)) delta["role"] = "assistant";
+          return chunk(delta, nullptr);
+        },
+        [chunk, with_usage, prompt_tokens](const TextStream::Finish& finish) {
+          std::vector<std::string> events{"data: " + json_text(chunk(nlohmann::json::object(), finish.reason)) + "\n\n"};
+          if (with_usage) {
+            nlohmann::json last = chunk(nlohmann::json::object(), nullptr);
+            last["choices"] = nlohmann::json::array(), last["usage"] = usage(prompt_tokens, finish.tokens);
+            events.push_back("data: " + json_text(last) + "\n\n");
+          }
+          events.push_back("data: [DONE]\n\n");
+          return events;
+        });
+  }
+  const std::string text = whole_text(*pieces);
+  const TextStream::Finish finish = pieces->finish();
+  nlohmann::json out = completion_head("chatcmpl-", "chat.completion", m);
+  out["choices"] = nlohmann::json::array(
+      {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"logprobs", nullptr}, {"finish_reason", finish.reason}}});
+  out["usage"] = usage(prompt_tokens, finish.tokens);
   reply(call.res, out);
 }
 

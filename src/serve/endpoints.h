@@ -32,6 +32,7 @@ struct Call {
 void translate(Context& c, Call& call);    // POST /v1/translate
 void generate(Context& c, Call& call);     // POST /v1/generate
 void completions(Context& c, Call& call);  // POST /v1/completions (OpenAI's)
+void chat_completions(Context& c, Call& call);  // POST /v1/chat/completions (OpenAI's)
 void embed(Context& c, Call& call);        // POST /v1/embed
 void classify(Context& c, Call& call);     // POST /v1/classify
 void attention(Context& c, Call& call);    // POST /v1/attention: every layer's and head's weights, for the web page

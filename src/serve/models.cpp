@@ -18,15 +18,18 @@ std::string default_name(const std::string& path) {
   return stem;
 }
 
-std::vector<std::string> endpoints_of(const std::string& family) {
+// The endpoints a model answers: a language model's chats only with a chat template.
+std::vector<std::string> endpoints_of(const ServedModel& m) {
+  const std::string& family = m.family;
   if (family == "translation") return {"/v1/translate", "/v1/attention"};
+  if (family == "gpt" && m.generator->has_chat_template()) return {"/v1/generate", "/v1/completions", "/v1/chat/completions", "/v1/attention"};
   if (family == "gpt") return {"/v1/generate", "/v1/completions", "/v1/attention"};
   if (family == "bert") return {"/v1/embed", "/v1/classify", "/v1/attention"};
   return {"/v1/classify", "/v1/attention"};
 }
 
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
-  const ModelOptions model_options{"", o.precision, o.device, ""};
+  const ModelOptions model_options{"", o.precision, o.device, o.max_cache_mb << 20};
   if (m.family == "translation") {
     TranslatorOptions t;
     t.precision = o.precision, t.device = o.device, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;
@@ -41,6 +44,8 @@ void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
                          "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().tokens); }});
     metrics.add_gauge({"tfm_generation_running", "Requests in a language model's running batch (continuous batching).",
                        "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().running); }});
+    metrics.add_gauge({"tfm_generation_waiting", "Requests of a language model's batch waiting for room in its cache (--max-cache-mb).",
+                       "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().waiting); }});
     metrics.add_gauge({"tfm_generation_cache_bytes", "Bytes of keys and values a language model's running batch holds.",
                        "model=\"" + m.name + "\"", [&m] { return static_cast<double>(m.generator->stats().cache_bytes); }});
   } else if (m.family == "bert") {
@@ -103,7 +108,7 @@ nlohmann::json ModelSet::list() const {
   nlohmann::json data = nlohmann::json::array();
   for (const auto& m : models_)
     data.push_back({{"id", m->name}, {"object", "model"}, {"created", m->loaded}, {"owned_by", "tfm"}, {"family", m->family},
-                    {"endpoints", endpoints_of(m->family)}});
+                    {"endpoints", endpoints_of(*m)}});
   return {{"object", "list"}, {"data", data}};
 }
 

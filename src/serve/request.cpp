@@ -95,6 +95,48 @@ std::vector<std::string> RequestBody::texts(const char* name, int64_t max_items,
   return out;
 }
 
+namespace {
+
+// A chat message's content: a string, or the text of a list of text parts.
+std::string message_content(const nlohmann::json& content, size_t index) {
+  const std::string where = "message " + std::to_string(index + 1) + "'s content";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw HttpError(400, where + " must be a string or a list of text parts");
+  std::string text;
+  for (const nlohmann::json& part : content) {
+    const bool is_text = part.is_object() && part.value("type", nlohmann::json()) == "text" && part.contains("text") && part["text"].is_string();
+    if (!is_text) throw HttpError(400, where + " holds a part that is not text (tfm's models read text only)");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json RequestBody::object(const char* name) const {
+  const nlohmann::json* f = field(name);
+  if (!f) return nlohmann::json::object();
+  if (!f->is_object()) throw HttpError(400, std::string("'") + name + "' must be an object");
+  return *f;
+}
+
+Chat RequestBody::messages(const char* name, int64_t max_items) const {
+  const nlohmann::json* f = field(name);
+  if (!f) throw HttpError(400, std::string("'") + name + "' is missing");
+  if (!f->is_array() || f->empty()) throw HttpError(400, std::string("'") + name + "' must be a non-empty list of messages");
+  if (static_cast<int64_t>(f->size()) > max_items)
+    throw HttpError(400, std::string("'") + name + "' has " + std::to_string(f->size()) + " messages; at most " + std::to_string(max_items) +
+                             " per request (--max-items)");
+  Chat chat;
+  for (size_t i = 0; i < f->size(); ++i) {
+    const nlohmann::json& m = (*f)[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content"))
+      throw HttpError(400, "message " + std::to_string(i + 1) + " must be an object with a \"role\" (a string) and a \"content\"");
+    chat.push_back({m["role"].get<std::string>(), message_content(m["content"], i)});
+  }
+  return chat;
+}
+
 std::vector<std::string> RequestBody::stop_strings(const char* name, int64_t max_items) const {
   const nlohmann::json* f = field(name);
   if (!f || *f == "" || *f == nlohmann::json::array()) return {};

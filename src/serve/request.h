@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/http.h"
+#include "tfm/generator.h"
 
 namespace tfm::serve {
 
@@ -31,6 +32,11 @@ class RequestBody {
   std::vector<std::string> texts(const char* name, int64_t max_items, bool single_ok = false) const;
   // OpenAI's `stop`: absent, null, "" or [] (none), a string, or a list of up to `max_items` non-empty strings.
   std::vector<std::string> stop_strings(const char* name, int64_t max_items) const;
+  // An object field (absent or null: an empty object).
+  nlohmann::json object(const char* name) const;
+  // OpenAI's chat `messages`: 1 to `max_items` objects of a "role" and a "content" (a
+  // string, or a list of {"type": "text", "text": ...} parts, joined); other keys ignored.
+  Chat messages(const char* name, int64_t max_items) const;
   // A field that must be absent, null or one of `allowed` (an OpenAI option tfm does not offer).
   void only(const char* name, std::initializer_list<nlohmann::json> allowed, const char* why) const;
 

@@ -139,6 +139,7 @@ class Server {
     route("POST", "/v1/translate", compute(translate));
     route("POST", "/v1/generate", compute(generate));
     route("POST", "/v1/completions", compute(completions));
+    route("POST", "/v1/chat/completions", compute(chat_completions));
     route("POST", "/v1/embed", compute(embed));
     route("POST", "/v1/classify", compute(classify));
     route("POST", "/v1/attention", compute(attention));

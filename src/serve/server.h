@@ -29,6 +29,7 @@ struct ServerOptions {
   int64_t max_items = 64;          // sentences, prompts or images per request
   int64_t max_sentence_tokens = 256;  // subwords of a sentence or prompt
   int64_t max_new_tokens = 1024;   // tokens a generation request may ask for
+  int64_t max_cache_mb = 0;        // a language model's keys and values, at most (0: no bound; requests beyond wait)
   int64_t max_queue = 256;         // requests admitted at once (the next gets 503)
   int64_t max_body = 4 << 20;      // bytes of a request body (413 beyond)
   int64_t max_image_pixels = 16 << 20;  // pixels of a request's images together, as their headers claim (400 beyond)

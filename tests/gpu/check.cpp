@@ -639,7 +639,7 @@ void check_generation(const std::string& name, const std::string& model, const s
       compare_inference(r, [&](const std::string& device) {
         GenerationOptions g;
         g.max_new_tokens = 40, g.temperature = temperature, g.seed = 3;
-        return differing({Generator(model, {"", "f32", device, ""}).generate(prompt, g)});
+        return differing({Generator(model, {"", "f32", device}).generate(prompt, g)});
       });
       r.tolerance = 0.0;
     });
@@ -648,7 +648,7 @@ void check_generation(const std::string& name, const std::string& model, const s
 void check_embedding(const std::string& name, const std::string& model) {
   run({"infer", name, "f32", "mean and cls"}, [&](Row& r) {
     compare_inference(r, [&](const std::string& device) {
-      const Encoder e(model, {"", "f32", device, ""});
+      const Encoder e(model, {"", "f32", device});
       const std::vector<std::string> s{"the quick brown fox", "a dog", "jumps over the lazy dog again and again"};
       Embeddings mean = e.embed(s, "mean"), cls = e.embed(s, "cls");
       Values out(mean.values.begin(), mean.values.end());
@@ -662,7 +662,7 @@ void check_embedding(const std::string& name, const std::string& model) {
 void check_classification(const std::string& name, const std::string& model, const std::vector<uint8_t>& pixels, int64_t count) {
   run({"infer", name, "f32", std::to_string(count) + " images"}, [&](Row& r) {
     compare_inference(r, [&](const std::string& device) {
-      const Classification c = Classifier(model, {"", "f32", device, ""}).classify(pixels, count);
+      const Classification c = Classifier(model, {"", "f32", device}).classify(pixels, count);
       Values out(c.probabilities.begin(), c.probabilities.end());
       for (int64_t label : c.labels) out.push_back(static_cast<double>(label));  // a changed label moves this far
       return out;

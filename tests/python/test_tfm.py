@@ -149,6 +149,22 @@ def test_generator_continues_as_the_command_line_does_and_streams_the_same_text(
     assert penalized != text
 
 
+def test_a_chat_model_takes_a_conversation_as_transformers_applies_its_template():
+    chat_dir = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf", "qwen2_chat_tiny")
+    reference = json.load(open(os.path.join(chat_dir, "reference.json"), encoding="utf-8"))
+    generator = tfm.Generator(chat_dir)
+    assert generator.has_chat_template and not tfm.Generator(LM).has_chat_template
+    for case in reference["cases"]:
+        prompt = case.get("text", case.get("messages"))
+        stream = generator.stream(prompt, max_tokens=reference["max_new_tokens"], temperature=0)
+        assert "".join(stream) == case["new_text"]
+        assert stream.finish_reason == ("stop" if case["ended"] else "length") and stream.tokens == len(case["greedy_new_ids"])
+    with pytest.raises(ValueError, match="a message is a dict"):
+        generator.generate([{"role": "user"}])
+    with pytest.raises(RuntimeError, match="has no chat template"):
+        tfm.Generator(LM).generate([{"role": "user", "content": "Hi"}])
+
+
 def test_a_stream_keeps_its_generator_and_dropping_it_cancels_its_request():
     stream = tfm.Generator(LM).stream("ROMEO:", max_tokens=10**6)  # the generator itself is dropped at once
     assert next(stream)

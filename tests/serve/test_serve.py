@@ -18,6 +18,7 @@ import pytest
 TFM = os.environ["TFM_BINARY"]
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "threads")
 MT, LM, BERT, VIT = (os.path.join(FIXTURES, f"{name}.safetensors") for name in ["mt", "lm", "bert", "vit"])
+CHAT = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf", "qwen2_chat_tiny")  # tests/reference/make_hf_chat_fixtures.py
 SENTENCES = [line.strip() for line in open(os.path.join(FIXTURES, "mt.de"), encoding="utf-8")][:6]
 JPEG = os.path.join(os.path.dirname(__file__), "..", "fixtures", "serve", "fashion0.jpg")
 
@@ -93,6 +94,7 @@ def test_models_and_health(server):
     status, _, models = server.request("GET", "/v1/models")
     assert status == 200 and models["object"] == "list"
     assert {(m["id"], m["family"]) for m in models["data"]} == {("mt", "translation"), ("lm", "gpt"), ("bert", "bert"), ("vit", "vit")}
+    assert [m["endpoints"] for m in models["data"] if m["id"] == "lm"] == [["/v1/generate", "/v1/completions", "/v1/attention"]]  # no template
     assert server.request("GET", "/health")[2]["status"] == "ok"
 
 
@@ -170,6 +172,54 @@ def test_openai_completions(server):
     assert status == 400 and "presence_penalty" in error["error"]["message"]
     status, _, error = server.post("/v1/completions", {"prompt": "A", "stop": ["a", "b", "c", "d", "e"]})
     assert status == 400 and "at most 4 strings" in error["error"]["message"]
+
+
+def test_openai_chat_completions(server):
+    """A chat model's replies as transformers continues its template, alone, streamed, and two requests at once
+    (continuous batching); the usage counts the conversation's and the reply's tokens."""
+    reference = json.load(open(os.path.join(CHAT, "reference.json"), encoding="utf-8"))
+    chats = [c for c in reference["cases"] if "messages" in c]
+    chat_server = Server("--model", f"chat={CHAT}")
+    try:
+        def ask(case, **extra):
+            return chat_server.post("/v1/chat/completions", {"model": "chat", "messages": case["messages"], "temperature": 0,
+                                                             "max_tokens": reference["max_new_tokens"], **extra})
+
+        listed = chat_server.request("GET", "/v1/models")[2]["data"][0]
+        assert "/v1/chat/completions" in listed["endpoints"]
+        status, _, out = ask(chats[0])
+        assert status == 200 and out["object"] == "chat.completion" and out["id"].startswith("chatcmpl-")
+        choice = out["choices"][0]
+        assert choice["message"] == {"role": "assistant", "content": chats[0]["new_text"]}
+        assert choice["finish_reason"] == ("stop" if chats[0]["ended"] else "length")
+        assert out["usage"] == {"prompt_tokens": len(chats[0]["input_ids"]), "completion_tokens": len(chats[0]["greedy_new_ids"]),
+                                "total_tokens": len(chats[0]["input_ids"]) + len(chats[0]["greedy_new_ids"])}
+        events = ask(chats[1], stream=True, stream_options={"include_usage": True})[2]
+        chunks = [json.loads(line[6:]) for line in events.split("\n") if line.startswith("data: {")]
+        assert chunks[0]["object"] == "chat.completion.chunk" and chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+        assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[:-1]) == chats[1]["new_text"]
+        assert chunks[-2]["choices"][0]["finish_reason"] == ("stop" if chats[1]["ended"] else "length")
+        assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == len(chats[1]["greedy_new_ids"])
+        assert events.rstrip().endswith("data: [DONE]")
+        replies = [None] * len(chats)
+        threads = [threading.Thread(target=lambda i=i: replies.__setitem__(i, ask(chats[i])[2])) for i in range(len(chats))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [r["choices"][0]["message"]["content"] for r in replies] == [c["new_text"] for c in chats]
+        parts = [{"type": "text", "text": "Hello! "}, {"type": "text", "text": "Who are you?"}]
+        assert ask({"messages": [{"role": "user", "content": parts}]})[2]["choices"][0]["message"]["content"] == chats[0]["new_text"]
+        for body, message in [({"messages": []}, "'messages' must be a non-empty list"),
+                              ({"messages": [{"content": "Hi"}]}, "must be an object with a \"role\""),
+                              ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "not text"),
+                              ({"messages": [{"role": "user", "content": "Hi"}], "n": 3}, "'n' is not supported")]:
+            status, _, error = chat_server.post("/v1/chat/completions", body)
+            assert status == 400 and message in error["error"]["message"], error
+    finally:
+        assert chat_server.stop() == 0
+    status, _, error = server.post("/v1/chat/completions", {"model": "lm", "messages": [{"role": "user", "content": "Hi"}]})
+    assert status == 400 and "has no chat template" in error["error"]["message"]
 
 
 def test_embed_equals_the_command_line(server):
