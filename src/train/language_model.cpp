@@ -104,28 +104,39 @@ class LanguageModelTraining : public TextStreamTask {
   bool base_loaded_ = false;                   // from a LoRA checkpoint's record
 };
 
+// The adapters --lora-rank, --lora-alpha and --lora-targets ask for over the model at
+// `origin` (--init-from; its path absolute, so that a resumed run reads it from anywhere).
+models::LoraSettings chosen_lora(const tfm::LanguageModelTask& o, const std::string& origin) {
+  models::LoraSettings s;
+  s.rank = o.lora_rank, s.alpha = o.lora_alpha, s.targets = models::parse_lora_targets(o.lora_targets);
+  s.validate("--lora-rank, --lora-alpha, --lora-targets");
+  TFM_CHECK(!origin.empty(), "--lora-rank fine-tunes a model's adapters: give the model as --init-from");
+  s.base = std::filesystem::absolute(origin).string();
+  return s;
+}
+
+// Without --lora-rank, the flags that shape adapters are a mistake.
+void refuse_lora_flags_without_rank(const tfm::LanguageModelTask& o) {
+  const tfm::LanguageModelTask defaults;
+  TFM_CHECK(o.lora_targets == defaults.lora_targets && o.lora_alpha == defaults.lora_alpha,
+            "--lora-targets and --lora-alpha shape LoRA adapters: give --lora-rank (at least 1; 0 trains every weight)");
+}
+
 void LanguageModelTraining::with_lora(const std::optional<io::Checkpoint>& resumed, const std::string& origin) {
   const auto recorded = resumed ? resumed->metadata.find(kLoraKey) : std::map<std::string, std::string>::const_iterator();
-  if (resumed && recorded != resumed->metadata.end()) {
+  if (resumed && recorded != resumed->metadata.end()) {  // a LoRA run's checkpoint: its base read again from its record
     const models::LoraSettings s = models::LoraSettings::from_json(recorded->second, origin);
     TFM_CHECK(o_.lora_rank == 0 || o_.lora_rank == s.rank,
               "--lora-rank " << o_.lora_rank << " differs from " << origin << "'s adapters' rank " << s.rank);
     io::load_parameters(model_.named_parameters(), decode::read_model(s.base), s.base);
     lora_ = std::make_unique<models::LoraAdapter>(model_, s);
     base_loaded_ = true;
-  } else if (o_.lora_rank == 0) {
-    const tfm::LanguageModelTask defaults;
-    TFM_CHECK(o_.lora_targets == defaults.lora_targets && o_.lora_alpha == defaults.lora_alpha,
-              "--lora-targets and --lora-alpha shape LoRA adapters: give --lora-rank (at least 1; 0 trains every weight)");
+  } else if (o_.lora_rank > 0) {
+    lora_ = std::make_unique<models::LoraAdapter>(model_, chosen_lora(o_, origin));
   } else {
-    models::LoraSettings s;
-    s.rank = o_.lora_rank, s.alpha = o_.lora_alpha, s.targets = models::parse_lora_targets(o_.lora_targets);
-    s.base = origin.empty() ? "" : std::filesystem::absolute(origin).string();  // a resumed run reads it again from anywhere
-    s.validate("--lora-rank, --lora-alpha, --lora-targets");
-    TFM_CHECK(!origin.empty(), "--lora-rank fine-tunes a model's adapters: give the model as --init-from");
-    lora_ = std::make_unique<models::LoraAdapter>(model_, s);
+    return refuse_lora_flags_without_rank(o_);
   }
-  if (lora_) model_.eval();  // the frozen base computes as at inference (no dropout), as its adapters' base
+  model_.eval();  // the frozen base computes as at inference (no dropout), as its adapters' base
 }
 
 std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) {
