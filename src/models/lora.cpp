@@ -63,11 +63,8 @@ std::string short_target(std::string name) {
 
 std::vector<std::string> parse_lora_targets(const std::string& list) {
   std::vector<std::string> targets;
-  size_t start = 0;
-  for (size_t comma = list.find(','); start <= list.size(); start = comma + 1, comma = list.find(',', start)) {
-    targets.push_back(short_target(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
-    if (comma == std::string::npos) break;
-  }
+  std::istringstream in(list);
+  for (std::string t; std::getline(in, t, ',');) targets.push_back(short_target(t));
   return targets;
 }
 
@@ -108,7 +105,8 @@ LoraSettings LoraSettings::from_json(const std::string& text, const std::string&
     s.rank = j.at("r").get<int64_t>(), s.alpha = j.value("lora_alpha", 8.0);
     s.targets.clear();
     for (const json& m : j.at("target_modules")) s.targets.push_back(short_target(m.get<std::string>()));
-    s.base = j.value("base_model_name_or_path", json("")).is_string() ? j.value("base_model_name_or_path", "") : "";
+    const json base = j.value("base_model_name_or_path", json());  // (PEFT writes null where it has no path)
+    s.base = base.is_string() ? base.get<std::string>() : "";
   } catch (const json::exception&) {
     throw Error(origin + ": r, lora_alpha or target_modules (a list of module names) is missing or malformed");
   }
