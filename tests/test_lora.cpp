@@ -252,6 +252,8 @@ TEST(Lora, FineTuneResumeGenerateAndExportOnTheCommandLine) {
   EXPECT_NE(again.output.find("resumed"), std::string::npos) << again.output;
 
   const std::string adapter = tmp.path("lora/last_adapter"), generate = " --prompt the --temperature 0 --max-new-tokens 20 2>&1";
+  EXPECT_NE(run_tfm("generate --model " + tmp.path("lora/last.safetensors") + generate).output.find("holds a LoRA run's adapters, not a model"),
+            std::string::npos);
   const testing::CliResult plain = run_tfm("generate --model " + tmp.path("base_hf") + generate);
   const testing::CliResult adapted = run_tfm("generate --model " + tmp.path("base_hf") + " --lora " + adapter + generate);
   ASSERT_EQ(adapted.code, 0) << adapted.output;

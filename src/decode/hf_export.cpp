@@ -109,6 +109,7 @@ void export_hf(const std::string& checkpoint, const std::string& dir, const std:
             dir << ": exists and is not an empty directory; tfm export --hf writes a new one (nothing is overwritten)");
   const io::SafeTensors file = read_model(checkpoint);
   const io::Checkpoint info = io::checkpoint_info(file, checkpoint);
+  models::refuse_lora_checkpoint(info.metadata, checkpoint);
   io::NamedTensors params;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);

@@ -168,6 +168,11 @@ void LoraAdapter::merge() {
   detach();
 }
 
+void refuse_lora_checkpoint(const std::map<std::string, std::string>& metadata, const std::string& path) {
+  TFM_CHECK(!metadata.count(kLoraCheckpointKey), path << ": holds a LoRA run's adapters, not a model; give the model it fine-tuned as --model "
+                                                      "and the adapter directory beside this file (its name and _adapter) as --lora");
+}
+
 void save_lora_adapter(const LoraAdapter& adapter, const std::string& dir) {
   io::create_directories(dir);
   io::write_file_atomic(dir + "/adapter_config.json", adapter.settings().to_json() + "\n");

@@ -6,6 +6,7 @@
 // parameters alone: what the optimiser and checkpoints see); the base model's products
 // call its adapters, and the base stays as it was unless merged.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ class LoraAdapter : public nn::Module {
   LoraSettings settings_;
   std::vector<Attached> attached_;
 };
+
+// A LoRA run's checkpoints record its adapters' settings (adapter_config.json, the base's
+// path) under this key; they hold the adapters, not a model.
+inline constexpr const char* kLoraCheckpointKey = "tfm.lora";
+// Refuses such a checkpoint (`metadata`) where a model is wanted, saying what to give instead.
+void refuse_lora_checkpoint(const std::map<std::string, std::string>& metadata, const std::string& path);
 
 // An adapter as PEFT saves one: adapter_config.json and adapter_model.safetensors in `dir`.
 void save_lora_adapter(const LoraAdapter& adapter, const std::string& dir);

@@ -36,9 +36,6 @@ models::StackConfig chosen_model(const ModelSettings& settings) {
   return c;
 }
 
-// A LoRA run's checkpoint: its adapters' settings (adapter_config.json) and base path.
-constexpr const char* kLoraKey = "tfm.lora";
-
 // A window is context + 1 tokens: the inputs and, shifted by one, the targets.
 
 class LanguageModelTraining : public TextStreamTask {
@@ -123,7 +120,7 @@ void refuse_lora_flags_without_rank(const tfm::LanguageModelTask& o) {
 }
 
 void LanguageModelTraining::with_lora(const std::optional<io::Checkpoint>& resumed, const std::string& origin) {
-  const auto recorded = resumed ? resumed->metadata.find(kLoraKey) : std::map<std::string, std::string>::const_iterator();
+  const auto recorded = resumed ? resumed->metadata.find(models::kLoraCheckpointKey) : std::map<std::string, std::string>::const_iterator();
   if (resumed && recorded != resumed->metadata.end()) {  // a LoRA run's checkpoint: its base read again from its record
     const models::LoraSettings s = models::LoraSettings::from_json(recorded->second, origin);
     TFM_CHECK(o_.lora_rank == 0 || o_.lora_rank == s.rank,
@@ -156,7 +153,7 @@ std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const 
 
 io::Checkpoint LanguageModelTraining::describe() const {
   io::Checkpoint c = describe_config(model_.config().to_json());
-  if (lora_) c.metadata[kLoraKey] = lora_->settings().to_json();
+  if (lora_) c.metadata[models::kLoraCheckpointKey] = lora_->settings().to_json();
   return c;
 }
 
