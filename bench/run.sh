@@ -23,8 +23,15 @@
 # docs/PERFORMANCE.md; it needs no trained model: RUN_DIR is ignored). With --latency:
 # one sentence at a time, greedy and beam 4, on 1, 2 and 4 threads in both engines,
 # and tfm's start-up (the full run measures these too; about 5 minutes on 2 cores;
-# rewrites its section of docs/PERFORMANCE.md).
-#   bench/run.sh [--load | --against REV | --serve | --scaling | --marian | --latency] [RUN_DIR] [THREADS]
+# rewrites its section of docs/PERFORMANCE.md). With --llama: a Qwen2-0.5B-shaped Hugging
+# Face model (transformers' random weights, made once under /tmp, ~2 GB) generating from
+# 128-token prompts at batch 1 and 8 in tfm (f32, bf16, int8; its Python Generator) and
+# PyTorch eager (model.generate) over the same weights: prompt and generated tokens per
+# second, peak memory, greedy ids compared (bench/llama.py, about 20 minutes on 2 cores
+# shared with compiles, 13 of them PyTorch f32's; rewrites its section of
+# docs/PERFORMANCE.md; RUN_DIR is ignored; options after -- go to bench/llama.py, e.g.
+# --small for a 4-layer model in about a minute, printed only).
+#   bench/run.sh [--load | --against REV | --serve | --scaling | --marian | --latency | --llama] [RUN_DIR] [THREADS] [-- OPTIONS]
 # RUN_DIR holds a trained translation model (best.safetensors) and its vocab.model:
 # scripts/multi30k.sh makes runs/multi30k (the default).
 set -euo pipefail
@@ -38,6 +45,8 @@ scaling=0
 if [[ ${1:-} == --scaling ]]; then scaling=1; shift; fi
 marian=0
 if [[ ${1:-} == --marian ]]; then marian=1; shift; fi
+llama=0
+if [[ ${1:-} == --llama ]]; then llama=1; shift; fi
 if [[ ${1:-} == --latency ]]; then extra=(--only latency); shift; fi
 if [[ ${1:-} == --against ]]; then
   [[ -n ${2:-} ]] || { echo "bench/run.sh: --against needs a commit" >&2; exit 1; }
@@ -45,6 +54,14 @@ if [[ ${1:-} == --against ]]; then
   script=bench/against.py
   extra=(--baseline build/against/build)
   shift 2
+fi
+if ((llama)); then  # no Multi30k, no trained model: transformers makes the weights
+  positional=(); while (($#)) && [[ $1 != -- ]]; do positional+=("$1"); shift; done; (($#)) && shift
+  threads=${positional[1]:-$(nproc)}
+  scripts/install-deps.sh --with-torch >/dev/null
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$(nproc)" --target tfm tfm_python >/dev/null
+  exec /usr/bin/python3 bench/llama.py --threads "$threads" "$@"
 fi
 run=${1:-runs/multi30k}
 threads=${2:-$(nproc)}

@@ -7,11 +7,12 @@
 #     that build where nvcc is, its tests skip without a GPU, and the simulated device runs them);
 #  2. the checked build (clang, AddressSanitizer + UndefinedBehaviorSanitizer, every
 #     report fatal): the same suite, plus each libFuzzer target replaying its seeds and
-#     fuzz/regressions/ and fuzzing for 10 s (scripts/fuzz.sh fuzzes longer). Three
+#     fuzz/regressions/ and fuzzing for 10 s (scripts/fuzz.sh fuzzes longer). Four
 #     tests are left out there: the default copy-task run takes minutes under ASan and
 #     is the same code the Release build just ran; the bounded-memory translation
-#     cannot hold under ASan, whose quarantine keeps freed memory resident; and the
-#     thread matrix checks numbers, which the Release build's kernels produce.
+#     cannot hold under ASan, whose quarantine keeps freed memory resident; the
+#     thread matrix checks numbers, which the Release build's kernels produce; and
+#     bench/llama.py's small run (Bench.LlamaSmall), a benchmark of the Release code.
 # The release tests include data-parallel training on MPI over loopback TCP; its run
 # across hosts made of network namespaces needs root, and runs only where this machine
 # lets it make namespaces (otherwise a line says it was left out, and why).
@@ -40,4 +41,4 @@ stage "GPU bundle" scripts/gpu/bundle.sh  # what a GPU window carries (scripts/g
 configure_checked() { CC=clang CXX=clang++ cmake -S . -B build-checked -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON >/dev/null; }
 stage "checked build" eval 'configure_checked && cmake --build build-checked -j"$(nproc)"'
 stage "checked tests" env LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" ctest --test-dir build-checked --output-on-failure \
-  -E 'CopyTask.DefaultRunCopiesEverySample|TranslateCli.MemoryStaysBoundedAsTheInputGrows|ThreadMatrix'
+  -E 'CopyTask.DefaultRunCopiesEverySample|TranslateCli.MemoryStaysBoundedAsTheInputGrows|ThreadMatrix|Bench.LlamaSmall'

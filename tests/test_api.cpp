@@ -94,11 +94,11 @@ TEST(TranslatorApi, GivesThePlainPathsTranslationsForAnyWorkersAndBatch) {
 
 // Callers on many threads at once, each with its own sentences and search options,
 // each get exactly their own results; progress adds up to the sentences translated.
-// M2M100 and NLLB directories translate text with the languages given
+// M2M100, NLLB and mBART-50 directories translate text with the languages given
 // (tests/fixtures/hf/*_tiny, made by transformers 4.39): the ids transformers generated,
 // greedy and beam 4, their language first.
 TEST(TranslatorApi, ManyToManyModelsTranslateBetweenTheLanguagesGiven) {
-  for (const char* name : {"m2m100_tiny", "nllb_tiny"}) {
+  for (const char* name : {"m2m100_tiny", "nllb_tiny", "mbart50_tiny"}) {
     SCOPED_TRACE(name);
     const std::string dir = testing::fixture_path(std::string("hf/") + name);
     std::ifstream in(dir + "/reference.json");

@@ -81,6 +81,19 @@ TEST(HfCli, TranslateWithSeparateVocabularies) {
   expect_translations(testing::fixture_path("hf/marian_separate_vocabs_tiny"), ours("marian_separate_vocabs_tiny")["cases"]);
 }
 
+// mBART-50 (tests/reference/make_hf_mbart_fixtures.py): the languages given by their codes;
+// one the model lacks is refused in one line that lists the model's.
+TEST(HfCli, TranslateBetweenMBart50Languages) {
+  const std::string dir = testing::fixture_path("hf/mbart50_tiny");
+  expect_translations(dir, ours("mbart50_tiny")["cases"], " --src-lang en_XX --tgt-lang de_DE");
+  testing::TempDir tmp;
+  testing::write_file(tmp.path("src.txt"), "A dog.\n");
+  const testing::CliResult r = run_tfm("translate --model " + dir + " -i " + tmp.path("src.txt") + " --src-lang en_XX --tgt-lang deu_Latn 2>&1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(r.output, "tfm: error: 'deu_Latn' is not a language of this model; its languages: ar_AR, cs_CZ, de_DE, en_XX, es_XX, et_EE, "
+                      "fi_FI, fr_XX, gu_IN, hi_IN, it_IT, ja_XX, ... (52 in all)\n");
+}
+
 // `tfm generate --model DIR --temperature 0` continues each case's prompt as transformers'
 // greedy search did (20 tokens).
 void expect_generations(const std::string& dir, const nlohmann::json& cases) {
@@ -242,6 +255,9 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
       {"nllb", "train --init-from " + testing::fixture_path("hf/nllb_tiny") + " --src-lang deu_Latn --tgt-lang eng_Latn --train-src " +
                    tmp.path("de.txt") + " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " +
                    tmp.path("en.txt") + " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
+      {"mbart", "train --init-from " + testing::fixture_path("hf/mbart50_tiny") + " --src-lang de_DE --tgt-lang en_XX --train-src " +
+                    tmp.path("de.txt") + " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " +
+                    tmp.path("en.txt") + " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
       {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
       {"qwen2", "lm train --init-from " + testing::fixture_path("hf/qwen2_chat_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
       {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"},
@@ -286,9 +302,10 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   testing::TempDir tmp;
   for (const std::string fixture :
        {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny", "gpt2_layer_scaled_tiny",
-        "m2m100_tiny", "nllb_tiny", "llama_tiny", "mistral_tiny", "qwen2_tiny"}) {
+        "m2m100_tiny", "nllb_tiny", "mbart50_tiny", "mbart50_unscaled_tiny", "llama_tiny", "mistral_tiny", "qwen2_tiny"}) {
     const bool ours = fixture == "marian_separate_vocabs_tiny" || fixture == "gpt2_layer_scaled_tiny" || fixture.ends_with("100_tiny") ||
-                      fixture == "nllb_tiny" || fixture.starts_with("llama") || fixture.starts_with("mistral") || fixture.starts_with("qwen2");
+                      fixture == "nllb_tiny" || fixture.starts_with("mbart") || fixture.starts_with("llama") || fixture.starts_with("mistral") ||
+                      fixture.starts_with("qwen2");
     const std::string dir = ours ? testing::fixture_path("hf/" + fixture) : testing::hf_fixture_path(fixture), out = tmp.path(fixture);
     const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;

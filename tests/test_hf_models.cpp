@@ -15,6 +15,7 @@
 #include "decode/beam_search.h"
 #include "decode/sampling.h"
 #include "hf/directory.h"
+#include "hf/export.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
 #include "models/bert.h"
@@ -201,6 +202,52 @@ TEST(HfModels, TiedWeightsLoadUnderAnyOfTheirNames) {
   EXPECT_THROW_MESSAGE(converted_with_renames(shared("marian_opus_mt_tiny_de_en"), {{"model.shared.weight", "model.other.weight"}}),
                        ": missing tensor 'model.shared.weight' (nor its tied copies 'model.encoder.embed_tokens.weight', "
                        "'model.decoder.embed_tokens.weight', 'lm_head.weight'), which config.json's architecture needs");
+}
+
+// mBART's settings as tfm reads them: its class's defaults where config.json lacks a key
+// (scale_embedding false; forced_eos_token_id 2 where generate() starts from config.json,
+// none where generation_config.json lacks it), its learned tables [max_len + 2, d_model].
+TEST(HfModels, MBartSettingsAndTheirDefaults) {
+  const auto config_of = [](const io::SafeTensors& converted) {
+    return models::TransformerConfig::from_json(io::checkpoint_info(converted, "x").config_json, "x");
+  };
+  Copy copy("mbart50_tiny");
+  const io::SafeTensors converted = copy.convert();
+  models::TransformerConfig c = config_of(converted);
+  EXPECT_EQ(c.positions, "learned");
+  EXPECT_TRUE(c.embed_norm && c.scale_embedding && c.forced_eos && c.final_norm && c.norm_first);
+  EXPECT_EQ(c.bos_id, 2);
+  EXPECT_EQ(named(converted, "src_pos.weight").shape(), (Shape{66, 16}));
+  for (const char* key : {"scale_embedding", "forced_eos_token_id"}) copy.config.erase(key);
+  std::filesystem::remove(copy.dir + "/generation_config.json");
+  c = config_of(copy.convert());
+  EXPECT_FALSE(c.scale_embedding);
+  EXPECT_TRUE(c.forced_eos);  // MBartConfig's
+  testing::write_file(copy.dir + "/generation_config.json", R"({"decoder_start_token_id": 2, "eos_token_id": 2})");
+  EXPECT_FALSE(config_of(copy.convert()).forced_eos);  // GenerationConfig's default: none
+  copy.config["tie_word_embeddings"] = false;
+  EXPECT_THROW_MESSAGE(copy.convert(), "config.json: tie_word_embeddings false is not supported (tfm computes tie_word_embeddings true)");
+}
+
+// A translation model's settings that its family's Hugging Face class lacks are refused by
+// name on export: mBART's embedding LayerNorm and unscaled embeddings for M2M100 and Marian,
+// learned positions without that LayerNorm for mBART.
+TEST(HfModels, TranslationSettingsAFamilyLacksAreRefusedOnExport) {
+  const auto refusal = [](const std::string& settings) {
+    const std::string config = R"({"src_vocab": 30, "tgt_vocab": 30, "d_model": 16, "heads": 2, "share_embeddings": true, )" + settings + "}";
+    return testing::error_of([&] { hf::export_model("encoder_decoder", config, {}, {}, "m"); });
+  };
+  EXPECT_EQ(refusal(R"("positions": "fairseq", "embed_norm": true)"),
+            "m: scale_embedding false or embed_norm true (M2M100 scales its embeddings and does not normalise them) cannot be written as a "
+            "Hugging Face m2m_100 model");
+  EXPECT_EQ(refusal(R"("positions": "split", "norm_first": false, "final_norm": false, "scale_embedding": false)"),
+            "m: scale_embedding false or embed_norm true (Marian scales its embeddings and does not normalise them) cannot be written as a "
+            "Hugging Face marian model");
+  EXPECT_EQ(refusal(R"("positions": "learned")"),
+            "m: embed_norm false (mBART normalises embeddings + positions: layernorm_embedding) cannot be written as a Hugging Face mbart model");
+  EXPECT_EQ(refusal(R"("positions": "learned", "embed_norm": true, "final_norm": false)"),
+            "m: norm_first false, final_norm false, separate embeddings or norm_eps other than 1e-5 (MBartForConditionalGeneration is pre-norm "
+            "with final LayerNorms and embeddings shared three ways) cannot be written as a Hugging Face mbart model");
 }
 
 // Which settings generate() starts from, as transformers 4.39 chooses them.
@@ -423,7 +470,8 @@ TEST(HfModels, DirectoriesOfOtherKindsAreOneLine) {
   EXPECT_THROW_MESSAGE(hf::open(dir), "without config.json");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "t5"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir),
-                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, llama, mistral, qwen2, bert, vit and deit");
+                       "is a Hugging Face 't5' model; tfm reads marian (opus-mt), m2m_100 (M2M100 and NLLB), mbart (mBART-50), gpt2, llama, "
+                       "mistral, qwen2, bert, vit and deit");
   { std::ofstream(dir + "/config.json") << R"({"model_type": "bert"})"; }
   EXPECT_THROW_MESSAGE(hf::open(dir), "holds no model.safetensors or pytorch_model.bin (nor their shards' index)");
   { std::ofstream(dir + "/tf_model.h5") << "hdf5"; }
@@ -484,9 +532,11 @@ TEST(HfModels, MarianSeparateVocabsGreedyAndBeamSearch) { expect_marian_generati
 
 // M2M100 and NLLB (tests/reference/make_hf_m2m100_fixtures.py): pre-norm with final
 // LayerNorms, fairseq's sinusoids from position pad + 1, the decoder starting from </s>,
-// the target language forced first.
-TEST(HfModels, M2M100AndNllbOutputsLogitsAndGenerations) {
-  for (const char* name : {"m2m100_tiny", "nllb_tiny"}) {
+// the target language forced first. mBART-50 (make_hf_mbart_fixtures.py): the same with
+// learned positions from row 2, a LayerNorm over embeddings + positions, GELU,
+// final_logits_bias, and embeddings scaled or not (scale_embedding).
+TEST(HfModels, ManyToManyModelsOutputsLogitsAndGenerations) {
+  for (const char* name : {"m2m100_tiny", "nllb_tiny", "mbart50_tiny", "mbart50_unscaled_tiny"}) {
     SCOPED_TRACE(name);
     const Fixture f(ours(name));
     expect_marian_outputs(f, 3);

@@ -913,5 +913,19 @@ TEST(HfTokenizerFairseq, NllbTokenizerIdsAndTexts) {
   EXPECT_EQ(plain.size(), 4 + 197 + 202 + 1);
 }
 
+// MBart50Tokenizer: NLLB's layout with mBART-50's 52 languages.
+TEST(HfTokenizerFairseq, MBart50TokenizerIdsAndTexts) {
+  const std::string dir = testing::fixture_path("hf/mbart50_tiny");
+  const data::Vocab v = data::Vocab::load_mbart50(dir + "/sentencepiece.bpe.model", added_tokens("mbart50_tiny"));
+  expect_fairseq_tokenizer(v, fairseq_reference("mbart50_tiny"));
+  EXPECT_EQ(v.size(), fairseq_reference("mbart50_tiny").at("vocab_size").get<int>());
+  const data::Vocab plain = data::Vocab::load_mbart50(dir + "/sentencepiece.bpe.model", {});  // without added_tokens_decoder
+  EXPECT_EQ(plain.language_id("ar_AR"), 4 + 197);  // <s> <pad> </s> <unk>, the model's 197 pieces one id up
+  EXPECT_EQ(plain.language_id("sl_SI"), 4 + 197 + 51);
+  EXPECT_EQ(plain.size(), v.size());  // <mask> last
+  EXPECT_EQ(testing::error_of([&] { v.language_id("en"); }), "'en' is not a language of this model; its languages: ar_AR, cs_CZ, de_DE, "
+                                                              "en_XX, es_XX, et_EE, fi_FI, fr_XX, gu_IN, hi_IN, it_IT, ja_XX, ... (52 in all)");
+}
+
 }  // namespace
 }  // namespace tfm

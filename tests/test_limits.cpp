@@ -120,6 +120,8 @@ TEST(Limits, WeightCountCoversEveryFamilysParameters) {
       R"({"src_vocab": 30, "tgt_vocab": 40, "d_model": 16, "heads": 2, "d_ff": 24, "encoder_layers": 2, "decoder_layers": 3, "max_len": 50})",
       "t");
   EXPECT_EQ(t.weight_floats(), models::EncoderDecoder(t).num_parameters() + 2 * t.max_len * t.d_model);  // + the sinusoid tables
+  t.positions = "learned", t.embed_norm = true;  // mBART's: the tables are parameters, with a LayerNorm each
+  EXPECT_EQ(t.weight_floats(), models::EncoderDecoder(t).num_parameters());
   const std::string sizes = R"("vocab": 30, "max_len": 20, "d_model": 16, "heads": 2, "d_ff": 24, "layers": 2)";
   models::StackConfig bert = models::StackConfig::from_json("{" + sizes + "}", "b", "bert");
   EXPECT_EQ(bert.weight_floats(), models::BERT(bert, 0).num_parameters());

@@ -25,7 +25,7 @@ struct TranslationOptions {
   std::optional<float> max_len_a;
   std::optional<int64_t> max_len_b;
   bool return_attention = false;  // fill Translation::attention
-  // A many-to-many model's languages (M2M100's "en", NLLB's "eng_Latn"): the source's
+  // A many-to-many model's languages (M2M100's "en", NLLB's "eng_Latn", mBART-50's "en_XX"): the source's
   // token starts every source, the target's every translation (both needed by such a
   // model, refused by any other).
   std::string source_language, target_language;

@@ -100,7 +100,8 @@ struct TranslationTask {
   float label_smoothing = 0.1f;
   int64_t max_sentence_tokens = 100;  // longer training pairs are skipped (and counted)
   int64_t valid_sentences = 0;        // sentences translated for validation BLEU; 0: all
-  // A many-to-many model's languages (fine-tuning M2M100 or NLLB: "en", "eng_Latn"): each
+  // A many-to-many model's languages (fine-tuning M2M100, NLLB or mBART-50: "en", "eng_Latn",
+  // "en_XX"): each
   // source starts with its language's token, each target with the other's.
   std::string source_language, target_language;
   // 30 epochs, the paper's schedule (factor 1, 1000 warm-up steps) and AdamW (0.9, 0.98,

@@ -68,8 +68,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   data->add_option("--label-smoothing", mt.label_smoothing, "Label smoothing")->capture_default_str()->check(below(0.0f, 1.0f));
   data->add_option("--max-sentence-tokens", mt.max_sentence_tokens, "Skip training pairs with more subwords")->capture_default_str()->check(at_least<int64_t>(1));
   data->add_option("--valid-sentences", mt.valid_sentences, "Sentences translated for validation BLEU (0: all)")->capture_default_str()->check(at_least<int64_t>(0));
-  data->add_option("--src-lang", mt.source_language, "A many-to-many model's source language (fine-tuning M2M100's en, NLLB's eng_Latn)");
-  data->add_option("--tgt-lang", mt.target_language, "A many-to-many model's target language (M2M100's de, NLLB's deu_Latn)");
+  data->add_option("--src-lang", mt.source_language, "A many-to-many model's source language (fine-tuning M2M100's en, NLLB's eng_Latn, mBART-50's en_XX)");
+  data->add_option("--tgt-lang", mt.target_language, "A many-to-many model's target language (M2M100's de, NLLB's deu_Latn, mBART-50's de_DE)");
 
   cmd->callback([o, cmd, trainer, &exit_code] {
     // The model flags of both tasks, as settings over --config.

@@ -92,8 +92,8 @@ void add_translate_command(CLI::App& app, int&) {
                   "the lowest latency per batch)")
       ->capture_default_str()
       ->check(in_range(0, 1024));
-  cmd->add_option("--src-lang", o->search.source_language, "A many-to-many model's source language (M2M100's en, NLLB's eng_Latn)");
-  cmd->add_option("--tgt-lang", o->search.target_language, "A many-to-many model's target language (M2M100's de, NLLB's deu_Latn)");
+  cmd->add_option("--src-lang", o->search.source_language, "A many-to-many model's source language (M2M100's en, NLLB's eng_Latn, mBART-50's en_XX)");
+  cmd->add_option("--tgt-lang", o->search.target_language, "A many-to-many model's target language (M2M100's de, NLLB's deu_Latn, mBART-50's de_DE)");
   cmd->add_option("--src-vocab", o->translator.src_vocab, "Source vocabulary (default: the path the checkpoint records)");
   cmd->add_option("--tgt-vocab", o->translator.tgt_vocab, "Target vocabulary (default: the path the checkpoint records)");
   cmd->callback([o, cmd] {

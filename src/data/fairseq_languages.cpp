@@ -1,5 +1,5 @@
 // The language codes of fairseq's multilingual models, in their vocabularies' order, as
-// transformers' tokenizers list them (tokenization_m2m_100.py, tokenization_nllb.py: 4.39).
+// transformers' tokenizers list them (tokenization_m2m_100.py, tokenization_nllb.py, tokenization_mbart50.py: 4.39).
 #include "data/fairseq_languages.h"
 
 namespace tfm::data {
@@ -48,6 +48,16 @@ const std::vector<std::string>& nllb_languages() {
     "tso_Latn", "tuk_Latn", "tum_Latn", "tur_Latn", "twi_Latn", "tzm_Tfng", "uig_Arab", "ukr_Cyrl", "umb_Latn",
     "urd_Arab", "uzn_Latn", "vec_Latn", "vie_Latn", "war_Latn", "wol_Latn", "xho_Latn", "ydd_Hebr", "yor_Latn",
     "yue_Hant", "zho_Hans", "zho_Hant", "zul_Latn",
+  };
+  return codes;
+}
+
+const std::vector<std::string>& mbart50_languages() {
+  static const std::vector<std::string> codes = {
+    "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN", "hi_IN", "it_IT", "ja_XX", "kk_KZ",
+    "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP", "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN", "af_ZA",
+    "az_AZ", "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID", "ka_GE", "km_KH", "mk_MK", "ml_IN", "mn_MN", "mr_IN", "pl_PL",
+    "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN", "th_TH", "tl_XX", "uk_UA", "ur_PK", "xh_ZA", "gl_ES", "sl_SI",
   };
   return codes;
 }

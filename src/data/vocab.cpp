@@ -134,13 +134,22 @@ Vocab Vocab::load_m2m100(const std::string& spm_path, const std::string& vocab_j
 }
 
 Vocab Vocab::load_nllb(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added) {
+  return load_shifted(spm_path, added, nllb_languages());
+}
+
+Vocab Vocab::load_mbart50(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added) {
+  return load_shifted(spm_path, added, mbart50_languages());
+}
+
+Vocab Vocab::load_shifted(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added,
+                          const std::vector<std::string>& codes) {
   Vocab v = load_model(spm_path);
   auto mapping = std::make_shared<Mapping>();
   const int pieces = v.sp_->GetPieceSize();
   mapping->pieces = {"<s>", "<pad>", "</s>", "<unk>"};
   for (int id = 3; id < pieces; ++id) mapping->pieces.push_back(v.sp_->IdToPiece(id));  // (the model's 0-2: its own unk, bos, eos)
-  if (added.empty()) {  // NLLB's order after the pieces, then <mask>
-    for (const std::string& code : nllb_languages()) mapping->pieces.push_back(code);
+  if (added.empty()) {  // the languages' order after the pieces, then <mask>
+    for (const std::string& code : codes) mapping->pieces.push_back(code);
     mapping->pieces.push_back("<mask>");
   }
   for (const auto& [id, content] : added) {
@@ -150,7 +159,7 @@ Vocab Vocab::load_nllb(const std::string& spm_path, const std::vector<std::pair<
   }
   for (size_t id = 0; id < mapping->pieces.size(); ++id)
     TFM_CHECK(!mapping->pieces[id].empty(), spm_path << ": the added tokens leave id " << id << " without a token");
-  return with_languages(std::move(v), std::move(mapping), nllb_languages(), [](const std::string& code) { return code; }, spm_path);
+  return with_languages(std::move(v), std::move(mapping), codes, [](const std::string& code) { return code; }, spm_path);
 }
 
 Vocab Vocab::load_fairseq(const std::string& kind, const std::string& spm_path, const std::string& vocab_json_path,
@@ -162,7 +171,7 @@ Vocab Vocab::load_fairseq(const std::string& kind, const std::string& spm_path, 
     return v;
   };
   if (kind == "m2m100") return recorded(load_m2m100(spm_path, vocab_json_path, settings.value("language_codes", std::string("m2m100"))));
-  TFM_CHECK(kind == "nllb", tokenizer_config_path << ": tokenizer '" << kind << "' is not m2m100 or nllb");
+  TFM_CHECK(kind == "nllb" || kind == "mbart50", tokenizer_config_path << ": tokenizer '" << kind << "' is not m2m100, nllb or mbart50");
   std::vector<std::pair<int, std::string>> added;
   const nlohmann::json decoder = settings.value("added_tokens_decoder", nlohmann::json::object());
   for (const auto& [id, token] : decoder.items()) {
@@ -174,7 +183,7 @@ Vocab Vocab::load_fairseq(const std::string& kind, const std::string& spm_path, 
       throw Error(tokenizer_config_path + ": added_tokens_decoder's key '" + id + "' is not an id");
     }
   }
-  return recorded(load_nllb(spm_path, added));
+  return recorded(kind == "nllb" ? load_nllb(spm_path, added) : load_mbart50(spm_path, added));
 }
 
 std::optional<int> Vocab::language_token(const std::string& code, const std::string& option) const {

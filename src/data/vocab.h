@@ -56,8 +56,10 @@ class Vocab {
   // languages ("eng_Latn") and <mask> at the ids `added` gives them (tokenizer_config.json's
   // added_tokens_decoder: content by id), else in NLLB's order after the pieces.
   static Vocab load_nllb(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added);
-  // Either, as a Hugging Face directory's files say: `kind` "m2m100" (vocab.json, and
-  // tokenizer_config.json's language_codes) or "nllb" (its added_tokens_decoder).
+  // MBart50Tokenizer's: NLLB's layout with mBART-50's languages ("en_XX").
+  static Vocab load_mbart50(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added);
+  // One of them, as a Hugging Face directory's files say: `kind` "m2m100" (vocab.json, and
+  // tokenizer_config.json's language_codes), "nllb" or "mbart50" (its added_tokens_decoder).
   static Vocab load_fairseq(const std::string& kind, const std::string& spm_path, const std::string& vocab_json_path,
                             const std::string& tokenizer_config_path);
   // Trains on `sentences` (blank ones are skipped, long ones cut into pieces SentencePiece
@@ -94,11 +96,14 @@ class Vocab {
     std::vector<std::string> languages;  // a fairseq model's codes, in its order
     std::unordered_map<std::string, int> language_ids;  // by code
     std::vector<bool> language;  // by id: whether it is a language's token
-    bool fairseq = false;  // M2M100Tokenizer or NllbTokenizer: no labels in the text
+    bool fairseq = false;  // M2M100Tokenizer, NllbTokenizer or MBart50Tokenizer: no labels in the text
   };
   static Vocab with_languages(Vocab v, std::shared_ptr<Mapping> mapping, const std::vector<std::string>& codes,
                               std::string (*token_of)(const std::string& code), const std::string& origin);
   static Vocab load_model(const std::string& path);
+  // load_nllb and load_mbart50: the pieces one id up behind fairseq's specials, then `codes`.
+  static Vocab load_shifted(const std::string& spm_path, const std::vector<std::pair<int, std::string>>& added,
+                            const std::vector<std::string>& codes);
   std::vector<int> encode_mapped(const std::string& text) const;
   int label_id(const std::string& label) const;
   std::string decode_mapped(const std::vector<int>& ids) const;

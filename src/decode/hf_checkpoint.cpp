@@ -111,13 +111,23 @@ SentenceEmbedding sentence_transformers(const hf::Directory& d) {
   return e;
 }
 
-// An M2M100 or NLLB directory's vocabulary, both sides': M2M100Tokenizer's (vocab.json
-// beside the SentencePiece model) or NllbTokenizer's, as tokenizer_config.json names it.
+// The tokenizer of an mbart directory: MBart50Tokenizer (mBART-25's MBartTokenizer puts the
+// language after the text, and is refused by name).
+std::string mbart_tokenizer(const std::string& named, const std::string& config) {
+  TFM_CHECK(named.empty() || named.starts_with("MBart50"),
+            config << ": tokenizer_class " << named << " is not MBart50Tokenizer (tfm reads mBART-50's; mBART-25's MBartTokenizer is not supported)");
+  return "mbart50";
+}
+
+// An M2M100, NLLB or mBART-50 directory's vocabulary, both sides': M2M100Tokenizer's
+// (vocab.json beside the SentencePiece model), NllbTokenizer's or MBart50Tokenizer's, as
+// the model type and tokenizer_config.json name it.
 data::Vocab fairseq_vocab(const hf::Directory& d) {
   const std::string config = d.file("tokenizer_config.json"), spm = d.file("sentencepiece.bpe.model");
-  TFM_CHECK(d.has("sentencepiece.bpe.model"), spm << ": is missing (an M2M100 or NLLB tokenizer's SentencePiece model; tfm does not read "
-                                                     "tokenizer.json alone for these)");
+  TFM_CHECK(d.has("sentencepiece.bpe.model"), spm << ": is missing (an M2M100, NLLB or mBART-50 tokenizer's SentencePiece model; tfm does not "
+                                                     "read tokenizer.json alone for these)");
   const std::string named = d.has("tokenizer_config.json") ? data::TokenizerConfig::read(config).json().value("tokenizer_class", std::string()) : "";
+  if (d.model_type == "mbart") return data::Vocab::load_fairseq(mbart_tokenizer(named, config), spm, "", config);
   const bool nllb = named.starts_with("Nllb") || (named.empty() && !d.has("vocab.json"));
   TFM_CHECK(nllb || named.empty() || named.starts_with("M2M100"), config << ": tokenizer_class " << named << " is not M2M100Tokenizer or NllbTokenizer");
   return data::Vocab::load_fairseq(nllb ? "nllb" : "m2m100", spm, nllb ? "" : d.file("vocab.json"), config);
@@ -149,7 +159,7 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
   auto& meta = file.metadata;
   const std::string kind = meta.at(io::kModelKindKey);
   const nlohmann::json config = nlohmann::json::parse(meta.at(io::kConfigKey));
-  if (kind == "encoder_decoder" && d.model_type == "m2m_100") {
+  if (kind == "encoder_decoder" && (d.model_type == "m2m_100" || d.model_type == "mbart")) {
     const data::Vocab v = fairseq_vocab(d);
     check_tokenizer_size(v.size(), config.at("src_vocab").get<int64_t>(), v.path());
     meta["tfm.vocab"] = vocab_record(v, v);

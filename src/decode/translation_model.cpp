@@ -13,7 +13,7 @@ namespace {
 data::Vocab checked_vocab(const nlohmann::json& record, const char* side, const std::string& given, const std::string& model) {
   TFM_CHECK(record.contains(side), model << ": records no " << side << " vocabulary; is it a translation checkpoint?");
   const uint32_t crc32 = record[side]["crc32"].get<uint32_t>();
-  if (record[side].contains("fairseq")) {  // an M2M100 or NLLB model's: its files, where the directory has them
+  if (record[side].contains("fairseq")) {  // an M2M100, NLLB or mBART-50 model's: its files, where the directory has them
     const nlohmann::json& r = record[side];
     data::Vocab v = data::Vocab::load_fairseq(r["fairseq"].get<std::string>(), given.empty() ? r["path"].get<std::string>() : given,
                                               r.value("vocab_json", std::string()), r["tokenizer_config"].get<std::string>());

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kSupported = "marian (opus-mt), m2m_100 (M2M100 and NLLB), gpt2, llama, mistral, qwen2, bert, vit and deit";
+constexpr const char* kSupported = "marian (opus-mt), m2m_100 (M2M100 and NLLB), mbart (mBART-50), gpt2, llama, mistral, qwen2, bert, vit and deit";
 
 nlohmann::json parse_json_file(const std::string& path) { return io::read_json_file(path, int64_t{64} << 20, "JSON file"); }
 
@@ -89,7 +89,7 @@ Directory open(const std::string& path) {
   TFM_CHECK(d.config.is_object(), d.file("config.json") << ": is not a JSON object");
   d.model_type = setting<std::string>(d, "model_type", "");
   TFM_CHECK(!d.model_type.empty(), d.file("config.json") << ": names no model_type; tfm reads " << kSupported);
-  static const std::set<std::string> known = {"marian", "m2m_100", "gpt2", "llama", "mistral", "qwen2", "bert", "vit", "deit"};
+  static const std::set<std::string> known = {"marian", "m2m_100", "mbart", "gpt2", "llama", "mistral", "qwen2", "bert", "vit", "deit"};
   TFM_CHECK(known.count(d.model_type),
             path << ": is a Hugging Face '" << d.model_type << "' model; tfm reads " << kSupported
                  << " (other architectures need a converter of their own: see README, \"Models from Hugging Face\")");

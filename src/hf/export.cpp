@@ -43,6 +43,8 @@ Exported marian(const models::TransformerConfig& c, const io::NamedTensors& para
                     " (Marian's decoder embedding has the encoder's vocab_size rows)",
                 "marian");
   refuse_unless(c.norm_eps == 1e-5f, origin, "norm_eps " + std::to_string(c.norm_eps) + " (Marian's LayerNorms use 1e-5)", "marian");
+  refuse_unless(c.scale_embedding && !c.embed_norm, origin, "scale_embedding false or embed_norm true (Marian scales its embeddings and does not "
+                "normalise them)", "marian");
   Exported e;
   e.json_files["config.json"] = {{"model_type", "marian"}, {"architectures", {"MarianMTModel"}}, {"vocab_size", c.src_vocab},
                                  {"decoder_vocab_size", c.tgt_vocab}, {"d_model", c.d_model}, {"encoder_layers", c.encoder_layers},
@@ -62,25 +64,42 @@ Exported marian(const models::TransformerConfig& c, const io::NamedTensors& para
   return e;
 }
 
-// M2M100 and NLLB (positions "fairseq"): what m2m100_config reads, written back.
-Exported m2m100(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
+// What m2m100_config and mbart_config read alike, written back: the sizes, and the
+// generation settings.
+Exported multilingual(const models::TransformerConfig& c, const std::string& model_type, const std::string& architecture, const std::string& origin) {
   refuse_unless(c.norm_first && c.final_norm && c.share_embeddings && c.norm_eps == 1e-5f, origin,
-                "norm_first false, final_norm false, separate embeddings or norm_eps other than 1e-5 (M2M100 is pre-norm with final "
-                "LayerNorms and embeddings shared three ways)",
-                "m2m_100");
+                "norm_first false, final_norm false, separate embeddings or norm_eps other than 1e-5 (" + architecture +
+                    " is pre-norm with final LayerNorms and embeddings shared three ways)",
+                model_type);
   Exported e;
-  e.json_files["config.json"] = {{"model_type", "m2m_100"}, {"architectures", {"M2M100ForConditionalGeneration"}}, {"vocab_size", c.src_vocab},
+  e.json_files["config.json"] = {{"model_type", model_type}, {"architectures", {architecture}}, {"vocab_size", c.src_vocab},
                                  {"d_model", c.d_model}, {"encoder_layers", c.encoder_layers}, {"decoder_layers", c.decoder_layers},
                                  {"encoder_attention_heads", c.heads}, {"decoder_attention_heads", c.heads}, {"encoder_ffn_dim", c.d_ff},
                                  {"decoder_ffn_dim", c.d_ff}, {"activation_function", activation_name(c.activation)},
-                                 {"max_position_embeddings", c.max_len}, {"scale_embedding", true}, {"dropout", decimal(c.dropout)},
+                                 {"max_position_embeddings", c.max_len}, {"scale_embedding", c.scale_embedding}, {"dropout", decimal(c.dropout)},
                                  {"is_encoder_decoder", true}, {"pad_token_id", c.pad_id}, {"eos_token_id", c.eos_id},
-                                 {"decoder_start_token_id", c.bos_id}};
+                                 {"decoder_start_token_id", c.bos_id}, {"forced_eos_token_id", c.forced_eos ? json(c.eos_id) : json(nullptr)}};
   json generation = {{"decoder_start_token_id", c.bos_id}, {"eos_token_id", c.eos_id}, {"pad_token_id", c.pad_id}};
   if (c.forced_eos) generation["forced_eos_token_id"] = c.eos_id;
   if (c.max_length > 0) generation["max_length"] = c.max_length;
   e.json_files["generation_config.json"] = generation;
+  return e;
+}
+
+// M2M100 and NLLB (positions "fairseq").
+Exported m2m100(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
+  refuse_unless(c.scale_embedding && !c.embed_norm, origin, "scale_embedding false or embed_norm true (M2M100 scales its embeddings and does not "
+                "normalise them)", "m2m_100");
+  Exported e = multilingual(c, "m2m_100", "M2M100ForConditionalGeneration", origin);
   e.tensors = to_hf(params, m2m100_rules(c), origin);  // (tfm's output bias, always 0 here, has no place there)
+  return e;
+}
+
+// mBART (positions "learned").
+Exported mbart(const models::TransformerConfig& c, const io::NamedTensors& params, const std::string& origin) {
+  refuse_unless(c.embed_norm, origin, "embed_norm false (mBART normalises embeddings + positions: layernorm_embedding)", "mbart");
+  Exported e = multilingual(c, "mbart", "MBartForConditionalGeneration", origin);
+  e.tensors = to_hf(params, mbart_rules(c), origin);
   return e;
 }
 
@@ -237,6 +256,7 @@ Exported export_model(const std::string& kind, const std::string& config_json, i
                       const Labels& labels, const std::string& origin, const nlohmann::json& source) {
   if (kind == "encoder_decoder") {
     const models::TransformerConfig c = models::TransformerConfig::from_json(config_json, origin);
+    if (c.positions == "learned") return mbart(c, parameters, origin);
     return c.positions == "fairseq" ? m2m100(c, parameters, origin) : marian(c, parameters, origin);
   }
   TFM_CHECK(kind == "gpt" || kind == "bert" || kind == "vit", origin << ": a " << kind << " model has no Hugging Face form in tfm");

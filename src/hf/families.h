@@ -18,21 +18,33 @@ models::TransformerConfig marian_config(const Directory& d);
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c);
 bool marian_ignored(const std::string& name);
 
-// The sizes of transformers' BART family (Marian, M2M100: both stacks of one head count
-// and feed-forward width), each key's fallback its config class's default.
+// The sizes of transformers' BART family (Marian, M2M100, mBART: both stacks of one head
+// count and feed-forward width), each key's fallback its config class's default.
 struct BartSizes {
   int64_t vocab, d_model, heads, d_ff, layers;
   const char* activation;
 };
 void read_bart_sizes(const Directory& d, const BartSizes& fallback, models::TransformerConfig& c);
-// The layers as transformers' BART family names them (Marian, M2M100): self_attn,
+// validate(), its errors naming config.json's keys of the BART family.
+void validate_bart(const Directory& d, const models::TransformerConfig& c);
+// The layers as transformers' BART family names them (Marian, M2M100, mBART): self_attn,
 // encoder_attn (the decoder's), their LayerNorms, fc1, fc2 and final_layer_norm.
 void add_bart_layers(std::vector<TensorRule>& rules, const models::TransformerConfig& c);
+// model.shared.weight as tfm's one embedding, under the names of its tied copies too.
+void add_shared_embedding(std::vector<TensorRule>& rules);
+// Whether a tensor is one of those copies (encoder's, decoder's, lm_head), which saves may keep.
+bool shared_embedding_copy(const std::string& name);
+// final_logits_bias ([1, vocab]) as the generator's bias (Marian, mBART).
+void add_final_logits_bias(std::vector<TensorRule>& rules, const models::TransformerConfig& c);
 
 // M2M100 and NLLB (model_type m2m_100); their output layer has no bias (tfm's stays 0).
 models::TransformerConfig m2m100_config(const Directory& d);
 std::vector<TensorRule> m2m100_rules(const models::TransformerConfig& c);
 bool m2m100_ignored(const std::string& name);
+// mBART (model_type mbart: mBART-50's MBartForConditionalGeneration); it keeps no tensor
+// tfm does not read but the shared embedding's copies.
+models::TransformerConfig mbart_config(const Directory& d);
+std::vector<TensorRule> mbart_rules(const models::TransformerConfig& c);
 
 models::StackConfig gpt2_config(const Directory& d);
 std::vector<TensorRule> gpt2_rules(const models::StackConfig& c, const std::string& prefix);

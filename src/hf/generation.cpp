@@ -85,7 +85,11 @@ void read_generation(const Directory& d, const nlohmann::json& class_defaults, i
   c.bos_id = generation_id(d, generation, "decoder_start_token_id", start);
   c.eos_id = generation_id(d, generation, "eos_token_id", end);
   c.hf_search = true;
-  c.forced_eos = generation_id(d, generation, "forced_eos_token_id", -1) == c.eos_id;
+  // Where generate() starts from config.json, a key it lacks takes the config class's default
+  // (MBartConfig's forced_eos_token_id 2), as the configuration object transformers loads has it.
+  const bool from_config = generation.file == d.file("config.json");
+  const int forced_eos = generation_id(d, generation, "forced_eos_token_id", from_config ? class_defaults.value("forced_eos_token_id", -1) : -1);
+  c.forced_eos = forced_eos == c.eos_id;
   c.renormalize = generation_setting<bool>(generation, "renormalize_logits").value_or(false);
   c.max_length = generation_max_length(generation);
 }

@@ -44,6 +44,25 @@ void read_bart_sizes(const Directory& d, const BartSizes& fallback, models::Tran
   c.activation = nn::parse_activation(activation(d, "activation_function", fallback.activation));
 }
 
+void validate_bart(const Directory& d, const models::TransformerConfig& c) {
+  with_hf_names(d, {{"heads", "encoder_attention_heads"}, {"d_ff", "encoder_ffn_dim"}, {"src_vocab", "vocab_size"}, {"tgt_vocab", "vocab_size"},
+                    {"max_len", "max_position_embeddings"}, {"d_model", "d_model"}},
+                [&] { c.validate(d.file("config.json")); });
+}
+
+void add_shared_embedding(std::vector<TensorRule>& r) {
+  const std::vector<std::string> copies = {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"};
+  r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, copies});
+}
+
+void add_final_logits_bias(std::vector<TensorRule>& r, const models::TransformerConfig& c) {
+  r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});  // [1, vocab] there
+}
+
+bool shared_embedding_copy(const std::string& name) {
+  return name == "model.encoder.embed_tokens.weight" || name == "model.decoder.embed_tokens.weight" || name == "lm_head.weight";
+}
+
 void add_bart_layers(std::vector<TensorRule>& r, const models::TransformerConfig& c) {
   for (int64_t i = 0; i < c.encoder_layers; ++i) {
     const std::string tfm = "transformer.encoder.layers." + std::to_string(i), hf = "model.encoder.layers." + std::to_string(i);
@@ -76,31 +95,28 @@ models::TransformerConfig marian_config(const Directory& d) {
   c.max_len = setting<int64_t>(d, "max_position_embeddings", 512);
   c.pad_id = setting<int>(d, "pad_token_id", 0);
   read_generation(d, {{"forced_eos_token_id", 0}}, c.pad_id, 0, c);  // (MarianConfig's default forced_eos_token_id)
-  with_hf_names(d, {{"heads", "encoder_attention_heads"}, {"d_ff", "encoder_ffn_dim"}, {"src_vocab", "vocab_size"}, {"tgt_vocab", "vocab_size"},
-                    {"max_len", "max_position_embeddings"}},
-                [&] { c.validate(d.file("config.json")); });
+  validate_bart(d, c);
   return c;
 }
 
 std::vector<TensorRule> marian_rules(const models::TransformerConfig& c) {
   std::vector<TensorRule> r;
   if (c.share_embeddings) {
-    r.push_back({"src_embed.weight", {"model.shared.weight"}, false, {}, {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"}});
+    add_shared_embedding(r);
   } else {
     r.push_back({"src_embed.weight", {"model.encoder.embed_tokens.weight"}});
     const std::vector<std::string> head_copy = c.tie_generator ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{};
     r.push_back({"tgt_embed.weight", {"model.decoder.embed_tokens.weight"}, false, {}, head_copy});
     if (!c.tie_generator) r.push_back({"generator.weight", {"lm_head.weight"}});
   }
-  r.push_back({"generator.bias", {"final_logits_bias"}, false, {1, c.tgt_vocab}});
+  add_final_logits_bias(r, c);
   add_bart_layers(r, c);
   return r;
 }
 
 // Copies of the shared embedding some saves keep, and the sinusoid tables (computed).
 bool marian_ignored(const std::string& name) {
-  return name == "model.encoder.embed_tokens.weight" || name == "model.decoder.embed_tokens.weight" || name == "lm_head.weight" ||
-         name == "model.encoder.embed_positions.weight" || name == "model.decoder.embed_positions.weight";
+  return shared_embedding_copy(name) || name == "model.encoder.embed_positions.weight" || name == "model.decoder.embed_positions.weight";
 }
 
 }  // namespace tfm::hf

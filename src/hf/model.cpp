@@ -76,6 +76,11 @@ io::SafeTensors convert(const Directory& d) {
     weights.emplace_back("generator.bias", Tensor::zeros({c.tgt_vocab}));
     return checkpoint("encoder_decoder", c.to_json(), std::move(weights));
   }
+  if (d.model_type == "mbart") {
+    const models::TransformerConfig c = mbart_config(d);
+    const io::NamedTensors shapes = models::EncoderDecoder(c).named_parameters();
+    return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, mbart_rules(c), shapes, shared_embedding_copy, origin));
+  }
   if (d.model_type == "gpt2") {
     const models::StackConfig c = gpt2_config(d);
     const std::string prefix = has_tensor(hf, "transformer.wpe.weight") ? "transformer." : "";  // wpe: never a tied copy

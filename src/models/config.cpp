@@ -16,6 +16,12 @@ ops::SinusoidLayout TransformerConfig::sinusoid_layout() const {
   return positions == "fairseq" ? ops::SinusoidLayout::fairseq : ops::SinusoidLayout::interleaved;
 }
 
+// fairseq's sinusoids start at pad + 1; mBART's learned table holds position p at row p + 2.
+nn::PositionOptions TransformerConfig::position_options() const {
+  const int64_t first = positions == "fairseq" ? pad_id + 1 : positions == "learned" ? 2 : 0;
+  return {sinusoid_layout(), first, positions == "learned", embed_norm, norm_eps};
+}
+
 nn::LayerOptions TransformerConfig::layer_options() const {
   return {d_model, heads, d_ff, dropout, activation, norm_first, norm_eps, final_norm};
 }
@@ -33,6 +39,8 @@ std::string TransformerConfig::to_json() const {
   if (positions != d.positions) j["positions"] = positions;
   if (norm_eps != d.norm_eps) j["norm_eps"] = norm_eps;
   if (final_norm != d.final_norm) j["final_norm"] = final_norm;
+  if (embed_norm != d.embed_norm) j["embed_norm"] = embed_norm;
+  if (scale_embedding != d.scale_embedding) j["scale_embedding"] = scale_embedding;
   if (tie_generator != d.tie_generator) j["tie_generator"] = tie_generator;
   if (bos_id != d.bos_id || eos_id != d.eos_id) j.update({{"bos_id", bos_id}, {"eos_id", eos_id}});
   if (hf_search) j.update({{"hf_search", hf_search}, {"forced_eos", forced_eos}, {"renormalize", renormalize}, {"max_length", max_length}});
@@ -43,7 +51,8 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
                                              bool validate) {
   JsonFields f(text, origin, {"src_vocab", "tgt_vocab", "d_model", "heads", "d_ff", "encoder_layers", "decoder_layers", "dropout",
                               "activation", "norm_first", "share_embeddings", "tie_generator", "max_len", "pad_id", "positions", "norm_eps",
-                              "final_norm", "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize", "max_length"});
+                              "final_norm", "embed_norm", "scale_embedding", "bos_id", "eos_id", "hf_search", "forced_eos", "renormalize",
+                              "max_length"});
   TransformerConfig c = base;
   f.read("src_vocab", c.src_vocab);
   f.read("tgt_vocab", c.tgt_vocab);
@@ -62,6 +71,8 @@ TransformerConfig TransformerConfig::from_json(const std::string& text, const st
   f.read("positions", c.positions);
   f.read("norm_eps", c.norm_eps);
   f.read("final_norm", c.final_norm);
+  f.read("embed_norm", c.embed_norm);
+  f.read("scale_embedding", c.scale_embedding);
   f.read("bos_id", c.bos_id);
   f.read("eos_id", c.eos_id);
   f.read("hf_search", c.hf_search);
@@ -99,8 +110,8 @@ void TransformerConfig::validate(const std::string& origin) const {
   check_range(origin, "bos_id", bos_id, 0, tgt_vocab - 1);
   check_range(origin, "eos_id", eos_id, 0, tgt_vocab - 1);
   check_range(origin, "max_length", max_length, 0, kMaxPositions);
-  TFM_CHECK(positions == "interleaved" || positions == "split" || positions == "fairseq",
-            origin << ": positions '" << positions << "' is not interleaved, split or fairseq");
+  TFM_CHECK(positions == "interleaved" || positions == "split" || positions == "fairseq" || positions == "learned",
+            origin << ": positions '" << positions << "' is not interleaved, split, fairseq or learned");
   TFM_CHECK(positions != "fairseq" || d_model % 2 == 0, origin << ": fairseq's positions need an even d_model, not " << d_model);
   TFM_CHECK(norm_eps > 0.0f && norm_eps < 1.0f, origin << ": norm_eps " << norm_eps << " outside (0, 1)");
   TFM_CHECK(dropout >= 0.0f && dropout < 1.0f, origin << ": dropout " << dropout << " outside [0, 1)");
@@ -109,10 +120,13 @@ void TransformerConfig::validate(const std::string& origin) const {
   check_weight_floats(origin, weight_floats(), "the vocabularies, d_model, d_ff, max_len and the layers");
 }
 
-// Embeddings and generator, the two sinusoid tables, the layers and the final LayerNorms.
-// The bounds validate() checks first keep every product far inside int64.
+// Embeddings and generator, the two position tables (a learned one's rows before position
+// 0 counted), the layers and the final (and embedding) LayerNorms. The bounds validate()
+// checks first keep every product far inside int64.
 int64_t TransformerConfig::weight_floats() const {
-  return (src_vocab + 2 * tgt_vocab) * d_model + tgt_vocab + 2 * max_len * d_model + 4 * d_model +
+  const nn::PositionOptions p = position_options();
+  const int64_t table_rows = max_len + (p.learned ? p.first : 0);
+  return (src_vocab + 2 * tgt_vocab) * d_model + tgt_vocab + 2 * table_rows * d_model + (embed_norm ? 8 : 4) * d_model +
          encoder_layers * encoder_layer_floats(d_model, d_ff) + decoder_layers * decoder_layer_floats(d_model, d_ff);
 }
 

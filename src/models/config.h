@@ -22,13 +22,17 @@ struct TransformerConfig {
   bool tie_generator = false;
   int64_t max_len = 5000;
   int pad_id = 0;
-  // Marian's and M2M100's variations (Hugging Face's MarianMT, M2M100 and NLLB): the
-  // sinusoids' columns "interleaved" (the paper's), "split" (sines, then cosines) or
-  // "fairseq" (split, fairseq's frequencies, positions from pad_id + 1:
-  // ops::SinusoidLayout), LayerNorm epsilon, and whether each stack ends with a LayerNorm.
+  // Marian's, M2M100's and mBART's variations (Hugging Face's MarianMT, M2M100, NLLB and
+  // mBART-50): the positions, sinusoids with their columns "interleaved" (the paper's),
+  // "split" (sines, then cosines) or "fairseq" (split, fairseq's frequencies, positions
+  // from pad_id + 1: ops::SinusoidLayout), or "learned" (a trained table per stack, position
+  // p at row p + 2: mBART's); LayerNorm epsilon; whether each stack ends with a LayerNorm;
+  // whether embeddings + positions are normalised (`embed_norm`, mBART's
+  // layernorm_embedding); whether embeddings are scaled by sqrt(d_model) (mBART's
+  // scale_embedding: the paper's, and M2M100's, are).
   std::string positions = "interleaved";
   float norm_eps = 1e-5f;
-  bool final_norm = true;
+  bool final_norm = true, embed_norm = false, scale_embedding = true;
   // Decoding: the start and end symbols, and the search's rules. tfm's own models start
   // from bos 2 and end with eos 3; a Hugging Face model keeps its generation_config's:
   // `hf_search` (BeamSearchScorer: an end symbol counts only among the beam's best K, the K best
@@ -41,7 +45,7 @@ struct TransformerConfig {
 
   nn::LayerOptions layer_options() const;
   ops::SinusoidLayout sinusoid_layout() const;
-  int64_t first_position() const { return positions == "fairseq" ? pad_id + 1 : 0; }
+  nn::PositionOptions position_options() const;
   std::string to_json() const;
   // Parses the settings `text` gives over `base` (absent fields keep base's values) and,
   // unless the caller checks fields first, validates the result; `origin` names the

@@ -29,11 +29,10 @@ EncoderDecoder::EncoderDecoder(const TransformerConfig& c) : config_(c) {
   // With share_embeddings one [vocab, d_model] matrix serves all three (Press & Wolf, 2017;
   // paper section 3.4), allocated once: an opus-mt model's is 113 MiB, and allocating
   // three to keep one raised its peak while loading by 227 MiB.
-  src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(c.src_vocab, c.d_model));
+  src_embed = register_module("src_embed", std::make_shared<nn::Embedding>(c.src_vocab, c.d_model, c.scale_embedding));
   const auto target_matrix = [&] { return c.share_embeddings ? src_embed->weight : Tensor::zeros({c.tgt_vocab, c.d_model}); };
-  tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(target_matrix()));
-  src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, c.sinusoid_layout(),
-                                                                                   c.first_position()));
+  tgt_embed = register_module("tgt_embed", std::make_shared<nn::Embedding>(target_matrix(), c.scale_embedding));
+  src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(c.d_model, c.dropout, c.max_len, c.position_options()));
   tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(*src_pos, c.dropout));
   transformer = register_module("transformer", std::make_shared<nn::Transformer>(c.layer_options(), c.encoder_layers, c.decoder_layers));
   generator = register_module("generator", std::make_shared<Generator>(c.tie_generator ? tgt_embed->weight : target_matrix()));

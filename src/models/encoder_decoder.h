@@ -3,6 +3,7 @@
 // Transformer's EncoderDecoder): embeddings + positions -> nn.Transformer ->
 // generator. Parameter names match this PyTorch module (tests/reference/model.py):
 //   src_embed.weight, tgt_embed.weight, transformer.{encoder,decoder}..., generator.{weight,bias}
+// (and, with mBART's settings, {src,tgt}_pos.weight and {src,tgt}_pos.norm.{weight,bias}).
 #include <memory>
 #include <vector>
 

@@ -53,24 +53,35 @@ Tensor LayerNorm::forward(const Tensor& x) const {
   return trace(path(), bias.defined() ? ops::layer_norm(x, weight, bias, eps) : ops::rms_norm(x, weight, eps));
 }
 
-PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, ops::SinusoidLayout layout, int64_t first)
-    : table_(ops::sinusoids(max_len, d_model, layout, first)), dropout_(dropout) {
-  register_buffer(table_);
-}
+PositionalEncoding::PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, const PositionOptions& o)
+    : PositionalEncoding(o.learned ? Tensor::zeros({max_len + o.first, d_model}) : ops::sinusoids(max_len, d_model, o.layout, o.first), o, dropout) {}
 
-PositionalEncoding::PositionalEncoding(const PositionalEncoding& other, float dropout) : table_(other.table_), dropout_(dropout) {
-  register_buffer(table_);
+PositionalEncoding::PositionalEncoding(const PositionalEncoding& other, float dropout)
+    : PositionalEncoding(other.options_.learned ? Tensor::zeros(other.table_.shape()) : other.table_, other.options_, dropout) {}
+
+PositionalEncoding::PositionalEncoding(Tensor table, const PositionOptions& o, float dropout)
+    : options_(o), table_(std::move(table)), offset_(o.learned ? o.first : 0), dropout_(dropout) {
+  if (o.learned) {
+    register_parameter("weight", table_);
+  } else {
+    register_buffer(table_);
+  }
+  if (o.norm) norm_ = register_module("norm", std::make_shared<LayerNorm>(table_.size(1), o.norm_eps));
 }
 
 Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
   const int64_t len = x.size(1);
   TFM_CHECK(start + len <= max_len(), "sequence of " << start + len << " positions exceeds the model's maximum length " << max_len());
-  Tensor y = ops::add(x, ops::slice(table_, 0, start, start + len));
-  return trace(path(), dropout(y, dropout_));
+  return finish(ops::add(x, ops::slice(table_, 0, offset_ + start, offset_ + start + len)));
 }
 
 Tensor PositionalEncoding::forward(const Tensor& x, const Tensor& positions) const {
-  return trace(path(), dropout(ops::add(x, ops::embedding(table_, ops::to(positions, table_.device()))), dropout_));  // ids past the table are an error there
+  const Tensor rows = ops::slice(table_, 0, offset_, table_.size(0));  // [max_len, d_model]
+  return finish(ops::add(x, ops::embedding(rows, ops::to(positions, table_.device()))));  // ids past the table are an error there
+}
+
+Tensor PositionalEncoding::finish(const Tensor& sum) const {
+  return trace(path(), dropout(norm_ ? norm_->forward(sum) : sum, dropout_));
 }
 
 }  // namespace tfm::nn

@@ -1,5 +1,6 @@
 #pragma once
 // Basic layers: Linear, Embedding (x sqrt(d_model)), LayerNorm (or RMS norm), PositionalEncoding.
+#include <memory>
 #include <vector>
 
 #include "nn/lora.h"
@@ -47,22 +48,38 @@ class LayerNorm : public Module {
   float eps;
 };
 
-// Adds the sinusoidal position table, then applies dropout (no parameters). The table's
-// columns are interleaved sin/cos (the paper's) or `split`: sines, then cosines (Marian's).
+// How a stack's positions enter (PositionalEncoding): the sinusoids' columns and first
+// position (ops::sinusoids), or `learned`, a trained table of max_len + first rows with
+// position p at row first + p (mBART's MBartLearnedPositionalEmbedding, first 2); and
+// `norm`, a LayerNorm of the sum before dropout (mBART's layernorm_embedding).
+struct PositionOptions {
+  ops::SinusoidLayout layout = ops::SinusoidLayout::interleaved;
+  int64_t first = 0;
+  bool learned = false, norm = false;
+  float norm_eps = 1e-5f;
+};
+
+// Adds the position table (sinusoids, without parameters, or a learned one, `weight`),
+// then normalises where told to (`norm`), then applies dropout. The sinusoids' columns are
+// interleaved sin/cos (the paper's) or `split`: sines, then cosines (Marian's).
 class PositionalEncoding : public Module {
  public:
-  // The table's columns as `layout` says, row p holding position first + p (ops::sinusoids).
-  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, ops::SinusoidLayout layout = ops::SinusoidLayout::interleaved,
-                     int64_t first = 0);
-  // The table of `other` (shared, not computed again: an encoder-decoder's two are the
-  // same, and each took 5% of `tfm translate`'s start), with a dropout of its own.
+  PositionalEncoding(int64_t d_model, float dropout, int64_t max_len, const PositionOptions& options = {});
+  // Another stack's positions, with a dropout of its own: a sinusoid table is shared, not
+  // computed again (an encoder-decoder's two are the same, and each took 5% of `tfm
+  // translate`'s start); a learned one, and the norm, are the stack's own.
   PositionalEncoding(const PositionalEncoding& other, float dropout);
   Tensor forward(const Tensor& x, int64_t start = 0) const;  // x: [batch, len, d_model], positions start..start+len
   Tensor forward(const Tensor& x, const Tensor& positions) const;  // each row's own: positions i32 [batch, len]
-  int64_t max_len() const { return table_.size(0); }
+  int64_t max_len() const { return table_.size(0) - offset_; }
 
  private:
-  Tensor table_;  // [max_len, d_model]
+  PositionalEncoding(Tensor table, const PositionOptions& options, float dropout);
+  Tensor finish(const Tensor& sum) const;  // the norm, where there is one, then dropout
+  PositionOptions options_;
+  Tensor table_;        // [max_len (+ first, learned), d_model]
+  int64_t offset_ = 0;  // the row of position 0: first for a learned table (a sinusoid table starts at first)
+  std::shared_ptr<LayerNorm> norm_;
   float dropout_;
 };
 

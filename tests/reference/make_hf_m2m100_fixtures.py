@@ -65,6 +65,35 @@ def case(model, tok, name, source, target, forced, tensors):
             "beam4_text": tok.decode(beam.sequences[0], skip_special_tokens=True), "beam4_sequences_score": beam.sequences_scores[0].item()}
 
 
+def run_cases(model, tok, name, forced):
+    """Every sentence's case; the tensors by name."""
+    tensors, cases = {}, []
+    for i, (source, target) in enumerate(zip(SOURCES, TARGETS)):
+        cases.append(case(model, tok, f"s{i}", source, target, forced, tensors))
+        c = cases[-1]
+        print(f"{name} s{i}: {c['source_tokens'][:4]} ... -> greedy {c['greedy_ids'][:6]} ({len(c['greedy_ids'])}), "
+              f"beam {c['beam4_ids'][:6]} ({len(c['beam4_ids'])})")
+    return cases, tensors
+
+
+def summary(name, script, model_class, tokenizer_class, vocab, src_lang, tgt_lang, forced, cases, **extra):
+    """reference.json's record of a fixture: what made it, its languages and its cases."""
+    return {"fixture": name, "generated_by": {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
+                                              "script": script},
+            "model_class": model_class, "tokenizer_class": tokenizer_class + " (slow, sentencepiece)",
+            "vocab_size": vocab, "src_lang": src_lang, "tgt_lang": tgt_lang, "forced_bos_token_id": forced, **extra,
+            "generation": {"greedy_call": "model.generate(**tok(source), num_beams=1, do_sample=False, forced_bos_token_id=...)",
+                           "beam4_call": "model.generate(**tok(source), num_beams=4, do_sample=False, forced_bos_token_id=...)"},
+            "cases": cases}
+
+
+def tiny_bpe(directory):
+    """The SentencePiece model all these fixtures share: 200 BPE pieces of Multi30k's English and German."""
+    path = os.path.join(directory, "sentencepiece.bpe.model")
+    train_bpe(lines("multi30k/train.en.gz", 1000) + lines("multi30k/train.de.gz", 1000), 200, path)
+    return path
+
+
 def hub_like(directory):
     """4.39's save_pretrained writes "additional_special_tokens": [] (it keeps the language tokens elsewhere), and
     a tokenizer reloaded from that no longer counts them special, so that decode(skip_special_tokens=True) keeps
@@ -100,26 +129,15 @@ def make(name, tokenizer, src_lang, tgt_lang, tokenizer_class):
     tok = tokenizer_class.from_pretrained(directory)
     tok.src_lang, tok.tgt_lang = src_lang, tgt_lang
     forced = tok.convert_tokens_to_ids(tgt_lang if tokenizer_class is NllbTokenizer else tok.get_lang_token(tgt_lang))
-    tensors, cases = {}, []
-    for i, (source, target) in enumerate(zip(SOURCES, TARGETS)):
-        cases.append(case(model, tok, f"s{i}", source, target, forced, tensors))
-        c = cases[-1]
-        print(f"{name} s{i}: {c['source_tokens'][:4]} ... -> greedy {c['greedy_ids'][:6]}, beam {c['beam4_ids'][:6]}")
-    summary = {"fixture": name, "generated_by": {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
-                                                 "script": "tests/reference/make_hf_m2m100_fixtures.py"},
-               "model_class": "M2M100ForConditionalGeneration", "tokenizer_class": tokenizer_class.__name__ + " (slow, sentencepiece)",
-               "vocab_size": vocab, "src_lang": src_lang, "tgt_lang": tgt_lang, "forced_bos_token_id": forced,
-               "generation": {"greedy_call": "model.generate(**tok(source), num_beams=1, do_sample=False, forced_bos_token_id=...)",
-                              "beam4_call": "model.generate(**tok(source), num_beams=4, do_sample=False, forced_bos_token_id=...)"},
-               "cases": cases}
-    write_reference(directory, summary, tensors)
+    cases, tensors = run_cases(model, tok, name, forced)
+    record = summary(name, "tests/reference/make_hf_m2m100_fixtures.py", "M2M100ForConditionalGeneration", tokenizer_class.__name__,
+                     vocab, src_lang, tgt_lang, forced, cases)
+    write_reference(directory, record, tensors)
 
 
 def main():
-    text = lines("multi30k/train.en.gz", 1000) + lines("multi30k/train.de.gz", 1000)
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "sentencepiece.bpe.model")
-        train_bpe(text, 200, model)
+        model = tiny_bpe(tmp)
         fairseq = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
         for piece in spm_pieces(model):
             fairseq.setdefault(piece, len(fairseq))
