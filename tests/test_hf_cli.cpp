@@ -302,9 +302,10 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   testing::TempDir tmp;
   for (const std::string fixture :
        {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny", "marian_separate_vocabs_tiny", "gpt2_layer_scaled_tiny",
-        "m2m100_tiny", "nllb_tiny", "mbart50_tiny", "mbart50_unscaled_tiny"}) {
+        "m2m100_tiny", "nllb_tiny", "mbart50_tiny", "mbart50_unscaled_tiny", "llama_tiny", "mistral_tiny", "qwen2_tiny"}) {
     const bool ours = fixture == "marian_separate_vocabs_tiny" || fixture == "gpt2_layer_scaled_tiny" || fixture.ends_with("100_tiny") ||
-                      fixture == "nllb_tiny" || fixture.starts_with("mbart");
+                      fixture == "nllb_tiny" || fixture.starts_with("mbart") || fixture.starts_with("llama") || fixture.starts_with("mistral") ||
+                      fixture.starts_with("qwen2");
     const std::string dir = ours ? testing::fixture_path("hf/" + fixture) : testing::hf_fixture_path(fixture), out = tmp.path(fixture);
     const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
     ASSERT_EQ(r.code, 0) << r.output;
@@ -328,6 +329,40 @@ TEST(HfCli, ExportedDirectoriesRoundTripBitForBit) {
   EXPECT_EQ(testing::read_file(separate + "/target_vocab.json"), testing::read_file(testing::fixture_path("hf/marian_separate_vocabs_tiny/target_vocab.json")));
   EXPECT_NE(testing::read_file(separate + "/tokenizer_config.json").find("\"separate_vocabs\": true"), std::string::npos);
   EXPECT_EQ(config_line(separate), config_line(testing::fixture_path("hf/marian_separate_vocabs_tiny")));
+}
+
+// The Llama family goes out as transformers' LlamaForCausalLM, MistralForCausalLM and
+// Qwen2ForCausalLM: config.json's settings as read (model_type, grouped-query heads,
+// rope_theta and rope_scaling, biases, the tied or untied head, token ids), the source's
+// generation_config.json, and the same greedy ids read back.
+TEST(HfCli, LlamaFamilyExportsKeepTheirSettingsAndGenerations) {
+  testing::TempDir tmp;
+  for (const std::string fixture : {"llama_tiny", "mistral_tiny", "qwen2_tiny", "llama_bf16_sharded_tiny"}) {
+    const std::string dir = testing::fixture_path("hf/" + fixture), out = tmp.path(fixture);
+    const testing::CliResult r = run_tfm("export --model " + dir + " --hf " + out + " 2>&1");
+    ASSERT_EQ(r.code, 0) << r.output;
+    const nlohmann::json source = nlohmann::json::parse(testing::read_file(dir + "/config.json"));
+    const nlohmann::json written = nlohmann::json::parse(testing::read_file(out + "/config.json"));
+    for (const char* key : {"model_type", "architectures", "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                            "intermediate_size", "num_hidden_layers", "rope_theta", "rms_norm_eps", "tie_word_embeddings",
+                            "bos_token_id", "eos_token_id", "hidden_act"})
+      EXPECT_EQ(written.value(key, nlohmann::json()), source.value(key, nlohmann::json())) << fixture << ": " << key;
+    for (const char* key : {"rope_scaling", "attention_bias"})
+      if (source.contains(key)) EXPECT_EQ(written[key], source[key]) << fixture << ": " << key;
+    EXPECT_EQ(nlohmann::json::parse(testing::read_file(out + "/generation_config.json")),
+              nlohmann::json::parse(testing::read_file(dir + "/generation_config.json")))
+        << fixture;
+    const std::string generate = " --prompt-ids 1 17 200 45 3 99 128 --temperature 0 --max-new-tokens 10 2>&1";
+    const testing::CliResult original = run_tfm("generate --model " + dir + generate), back = run_tfm("generate --model " + out + generate);
+    EXPECT_EQ(original.code, 0) << original.output;
+    EXPECT_EQ(back.output, original.output) << fixture;
+    const testing::CliResult c = run_tfm("convert --model " + out + " -o " + tmp.path(fixture + ".safetensors") + " 2>&1");
+    ASSERT_EQ(c.code, 0) << c.output;  // and the tensors tfm reads back are the source's, bit for bit
+    const testing::CliResult c0 = run_tfm("convert --model " + dir + " -o " + tmp.path(fixture + "_source.safetensors") + " 2>&1");
+    ASSERT_EQ(c0.code, 0) << c0.output;
+    const io::NamedTensors read = io::read_safetensors(tmp.path(fixture + "_source.safetensors")).tensors;
+    EXPECT_EQ(expect_same_tensors(read, io::read_safetensors(tmp.path(fixture + ".safetensors")).tensors, fixture), static_cast<int>(read.size()));
+  }
 }
 
 // A language model trained by tfm (characters) goes out and comes back the same: the

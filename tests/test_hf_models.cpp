@@ -641,6 +641,22 @@ TEST(HfModels, MissingAndMisshapenTensorsAreOneLine) {
   EXPECT_THROW_MESSAGE(hf::convert(hf::open(dir)), "tensor 'transformer.wpe.weight' has shape [3, 32], which does not fit config.json");
 }
 
+// A grouped-query model's key or value projection of the query's shape is named with the
+// shape it must have: [num_key_value_heads * head_dim, hidden_size].
+TEST(HfModels, GroupedQueryProjectionsOfTheWrongShapeNameTheirShape) {
+  const std::string src = testing::fixture_path("hf/llama_tiny");  // 4 heads of 8, 2 K/V heads
+  testing::TempDir tmp;
+  const std::string dir = tmp.path("llama_broken");
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(src + "/config.json", dir + "/config.json");
+  io::NamedTensors all = io::read_safetensors(src + "/model.safetensors").tensors;
+  for (auto& [name, t] : all)
+    if (name == "model.layers.1.self_attn.v_proj.weight") t = Tensor::zeros({32, 32});
+  io::write_safetensors(dir + "/model.safetensors", all, {});
+  EXPECT_EQ(testing::error_of([&] { hf::convert(hf::open(dir)); }),
+            dir + ": tensor 'model.layers.1.self_attn.v_proj.weight' has shape [32, 32], which does not fit config.json ([16, 32] expected)");
+}
+
 }  // namespace
 }  // namespace tfm
 

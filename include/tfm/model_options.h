@@ -13,6 +13,7 @@ struct ModelOptions {
   // bound). Each running sequence counts as its whole context window could take, so
   // requests beyond what fits wait for others to finish.
   int64_t max_cache_bytes = 0;
+  std::string lora;  // a language model's LoRA adapter directory (PEFT's layout), merged into its weights
 };
 
 }  // namespace tfm

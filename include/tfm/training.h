@@ -139,6 +139,14 @@ struct LanguageModelTask {
   std::string config, model;
   int64_t batch = 12;           // windows of max_len tokens
   int64_t sample_tokens = 300;  // sample printed at the end; 0: none
+  // LoRA fine-tuning (lora_rank > 0, from TrainingOptions::init_from): the model's weights
+  // frozen, adapters of rank lora_rank trained on the projections `lora_targets` names
+  // (q, k, v, o, gate, up, down), each changing its output by (lora_alpha / lora_rank) B A x.
+  // PEFT's defaults but the rank. Checkpoints hold the adapter (and record the base's
+  // path); each is also written as PEFT's directory, last_adapter/ and best_adapter/.
+  int64_t lora_rank = 0;
+  double lora_alpha = 8.0;
+  std::string lora_targets = "q,v";
   // AdamW 1e-3, beta2 0.99, weight decay 0.1, 100 warm-up steps, cosine decay to 1e-4
   // at 2,000 steps, clipping 1.0, runs/lm.
   TFM_API static TrainingOptions training_defaults();

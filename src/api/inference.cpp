@@ -1,6 +1,8 @@
 #include "api/inference.h"
 
 #include "io/checkpoint.h"
+#include "models/gpt.h"
+#include "models/lora.h"
 #include "ops/dispatch.h"
 #include "ops/linear_products.h"
 #include "tensor/error.h"
@@ -28,7 +30,13 @@ TextAttention text_attention(const std::vector<int>& ids, const nn::AttentionMap
 void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const ModelOptions& options) {
   const ops::Precision p = ops::parse_precision(options.precision);  // bad names fail before the weights load
   model.to(ops::usable_device(options.device));
+  models::refuse_lora_checkpoint(file.metadata, path);
   io::load_parameters(model.named_parameters(), file, path);
+  if (!options.lora.empty()) {  // merged: generation as fast as the base's
+    auto* gpt = dynamic_cast<models::GPT*>(&model);
+    TFM_CHECK(gpt, options.lora << ": LoRA adapters are for language models (generate, chat, serve)");
+    models::merge_lora_adapter(*gpt, options.lora);
+  }
   model.eval();
   model.products().set_precision(p);
   model.products().freeze();

@@ -38,6 +38,12 @@ void add_lm_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch", c->task.batch, "Windows of --context tokens per batch")->capture_default_str()->check(at_least<int64_t>(1));
   cmd->add_option("--sample-tokens", c->task.sample_tokens, "Tokens of sample text printed at the end (0: none)")
       ->capture_default_str()->check(at_least<int64_t>(0));
+  tfm::LanguageModelTask& t = c->task;
+  cmd->add_option("--lora-rank", t.lora_rank,
+                  "LoRA fine-tuning of --init-from's model: its weights frozen, adapters of this rank trained (PEFT's r; 0: every weight trains)")
+      ->capture_default_str()->check(at_least<int64_t>(0));
+  cmd->add_option("--lora-alpha", t.lora_alpha, "LoRA's lora_alpha: the adapters' change is scaled by alpha / rank")->capture_default_str();
+  cmd->add_option("--lora-targets", t.lora_targets, "The projections that get adapters, of q,k,v,o,gate,up,down")->capture_default_str();
   add_training_flags_and_run(cmd, c, exit_code);
 }
 
@@ -79,6 +85,11 @@ void fit_context(const tfm::Generator& generator, tfm::Chat& chat, int64_t reply
 
 // A chat's sampling unless flags say otherwise: room for a long reply, and the
 // temperature and nucleus that chat models' generation_config.json files commonly give.
+void add_lora_flag(CLI::App* cmd, std::string& lora) {
+  cmd->add_option("--lora", lora, "A LoRA adapter of the model (PEFT's directory, e.g. runs/lora/best_adapter), merged into its weights")
+      ->check(CLI::ExistingDirectory);
+}
+
 tfm::GenerationOptions chat_sampling() {
   tfm::GenerationOptions o;
   o.max_new_tokens = 512, o.temperature = 0.7f, o.top_p = 0.9f;
@@ -89,7 +100,7 @@ tfm::GenerationOptions chat_sampling() {
 
 void add_generate_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, prompt, spm, output = "-";
+    std::string checkpoint, prompt, spm, lora, output = "-";
     std::vector<int> prompt_ids;
     tfm::GenerationOptions sampling;
   };
@@ -103,6 +114,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
       ->excludes(prompt);
   add_sampling_flags(cmd, o->sampling);
   cmd->add_option("--vocab", o->spm, "SentencePiece model, if not at the path the checkpoint records")->check(CLI::ExistingFile);
+  add_lora_flag(cmd, o->lora);
   cmd->add_option("--output,-o", o->output,
                   "Output text ('-': standard output, token by token); a file is replaced only once generation completes")
       ->capture_default_str();
@@ -110,7 +122,9 @@ void add_generate_command(CLI::App& app, int& exit_code) {
     io::TextOutput out(o->output);  // first: a bad path is refused before the model loads
     const char* problem = data::text_problem(o->prompt);
     TFM_CHECK(!problem, "--prompt: " << problem);  // before the model loads, as translate and attention refuse such text
-    tfm::Generator generator(o->checkpoint, {o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)});
+    tfm::ModelOptions options{o->spm, to_string(precision_flag(*cmd)), device_flag(*cmd)};
+    options.lora = o->lora;
+    tfm::Generator generator(o->checkpoint, options);
     if (!o->prompt_ids.empty()) {
       const char* separator = "";
       generator.generate_ids(o->prompt_ids, o->sampling, [&](int id) {
@@ -132,7 +146,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
 
 void add_chat_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, system;
+    std::string checkpoint, system, lora;
     tfm::GenerationOptions sampling = chat_sampling();
   };
   auto o = std::make_shared<Options>();
@@ -142,10 +156,13 @@ void add_chat_command(CLI::App& app, int& exit_code) {
   add_model_flag(cmd, o->checkpoint, "A Hugging Face chat model's directory (e.g. Qwen2-0.5B-Instruct), or a checkpoint fine-tuned from one");
   cmd->add_option("--system", o->system, "A system message that opens the conversation (default: the template's own, if any)");
   add_sampling_flags(cmd, o->sampling);
+  add_lora_flag(cmd, o->lora);
   cmd->callback([o, cmd, &exit_code] {
     const char* problem = data::text_problem(o->system);
     TFM_CHECK(!problem, "--system: " << problem);
-    tfm::Generator generator(o->checkpoint, {"", to_string(precision_flag(*cmd)), device_flag(*cmd)});
+    tfm::ModelOptions options{"", to_string(precision_flag(*cmd)), device_flag(*cmd)};
+    options.lora = o->lora;
+    tfm::Generator generator(o->checkpoint, options);
     TFM_CHECK(generator.has_chat_template(), o->checkpoint << ": has no chat template (tokenizer_config.json's chat_template); "
                                                            "use tfm generate to continue a text");
     const bool interactive = isatty(STDIN_FILENO) != 0;

@@ -12,6 +12,7 @@
 #include "decode/family_checkpoint.h"
 #include "data/vocab.h"
 #include "decode/translation_model.h"
+#include "hf/export.h"
 #include "hf/generation.h"
 #include "hf/model.h"
 #include "io/checkpoint.h"
@@ -180,6 +181,7 @@ io::SafeTensors read_hf_checkpoint(const std::string& dir) {
                          kind == "bert");
     meta["tfm.tokenizer"] = t.record();
   }
+  if (kind == "gpt" && d.model_type != "gpt2") meta[hf::kSourceKey] = hf::source_record(d).dump();  // what export writes back
   if (kind == "bert" && config.contains("classes")) meta[kTextLabelsKey] = classes_record(class_names(d, config.at("classes").get<int64_t>()));
   if (kind == "bert" && d.has("modules.json")) meta[kSentenceEmbeddingKey] = sentence_embedding_record(sentence_transformers(d));
   if (kind == "vit") {

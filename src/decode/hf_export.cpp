@@ -12,6 +12,8 @@
 #include "hf/export.h"
 #include "io/checkpoint.h"
 #include "io/output_file.h"
+#include "models/gpt.h"
+#include "models/lora.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
@@ -67,7 +69,7 @@ void write_stack_tokenizer(const io::Checkpoint& info, const std::string& checkp
   TFM_CHECK(info.metadata.count("tfm.tokenizer"), checkpoint << ": records no tokenizer");
   json record = json::parse(info.metadata.at("tfm.tokenizer"));
   const std::string type = record.value("type", "");
-  if (type == "byte_bpe" || type == "wordpiece") {
+  if (type == "byte_bpe" || type == "wordpiece" || type == "bpe") {
     const std::string from = record.at("path").get<std::string>();
     for (const char* f : {"tokenizer.json", "vocab.json", "merges.txt", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
       if (fs::exists(from + "/" + f)) copy_file(from + "/" + f, dir + "/" + f);
@@ -90,20 +92,33 @@ hf::Labels labels_of(const io::Checkpoint& info, const std::string& checkpoint) 
   return {classes.names, !classes.resizes};
 }
 
+// A language model's weights with the adapter `lora` merged: W + (alpha / r) B A.
+io::NamedTensors merged(const io::Checkpoint& info, const io::SafeTensors& file, const std::string& checkpoint, const std::string& lora) {
+  TFM_CHECK(info.model_kind == "gpt", lora << ": LoRA adapters are for language models; " << checkpoint << " is a " << info.model_kind << " model");
+  models::GPT model(models::StackConfig::from_json(info.config_json, checkpoint, "gpt"));
+  io::load_parameters(model.named_parameters(), file, checkpoint);
+  models::merge_lora_adapter(model, lora);
+  return model.named_parameters();
+}
+
 }  // namespace
 
-void export_hf(const std::string& checkpoint, const std::string& dir) {
+void export_hf(const std::string& checkpoint, const std::string& dir, const std::string& lora) {
   TFM_CHECK(!fs::exists(dir) || fs::is_directory(dir), dir << ": is a file; --hf names a directory to create");
   TFM_CHECK(!fs::exists(dir) || fs::is_empty(dir),
             dir << ": exists and is not an empty directory; tfm export --hf writes a new one (nothing is overwritten)");
   const io::SafeTensors file = read_model(checkpoint);
   const io::Checkpoint info = io::checkpoint_info(file, checkpoint);
+  models::refuse_lora_checkpoint(info.metadata, checkpoint);
   io::NamedTensors params;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(io::kOptimizerPrefix, 0) != 0) params.emplace_back(name, t);
-  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, labels_of(info, checkpoint), checkpoint);
+  if (!lora.empty()) params = merged(info, file, checkpoint, lora);
+  const auto source = info.metadata.find(hf::kSourceKey);  // a Llama-family directory's model_type and token ids
+  const json read_from = source == info.metadata.end() ? json::object() : json::parse(source->second);
+  hf::Exported e = hf::export_model(info.model_kind, info.config_json, params, labels_of(info, checkpoint), checkpoint, read_from);
   const auto tokenizer = info.metadata.find("tfm.tokenizer");
-  if (info.model_kind == "gpt" && tokenizer != info.metadata.end()) {  // generation ends at the end of text, where the tokenizer has one
+  if (info.model_kind == "gpt" && tokenizer != info.metadata.end() && read_from.empty()) {  // generation ends at the end of text, where the tokenizer has one
     const int end = data::Tokenizer::from_record(tokenizer->second, checkpoint).end_of_text();
     if (end >= 0) e.json_files["config.json"].update({{"bos_token_id", end}, {"eos_token_id", end}});
   }
@@ -113,7 +128,8 @@ void export_hf(const std::string& checkpoint, const std::string& dir) {
   for (const auto& [name, j] : e.json_files) io::write_file_atomic(dir + "/" + name, j.dump(2) + "\n");
   io::write_safetensors(dir + "/model.safetensors", e.tensors, {{"format", "pt"}});  // transformers wants the format named
   if (info.model_kind == "encoder_decoder") write_marian_tokenizer(info, checkpoint, dir);
-  else if (info.model_kind != "vit") write_stack_tokenizer(info, checkpoint, dir);
+  else if (info.model_kind != "vit" && (tokenizer != info.metadata.end() || read_from.empty()))  // (a Llama-family model may run from ids)
+    write_stack_tokenizer(info, checkpoint, dir);
 }
 
 }  // namespace tfm::decode

@@ -10,7 +10,8 @@
 
 namespace tfm::decode {
 
-// Writes into `dir`, which must not exist or be empty.
-void export_hf(const std::string& checkpoint, const std::string& dir);
+// Writes into `dir`, which must not exist or be empty; a language model with the LoRA
+// adapter directory `lora` (if given) merged into its weights.
+void export_hf(const std::string& checkpoint, const std::string& dir, const std::string& lora = "");
 
 }  // namespace tfm::decode

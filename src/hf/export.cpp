@@ -119,6 +119,63 @@ Exported gpt2(const models::StackConfig& c, const io::NamedTensors& params, cons
   return e;
 }
 
+// The Llama family's model_type: the one it was read as (`source`), else what its
+// biases say (Qwen2's query, key and value projections alone have them).
+std::string llama_type(const models::StackConfig& c, const json& source) {
+  if (source.contains("model_type")) return source["model_type"].get<std::string>();
+  return c.qkv_bias && !c.out_bias && !c.ff_bias ? "qwen2" : "llama";
+}
+
+// The biases `type`'s class has: Qwen2's on q/k/v alone, Mistral's none, Llama's as
+// attention_bias (q/k/v and o together) and mlp_bias say.
+void refuse_other_biases(const models::StackConfig& c, const std::string& type, const std::string& origin) {
+  const bool fits = type == "qwen2" ? c.qkv_bias && !c.out_bias && !c.ff_bias
+                    : type == "mistral" ? !c.qkv_bias && !c.out_bias && !c.ff_bias
+                                        : c.qkv_bias == c.out_bias;
+  refuse_unless(fits, origin, "qkv_bias " + std::to_string(c.qkv_bias) + ", out_bias " + std::to_string(c.out_bias) + " and ff_bias " +
+                                  std::to_string(c.ff_bias), type);
+}
+
+// config.json's rope_scaling (null: none); llama3's as the files that have it write it.
+json rope_scaling(const ops::RopeScaling& s) {
+  if (s.type.empty()) return nullptr;
+  if (s.type != "llama3") return {{"type", s.type}, {"factor", s.factor}};  // (transformers 4.39 wants these two fields alone)
+  return {{"rope_type", s.type}, {"factor", s.factor}, {"low_freq_factor", s.low_freq_factor}, {"high_freq_factor", s.high_freq_factor},
+          {"original_max_position_embeddings", s.original_max_positions}};
+}
+
+const char* llama_architecture(const std::string& type) {
+  return type == "qwen2" ? "Qwen2ForCausalLM" : type == "mistral" ? "MistralForCausalLM" : "LlamaForCausalLM";
+}
+
+// Llama, Mistral and Qwen2: what llama_config reads, written back. The context is
+// max_position_embeddings (Mistral's sliding window too, which it then never reaches);
+// token ids and generation_config.json are the source directory's where there was one.
+Exported llama(const models::StackConfig& c, const io::NamedTensors& params, const json& source, const std::string& origin) {
+  const std::string type = llama_type(c, source);
+  refuse_unless(c.norm_first && c.final_norm && c.rms_norm && c.rotary && c.gated && !c.learned_positions && !c.scores_by_layer, origin,
+                "a configuration without rms_norm, rotary, gated, a final norm or pre-norm", type);
+  refuse_unless(c.rope.layout == ops::RotaryLayout::half, origin, "rope_layout \"interleaved\" (Hugging Face's rotary pairs are the halves)", type);
+  refuse_other_biases(c, type, origin);
+  Exported e;
+  json& config = e.json_files["config.json"];
+  config = {{"model_type", type}, {"architectures", {llama_architecture(type)}}, {"vocab_size", c.vocab}, {"hidden_size", c.d_model},
+            {"num_attention_heads", c.heads}, {"num_key_value_heads", c.kv_heads > 0 ? c.kv_heads : c.heads},
+            {"intermediate_size", c.d_ff}, {"num_hidden_layers", c.layers}, {"max_position_embeddings", c.max_len},
+            {"hidden_act", c.activation == nn::Activation::SiLU ? "silu" : activation_name(c.activation)},  // (the family's name of it)
+            {"rms_norm_eps", decimal(c.norm_eps)}, {"rope_theta", c.rope.theta},
+            {"rope_scaling", rope_scaling(c.rope.scaling)}, {"tie_word_embeddings", c.tied_head}, {"attention_dropout", 0.0},
+            {"torch_dtype", "float32"}};
+  if (type == "llama") config.update({{"attention_bias", c.qkv_bias}, {"mlp_bias", c.ff_bias}});
+  if (type == "mistral") config["sliding_window"] = c.max_len;
+  if (type == "qwen2") config.update({{"use_sliding_window", false}, {"sliding_window", c.max_len}});
+  for (const char* id : {"bos_token_id", "eos_token_id", "pad_token_id"})
+    if (source.contains(id)) config[id] = source[id];
+  e.json_files["generation_config.json"] = source.value("generation_config", json::object());
+  e.tensors = to_hf(params, llama_rules(c), origin);
+  return e;
+}
+
 // id2label and label2id of `classes` labels named by `names` (LABEL_i where it has none).
 std::pair<json, json> label_maps(const std::vector<std::string>& names, int64_t classes) {
   json id2label = json::object(), label2id = json::object();
@@ -187,8 +244,16 @@ Exported vit(const models::StackConfig& c, const io::NamedTensors& params, const
 
 }  // namespace
 
+nlohmann::json source_record(const Directory& d) {
+  json j = {{"model_type", d.model_type}};
+  for (const char* id : {"bos_token_id", "eos_token_id", "pad_token_id"})
+    if (d.config.contains(id) && !d.config[id].is_null()) j[id] = d.config[id];
+  if (d.has("generation_config.json")) j["generation_config"] = d.json_file("generation_config.json");
+  return j;
+}
+
 Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters,
-                      const Labels& labels, const std::string& origin) {
+                      const Labels& labels, const std::string& origin, const nlohmann::json& source) {
   if (kind == "encoder_decoder") {
     const models::TransformerConfig c = models::TransformerConfig::from_json(config_json, origin);
     if (c.positions == "learned") return mbart(c, parameters, origin);
@@ -196,7 +261,7 @@ Exported export_model(const std::string& kind, const std::string& config_json, i
   }
   TFM_CHECK(kind == "gpt" || kind == "bert" || kind == "vit", origin << ": a " << kind << " model has no Hugging Face form in tfm");
   const models::StackConfig c = models::StackConfig::from_json(config_json, origin, kind);
-  if (kind == "gpt") return gpt2(c, parameters, origin);
+  if (kind == "gpt") return c.rotary || c.rms_norm || c.gated ? llama(c, parameters, source, origin) : gpt2(c, parameters, origin);
   if (kind == "bert") return bert(c, std::move(parameters), labels, origin);
   return vit(c, parameters, labels, origin);
 }

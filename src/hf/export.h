@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hf/directory.h"
 #include "io/safetensors.h"
 
 namespace tfm::hf {
@@ -26,8 +27,16 @@ struct Labels {
   bool mnist_style = false;
 };
 
-// `kind` and `config_json` as a checkpoint records them.
+// What a Llama-family directory says that tfm's configuration does not keep, for
+// export_model to write back: model_type, the token ids of config.json and
+// generation_config.json. Checkpoints record it as kSourceKey.
+inline constexpr const char* kSourceKey = "tfm.hf_source";
+nlohmann::json source_record(const Directory& d);
+
+// `kind` and `config_json` as a checkpoint records them; `source`, what the Hugging Face
+// directory a Llama-family model was read from said that tfm's configuration does not
+// keep (hf::source_record: model_type, token ids, generation_config.json), or empty.
 Exported export_model(const std::string& kind, const std::string& config_json, io::NamedTensors parameters, const Labels& labels,
-                      const std::string& origin);
+                      const std::string& origin, const nlohmann::json& source = nlohmann::json::object());
 
 }  // namespace tfm::hf

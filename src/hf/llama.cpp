@@ -73,12 +73,14 @@ models::StackConfig llama_config(const Directory& d) {
 }
 
 std::vector<TensorRule> llama_rules(const models::StackConfig& c) {
+  const int64_t kv_width = c.d_model / c.heads * (c.kv_heads > 0 ? c.kv_heads : c.heads);
+  const std::vector<int64_t> qkv_rows = {c.d_model, kv_width, kv_width};  // [kv_heads * head_dim, hidden] for k_proj and v_proj
   std::vector<TensorRule> r = {{"tok_embed.weight", {"model.embed_tokens.weight"}, false, {}, c.tied_head ? std::vector<std::string>{"lm_head.weight"} : std::vector<std::string>{}}};
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string tfm = "blocks.layers." + std::to_string(i), hf = "model.layers." + std::to_string(i);
     const std::string q = hf + ".self_attn.q_proj", k = hf + ".self_attn.k_proj", v = hf + ".self_attn.v_proj";
-    r.push_back({tfm + ".self_attn.in_proj_weight", {q + ".weight", k + ".weight", v + ".weight"}});
-    if (c.qkv_bias) r.push_back({tfm + ".self_attn.in_proj_bias", {q + ".bias", k + ".bias", v + ".bias"}});
+    r.push_back({tfm + ".self_attn.in_proj_weight", {q + ".weight", k + ".weight", v + ".weight"}, false, {}, {}, qkv_rows});
+    if (c.qkv_bias) r.push_back({tfm + ".self_attn.in_proj_bias", {q + ".bias", k + ".bias", v + ".bias"}, false, {}, {}, qkv_rows});
     r.push_back({tfm + ".self_attn.out_proj.weight", {hf + ".self_attn.o_proj.weight"}});
     if (c.out_bias) r.push_back({tfm + ".self_attn.out_proj.bias", {hf + ".self_attn.o_proj.bias"}});
     r.push_back({tfm + ".linear1.weight", {hf + ".mlp.gate_proj.weight", hf + ".mlp.up_proj.weight"}});  // gate, then up

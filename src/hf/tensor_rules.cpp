@@ -34,25 +34,34 @@ Tensor stacked(const std::vector<Tensor>& parts) {
   return out;
 }
 
-// `t` cut into `n` equal blocks of rows.
-std::vector<Tensor> unstacked(const Tensor& t, size_t n) {
-  Shape shape = t.shape();
-  shape[0] /= static_cast<int64_t>(n);
+// The rows of each of `rule`'s stacked tensors when tfm's parameter has `rows` rows.
+std::vector<int64_t> rows_of(const TensorRule& rule, int64_t rows) {
+  if (!rule.rows.empty()) return rule.rows;
+  return std::vector<int64_t>(rule.hf.size(), rows / static_cast<int64_t>(rule.hf.size()));
+}
+
+// `t` cut into blocks of `rows` rows.
+std::vector<Tensor> unstacked(const Tensor& t, const std::vector<int64_t>& rows) {
+  const int64_t row = t.numel() / t.size(0);
   std::vector<Tensor> parts;
-  const int64_t block = t.numel() / static_cast<int64_t>(n);
-  for (size_t i = 0; i < n; ++i) {
+  int64_t at = 0;
+  for (const int64_t n : rows) {
+    Shape shape = t.shape();
+    shape[0] = n;
     Tensor p = Tensor::empty(shape);
-    std::copy(t.data() + static_cast<int64_t>(i) * block, t.data() + static_cast<int64_t>(i + 1) * block, p.data());
+    std::copy(t.data() + at * row, t.data() + (at + n) * row, p.data());
     parts.push_back(p);
+    at += n;
   }
   return parts;
 }
 
-// The shape each Hugging Face tensor of `rule` has when tfm's parameter is `want`.
-Shape hf_shape_of(const TensorRule& rule, Shape want) {
+// The shape of `rule`'s Hugging Face tensor `i` when tfm's parameter is `want`.
+Shape hf_shape_of(const TensorRule& rule, Shape want, size_t i) {
   if (!rule.hf_shape.empty()) return rule.hf_shape;
   if (rule.transposed) std::reverse(want.begin(), want.end());
-  if (rule.hf.size() > 1) want[rule.transposed ? 1 : 0] /= static_cast<int64_t>(rule.hf.size());
+  const size_t stacked = rule.transposed ? 1 : 0;
+  if (rule.hf.size() > 1) want[stacked] = rows_of(rule, want[stacked])[i];
   return want;
 }
 
@@ -72,6 +81,15 @@ std::map<std::string, Tensor>::const_iterator stored(const std::map<std::string,
                                         << (rule.aliases.empty() ? "" : " (nor its tied copies " + names(rule.aliases) + ")")
                                         << ", which config.json's architecture needs");
   return it;
+}
+
+// A Hugging Face tensor of the wrong shape, named with the shape config.json implies.
+void expect_shape(const Shape& got, const Shape& expected, const std::string& name, const std::string& origin) {
+  TFM_CHECK(got == expected, origin << ": tensor '" << name << "' has shape " << shape_str(got) << ", which does not fit config.json ("
+                                    << shape_str(expected) << " expected)");
+}
+void expect_shape(const Tensor& t, const Shape& expected, const std::string& name, const std::string& origin) {
+  expect_shape(t.shape(), expected, name, origin);
 }
 
 }  // namespace
@@ -116,13 +134,12 @@ io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule
       used.insert(it->first);
       read.push_back(it->first);
     }
+    const Shape& want = wanted.at(rule.tfm);
+    for (size_t i = 0; i < parts.size() && rule.hf_shape.empty(); ++i)  // each stacked part its own rows (grouped-query K/V)
+      expect_shape(parts[i], hf_shape_of(rule, want, i), read[i], origin);
     Tensor t = parts.size() == 1 ? parts[0] : stacked(parts);
     if (rule.transposed) t = transposed(t);
-    const Shape& want = wanted.at(rule.tfm);
-    const bool fits = rule.hf_shape.empty() ? t.shape() == want : t.numel() == shape_numel(want);
-    TFM_CHECK(fits,
-              origin << ": tensor " << names(read) << " has shape " << shape_str(parts[0].shape()) << (parts.size() > 1 ? " (each)" : "")
-                     << ", which does not fit config.json (" << shape_str(hf_shape_of(rule, want)) << " expected)");
+    if (!rule.hf_shape.empty() && t.numel() != shape_numel(want)) expect_shape(parts[0], rule.hf_shape, read[0], origin);
     out.emplace_back(rule.tfm, t.shape() == want ? t : Tensor::from_vector(want, t.to_vector()));
   }
   for (const auto& [name, t] : hf)
@@ -139,7 +156,7 @@ io::NamedTensors to_hf(const io::NamedTensors& tfm, const std::vector<TensorRule
     Tensor t = it->second.clone();
     if (rule.transposed) t = transposed(t);
     if (!rule.hf_shape.empty()) t = Tensor::from_vector(rule.hf_shape, t.to_vector());
-    const std::vector<Tensor> parts = rule.hf.size() == 1 ? std::vector<Tensor>{t} : unstacked(t, rule.hf.size());
+    const std::vector<Tensor> parts = rule.hf.size() == 1 ? std::vector<Tensor>{t} : unstacked(t, rows_of(rule, t.size(0)));
     for (size_t i = 0; i < parts.size(); ++i) out.emplace_back(rule.hf[i], parts[i]);
   }
   return out;

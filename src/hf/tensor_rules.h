@@ -19,6 +19,10 @@ struct TensorRule {
   // The other names of a tied tensor (one `hf` name): a checkpoint may store it under any
   // of them alone (transformers loads it so), as Marian's lm_head.weight for model.shared.weight.
   std::vector<std::string> aliases = {};
+  // The rows of each stacked tensor where they differ (grouped-query attention: the query
+  // projection's d_model rows, then kv_heads * head_dim for the key's and the value's);
+  // empty: equal blocks.
+  std::vector<int64_t> rows = {};
 };
 
 // Rules for a module that is a Linear or a LayerNorm on both sides: its weight and bias.

@@ -35,7 +35,8 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
 
 Tensor MultiHeadAttention::project(const Tensor& x, int64_t begin, int64_t end) const {
   const Tensor bias = in_proj_bias.defined() ? ops::slice(in_proj_bias, 0, begin, end) : Tensor();
-  return ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), bias, products());
+  const Tensor y = ops::linear(x, ops::slice(in_proj_weight, 0, begin, end), bias, products());
+  return in_proj_lora.empty() ? y : in_proj_lora.add_to(y, x, begin, end);
 }
 
 namespace {

@@ -76,6 +76,9 @@ class MultiHeadAttention : public Module {
 
   Tensor in_proj_weight;  // [d_model + 2 * kv_width, d_model]: rows of W_q, W_k, W_v
   Tensor in_proj_bias;    // [d_model + 2 * kv_width], or undefined without qkv_bias
+  // LoRA adapters of in_proj's q, k and v blocks (models::LoraAdapter attaches them; their
+  // parameters are the adapter's, not this module's); empty: none.
+  LoraBlocks in_proj_lora;
   std::shared_ptr<Linear> out_proj;
 
  private:

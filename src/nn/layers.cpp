@@ -23,10 +23,13 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
   }
 }
 
-Tensor Linear::forward(const Tensor& x) const { return trace(path(), ops::linear(x, weight, bias, products())); }
+Tensor Linear::forward(const Tensor& x) const {
+  const Tensor y = ops::linear(x, weight, bias, products());
+  return trace(path(), lora.empty() ? y : lora.add_to(y, x, 0, weight.size(0)));
+}
 
 Tensor Linear::forward_relu(const Tensor& x) const {
-  return tracing() ? ops::relu(forward(x)) : ops::linear_relu(x, weight, bias, products());
+  return tracing() || !lora.empty() ? ops::relu(forward(x)) : ops::linear_relu(x, weight, bias, products());
 }
 
 Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : Embedding(Tensor::zeros({vocab, d_model}), scale_by_sqrt_d) {}

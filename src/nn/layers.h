@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "nn/lora.h"
 #include "nn/module.h"
 #include "ops/kernels.h"  // SinusoidLayout
 
@@ -17,6 +18,9 @@ class Linear : public Module {
   Tensor forward_relu(const Tensor& x) const;
   Tensor weight;                          // [out, in]
   Tensor bias;                            // [out] (undefined without bias)
+  // LoRA adapters of the output (one block, or the gated block's gate and up; attached by
+  // models::LoraAdapter, whose parameters they are); empty: none.
+  LoraBlocks lora;
 };
 
 // Token embedding, scaled by sqrt(d_model) as in the paper (section 3.4) unless

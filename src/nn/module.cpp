@@ -125,6 +125,10 @@ void Module::collect_members(std::vector<std::pair<Tensor*, bool>>& out) {
   for (auto& [name, child] : children_) child->collect_members(out);
 }
 
+void Module::freeze() {
+  for (auto& [name, p] : named_parameters()) p.set_requires_grad(false);
+}
+
 void Module::to(Device device) {
   TFM_CHECK(path_.empty(), "to: '" << path_ << "' is part of a model; move the whole model");
   TFM_CHECK(!shared_->flat, "to: the model's parameters are already flattened on " << to_string(this->device()) << "; move it before");

@@ -60,6 +60,10 @@ class Module {
   void to(Device device);
   Device device() const { return shared_->device; }  // where its parameters are
 
+  // Its parameters no longer require gradients (a base model under LoRA adapters: backward
+  // then keeps no gradient of them). to() makes them trainable again.
+  void freeze();
+
   void train(bool on = true);
   void eval() { train(false); }
   bool training() const { return training_; }

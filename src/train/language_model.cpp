@@ -1,10 +1,16 @@
 #include "train/language_model.h"
 
 #include <cmath>
+#include <filesystem>
+#include <memory>
+#include <sstream>
 
 #include "data/tokenizer.h"
+#include "decode/hf_checkpoint.h"
 #include "decode/sampling.h"
+#include "io/checkpoint.h"
 #include "models/gpt.h"
+#include "models/lora.h"
 #include "ops/convert.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
@@ -39,11 +45,19 @@ class LanguageModelTraining : public TextStreamTask {
       : TextStreamTask(o.data, "gpt", chosen_model(settings), settings, resumed, resume_path,
                        [](const models::StackConfig& c) { return c.max_len + 1; }, o.batch, out),
         o_(o),
-        model_(config_) {}
+        model_(config_) {
+    with_lora(resumed, resume_path);
+  }
 
-  nn::Module& model() override { return model_; }
-  void init_parameters(Rng& rng) override { model_.init_parameters(rng); }
-  io::Checkpoint describe() const override { return describe_config(model_.config().to_json()); }
+  nn::Module& model() override { return lora_ ? static_cast<nn::Module&>(*lora_) : model_; }
+  nn::Module* frozen_model() override { return lora_ ? &model_ : nullptr; }
+  void init_parameters(Rng& rng) override {
+    TFM_CHECK(!lora_, "--lora-rank fine-tunes a model's adapters: give the model as --init-from");
+    model_.init_parameters(rng);
+  }
+  std::string init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) override;
+  io::Checkpoint describe() const override;
+  void saved(const std::string& path) override;
   BatchLoss batch_loss(int64_t index) override {
     Rng rng;
     const std::vector<int64_t> starts = window_starts(index, rng);
@@ -77,9 +91,78 @@ class LanguageModelTraining : public TextStreamTask {
     return ops::cross_entropy(logits, Tensor::from_values(y), 0.0f, /*ignore_index=*/-1);
   }
 
+  // LoRA: adapters as --lora-rank asks, or as the resumed run's checkpoint records them (its
+  // base read again from the path it records).
+  void with_lora(const std::optional<io::Checkpoint>& resumed, const std::string& origin);
+
   const tfm::LanguageModelTask& o_;
   models::GPT model_;
+  std::unique_ptr<models::LoraAdapter> lora_;  // null: every weight trains
+  bool base_loaded_ = false;                   // from a LoRA checkpoint's record
 };
+
+// The adapters --lora-rank, --lora-alpha and --lora-targets ask for over the model at
+// `origin` (--init-from; its path absolute, so that a resumed run reads it from anywhere).
+models::LoraSettings chosen_lora(const tfm::LanguageModelTask& o, const std::string& origin) {
+  models::LoraSettings s;
+  s.rank = o.lora_rank, s.alpha = o.lora_alpha, s.targets = models::parse_lora_targets(o.lora_targets);
+  s.validate("--lora-rank, --lora-alpha, --lora-targets");
+  TFM_CHECK(!origin.empty(), "--lora-rank fine-tunes a model's adapters: give the model as --init-from");
+  s.base = std::filesystem::absolute(origin).string();
+  return s;
+}
+
+// Without --lora-rank, the flags that shape adapters are a mistake.
+void refuse_lora_flags_without_rank(const tfm::LanguageModelTask& o) {
+  const tfm::LanguageModelTask defaults;
+  TFM_CHECK(o.lora_targets == defaults.lora_targets && o.lora_alpha == defaults.lora_alpha,
+            "--lora-targets and --lora-alpha shape LoRA adapters: give --lora-rank (at least 1; 0 trains every weight)");
+}
+
+void LanguageModelTraining::with_lora(const std::optional<io::Checkpoint>& resumed, const std::string& origin) {
+  const auto recorded = resumed ? resumed->metadata.find(models::kLoraCheckpointKey) : std::map<std::string, std::string>::const_iterator();
+  if (resumed && recorded != resumed->metadata.end()) {  // a LoRA run's checkpoint: its base read again from its record
+    const models::LoraSettings s = models::LoraSettings::from_json(recorded->second, origin);
+    TFM_CHECK(o_.lora_rank == 0 || o_.lora_rank == s.rank,
+              "--lora-rank " << o_.lora_rank << " differs from " << origin << "'s adapters' rank " << s.rank);
+    io::load_parameters(model_.named_parameters(), decode::read_model(s.base), s.base);
+    lora_ = std::make_unique<models::LoraAdapter>(model_, s);
+    base_loaded_ = true;
+  } else if (o_.lora_rank > 0) {
+    lora_ = std::make_unique<models::LoraAdapter>(model_, chosen_lora(o_, origin));
+  } else {
+    return refuse_lora_flags_without_rank(o_);
+  }
+  model_.eval();  // the frozen base computes as at inference (no dropout), as its adapters' base
+}
+
+std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng) {
+  if (!lora_) return TrainingTask::init_from(file, origin, rng);
+  if (base_loaded_) {  // a LoRA run's checkpoint: its adapters go on training
+    io::load_parameters(lora_->named_parameters(), file, origin);
+  } else {
+    io::load_parameters(model_.named_parameters(), file, origin);
+    lora_->init_parameters(rng);
+  }
+  const models::LoraSettings& s = lora_->settings();
+  std::ostringstream how;
+  how << " with LoRA adapters (rank " << s.rank << ", alpha " << s.alpha << "): " << lora_->num_parameters() << " trainable parameters of "
+      << model_.num_parameters() + lora_->num_parameters();
+  return how.str();
+}
+
+io::Checkpoint LanguageModelTraining::describe() const {
+  io::Checkpoint c = describe_config(model_.config().to_json());
+  if (lora_) c.metadata[models::kLoraCheckpointKey] = lora_->settings().to_json();
+  return c;
+}
+
+// last.safetensors -> last_adapter/, PEFT's layout.
+void LanguageModelTraining::saved(const std::string& path) {
+  if (!lora_) return;
+  const std::filesystem::path p(path);
+  models::save_lora_adapter(*lora_, (p.parent_path() / (p.stem().string() + "_adapter")).string());
+}
 
 std::string LanguageModelTraining::report() {
   if (o_.sample_tokens <= 0) return "";

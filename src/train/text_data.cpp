@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hf/export.h"
 #include "tensor/error.h"
 #include "train/data_parallel.h"
 
@@ -26,6 +27,7 @@ TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, 
     auto it = resumed->metadata.find("tfm.tokenizer");
     TFM_CHECK(it != resumed->metadata.end(), resume_path << ": records no tokenizer");
     tokenizer_ = data::Tokenizer::from_record(it->second, resume_path, s.vocab);
+    if (const auto source = resumed->metadata.find(hf::kSourceKey); source != resumed->metadata.end()) carried_.insert(*source);
     config_ = models::StackConfig::from_json(resumed->config_json, resume_path, kind);
     settings.check_kept(chosen.to_json(), config_.to_json(), resume_path);
   } else {  // the chosen configuration, completed by the tokenizer

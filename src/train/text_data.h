@@ -5,6 +5,7 @@
 // the text), the model configuration, random training windows that depend only on
 // (seed, epoch, batch), and the held-out text cut into whole windows.
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -31,7 +32,9 @@ class TextStreamTask : public TrainingTask {
                  const std::function<int64_t(const models::StackConfig&)>& window, int64_t batch, std::ostream& out);
 
   io::Checkpoint describe_config(const std::string& config_json) const {
-    return {kind_, config_json, {}, "", {{"tfm.tokenizer", tokenizer_.record()}}};
+    io::Checkpoint c{kind_, config_json, {}, "", {{"tfm.tokenizer", tokenizer_.record()}}};
+    c.metadata.insert(carried_.begin(), carried_.end());
+    return c;
   }
   int64_t begin_epoch(int64_t epoch, uint64_t seed) override;
   std::string data_fingerprint() const override;
@@ -45,6 +48,7 @@ class TextStreamTask : public TrainingTask {
   models::StackConfig config_;
   data::Tokenizer tokenizer_;
   std::vector<int> train_, valid_;
+  std::map<std::string, std::string> carried_;  // what the resumed checkpoint recorded of a Hugging Face source (hf::kSourceKey)
   int64_t window_ = 0, batch_ = 0;
   uint64_t seed_ = 0;
   int64_t epoch_ = 0;

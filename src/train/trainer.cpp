@@ -125,7 +125,9 @@ void Trainer::write_checkpoint(TrainingTask& task, const std::string& name, std:
   io::Checkpoint c = task.describe();
   c.optimizer = std::move(optimizer);
   c.train_state = state.dump();
-  io::save_checkpoint((std::filesystem::path(o_.out_dir) / name).string(), task.model().named_parameters(), c);
+  const std::string path = (std::filesystem::path(o_.out_dir) / name).string();
+  io::save_checkpoint(path, task.model().named_parameters(), c);
+  task.saved(path);
 }
 
 bool Trainer::validate(TrainingTask& task, double elapsed_s) {
@@ -175,6 +177,11 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   if (o_.comm) gpu_sums_ = dist::device_communicator(*o_.comm, device_ == Device::CUDA);
   dist::Communicator* sums = gpu_sums_ ? gpu_sums_.get() : o_.comm;
   model.to(device_);  // before its parameters are laid out in one buffer there
+  if (nn::Module* frozen = task.frozen_model()) {
+    frozen->products().set_precision(precision_);
+    frozen->to(device_);
+    frozen->freeze();
+  }
   step_ = std::make_unique<OptimizationStep>(model, StepOptions{o_.adam, o_.clip_norm, sums, o_.bucket_mb, o_.shard_optimizer}, out_);
   task.join(o_.comm);
   if (resumed_info_ && !o_.init_from.empty()) {

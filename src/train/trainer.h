@@ -74,6 +74,11 @@ class TrainingTask {
   // model from the file; a task whose model differs from the file's in a part (a new
   // classifier) initialises that part from `rng` instead. Returns what it did, for the log.
   virtual std::string init_from(const io::SafeTensors& file, const std::string& origin, Rng& rng);
+  // A model the task computes with but does not train (the base under LoRA adapters, whose
+  // adapter is model()): moved to the device with model(), given the run's precision, frozen.
+  virtual nn::Module* frozen_model() { return nullptr; }
+  // After rank 0 wrote the checkpoint `path` (a LoRA run writes its adapter beside it).
+  virtual void saved(const std::string& path) { (void)path; }
   // Prepares epoch `epoch` (from 1) and returns its number of batches. The batch
   // order must depend only on (seed, epoch) so that a resumed run sees the same data.
   virtual int64_t begin_epoch(int64_t epoch, uint64_t seed) = 0;
