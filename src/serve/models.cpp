@@ -29,7 +29,8 @@ std::vector<std::string> endpoints_of(const ServedModel& m) {
 }
 
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
-  const ModelOptions model_options{"", o.precision, o.device, o.max_cache_mb << 20};
+  ModelOptions model_options{"", o.precision, o.device};
+  model_options.max_cache_bytes = o.max_cache_mb << 20;
   if (m.family == "translation") {
     TranslatorOptions t;
     t.precision = o.precision, t.device = o.device, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;
