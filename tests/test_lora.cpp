@@ -185,9 +185,9 @@ TEST(Lora, AdapterFilesAndRefusals) {
   EXPECT_EQ(config["r"], 2);
   EXPECT_EQ(config["lora_alpha"], 16.0);
   EXPECT_EQ(config["target_modules"], nlohmann::json({"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}));
-  const auto adapter = models::read_lora_adapter(tmp.path("adapter"));
-  const models::LoraSettings& read = adapter.first;
-  const io::NamedTensors& tensors = adapter.second;  // (not a structured binding: clang 14's lambdas cannot capture one)
+  const auto written = models::read_lora_adapter(tmp.path("adapter"));
+  const models::LoraSettings& read = written.first;
+  const io::NamedTensors& tensors = written.second;  // (not a structured binding: clang 14's lambdas cannot capture one)
   EXPECT_EQ(read.targets, s.targets);
   const auto again_owned = llama_tiny();
   models::GPT& again = *again_owned;
