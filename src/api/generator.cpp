@@ -326,8 +326,6 @@ bool Generator::has_chat_template() const { return impl_->checkpoint.tokenizer &
 int64_t Generator::max_tokens() const { return impl_->model.config().max_len; }
 
 TextAttention Generator::attention(const std::string& text) const {
-  const char* problem = data::text_problem(text);
-  TFM_CHECK(!problem, "the text: " << problem);
   std::vector<int> ids = impl_->text_ids(text);
   if (static_cast<int64_t>(ids.size()) > max_tokens()) ids.erase(ids.begin(), ids.end() - max_tokens());
   nn::AttentionMaps maps;
