@@ -1,5 +1,9 @@
 #include "ops/attention.h"
 
+#include <cstdlib>
+#include <memory>
+#include <string>
+
 #include "autograd/autograd.h"
 #include "ops/dispatch.h"
 #include "tensor/error.h"
@@ -61,19 +65,60 @@ void check_call(const AttentionCall& c) {
             "attention: dropout over sequences longer than " << kAttentionDropoutLength << " (" << tq << " queries, " << tk << " keys)");
 }
 
+// The output [batch, tq, heads * d_k], or packed [1, rows, heads * d_k].
+Tensor output_like(const Tensor& q, const Shape& weights, const AttentionMask& mask) {
+  return Tensor::empty(mask.packed_queries ? Shape{1, q.size(1), q.size(2)} : Shape{weights[0], weights[2], q.size(2)}, DType::f32, q.device());
+}
+
+// Whether attention on `device` goes by flash_attention when nobody asks for the
+// probabilities: the device's choice, unless TFM_FLASH_ATTENTION=0 turns it off (to time
+// or check the two paths against each other on a GPU).
+bool flash_by_default(Device device) {
+  static const bool allowed = [] {
+    const char* setting = std::getenv("TFM_FLASH_ATTENTION");
+    return !setting || std::string(setting) != "0";
+  }();
+  return allowed && kernels(device).flash_attention_by_default;
+}
+
 }  // namespace
+
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionHeads heads, const AttentionMask& mask, float dropout_p,
+                       DropoutKey dropout_key) {
+  auto fn = kernel("flash_attention", &Kernels::flash_attention, {q, k, v, mask.key_padding});
+  const AttentionCall call{q, k, v, heads.query, heads.kv, &mask, dropout_p, dropout_key, Tensor()};
+  check_call(call);
+  const Shape shape = weights_shape(q, k, heads.query, mask);  // [B, heads, tq, tk]
+  Tensor lse = Tensor::empty({shape[0], shape[1], shape[2]}, DType::f32, q.device());
+  Tensor out = output_like(q, shape, mask);
+  fn(call, out, lse);
+
+  // The backward scores the rows again: it keeps the whole mask, and the output (dO . O).
+  auto kept_mask = std::make_shared<const AttentionMask>(mask);
+  AttentionCall kept{q.detach(), k.detach(), v.detach(), heads.query, heads.kv, nullptr, dropout_p, dropout_key, Tensor()};
+  return autograd::record(out, "flash_attention", {q, k, v}, [kept, kept_mask, lse, o = out.detach()](const Tensor& g) {
+    AttentionCall c = kept;
+    c.mask = kept_mask.get();
+    Tensor dq = Tensor::empty(c.q.shape(), DType::f32, c.q.device()), dk = Tensor::empty(c.k.shape(), DType::f32, c.q.device()),
+           dv = Tensor::empty(c.v.shape(), DType::f32, c.q.device());
+    check_operand(g, "gradient", c.mask->packed_queries.get());
+    kernel("flash_attention", &Kernels::flash_attention_backward, {g, c.q})(c, o, lse, g, dq, dk, dv);
+    return std::vector<Tensor>{dq, dk, dv};
+  });
+}
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionHeads heads, const AttentionMask& mask, float dropout_p,
                  DropoutKey dropout_key, Tensor* weights, const Tensor& key_rows) {
+  if (!weights && !key_rows.defined() && flash_by_default(device_of("attention", {q, k, v, mask.key_padding})))
+    return flash_attention(q, k, v, heads, mask, dropout_p, dropout_key);
   auto fn = kernel("attention", &Kernels::attention, {q, k, v, mask.key_padding, key_rows});
   const AttentionCall call{q, k, v, heads.query, heads.kv, &mask, dropout_p, dropout_key, key_rows.defined() ? dense(key_rows) : key_rows};
   check_call(call);
   const PackedSequences* packed_q = mask.packed_queries.get();
   const Shape shape = weights_shape(q, k, heads.query, mask);  // [B, heads, tq, tk]
-  const int64_t B = shape[0], tq = shape[2], D = q.size(2);
   // A packed sequence's rows past its length are never written: they stay 0.
   Tensor probs = packed_q ? Tensor::zeros(shape, q.device()) : Tensor::empty(shape, DType::f32, q.device());
-  Tensor out = Tensor::empty(packed_q ? Shape{1, q.size(1), D} : Shape{B, tq, D}, DType::f32, q.device());
+  Tensor out = output_like(q, shape, mask);
   fn(call, out, probs);
   if (weights) *weights = probs.detach();
 

@@ -35,4 +35,12 @@ struct AttentionHeads {
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionHeads heads, const AttentionMask& mask,
                  float dropout_p = 0.0f, DropoutKey dropout_key = {}, Tensor* weights = nullptr, const Tensor& key_rows = Tensor());
 
+// The same attention (without weights and key_rows) by FlashAttention-2's rule: the
+// probabilities are never stored, only each query row's log-sum-exp, from which the
+// backward recomputes them; memory linear in the sequence rather than quadratic.
+// attention() itself goes this way where the device prefers it (the GPU) and nobody asks
+// for the probabilities; TFM_FLASH_ATTENTION=0 in the environment turns that off.
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, AttentionHeads heads, const AttentionMask& mask,
+                       float dropout_p = 0.0f, DropoutKey dropout_key = {});
+
 }  // namespace tfm::ops

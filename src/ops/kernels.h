@@ -122,7 +122,7 @@ struct Claim {
 inline std::vector<Claim> complete_claims(bool int8_products) {
   std::vector<Claim> out;
   for (const char* op : {"add", "mul", "scale", "relu", "gelu", "gelu_tanh", "silu", "tanh", "dropout", "relu_dropout", "softmax",
-                         "log_softmax", "layer_norm", "rms_norm", "rotary", "attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy",
+                         "log_softmax", "layer_norm", "rms_norm", "rotary", "attention", "flash_attention", "cross_entropy", "label_smoothing_kl", "linear_cross_entropy",
                          "matmul", "linear", "linear_relu", "embedding", "gather_rows", "patchify", "sum", "mean", "sum_of_squares",
                          "clip_grad_norm", "adam_update", "top_log_probs", "uniform_", "normal_", "sample", "sinusoids"})
     out.push_back({op, DType::f32});
@@ -142,6 +142,10 @@ struct Kernels {
   Device device;
   std::vector<Claim> claims;
   std::string (*describe)();  // what runs the kernels, for `tfm --version`
+  // Whether ops::attention runs flash_attention where no caller asks for the
+  // probabilities: on the GPU, writing [batch, heads, tq, tk] and reading it back is most
+  // of attention's time; the CPU's kernels keep each row's block in cache anyway.
+  bool flash_attention_by_default = false;
 
   // Element-wise (ops/elementwise.h).
   void (*binary)(Binary op, const Tensor& a, const Tensor& b, float s, Tensor& out);
@@ -181,6 +185,15 @@ struct Kernels {
   // Fused attention; probs [batch, heads, tq, tk] is the softmax before dropout.
   void (*attention)(const AttentionCall& call, Tensor& out, Tensor& probs);
   void (*attention_backward)(const AttentionCall& call, const Tensor& probs, const Tensor& g, Tensor& dq, Tensor& dk, Tensor& dv);
+  // The same attention without its probabilities (FlashAttention-2's contract): lse
+  // [batch, heads, tq] gets each query row's log-sum-exp of its scaled, masked scores
+  // (-inf for a row that sees no key, and for rows past a packed sequence's end), from
+  // which the backward recomputes P = exp(S - lse) tile by tile; dO . O gives its
+  // rowsum(dP P) (through dropout too). call.key_rows is undefined; the backward's mask
+  // is the forward's whole (padding and causality, not only the packing).
+  void (*flash_attention)(const AttentionCall& call, Tensor& out, Tensor& lse);
+  void (*flash_attention_backward)(const AttentionCall& call, const Tensor& out, const Tensor& lse, const Tensor& g, Tensor& dq,
+                                   Tensor& dk, Tensor& dv);
 
   // The label-smoothed losses (ops/loss.h): total (f32, one element) = the sum over
   // rows of logits [rows, vocab] (targets i32 [rows]) of each row's loss, in double in
@@ -246,7 +259,8 @@ struct Kernels {
 // TFM_KERNEL_ENTRIES(X) is X(binary) X(unary) ... X(from_pixels).
 #define TFM_KERNEL_ENTRIES(X)                                                                                          \
   X(binary) X(unary) X(dropout) X(sum_to) X(scale_in_place) X(softmax) X(softmax_backward) X(top_log_probs)         \
-  X(layer_norm) X(layer_norm_backward) X(rms_norm) X(rms_norm_backward) X(rotary) X(attention) X(attention_backward) X(smoothed_loss) X(matmul) X(linear)      \
+  X(layer_norm) X(layer_norm_backward) X(rms_norm) X(rms_norm_backward) X(rotary) X(attention) X(attention_backward) \
+  X(flash_attention) X(flash_attention_backward) X(smoothed_loss) X(matmul) X(linear)                                \
   X(linear_backward) X(embedding) X(embedding_backward) X(arange) X(gather_rows) X(gather_rows_backward) X(patchify) \
   X(equal) X(sum) X(clip_to_norm) X(adam) X(random_fill) X(sample) X(sinusoids) X(convert) X(from_pixels)
 // A device's kernel `entry`, declared with the table's signature (in the device's namespace).

@@ -333,25 +333,45 @@ std::vector<OpCase> cases() {
                  [layout](const auto& x, DType) { return ops::rotary(ops::slice(x[0], 2, 0, 8), x[1], rotary_freq(x[0].device()), layout); },
                  [layout](const auto& v) { return rotated(columns(v[0], 12, 0, 8), {4, 0, 9, 4, 0, 9}, 2, 3, 8, layout); }});
   }
-  // attention: key padding; the causal mask with more keys than queries; q, k and v
-  // slices of one projection [2, 3, 12]; dropout of the probabilities; decoding's key
-  // rows (one query a row, keys in any rows of k and v, no gradient)
+  // attention and flash_attention alike: key padding; the causal mask with more keys than
+  // queries; q, k and v slices of one projection [2, 3, 12]; dropout of the probabilities;
+  // grouped-query attention (4 query heads over 2 K/V heads; causal, with more keys than
+  // queries) and multi-query (one K/V head, padded keys)
   const std::vector<uint8_t> padding{0, 0, 0, 1, 0, 0, 1, 1};
-  c.push_back({"attention", {f32({2, 3, 4}, 14), f32({2, 4, 4}, 15), f32({2, 4, 4}, 16)},
-               [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask(padding, false, x[0].device())); },
-               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, {padding}); }});
-  c.push_back({"attention", {f32({2, 3, 4}, 17), f32({2, 5, 4}, 18), f32({2, 5, 4}, 19)},
-               [](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask({}, true, x[0].device())); },
-               [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 5, 2, 2, {{}, true}); }});
-  c.push_back({"attention", {f32({2, 3, 12}, 45)},
-               [](const auto& x, DType) {
-                 auto part = [&](int64_t i) { return ops::slice(x[0], 2, 4 * i, 4 * i + 4); };
-                 return ops::attention(part(0), part(1), part(2), 2, padding_mask({}, true, x[0].device()));
-               },
-               [](const auto& v) { return attention(columns(v[0], 12, 0, 4), columns(v[0], 12, 4, 4), columns(v[0], 12, 8, 4), 2, 3, 3, 2, 2, {{}, true}); }});
-  c.push_back({"attention", {f32({2, 3, 4}, 46), f32({2, 4, 4}, 47), f32({2, 4, 4}, 48)},
-               [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], 2, padding_mask(padding, false, x[0].device()), kP, kKey); },
-               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, {padding, false, true}); }});
+  using Attend = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, ops::AttentionHeads, const ops::AttentionMask&, float, DropoutKey)>;
+  const std::pair<const char*, Attend> attentions[] = {
+      {"attention", [](const auto& q, const auto& k, const auto& v, auto heads, const auto& mask, float p, DropoutKey key) {
+         Tensor weights;  // (asked for: the kernels that write them, not flash_attention, run on every device)
+         return ops::attention(q, k, v, heads, mask, p, key, &weights);
+       }},
+      {"flash_attention", [](const auto&... a) { return ops::flash_attention(a...); }}};
+  for (const auto& entry : attentions) {  // (no structured binding: clang 14 lets no lambda capture one)
+    const char* op = entry.first;
+    const Attend& attend = entry.second;
+    c.push_back({op, {f32({2, 3, 4}, 14), f32({2, 4, 4}, 15), f32({2, 4, 4}, 16)},
+                 [padding, attend](const auto& x, DType) { return attend(x[0], x[1], x[2], 2, padding_mask(padding, false, x[0].device()), 0.0f, {}); },
+                 [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, {padding}); }});
+    c.push_back({op, {f32({2, 3, 4}, 17), f32({2, 5, 4}, 18), f32({2, 5, 4}, 19)},
+                 [attend](const auto& x, DType) { return attend(x[0], x[1], x[2], 2, padding_mask({}, true, x[0].device()), 0.0f, {}); },
+                 [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 5, 2, 2, {{}, true}); }});
+    c.push_back({op, {f32({2, 3, 12}, 45)},
+                 [attend](const auto& x, DType) {
+                   auto part = [&](int64_t i) { return ops::slice(x[0], 2, 4 * i, 4 * i + 4); };
+                   return attend(part(0), part(1), part(2), 2, padding_mask({}, true, x[0].device()), 0.0f, {});
+                 },
+                 [](const auto& v) { return attention(columns(v[0], 12, 0, 4), columns(v[0], 12, 4, 4), columns(v[0], 12, 8, 4), 2, 3, 3, 2, 2, {{}, true}); }});
+    c.push_back({op, {f32({2, 3, 4}, 46), f32({2, 4, 4}, 47), f32({2, 4, 4}, 48)},
+                 [padding, attend](const auto& x, DType) { return attend(x[0], x[1], x[2], 2, padding_mask(padding, false, x[0].device()), kP, kKey); },
+                 [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 2, 2, {padding, false, true}); }});
+    c.push_back({op, {f32({2, 3, 8}, 56), f32({2, 4, 4}, 57), f32({2, 4, 4}, 58)},
+                 [attend](const auto& x, DType) { return attend(x[0], x[1], x[2], {4, 2}, padding_mask({}, true, x[0].device()), 0.0f, {}); },
+                 [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 4, 2, {{}, true, false, {}, 2}); }});
+    c.push_back({op, {f32({2, 3, 8}, 59), f32({2, 4, 2}, 60), f32({2, 4, 2}, 61)},
+                 [padding, attend](const auto& x, DType) { return attend(x[0], x[1], x[2], {4, 1}, padding_mask(padding, false, x[0].device()), 0.0f, {}); },
+                 [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 4, 2, {padding, false, false, {}, 1}); }});
+  }
+  // decoding's key rows (attention only: one query a row, keys in any rows of k and v, no
+  // gradient), with as many K/V heads as query heads and with two for four
   const std::vector<int> key_rows{2, 0, 1, 1, 2, 0};  // query row 0's keys 0, 1, 2 in rows 2, 0, 1 of the cache; row 1's in 1, 2, 0
   c.push_back({"attention", {f32({2, 1, 4}, 49), f32({3, 3, 4}, 50), f32({3, 3, 4}, 51)},
                [key_rows](const auto& x, DType) {
@@ -360,14 +380,6 @@ std::vector<OpCase> cases() {
                  return ops::attention(x[0], x[1], x[2], 2, padding_mask({}, false, x[0].device()), 0.0f, {}, nullptr, rows);
                },
                [key_rows](const auto& v) { return attention(v[0], v[1], v[2], 2, 1, 3, 2, 2, {{}, false, false, key_rows}); }, false});
-  // grouped-query attention (4 query heads over 2 K/V heads; causal, with more keys than
-  // queries), multi-query (one K/V head, padded keys), and a decoding step's key rows
-  c.push_back({"attention", {f32({2, 3, 8}, 56), f32({2, 4, 4}, 57), f32({2, 4, 4}, 58)},
-               [](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], {4, 2}, padding_mask({}, true, x[0].device())); },
-               [](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 4, 2, {{}, true, false, {}, 2}); }});
-  c.push_back({"attention", {f32({2, 3, 8}, 59), f32({2, 4, 2}, 60), f32({2, 4, 2}, 61)},
-               [padding](const auto& x, DType) { return ops::attention(x[0], x[1], x[2], {4, 1}, padding_mask(padding, false, x[0].device())); },
-               [padding](const auto& v) { return attention(v[0], v[1], v[2], 2, 3, 4, 4, 2, {padding, false, false, {}, 1}); }});
   c.push_back({"attention", {f32({2, 1, 8}, 62), f32({3, 3, 4}, 63), f32({3, 3, 4}, 64)},
                [key_rows](const auto& x, DType) {
                  autograd::NoGradGuard no_grad;

@@ -48,6 +48,43 @@ Geometry geometry(const AttentionCall& c, const Operand& oq, const Operand& ok) 
   return {B, oq.time, ok.time, D, c.heads, dk, c.heads / c.kv_heads, dk * c.kv_heads, 1.0f / std::sqrt(static_cast<float>(dk))};
 }
 
+// What FlashAttention's reference (below) needs of a call to score and mask one query
+// row the same way in both directions.
+struct FlashRows {
+  Geometry geo;
+  Operand q, k, v;
+  const bool* padding;  // [B, tk], or null
+  bool causal;
+  float dropout_p;
+  DropoutKey dropout;
+
+  int64_t visible(int64_t b, int64_t i) const {
+    const int64_t keys = k.length(b);
+    return causal ? std::max<int64_t>(0, std::min(keys, i + keys - q.length(b) + 1)) : keys;
+  }
+  // s[j] for j < k.length(b): query (b, h, i)'s scaled score of key j, -inf where masked.
+  void scores(int64_t b, int64_t h, int64_t i, float* s) const {
+    const float* qi = q.row(b, i) + h * geo.dk;
+    for (int64_t j = 0; j < k.length(b); ++j) {
+      const bool seen = j < visible(b, i) && !(padding && padding[b * geo.tk + j]);
+      s[j] = seen ? geo.scale * vec::dot(qi, k.row(b, j) + geo.kv_column(h), geo.dk) : -std::numeric_limits<float>::infinity();
+    }
+  }
+  // What dropout multiplies probability (b, h, i, j) by: 0, or 1 / (1 - p) (dropout_row's rule).
+  float keep(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    if (dropout_p == 0.0f) return 1.0f;
+    const uint64_t first = dropout_index(dropout.first_row + b, attention_dropout_place(h, i, 0));
+    return hash_uniform(dropout.key, first + static_cast<uint64_t>(j)) < dropout_p ? 0.0f : 1.0f / (1.0f - dropout_p);
+  }
+};
+
+FlashRows flash_rows(const AttentionCall& c) {
+  const AttentionMask& mask = *c.mask;
+  const Operand q = operand(c.q, mask.packed_queries.get()), k = operand(c.k, mask.packed_keys.get());
+  return {geometry(c, q, k), q, k, operand(c.v, mask.packed_keys.get()),
+          mask.key_padding.defined() ? mask.key_padding.data_as<bool>() : nullptr, mask.causal, c.dropout_p, c.dropout_key};
+}
+
 }  // namespace
 
 void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
@@ -188,6 +225,79 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
           gemm(true, false, tk_b, dk, tq_b, 1.0f, dp.data(), tk, oq.row(b, 0) + h * dk, oq.row_stride, beta, odk.row(b, 0) + kv, kv_width);
         }
   }
+}
+
+// FlashAttention-2's contract (ops/kernels.h) in plain loops: the reference that the
+// GPU's kernels are checked against, and what the simulated device runs. Never a fast
+// path here: the CPU's kernels above keep a row's scores in cache, so ops::attention
+// does not pick these on the CPU (Kernels::flash_attention_by_default).
+void flash_attention(const AttentionCall& c, Tensor& out, Tensor& lse) {
+  const FlashRows r = flash_rows(c);
+  Operand o = operand(out, c.mask->packed_queries.get());
+  const Geometry& geo = r.geo;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < geo.B; ++b)
+    for (int64_t h = 0; h < geo.heads; ++h) {
+      std::vector<float> s(static_cast<size_t>(geo.tk));
+      for (int64_t i = 0; i < geo.tq; ++i) {
+        float& l = lse.data()[(b * geo.heads + h) * geo.tq + i];
+        l = neg_inf;
+        if (i >= r.q.length(b)) continue;  // past a packed sequence's end: no row of out
+        float* oi = o.row(b, i) + h * geo.dk;
+        std::fill(oi, oi + geo.dk, 0.0f);
+        r.scores(b, h, i, s.data());
+        const int64_t keys = r.k.length(b);
+        const float m = *std::max_element(s.begin(), s.begin() + keys);
+        if (m == neg_inf) continue;  // no key seen: attend nowhere (out 0), as attention does
+        float sum = 0.0f;
+        for (int64_t j = 0; j < keys; ++j) sum += std::exp(s[j] - m);
+        l = m + std::log(sum);
+        for (int64_t j = 0; j < keys; ++j) {
+          const float p = std::exp(s[j] - l) * r.keep(b, h, i, j);
+          const float* vj = r.v.row(b, j) + geo.kv_column(h);
+          if (p != 0.0f)
+            for (int64_t d = 0; d < geo.dk; ++d) oi[d] += p * vj[d];
+        }
+      }
+    }
+}
+
+// P recomputed from lse; dO . O_i = rowsum(dP_dropped P) (O = P_dropped V); dS = P (dP -
+// that) scale; dQ = dS K, dK = dS^T Q, dV = P_dropped^T dO. A thread takes a batch row's
+// K/V head and its query heads in order: no two threads write one row.
+void flash_attention_backward(const AttentionCall& c, const Tensor& out, const Tensor& lse, const Tensor& g, Tensor& dq, Tensor& dk,
+                              Tensor& dv) {
+  const FlashRows r = flash_rows(c);
+  const PackedSequences* packed_q = c.mask->packed_queries.get();
+  const Operand o = operand(out, packed_q), og = operand(g, packed_q);
+  Operand odq = operand(dq, packed_q), odk = operand(dk, c.mask->packed_keys.get()), odv = operand(dv, c.mask->packed_keys.get());
+  const Geometry& geo = r.geo;
+  std::fill(dk.data(), dk.data() + dk.numel(), 0.0f);
+  std::fill(dv.data(), dv.data() + dv.numel(), 0.0f);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < geo.B; ++b)
+    for (int64_t kvh = 0; kvh < geo.heads / geo.group; ++kvh) {
+      std::vector<float> s(static_cast<size_t>(geo.tk));
+      for (int64_t h = kvh * geo.group; h < (kvh + 1) * geo.group; ++h)
+        for (int64_t i = 0; i < r.q.length(b); ++i) {
+          const float l = lse.data()[(b * geo.heads + h) * geo.tq + i];
+          const float *gi = og.row(b, i) + h * geo.dk, *qi = r.q.row(b, i) + h * geo.dk;
+          float* dqi = odq.row(b, i) + h * geo.dk;
+          std::fill(dqi, dqi + geo.dk, 0.0f);
+          if (l == -std::numeric_limits<float>::infinity()) continue;  // a row that saw no key
+          r.scores(b, h, i, s.data());
+          const float row_dot = vec::dot(gi, o.row(b, i) + h * geo.dk, geo.dk);
+          for (int64_t j = 0; j < r.k.length(b); ++j) {
+            const float p = std::exp(s[j] - l), keep = r.keep(b, h, i, j);
+            if (p == 0.0f) continue;
+            const float *kj = r.k.row(b, j) + kvh * geo.dk, *vj = r.v.row(b, j) + kvh * geo.dk;
+            const float ds = p * (vec::dot(gi, vj, geo.dk) * keep - row_dot) * geo.scale;
+            float *dkj = odk.row(b, j) + kvh * geo.dk, *dvj = odv.row(b, j) + kvh * geo.dk;
+            for (int64_t d = 0; d < geo.dk; ++d) dqi[d] += ds * kj[d], dkj[d] += ds * qi[d], dvj[d] += p * keep * gi[d];
+          }
+        }
+    }
 }
 
 }  // namespace tfm::ops::cpu

@@ -4,10 +4,11 @@
 // key of a tile: every row of K and V is read from memory once a block rather than once
 // a query, and a dot product is one lane's sum rather than a warp's butterfly (window 4
 // of scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
-// the base model). The probabilities [batch, heads, tq, tk] are still written whole, for
-// the backward and for callers that show them; a fused FlashAttention kernel that keeps
-// them on chip comes later. Every sum runs in a fixed order (no atomics), so two runs
-// are bitwise equal; the weighted sums add their terms in the CPU's order.
+// the base model). The first kernels write the probabilities [batch, heads, tq, tk]
+// whole, for callers that show them (and for decoding's indexed keys); the flash kernels
+// further down keep them on chip, which is what ops::attention runs here otherwise. Every
+// sum runs in a fixed order (no atomics), so two runs are bitwise equal; the weighted sums
+// of the first kernels add their terms in the CPU's order.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -121,12 +122,13 @@ __device__ float dot(const float* a, const float* b, int64_t dk) {
   return acc;
 }
 
-// out[c] (= 0 first, at the first tile) += sum over j < n, in order, of weight_j tile[j][c],
-// where lane j holds weight_j: the lanes over c, the weights passed round the warp.
-__device__ void add_weighted_rows(float* out, bool first, float weight, const float* tile, int64_t n, int64_t dk, int lane) {
+// out[c] = out[c] * kept (out unread where kept is 0: the first tile) + the sum over j < n,
+// in order, of weight_j tile[j][c], where lane j holds weight_j: the lanes over c, the
+// weights passed round the warp.
+__device__ void add_weighted_rows(float* out, float kept, float weight, const float* tile, int64_t n, int64_t dk, int lane) {
   for (int64_t c0 = 0; c0 < dk; c0 += kWarp) {  // (every lane takes each turn: the shuffles need the whole warp)
     const int64_t c = c0 + lane;
-    float acc = c < dk && !first ? out[c] : 0.0f;
+    float acc = c < dk && kept != 0.0f ? out[c] * kept : 0.0f;
     for (int64_t j = 0; j < n; ++j) {
       const float w = __shfl_sync(kAllLanes, weight, static_cast<int>(j));
       if (c < dk) acc += w * tile[j * (dk + 1) + c];
@@ -216,7 +218,7 @@ __global__ void attention_kernel(Forward f) {
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
         const float* w = (f.dropped_probs ? f.dropped_probs : f.probs) + row(i);
         const int64_t used = std::max(int64_t{0}, std::min(n, visible_keys(keys, nq, f.causal, i) - t0));
-        add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0, lane < used ? w[t0 + lane] : 0.0f, tile, used, dk, lane);
+        add_weighted_rows(f.out.row(b, i) + h * dk, t0 == 0 ? 0.0f : 1.0f, lane < used ? w[t0 + lane] : 0.0f, tile, used, dk, lane);
       }
     }
   }
@@ -282,7 +284,7 @@ __global__ void score_query_gradient_kernel(Backward w) {
       load_tile(tile, n, dk, [&](int64_t r) { return w.k.row(b, t0 + r) + kv_column(w.s, h); });
       __syncthreads();
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps)
-        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
+        add_weighted_rows(w.dq.row(b, i) + h * dk, t0 == 0 ? 0.0f : 1.0f, lane < n ? w.ds[row(i) + t0 + lane] : 0.0f, tile, n, dk, lane);
     }
   }
 }
@@ -331,6 +333,168 @@ __global__ void key_value_gradient_kernel(Backward w) {
   }
 }
 
+// --- FlashAttention-2 (ops/kernels.h's flash_attention): the probabilities never leave
+// the block. Written on 2026-11-27 without a GPU and not yet run on one: the ops stage's
+// flash_attention rows (and every attention row, which takes this path on the GPU) check
+// it against the CPU's reference. Single precision on the CUDA cores, as the kernels
+// above; the same tiles, a block's 32 query rows (or key rows) walking the keys (or
+// queries) 32 at a time, each sum in a fixed order.
+
+struct Flash {
+  Geometry s;
+  Side q, k, v, out, g, dq, dk, dv;  // (g and the gradients: the backward's)
+  float* lse;                        // [B, heads, tq]
+  float* row_dot;                    // [B, heads, tq]: dO . O (the backward's)
+  const bool* padding;               // [B, tk], or null
+  bool causal;
+  __device__ int64_t stat(int64_t b, int64_t h, int64_t i) const { return (b * s.heads + h) * s.tq + i; }
+  // Whether query i of (b) sees key j (of its sequence): before its horizon, not padding.
+  __device__ bool sees(int64_t b, int64_t i, int64_t j) const {
+    return j < visible_keys(k.size(b), q.size(b), causal, i) && !(padding && padding[b * s.tk + j]);
+  }
+  // What dropout multiplies probability (b, h, i, j) by: 0 or 1 / (1 - p).
+  __device__ float keep(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return s.dropout_p == 0.0f ? 1.0f : dropped(s, b, h, i, j) ? 0.0f : 1.0f / (1.0f - s.dropout_p);
+  }
+};
+
+// Query rows [i0, i0 + kTile) of (b, h): for each tile of keys and values (both in shared
+// memory), each row's scores (lane j its key), the running maximum m and sum l of
+// exp(score - m), the row's output so far rescaled by exp(m_old - m_new) and the tile's
+// exp(score - m_new) V added; then out = acc / l and lse = m + log l.
+__global__ void flash_forward_kernel(Flash f) {
+  extern __shared__ float smem[];
+  const int64_t dk = f.s.dk, ld = dk + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *keys = smem, *values = keys + kTile * ld, *acc = values + kTile * ld, *m = acc + kTile * dk, *l = m + kTile;
+  float* query = l + kTile + warp * dk;
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq); block += gridDim.x) {
+    const Share sh = share_of(block, f.s.heads, f.s.tq);
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), nk = f.k.size(b);
+    const int64_t end = std::min(sh.first + kTile, f.s.tq), q_end = std::min(end, nq);
+    for (int64_t i = std::max(sh.first, nq) + threadIdx.x; i < end; i += blockDim.x) f.lse[f.stat(b, h, i)] = -INFINITY;  // no row
+    __syncthreads();  // (the last share's readers of m and l are done)
+    for (int64_t r = threadIdx.x; r < kTile; r += blockDim.x) m[r] = -INFINITY, l[r] = 0.0f;
+    const int64_t horizon = q_end > sh.first ? visible_keys(nk, nq, f.causal, q_end - 1) : 0;
+    for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
+      __syncthreads();
+      load_tile(keys, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
+      load_tile(values, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        const int64_t r = i - sh.first, j = t0 + lane;
+        for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
+        __syncwarp();
+        const float score = lane < n && f.sees(b, i, j) ? f.s.scale * dot(query, keys + lane * ld, dk) : -INFINITY;
+        const float m_old = m[r], l_old = l[r], m_new = fmaxf(m_old, warp_max(score));
+        const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
+        const float kept = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);  // (0: nothing seen before)
+        const float sum = warp_sum(p);
+        __syncwarp();  // every lane has read m and l
+        if (lane == 0) m[r] = m_new, l[r] = l_old * kept + sum;
+        add_weighted_rows(acc + r * dk, kept, lane < n ? p * f.keep(b, h, i, j) : 0.0f, values, n, dk, lane);
+        __syncwarp();  // before the next row's query overwrites this one
+      }
+    }
+    __syncthreads();
+    for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+      const int64_t r = i - sh.first;
+      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key: out 0
+      for (int64_t c = lane; c < dk; c += kWarp) f.out.row(b, i)[h * dk + c] = l[r] > 0.0f ? acc[r * dk + c] * inv : 0.0f;
+      if (lane == 0) f.lse[f.stat(b, h, i)] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
+    }
+  }
+}
+
+// row_dot[b, h, i] = dO . O over the head's dk values: a warp a row, a fixed butterfly.
+__global__ void flash_row_dot_kernel(Flash f) {
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  for (int64_t row = blockIdx.x * int64_t{kWarps} + warp; row < f.s.B * f.s.heads * f.s.tq; row += int64_t{gridDim.x} * kWarps) {
+    const int64_t b = row / (f.s.heads * f.s.tq), h = row / f.s.tq % f.s.heads, i = row % f.s.tq;
+    if (i >= f.q.size(b)) continue;  // (the same for the whole warp)
+    float partial = 0.0f;
+    for (int64_t c = lane; c < f.s.dk; c += kWarp) partial += f.g.row(b, i)[h * f.s.dk + c] * f.out.row(b, i)[h * f.s.dk + c];
+    const float total = warp_sum(partial);
+    if (lane == 0) f.row_dot[row] = total;
+  }
+}
+
+// dS of query i (lane: key j = t0 + lane, of tiles `keys` and `values`) with its query and
+// output-gradient rows: P (dP - dO . O) scale, P = exp(S - lse) recomputed and dP = dO V^T
+// through the dropout mask; 0 for a key it does not see. *weight gets P after dropout.
+__device__ float score_gradient(const Flash& f, int64_t b, int64_t h, int64_t i, int64_t j, bool in_tile, const float* query,
+                                const float* key, const float* grad, const float* value, float* weight) {
+  const float lse = f.lse[f.stat(b, h, i)];
+  *weight = 0.0f;
+  if (!in_tile || lse == -INFINITY || !f.sees(b, i, j)) return 0.0f;
+  const float p = expf(f.s.scale * dot(query, key, f.s.dk) - lse), keep = f.keep(b, h, i, j);
+  *weight = p * keep;
+  return p * (dot(grad, value, f.s.dk) * keep - f.row_dot[f.stat(b, h, i)]) * f.s.scale;
+}
+
+// Query rows [i0, i0 + kTile) of (b, h): dQ = dS K, tile by tile of keys and values.
+__global__ void flash_query_gradient_kernel(Flash f) {
+  extern __shared__ float smem[];
+  const int64_t dk = f.s.dk, ld = dk + 1;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *keys = smem, *values = keys + kTile * ld, *query = values + kTile * ld + warp * 2 * dk, *grad = query + dk;
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq); block += gridDim.x) {
+    const Share sh = share_of(block, f.s.heads, f.s.tq);
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), q_end = std::min(sh.first + kTile, nq);
+    const int64_t horizon = q_end > sh.first ? visible_keys(f.k.size(b), nq, f.causal, q_end - 1) : 0;
+    for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
+      __syncthreads();
+      load_tile(keys, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
+      load_tile(values, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
+      __syncthreads();
+      for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
+        for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c], grad[c] = f.g.row(b, i)[h * dk + c];
+        __syncwarp();
+        float unused;
+        const float ds = score_gradient(f, b, h, i, t0 + lane, lane < n, query, keys + lane * ld, grad, values + lane * ld, &unused);
+        add_weighted_rows(f.dq.row(b, i) + h * dk, t0 == 0 ? 0.0f : 1.0f, ds, keys, n, dk, lane);
+        __syncwarp();
+      }
+    }
+  }
+}
+
+// Key rows [j0, j0 + kTile) of (b, K/V head kvh): dK = dS^T Q and dV = P_dropped^T dO over
+// the query heads that share kvh and their queries (in that order), tile by tile of
+// queries and output gradients; lane r of a tile its query.
+__global__ void flash_key_value_gradient_kernel(Flash f) {
+  extern __shared__ float smem[];
+  const int64_t dk = f.s.dk, ld = dk + 1, kv_heads = f.s.heads / f.s.group;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  float *queries = smem, *grads = queries + kTile * ld, *key = grads + kTile * ld + warp * 2 * dk, *value = key + dk;
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, kv_heads, f.s.tk); block += gridDim.x) {
+    const Share sh = share_of(block, kv_heads, f.s.tk);
+    const int64_t b = sh.b, kvh = sh.h, nq = f.q.size(b), nk = f.k.size(b), j0 = sh.first, j_end = std::min(j0 + kTile, nk);
+    if (j0 >= nk) continue;  // (the same for the whole block)
+    const int64_t start = f.causal ? std::max(int64_t{0}, j0 + nq - nk) : 0;  // the first query that sees key j0
+    for (int64_t h = kvh * f.s.group; h < (kvh + 1) * f.s.group; ++h)
+      for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kTile) {
+        const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, nq - t0));
+        const float kept = h == kvh * f.s.group && t0 == start ? 0.0f : 1.0f;  // the first terms write, the rest add
+        __syncthreads();
+        load_tile(queries, n, dk, [&](int64_t r) { return f.q.row(b, t0 + r) + h * dk; });
+        load_tile(grads, n, dk, [&](int64_t r) { return f.g.row(b, t0 + r) + h * dk; });
+        __syncthreads();
+        for (int64_t j = j0 + warp; j < j_end; j += kWarps) {
+          for (int64_t c = lane; c < dk; c += kWarp) key[c] = f.k.row(b, j)[kvh * dk + c], value[c] = f.v.row(b, j)[kvh * dk + c];
+          __syncwarp();
+          float weight;
+          const float ds = score_gradient(f, b, h, t0 + lane, j, lane < n, queries + lane * ld, key, grads + lane * ld, value, &weight);
+          add_weighted_rows(f.dk.row(b, j) + kvh * dk, kept, ds, queries, n, dk, lane);
+          add_weighted_rows(f.dv.row(b, j) + kvh * dk, kept, weight, grads, n, dk, lane);
+          __syncwarp();
+        }
+      }
+  }
+}
+
 // Shared memory of each kernel, in bytes, for heads dk wide: the forward and the score
 // gradients one tile and a row for each warp (9 KiB for heads of 64, so that 16 blocks of
 // 128 threads fit an SM: a second tile in the forward, or the scores kept in shared
@@ -339,6 +503,10 @@ __global__ void key_value_gradient_kernel(Backward w) {
 // ran slower: 3.8 against 3.2 ms a step, window 23).
 size_t row_kernel_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(kTile * (dk + 1) + kWarps * dk); }
 size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + 2 * kTile * (kTile + 1)); }
+// The flash kernels: two tiles, and the forward's rows of output so far, maxima and sums
+// and a query a warp (25 KiB for heads of 64), or the backward's two rows a warp.
+size_t flash_forward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kTile * dk + 2 * kTile + kWarps * dk); }
+size_t flash_backward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kWarps * 2 * dk); }
 
 // Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
 // once allowed for the kernel: the default limit).
@@ -401,6 +569,44 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
   w.causal = c.mask->causal;
   launch(score_query_gradient_kernel, w, shares(w.s.B, w.s.heads, w.s.tq), row_kernel_smem(w.s.dk), "score_query_gradient_kernel");
   launch(key_value_gradient_kernel, w, shares(w.s.B, w.s.heads / w.s.group, w.s.tk), key_value_smem(w.s.dk), "key_value_gradient_kernel");
+}
+
+namespace {
+
+// The flash kernels' view of a call: the operands, the mask, and the gradients' tensors
+// where given.
+Flash flash_call(const AttentionCall& c, const Tensor& out, const Tensor& lse, const Tensor* g = nullptr, const Tensor* dq = nullptr,
+                 const Tensor* dk = nullptr, const Tensor* dv = nullptr) {
+  const PackedSequences *packed_q = c.mask->packed_queries.get(), *packed_k = c.mask->packed_keys.get();
+  const DevicePacking pq = device_packing(packed_q), pk = device_packing(packed_k);
+  Flash f{};
+  f.q = side(c.q, packed_q, pq), f.k = side(c.k, packed_k, pk), f.v = side(c.v, packed_k, pk), f.out = side(out, packed_q, pq);
+  if (g) f.g = side(*g, packed_q, pq), f.dq = side(*dq, packed_q, pq), f.dk = side(*dk, packed_k, pk), f.dv = side(*dv, packed_k, pk);
+  f.s = geometry(c, f.q, f.k);
+  expect_head_width(f.s.dk);
+  f.lse = ptr<float>(lse);
+  f.padding = c.mask->key_padding.defined() ? ptr<bool>(c.mask->key_padding) : nullptr;
+  f.causal = c.mask->causal;
+  return f;
+}
+
+}  // namespace
+
+void flash_attention(const AttentionCall& c, Tensor& out, Tensor& lse) {
+  const Flash f = flash_call(c, out, lse);
+  launch(flash_forward_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), flash_forward_smem(f.s.dk), "flash_forward_kernel");
+}
+
+void flash_attention_backward(const AttentionCall& c, const Tensor& out, const Tensor& lse, const Tensor& g, Tensor& dq, Tensor& dk,
+                              Tensor& dv) {
+  Flash f = flash_call(c, out, lse, &g, &dq, &dk, &dv);
+  const Tensor row_dot = Tensor::empty(lse.shape(), DType::f32, Device::CUDA);
+  f.row_dot = ptr<float>(row_dot);
+  const int64_t rows = f.s.B * f.s.heads * f.s.tq;
+  launch(flash_row_dot_kernel, f, (rows + kWarps - 1) / kWarps, 0, "flash_row_dot_kernel");
+  launch(flash_query_gradient_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), flash_backward_smem(f.s.dk), "flash_query_gradient_kernel");
+  launch(flash_key_value_gradient_kernel, f, shares(f.s.B, f.s.heads / f.s.group, f.s.tk), flash_backward_smem(f.s.dk),
+         "flash_key_value_gradient_kernel");
 }
 
 }  // namespace tfm::ops::cuda

@@ -1,5 +1,6 @@
 // The GPU's kernel table: every entry of ops/kernels.h; it claims what the CPU does
-// but int8 products (ops::complete_claims).
+// but int8 products (ops::complete_claims), and attention goes by flash_attention
+// wherever nobody asks for the probabilities.
 #include "ops/cuda/kernels.h"
 
 #include "tensor/cuda/runtime.h"
@@ -17,6 +18,7 @@ const Kernels& kernels() {
       .device = Device::CUDA,
       .claims = complete_claims(/*int8_products=*/false),
       .describe = describe,
+      .flash_attention_by_default = true,
       TFM_KERNEL_ENTRIES(TFM_KERNEL_ENTRY)
   };
   return table;
