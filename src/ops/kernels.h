@@ -208,7 +208,8 @@ struct Kernels {
   // y [rows, out] = x [rows, in] w [out, in]^T + bias, then max(y, 0) where `relu`, in
   // the products' precision (through their frozen copies once frozen).
   void (*linear)(const LinearProducts& products, const Tensor& x, const Tensor& w, const Tensor& bias, bool relu, Tensor& y);
-  // dx = g w and dw = g^T x + dw_beta dw, g [rows, out], in the forward's precision.
+  // dx = g w and dw = g^T x + dw_beta dw, g [rows, out], in the forward's precision; an
+  // undefined dx or dw is not computed (a frozen weight, an input that needs no gradient).
   void (*linear_backward)(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                           float dw_beta);
 

@@ -98,7 +98,9 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
   const bool grad = autograd::grad_enabled() && (x_in.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   const Device device = x_in.device();
   const Tensor x = dense(x_in).detach(), b = bias.defined() ? dense(bias).detach() : bias, ids = on_device(targets, x_in), w = weight.detach();
-  Tensor dx = grad ? Tensor::empty({rows, in}, DType::f32, device) : Tensor(), dw = grad ? Tensor::empty({vocab, in}, DType::f32, device) : Tensor();
+  // (A frozen head, as under LoRA, gets no weight gradient computed; nor an input that needs none.)
+  Tensor dx = grad && x_in.requires_grad() ? Tensor::empty({rows, in}, DType::f32, device) : Tensor(),
+         dw = grad && weight.requires_grad() ? Tensor::empty({vocab, in}, DType::f32, device) : Tensor();
   Tensor db = grad && b.defined() ? Tensor::zeros({vocab}, device) : Tensor();
 
   // Rows a chunk at a time: the logits (then their gradient) of one chunk exist at once.
@@ -117,7 +119,7 @@ Tensor linear_cross_entropy(const Tensor& x_in, const Tensor& weight, const Tens
     loss_rows(logits, slice(ids, 0, r0, r0 + m), ignore_index, q, inv_n, grad ? &logits : nullptr, chunks > 1 ? 1.0 : normalizer, total);
     if (!grad) continue;
     // The chunk's share of the linear layer's backward: dx = g w, dw += g^T x, db += the sum of g's rows.
-    Tensor dxc = slice(dx, 0, r0, r0 + m);
+    Tensor dxc = dx.defined() ? slice(dx, 0, r0, r0 + m) : dx;
     kernel(name, &Kernels::linear_backward, {logits})(products.precision(), logits, xc, w, dxc, dw, r0 == 0 ? 0.0f : 1.0f);
     if (db.defined()) strided_add(sum_to(logits, {vocab}), db);
   }

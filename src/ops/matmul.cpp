@@ -29,11 +29,15 @@ Tensor linear_op(const char* name, const Tensor& x_in, const Tensor& w, const Te
   Tensor xd = x.detach(), wd = w.detach(), yd = relu ? out.detach() : Tensor();
   const bool has_bias = bias.defined();
   const Precision precision = products.precision();
-  return autograd::record(out, name, {x_in, w, bias}, [xd, wd, yd, has_bias, precision](const Tensor& g_in) {
+  // A frozen weight (LoRA's base, a frozen embedding's tied head) or an input that needs
+  // no gradient (the first layer over frozen embeddings) gets none computed.
+  const bool need_dx = x_in.requires_grad(), need_dw = w.requires_grad();
+  return autograd::record(out, name, {x_in, w, bias}, [xd, wd, yd, has_bias, precision, need_dx, need_dw](const Tensor& g_in) {
     TFM_CHECK(precision != Precision::int8, "linear: int8 precision is for inference only; train in f32 or bf16");
     // Through the ReLU first: no gradient where it cut the output to 0.
     const Tensor g = dense(yd.defined() ? relu_backward(g_in, yd) : g_in);
-    Tensor dx = Tensor::empty(xd.shape(), DType::f32, xd.device()), dw = Tensor::empty(wd.shape(), DType::f32, xd.device());
+    Tensor dx = need_dx ? Tensor::empty(xd.shape(), DType::f32, xd.device()) : Tensor(),
+           dw = need_dw ? Tensor::empty(wd.shape(), DType::f32, xd.device()) : Tensor();
     kernel("linear", &Kernels::linear_backward, {g, xd})(precision, g, xd, wd, dx, dw, 0.0f);
     Tensor db = has_bias ? sum_to(g, {wd.size(0)}) : Tensor();
     return std::vector<Tensor>{dx, dw, db};

@@ -158,22 +158,26 @@ void linear_backward(Precision precision, const Tensor& g_t, const Tensor& x_t, 
                      float dw_beta) {
   const int64_t in = w_t.size(1), out = w_t.size(0), rows = x_t.numel() / in;
   const float *g = g_t.data(), *x = x_t.data(), *w = w_t.data();
-  float *dx = dx_t.data(), *dw = dw_t.data();
+  float *dx = dx_t.defined() ? dx_t.data() : nullptr, *dw = dw_t.defined() ? dw_t.data() : nullptr;  // (null: not wanted)
   if (precision == Precision::f32) {
-    gemm(false, false, rows, in, out, 1.0f, g, out, w, in, 0.0f, dx, in);        // dx = g w
-    gemm(true, false, out, in, rows, 1.0f, g, out, x, in, dw_beta, dw, in);      // dw = g^T x + dw_beta dw
+    if (dx) gemm(false, false, rows, in, out, 1.0f, g, out, w, in, 0.0f, dx, in);    // dx = g w
+    if (dw) gemm(true, false, out, in, rows, 1.0f, g, out, x, in, dw_beta, dw, in);  // dw = g^T x + dw_beta dw
     return;
   }
   // Reused between calls: fresh buffers of this size would cost a page fault per 4 KiB.
   thread_local std::vector<bf16> gb, xb, wb;
   gb.resize(static_cast<size_t>(rows * out));
-  xb.resize(static_cast<size_t>(rows * in));
-  wb.resize(static_cast<size_t>(out * in));
   to_bf16(g, rows * out, gb.data());
-  to_bf16(x, rows * in, xb.data());
-  to_bf16(w, out * in, wb.data());
-  gemm_bf16(false, false, rows, in, out, 1.0f, gb.data(), out, wb.data(), in, 0.0f, dx, in);
-  gemm_bf16(true, false, out, in, rows, 1.0f, gb.data(), out, xb.data(), in, dw_beta, dw, in);
+  if (dx) {
+    wb.resize(static_cast<size_t>(out * in));
+    to_bf16(w, out * in, wb.data());
+    gemm_bf16(false, false, rows, in, out, 1.0f, gb.data(), out, wb.data(), in, 0.0f, dx, in);
+  }
+  if (dw) {
+    xb.resize(static_cast<size_t>(rows * in));
+    to_bf16(x, rows * in, xb.data());
+    gemm_bf16(true, false, out, in, rows, 1.0f, gb.data(), out, xb.data(), in, dw_beta, dw, in);
+  }
 }
 
 void matmul(bool trans_a, bool trans_b, const Tensor& a, const Tensor& b, float beta, Tensor& out) {

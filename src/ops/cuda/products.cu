@@ -377,8 +377,8 @@ void linear(const LinearProducts& products, const Tensor& x, const Tensor& w, co
 }
 
 // dx = g w and dw = g^T x + dw_beta dw, g [rows, out]. The CPU runs every precision but
-// f32 as bf16 (int8 layers never reach a backward: their forward throws here), and is
-// always given both gradients; an undefined one is skipped.
+// f32 as bf16 (int8 layers never reach a backward: their forward throws here); an
+// undefined gradient is skipped.
 void linear_backward(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw, float dw_beta) {
   if (precision != Precision::f32) precision = Precision::bf16;
   const int64_t in = w.size(1), out = w.size(0), rows = out > 0 ? g.numel() / out : (in > 0 ? x.numel() / in : 0);
