@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,33 @@ void add_lora_flag(CLI::App* cmd, std::string& lora) {
       ->check(CLI::ExistingDirectory);
 }
 
+// The text of --tools's file, a JSON list (the library checks each tool as the template reads it).
+std::string tools_of(const std::string& path) {
+  const std::string text = data::read_text(path);
+  const auto list = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  TFM_CHECK(list.is_array(), "--tools " << path << ": not a JSON list of tools (OpenAI's [{\"type\": \"function\", \"function\": {...}}, ...])");
+  return text;
+}
+
+// The model's last call that no tool has answered yet (its calls are answered in order, by
+// the tool turns after it), or null.
+const tfm::ToolCall* unanswered_call(const tfm::Chat& chat) {
+  size_t answered = 0;
+  auto turn = chat.rbegin();
+  for (; turn != chat.rend() && turn->role == "tool"; ++turn) ++answered;
+  if (turn == chat.rend() || answered >= turn->tool_calls.size()) return nullptr;
+  return &turn->tool_calls[answered];
+}
+
+// A line of `tfm chat` as a turn: the user's, or with `/tool TEXT` a tool's answer to the
+// model's next unanswered call (named, with its id).
+tfm::ChatMessage turn_of(const std::string& line, const tfm::Chat& chat) {
+  if (!line.starts_with("/tool ")) return {"user", line};
+  const tfm::ToolCall* call = unanswered_call(chat);
+  TFM_CHECK(call, "/tool answers the model's tool calls, and none is waiting for an answer");
+  return {"tool", line.substr(6), {}, call->id, call->name};
+}
+
 tfm::GenerationOptions chat_sampling() {
   tfm::GenerationOptions o;
   o.max_new_tokens = 512, o.temperature = 0.7f, o.top_p = 0.9f;
@@ -146,7 +174,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
 
 void add_chat_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, system, lora;
+    std::string checkpoint, system, lora, tools;
     tfm::GenerationOptions sampling = chat_sampling();
   };
   auto o = std::make_shared<Options>();
@@ -155,11 +183,16 @@ void add_chat_command(CLI::App& app, int& exit_code) {
                                      "of standard input is your turn, the reply streams as it is generated");
   add_model_flag(cmd, o->checkpoint, "A Hugging Face chat model's directory (e.g. Qwen2-0.5B-Instruct), or a checkpoint fine-tuned from one");
   cmd->add_option("--system", o->system, "A system message that opens the conversation (default: the template's own, if any)");
+  cmd->add_option("--tools", o->tools,
+                  "A JSON file of the tools the model may call (OpenAI's list of {\"type\": \"function\", \"function\": {...}}): "
+                  "its calls are shown as it writes them, and `/tool TEXT` answers them, one by one")
+      ->check(CLI::ExistingFile);
   add_sampling_flags(cmd, o->sampling);
   add_lora_flag(cmd, o->lora);
   cmd->callback([o, cmd, &exit_code] {
     const char* problem = data::text_problem(o->system);
     TFM_CHECK(!problem, "--system: " << problem);
+    const std::string tools = o->tools.empty() ? "" : tools_of(o->tools);
     tfm::ModelOptions options{"", to_string(precision_flag(*cmd)), device_flag(*cmd)};
     options.lora = o->lora;
     tfm::Generator generator(o->checkpoint, options);
@@ -173,16 +206,19 @@ void add_chat_command(CLI::App& app, int& exit_code) {
     for (std::string line; (interactive && std::cerr << "> " << std::flush), std::getline(std::cin, line);) {
       if (line == "/reset") chat = opening;
       if (line == "/reset" || line.empty()) continue;
-      chat.push_back({"user", line});
+      const size_t turns = chat.size();
       try {
+        chat.push_back(turn_of(line, chat));
+        if (unanswered_call(chat)) continue;  // the model goes on once each of its calls has its answer
         fit_context(generator, chat, o->sampling.max_new_tokens);
-        const std::string reply = generator.generate(chat, o->sampling, [&](const std::string& piece) { out.write(piece); });
+        const std::string text = generator.generate(tfm::Prompt(chat, tools), o->sampling, [&](const std::string& piece) { out.write(piece); });
         out.write("\n");
-        chat.push_back({"assistant", reply});
+        const tfm::ChatReply reply = tools.empty() ? tfm::ChatReply{text, {}} : generator.parse_tool_calls(text);
+        chat.push_back({"assistant", reply.content, reply.tool_calls});
       } catch (const Error& e) {  // a turn it cannot take (text that is not UTF-8): at a terminal, the next one may do
         if (!interactive) throw;
         std::cerr << "tfm: error: " << e.what() << "\n";
-        chat.pop_back();
+        chat.resize(turns);
       }
     }
     out.finish();
