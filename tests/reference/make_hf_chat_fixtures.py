@@ -4,7 +4,7 @@ tokenizer.json, and the tokenizer_config.json holding Qwen2's ChatML template), 
 makes of it: conversations through apply_chat_template, plain texts through the tokenizer, each continued by
 greedy search, new ids and decoded text. Beside it, two fixtures of the same weights:
 - qwen25_tools_tiny: the model with Qwen2.5-Instruct's chat template (chat_templates/Qwen2.5-7B-Instruct.jinja),
-  and a conversation with tools, an assistant's tool calls and the tools' answers, through
+  and a conversation with tools (also in tools.json), an assistant's tool calls and the tools' answers, through
   apply_chat_template(messages, tools=TOOLS, add_generation_prompt=True), continued greedily. The calls' arguments
   are dicts, as tfm gives the template the JSON object of OpenAI's "arguments" text. transformers 4.39 renders
   with jinja2's HTML-safe tojson; its later versions (4.43 on) with a tojson of their own, which
@@ -174,6 +174,9 @@ def make_tools_fixture(tok, model_directory, ends):
     config["chat_template"] = template
     with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, ensure_ascii=False, indent=2)
+        f.write("\n")
+    with open(os.path.join(directory, "tools.json"), "w", encoding="utf-8") as f:  # (for tfm chat --tools)
+        json.dump(TOOLS, f, ensure_ascii=False, indent=1)
         f.write("\n")
     tok.chat_template = template
     tok._compile_jinja_template = lambda source: environment().from_string(source)  # transformers' later tojson (above)
