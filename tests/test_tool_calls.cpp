@@ -150,5 +150,34 @@ TEST(ToolCalls, GeneratorReadsItsModelsFormat) {
   EXPECT_TRUE(chatml.parse_tool_calls("<tool_call>\n{\"name\": \"t\"}\n</tool_call>").tool_calls.empty());
 }
 
+// A model made to call a tool (qwen25_tool_caller_tiny): its greedy reply is transformers'
+// and reads back as the call; `tfm chat --tools` shows it, and `/tool` answers it.
+TEST(ToolCalls, AModelThatCallsAToolIsReadBack) {
+  const std::string dir = testing::fixture_path("hf/qwen25_tool_caller_tiny");
+  const ordered_json reference = read_ordered(dir + "/reference.json");
+  const Generator generator(dir);
+  const Prompt prompt(chat_of(reference["messages"]), reference["tools"].dump());
+  EXPECT_EQ(generator.count_tokens(prompt), static_cast<int64_t>(reference["input_ids"].size()));
+  GenerationOptions greedy;
+  greedy.temperature = 0;
+  const std::string text = generator.generate(prompt, greedy);
+  EXPECT_EQ(text, reference["new_text"].get<std::string>());
+  const ChatReply reply = generator.parse_tool_calls(text);
+  ASSERT_EQ(reply.tool_calls.size(), 1u);
+  EXPECT_EQ(reply.content, "");
+  EXPECT_EQ(reply.tool_calls[0].name, "get_current_weather");
+  EXPECT_EQ(reply.tool_calls[0].arguments, "{\"location\":\"Paris\"}");
+
+  auto chat = [&](const std::string& lines) {
+    return testing::run_command("printf '" + lines + "' | " TFM_BINARY " chat --model " + dir + " --tools " + dir + "/tools.json --temperature 0 2>&1");
+  };
+  const testing::CliResult answered = chat("How warm is it in Paris?\\n/tool 21\\n");
+  EXPECT_EQ(answered.code, 0) << answered.output;
+  EXPECT_EQ(answered.output, text + "\n" + text + "\n");  // (it calls again: it always does)
+  const testing::CliResult unasked = chat("/tool 21\\n");
+  EXPECT_NE(unasked.code, 0);
+  EXPECT_NE(unasked.output.find("/tool answers the model's tool calls, and none is waiting for an answer"), std::string::npos) << unasked.output;
+}
+
 }  // namespace
 }  // namespace tfm::data

@@ -186,6 +186,11 @@ def test_tools_and_tool_turns_reach_the_template_as_transformers_gives_them():
     call = message["tool_calls"][0]
     assert call["type"] == "function" and call["function"] == {"name": "get_time", "arguments": '{"zone":"UTC"}'} and len(call["id"]) == 9
     assert generator.parse_tool_calls("It is noon.") == {"role": "assistant", "content": "It is noon."}
+    caller_dir = os.path.join(HF, "qwen25_tool_caller_tiny")  # a model made to call a tool
+    caller = json.load(open(os.path.join(caller_dir, "reference.json"), encoding="utf-8"))
+    reply = tfm.Generator(caller_dir).parse_tool_calls(tfm.Generator(caller_dir).generate(caller["messages"], tools=caller["tools"], temperature=0))
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply["tool_calls"]] == \
+        [(c["name"], c["arguments"]) for c in caller["tool_calls"]]
     with pytest.raises(ValueError, match="tools go with a conversation"):
         generator.generate("a text", tools=reference["tools"])
 

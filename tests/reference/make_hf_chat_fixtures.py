@@ -9,6 +9,12 @@ greedy search, new ids and decoded text. Beside it, two fixtures of the same wei
   are dicts, as tfm gives the template the JSON object of OpenAI's "arguments" text. transformers 4.39 renders
   with jinja2's HTML-safe tojson; its later versions (4.43 on) with a tojson of their own, which
   make_chat_templates.py reproduces: the tokenizer renders with that environment.
+- qwen25_tool_caller_tiny: a model made to call a tool, since a random one writes no call: Qwen2.5's template, and
+  the tokenizer with three added tokens (as Qwen2.5's has <tool_call> and </tool_call>): <tool_call>, the call's
+  JSON between line breaks, </tool_call>. The layers' output projections are zero (each position's state is its
+  token's embedding), and the untied head maps the last token of the generation prompt to <tool_call>, it to the
+  JSON, the JSON to </tool_call> and that to <|im_end|>: greedy generation calls get_current_weather with
+  {"location": "Paris"} whatever the conversation, as transformers' generate() shows.
 - qwen2_chat_tiny_lora: a LoRA adapter of qwen2_chat_tiny in PEFT's layout (adapter_config.json,
   adapter_model.safetensors; rank 2, lora_alpha 4, every projection) and what the merged model
   (W + B A alpha / r, PEFT's merge) generates greedily from the first conversation and the first text.
@@ -49,7 +55,8 @@ CONVERSATIONS = [
      {"role": "assistant", "content": "4."}, {"role": "user", "content": "And 3+3?"}],
 ]
 TEXTS = ["The quick brown fox", "A man is walking his dog in the park."]
-TOOLS_NAME, LORA_NAME = "qwen25_tools_tiny", "qwen2_chat_tiny_lora"
+TOOLS_NAME, CALLER_NAME, LORA_NAME = "qwen25_tools_tiny", "qwen25_tool_caller_tiny", "qwen2_chat_tiny_lora"
+CALL_TOKENS = ["<tool_call>", '\n{"name": "get_current_weather", "arguments": {"location": "Paris"}}\n', "</tool_call>"]
 TOOLS = [WEATHER, TIME]
 TOOL_CONVERSATION = [
     {"role": "system", "content": "You help with the weather."},
@@ -142,6 +149,8 @@ def main():
     write_reference(directory, summary)
     with tempfile.TemporaryDirectory() as scratch:
         make_tools_fixture(slow_tokenizer(scratch), directory, ends)
+    with tempfile.TemporaryDirectory() as scratch:
+        make_caller_fixture(slow_tokenizer(scratch), directory, [im_end, endoftext])
     make_lora_fixture(tok, directory, cases, ends)
 
 
@@ -190,6 +199,55 @@ def make_tools_fixture(tok, model_directory, ends):
         "tools": TOOLS, "messages": TOOL_CONVERSATION,
         "text": tok.apply_chat_template(TOOL_CONVERSATION, tools=TOOLS, add_generation_prompt=True, tokenize=False),
         "input_ids": ids, "greedy_new_ids": new, "new_text": tok.decode(new, skip_special_tokens=True)})
+
+
+def make_caller_fixture(tok, model_directory, ends):
+    """qwen25_tool_caller_tiny: qwen25_tools_tiny's files, three added tokens, and weights that call a tool."""
+    directory = os.path.join(OUT, CALLER_NAME)
+    shutil.rmtree(directory, ignore_errors=True)
+    shutil.copytree(os.path.join(OUT, TOOLS_NAME), directory, ignore=shutil.ignore_patterns("reference.json", "model.safetensors"))
+    first = len(tok)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in CALL_TOKENS])
+    call_ids = [first + i for i in range(len(CALL_TOKENS))]
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": False}
+             for i, t in zip(call_ids, CALL_TOKENS)]
+    for name, update in [("tokenizer.json", lambda j: j["added_tokens"].extend(added)),
+                         ("tokenizer_config.json", lambda j: j["added_tokens_decoder"].update(
+                             {str(a["id"]): {k: v for k, v in a.items() if k != "id"} for a in added}))]:
+        with open(os.path.join(directory, name), encoding="utf-8") as f:
+            content = json.load(f)
+        update(content)
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            json.dump(content, f, ensure_ascii=False, indent=2)
+            f.write("\n")
+    with open(os.path.join(directory, "tokenizer_config.json"), encoding="utf-8") as f:
+        tok.chat_template = json.load(f)["chat_template"]
+    tok._compile_jinja_template = lambda source: environment().from_string(source)
+    ids = tok.apply_chat_template(TOOL_CONVERSATION[:2], tools=TOOLS, add_generation_prompt=True)
+    config = Qwen2ForCausalLM.from_pretrained(model_directory).config
+    config.vocab_size, config.tie_word_embeddings, config.max_position_embeddings = len(tok), False, 2048
+    model = seeded(config)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        model.model.norm.weight.fill_(1)
+        model.lm_head.weight.zero_()
+        chain = [ids[-1]] + call_ids + [ends[0]]  # each token's successor: the next in the chain
+        for k, (token, successor) in enumerate(zip(chain, chain[1:])):
+            model.model.embed_tokens.weight[token] = torch.nn.functional.one_hot(torch.tensor(k), config.hidden_size).float()
+            model.lm_head.weight[successor, k] = 10
+    model.save_pretrained(directory, safe_serialization=True)
+    reloaded = Qwen2ForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).eval()
+    new = continue_greedily(reloaded, ids, ends)
+    text = tok.decode(new, skip_special_tokens=True, spaces_between_special_tokens=False)  # (as the fast tokenizer joins them)
+    print("caller ->", new, repr(text))
+    assert new == call_ids + [ends[0]]
+    write_reference(directory, {
+        "fixture": CALLER_NAME, "generated_by": generated_by(), "ends": ends,
+        "generation": "model.generate(apply_chat_template(messages, tools=tools, add_generation_prompt=True), do_sample=False)",
+        "tools": TOOLS, "messages": TOOL_CONVERSATION[:2], "input_ids": ids, "greedy_new_ids": new, "new_text": text,
+        "tool_calls": [{"name": "get_current_weather", "arguments": {"location": "Paris"}}]})
 
 
 def make_lora_fixture(tok, model_directory, cases, ends):

@@ -231,12 +231,16 @@ def openai_messages(messages):
 
 def test_openai_chat_completions_with_tools_and_a_lora_adapter():
     """Tools and tool turns reach Qwen2.5's template as transformers' apply_chat_template(tools=...) gives them (the
-    prompt's tokens and the greedy reply of qwen25_tools_tiny's reference; a random tiny model makes no call, which
-    tests/test_tool_calls.cpp reads in every format); a LoRA adapter (--lora NAME=DIR) gives PEFT's merged model's text."""
+    prompt's tokens and the greedy reply of qwen25_tools_tiny's reference); a model made to call a tool gets its call
+    back as tool_calls (tests/test_tool_calls.cpp reads every format); a LoRA adapter (--lora NAME=DIR) gives PEFT's
+    merged model's text."""
     tools_dir, adapter = os.path.join(HF, "qwen25_tools_tiny"), os.path.join(HF, "qwen2_chat_tiny_lora")
     reference = json.load(open(os.path.join(tools_dir, "reference.json"), encoding="utf-8"))
     adapted = json.load(open(os.path.join(adapter, "reference.json"), encoding="utf-8"))
-    s = Server("--model", f"tools={tools_dir}", "--model", f"adapted={CHAT}", "--lora", f"adapted={adapter}", "--max-sentence-tokens", "2048")
+    caller_dir = os.path.join(HF, "qwen25_tool_caller_tiny")
+    caller = json.load(open(os.path.join(caller_dir, "reference.json"), encoding="utf-8"))
+    s = Server("--model", f"tools={tools_dir}", "--model", f"adapted={CHAT}", "--lora", f"adapted={adapter}", "--model", f"caller={caller_dir}",
+               "--max-sentence-tokens", "2048")
     try:
         def ask(**extra):
             body = {"model": "tools", "messages": openai_messages(reference["messages"]), "tools": reference["tools"], "temperature": 0,
@@ -265,6 +269,33 @@ def test_openai_chat_completions_with_tools_and_a_lora_adapter():
                                 "message 1's tool call's arguments must be a JSON text")]:
             status, _, error = ask(**extra)
             assert status == 400 and message in error["error"]["message"], error
+
+        # A model made to call a tool (qwen25_tool_caller_tiny): its call comes back as OpenAI's tool_calls, whole or streamed.
+        def call(**extra):
+            return s.post("/v1/chat/completions", {"model": "caller", "messages": caller["messages"], "tools": caller["tools"], "temperature": 0,
+                                                   **extra})
+
+        status, _, out = call()
+        assert status == 200, out
+        message, expected = out["choices"][0]["message"], caller["tool_calls"][0]
+        assert out["choices"][0]["finish_reason"] == "tool_calls" and message["content"] is None and len(message["tool_calls"]) == 1
+        tool_call = message["tool_calls"][0]
+        assert tool_call["type"] == "function" and len(tool_call["id"]) == 9
+        assert tool_call["function"]["name"] == expected["name"] and json.loads(tool_call["function"]["arguments"]) == expected["arguments"]
+        assert out["usage"] == {"prompt_tokens": len(caller["input_ids"]), "completion_tokens": 4, "total_tokens": len(caller["input_ids"]) + 4}
+        events = call(stream=True)[2]
+        chunks = [json.loads(line[6:]) for line in events.split("\n") if line.startswith("data: {")]
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == ""  # nothing of the call goes out as text
+        deltas = [c["choices"][0]["delta"]["tool_calls"] for c in chunks if "tool_calls" in c["choices"][0]["delta"]]
+        assert len(deltas) == 1 and deltas[0][0]["index"] == 0 and deltas[0][0]["function"]["name"] == expected["name"]
+        assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+        # The call and the tool's answer go back in the next request (its id as Mistral's templates want it).
+        answered = caller["messages"] + [message, {"role": "tool", "tool_call_id": tool_call["id"], "content": "21"}]
+        status, _, again = s.post("/v1/chat/completions", {"model": "caller", "messages": answered, "tools": caller["tools"], "temperature": 0})
+        assert status == 200 and again["usage"]["prompt_tokens"] > out["usage"]["prompt_tokens"] and again["choices"][0]["finish_reason"] == "tool_calls"
+        # "none": the model is not told of the tools, and its reply is not read for calls.
+        plain = call(tool_choice="none")[2]["choices"][0]
+        assert plain["message"] == {"role": "assistant", "content": caller["new_text"]} and plain["finish_reason"] == "stop"
 
         listed = {m["id"]: m for m in s.request("GET", "/v1/models")[2]["data"]}
         assert listed["adapted"]["lora"] == adapter and "lora" not in listed["tools"]
