@@ -18,6 +18,7 @@
 // Safe to call from many threads at once. One worker generates every request: a request
 // joins the running batch at its next decoding step and leaves it when done (continuous
 // batching), so that many callers share each step's products.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <future>

@@ -144,6 +144,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   bool stopping = false;
   decode::GenerationBatch batch;  // the worker's only
   std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0}, waiting{0};  // for stats()
+  data::ToolCallFormat tool_format = data::ToolCallFormat::kNone;  // of the chat template (read once: a streamed reply asks at each token)
   std::thread worker;
 
   // The worker computes with the creating thread's thread count (--threads, a library
@@ -154,7 +155,9 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
         worker([this, threads = omp_get_max_threads()] {
           omp_set_num_threads(threads);
           run();
-        }) {}
+        }) {
+    if (checkpoint.tokenizer) tool_format = checkpoint.tokenizer->tool_call_format();
+  }
 
   // Finishes what was submitted, then stops the worker.
   ~Impl() {
@@ -303,7 +306,6 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     return text;
   }
 
-  data::ToolCallFormat tool_call_format() const { return tokenizer().tool_call_format(); }
 };
 
 Generator::Generator(const std::string& checkpoint, const ModelOptions& options)
@@ -368,13 +370,13 @@ std::string fresh_call_id() {
 }  // namespace
 
 ChatReply Generator::parse_tool_calls(const std::string& reply) const {
-  const data::ParsedReply parsed = data::parse_tool_calls(impl_->tool_call_format(), reply);
+  const data::ParsedReply parsed = data::parse_tool_calls(impl_->tool_format, reply);
   ChatReply out{parsed.content, {}};
   for (const data::ToolCallText& call : parsed.calls) out.tool_calls.push_back({fresh_call_id(), call.name, call.arguments});
   return out;
 }
 
-size_t Generator::tool_call_start(const std::string& reply) const { return data::tool_call_start(impl_->tool_call_format(), reply); }
+size_t Generator::tool_call_start(const std::string& reply) const { return data::tool_call_start(impl_->tool_format, reply); }
 
 bool Generator::has_chat_template() const { return impl_->checkpoint.tokenizer && impl_->checkpoint.tokenizer->has_chat_template(); }
 

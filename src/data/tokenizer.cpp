@@ -162,7 +162,12 @@ std::vector<int> Tokenizer::encode_chat(const nlohmann::ordered_json& messages, 
 }
 
 ToolCallFormat Tokenizer::tool_call_format() const {
-  return has_chat_template() ? data::tool_call_format(chat_template_source(hf_->config())) : ToolCallFormat::kNone;
+  if (!has_chat_template()) return ToolCallFormat::kNone;
+  try {
+    return data::tool_call_format(chat_template_source(hf_->config()));
+  } catch (const Error&) {  // named templates without a "default": the model still loads, a conversation is refused saying why
+    return ToolCallFormat::kNone;
+  }
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {

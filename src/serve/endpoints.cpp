@@ -392,7 +392,7 @@ void chat_completions(Context& c, Call& call) {
           return events;
         });
   }
-  held->take(whole_text(*pieces));
+  held->text = whole_text(*pieces);
   const ChatReply whole = held->whole();
   const TextStream::Finish finish = pieces->finish();
   nlohmann::json message = {{"role", "assistant"}, {"content", whole.content}};
