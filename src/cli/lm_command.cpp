@@ -73,19 +73,19 @@ void add_sampling_flags(CLI::App* cmd, tfm::GenerationOptions& o) {
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
 }
 
-// A conversation that fits the model's context with room for a reply of `reply_tokens`:
-// the oldest turns after the system message dropped until it does (the last one stays).
-void fit_context(const tfm::Generator& generator, tfm::Chat& chat, int64_t reply_tokens) {
+// A conversation that fits the model's context (with its `tools` described) with room for a
+// reply of `reply_tokens`: the oldest turns after the system message dropped until it does
+// (the last one stays).
+void fit_context(const tfm::Generator& generator, tfm::Chat& chat, const std::string& tools, int64_t reply_tokens) {
   const size_t first = !chat.empty() && chat[0].role == "system" ? 1 : 0;
   bool dropped = false;
-  while (chat.size() > first + 1 && generator.count_tokens(chat) + reply_tokens > generator.max_tokens())
+  while (chat.size() > first + 1 && generator.count_tokens(tfm::Prompt(chat, tools)) + reply_tokens > generator.max_tokens())
     chat.erase(chat.begin() + static_cast<std::ptrdiff_t>(first)), dropped = true;
   if (dropped)
     std::cerr << "(the conversation outgrew the model's " << generator.max_tokens() << " tokens: its oldest turns are forgotten)\n";
 }
 
-// A chat's sampling unless flags say otherwise: room for a long reply, and the
-// temperature and nucleus that chat models' generation_config.json files commonly give.
+// --lora, of `tfm generate` and `tfm chat`.
 void add_lora_flag(CLI::App* cmd, std::string& lora) {
   cmd->add_option("--lora", lora, "A LoRA adapter of the model (PEFT's directory, e.g. runs/lora/best_adapter), merged into its weights")
       ->check(CLI::ExistingDirectory);
@@ -99,8 +99,8 @@ std::string tools_of(const std::string& path) {
   return text;
 }
 
-// The model's last call that no tool has answered yet (its calls are answered in order, by
-// the tool turns after it), or null.
+// The model's first call that no tool has answered yet (its calls are answered in order, by
+// the tool turns after its reply), or null.
 const tfm::ToolCall* unanswered_call(const tfm::Chat& chat) {
   size_t answered = 0;
   auto turn = chat.rbegin();
@@ -118,6 +118,8 @@ tfm::ChatMessage turn_of(const std::string& line, const tfm::Chat& chat) {
   return {"tool", line.substr(6), {}, call->id, call->name};
 }
 
+// A chat's sampling unless flags say otherwise: room for a long reply, and the
+// temperature and nucleus that chat models' generation_config.json files commonly give.
 tfm::GenerationOptions chat_sampling() {
   tfm::GenerationOptions o;
   o.max_new_tokens = 512, o.temperature = 0.7f, o.top_p = 0.9f;
@@ -199,7 +201,9 @@ void add_chat_command(CLI::App& app, int& exit_code) {
     TFM_CHECK(generator.has_chat_template(), o->checkpoint << ": has no chat template (tokenizer_config.json's chat_template); "
                                                            "use tfm generate to continue a text");
     const bool interactive = isatty(STDIN_FILENO) != 0;
-    if (interactive) std::cerr << "Chatting with " << o->checkpoint << ". /reset forgets the conversation; Ctrl-D ends.\n";
+    if (interactive)
+      std::cerr << "Chatting with " << o->checkpoint << ". /reset forgets the conversation; " << (tools.empty() ? "" : "/tool TEXT answers a tool call; ")
+                << "Ctrl-D ends.\n";
     const tfm::Chat opening = o->system.empty() ? tfm::Chat{} : tfm::Chat{{"system", o->system}};
     tfm::Chat chat = opening;
     io::TextOutput out("-");
@@ -210,7 +214,7 @@ void add_chat_command(CLI::App& app, int& exit_code) {
       try {
         chat.push_back(turn_of(line, chat));
         if (unanswered_call(chat)) continue;  // the model goes on once each of its calls has its answer
-        fit_context(generator, chat, o->sampling.max_new_tokens);
+        fit_context(generator, chat, tools, o->sampling.max_new_tokens);
         const std::string text = generator.generate(tfm::Prompt(chat, tools), o->sampling, [&](const std::string& piece) { out.write(piece); });
         out.write("\n");
         const tfm::ChatReply reply = tools.empty() ? tfm::ChatReply{text, {}} : generator.parse_tool_calls(text);

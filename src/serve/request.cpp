@@ -186,7 +186,7 @@ std::string RequestBody::tools(const char* name, int64_t max_items) const {
                           tool["function"].is_object() && tool["function"].value("name", nlohmann::ordered_json()).is_string();
     if (!function) throw HttpError(400, std::string("'") + name + "' must hold {\"type\": \"function\", \"function\": {\"name\": ..., ...}} objects");
   }
-  return f.dump();
+  return f.empty() ? "" : f.dump();  // (OpenAI's clients send [] for none, which Mistral's templates would write as tools)
 }
 
 std::vector<std::string> RequestBody::stop_strings(const char* name, int64_t max_items) const {

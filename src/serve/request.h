@@ -39,7 +39,7 @@ class RequestBody {
   // calls tools), an assistant's "tool_calls", a tool's "tool_call_id" and "name"; other keys ignored.
   Chat messages(const char* name, int64_t max_items) const;
   // OpenAI's chat `tools`: a list of at most `max_items` {"type": "function", "function":
-  // {"name": ..., ...}}, as the JSON text given (its keys in their order); "" where absent.
+  // {"name": ..., ...}}, as the JSON text given (its keys in their order); "" where absent or empty.
   std::string tools(const char* name, int64_t max_items) const;
   // A field that must be absent, null or one of `allowed` (an OpenAI option tfm does not offer).
   void only(const char* name, std::initializer_list<nlohmann::json> allowed, const char* why) const;
