@@ -9,6 +9,7 @@
 #include <cctype>
 #include <fstream>
 #include <map>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "data/tokenizer.h"
@@ -66,6 +67,7 @@ TEST(ToolCalls, LlamaJsonReply) {
   EXPECT_EQ(calls_of(f, "{\"name\": \"get_current_weather\", \"parameters\": {\"location\": \"Paris\", \"unit\": \"celsius\"}}"),
             "get_current_weather({\"location\":\"Paris\",\"unit\":\"celsius\"}) | ");
   EXPECT_EQ(calls_of(f, "\n {\"name\": \"t\", \"arguments\": {}} "), "t({}) | ");
+  EXPECT_EQ(calls_of(f, "<|python_tag|>{\"name\": \"t\", \"parameters\": {\"q\": 1}}"), "t({\"q\":1}) | ");
   for (const char* text : {"The weather is fine.", "{\"name\": \"t\", \"parameters\": {}} Done.", "{\"parameters\": {}}",
                            "{\"name\": \"t\", \"parameters\": 3}", "{\"name\": \"t\", \"parameters\": {", "[{\"name\": \"t\"}]"})
     EXPECT_EQ(calls_of(f, text), std::string("| ") + text) << text;
@@ -95,10 +97,37 @@ TEST(ToolCalls, WhereACallMayBegin) {
   EXPECT_EQ(tool_call_start(ToolCallFormat::kLlama, " \n"), 0u);
   EXPECT_EQ(tool_call_start(ToolCallFormat::kLlama, " {\"name"), 0u);
   EXPECT_EQ(tool_call_start(ToolCallFormat::kLlama, "The {"), 5u);
+  EXPECT_EQ(tool_call_start(ToolCallFormat::kLlama, "<|python"), 0u);
   EXPECT_EQ(tool_call_start(ToolCallFormat::kMistral, "[TOOL_"), 0u);
   EXPECT_EQ(tool_call_start(ToolCallFormat::kMistral, "[{\"name"), 0u);
   EXPECT_EQ(tool_call_start(ToolCallFormat::kMistral, "Sure [TOOL_CALLS]"), 17u);
   EXPECT_EQ(tool_call_start(ToolCallFormat::kNone, "<tool_call>"), 11u);
+}
+
+// What streaming relies on, for every reply and format: the place a call may begin never
+// moves back as the reply grows, and where the whole reply holds calls, what went out before
+// that place is a part of its content (none of a call was sent as text).
+TEST(ToolCalls, AStreamNeverSendsPartOfACall) {
+  const std::vector<std::string> replies = {
+      "Let me look.\n<tool_call>\n{\"name\": \"w\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"t\"}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"t\", \"arguments\": {}}", "a <toolbox> <tool_call>{\"name\": \"t\"}</tool_call>",
+      " {\"name\": \"t\", \"parameters\": {\"q\": \"<tool_call>\"}}", "<|python_tag|>{\"name\": \"t\", \"parameters\": {}}",
+      "\n[TOOL_CALLS] [{\"name\": \"t\", \"arguments\": {}}]", "[{\"name\": \"t\", \"arguments\": {\"x\": [1, 2]}}]",
+      "Sure: {\"name\": \"t\"}", "[TOOL_CALLS] [{\"name\": \"t\"", "   ", ""};
+  for (const ToolCallFormat f : {ToolCallFormat::kHermes, ToolCallFormat::kLlama, ToolCallFormat::kMistral, ToolCallFormat::kNone})
+    for (const std::string& reply : replies) {
+      size_t held = 0;
+      for (size_t n = 0; n <= reply.size(); ++n) {
+        const size_t start = tool_call_start(f, reply.substr(0, n));
+        EXPECT_GE(start, held) << reply.substr(0, n);
+        EXPECT_LE(start, n);
+        held = start;
+      }
+      const ParsedReply parsed = parse_tool_calls(f, reply);
+      EXPECT_EQ(reply.compare(0, parsed.content.size(), parsed.content), 0) << reply;
+      if (!parsed.calls.empty()) EXPECT_LE(held, parsed.content.size()) << reply;
+      else EXPECT_EQ(parsed.content, reply);
+    }
 }
 
 // The conversation as OpenAI's messages (calls' arguments as JSON text), as tfm takes it.

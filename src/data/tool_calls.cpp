@@ -13,6 +13,7 @@ namespace {
 using json = nlohmann::ordered_json;  // (the model's order of the arguments' keys)
 
 constexpr std::string_view kHermesOpen = "<tool_call>", kHermesClose = "</tool_call>", kMistralMark = "[TOOL_CALLS]";
+constexpr std::string_view kPythonTag = "<|python_tag|>";  // Llama 3.1's, which may come before a call (not special to decoding)
 constexpr std::string_view kSpace = " \t\r\n";
 
 std::string_view trimmed(std::string_view s) {
@@ -55,7 +56,9 @@ ParsedReply hermes(const std::string& reply) {
 }
 
 ParsedReply llama(const std::string& reply) {
-  const std::optional<ToolCallText> call = llama_call(parsed(trimmed(reply)));
+  std::string_view object = trimmed(reply);
+  if (object.starts_with(kPythonTag)) object.remove_prefix(kPythonTag.size());
+  const std::optional<ToolCallText> call = llama_call(parsed(object));
   if (!call) return {reply, {}};
   return {"", {*call}};
 }
@@ -108,7 +111,7 @@ size_t tool_call_start(ToolCallFormat format, const std::string& reply) {
         if (std::string_view(reply).ends_with(kHermesOpen.substr(0, n))) return reply.size() - n;
       return reply.size();
     }
-    case ToolCallFormat::kLlama: return begins_like(reply, "{") ? 0 : reply.size();
+    case ToolCallFormat::kLlama: return begins_like(reply, "{") || begins_like(reply, kPythonTag) ? 0 : reply.size();
     case ToolCallFormat::kMistral: return begins_like(reply, "[") ? 0 : reply.size();  // [TOOL_CALLS], or the list alone
     case ToolCallFormat::kNone: break;
   }

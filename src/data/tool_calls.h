@@ -5,7 +5,7 @@
 //     one per call, after any text (the content); the last block may lack its closing tag (the
 //     end token came first). Anything but white space after the first block leaves the reply text.
 //   Llama 3.1 / 3.2: the whole reply one JSON object {"name": ..., "parameters": {...}} ("arguments"
-//     is read too), one call.
+//     is read too), one call, after <|python_tag|> where the model writes one.
 //   Mistral (v0.3, Nemo): `[TOOL_CALLS]` and a JSON list of {"name": ..., "arguments": {...}}; where
 //     decoding dropped [TOOL_CALLS] as a special token, the list alone as the whole reply.
 // A reply that does not parse as a whole stays text: no call is made of part of it.
