@@ -12,6 +12,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "data/chat_template.h"
 #include "data/tokenizer.h"
 #include "data/tool_calls.h"
 #include "support/fixture.h"
@@ -177,6 +178,27 @@ TEST(ToolCalls, GeneratorReadsItsModelsFormat) {
   EXPECT_EQ(generator.tool_call_start("Sure.\n<tool_call>"), 6u);
   const Generator chatml(testing::fixture_path("hf/qwen2_chat_tiny"));  // Qwen2's template teaches no calls
   EXPECT_TRUE(chatml.parse_tool_calls("<tool_call>\n{\"name\": \"t\"}\n</tool_call>").tool_calls.empty());
+}
+
+// The ids tfm gives calls are ones Mistral's templates take back (they refuse any but 9 characters).
+TEST(ToolCalls, MistralsTemplateTakesTheCallsBack) {
+  const Generator generator(testing::fixture_path("hf/qwen25_tools_tiny"));
+  const ToolCall call = generator.parse_tool_calls("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>").tool_calls.at(0);
+  const ordered_json fixtures = read_ordered(testing::fixture_path("hf/chat_templates.json"));
+  for (const ordered_json& t : fixtures["templates"]) {
+    if (!t["name"].get<std::string>().starts_with("Mistral")) continue;
+    nlohmann::json settings = t["special_tokens"];
+    settings["chat_template"] = t["template"];
+    const TokenizerConfig config = TokenizerConfig::from_json(settings, t["name"].get<std::string>());
+    const ordered_json messages = {
+        {{"role", "user"}, {"content", "Time?"}},
+        {{"role", "assistant"}, {"content", ""}, {"tool_calls", {{{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", ordered_json::object()}}}}}}},
+        {{"role", "tool"}, {"tool_call_id", call.id}, {"content", "12:00"}}};
+    EXPECT_NE(apply_chat_template(config, messages, true, {{"tools", read_ordered(testing::fixture_path("hf/qwen25_tools_tiny/tools.json"))}})
+                  .find("\"id\": \"" + call.id + "\""),
+              std::string::npos)
+        << t["name"];
+  }
 }
 
 // A model made to call a tool (qwen25_tool_caller_tiny): its greedy reply is transformers'
