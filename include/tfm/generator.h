@@ -11,9 +11,14 @@
 //   // A chat model (a Hugging Face directory whose tokenizer has a chat template):
 //   std::string reply = generator.generate(tfm::Chat{{"system", "Be brief."}, {"user", "Hello!"}});
 //
+//   // With tools (OpenAI's list, as JSON text), and the reply read for the calls the model makes:
+//   std::string text = generator.generate(tfm::Prompt(chat, R"([{"type": "function", "function": {...}}])"));
+//   tfm::ChatReply reply = generator.parse_tool_calls(text);  // reply.tool_calls: what to run
+//
 // Safe to call from many threads at once. One worker generates every request: a request
 // joins the running batch at its next decoding step and leaves it when done (continuous
 // batching), so that many callers share each step's products.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -30,10 +35,24 @@
 
 namespace tfm {
 
-// One turn of a conversation: who speaks ("system", "user", "assistant", or another role
-// the model's template knows) and what they say.
+// A call of a tool, as OpenAI's tool_calls hold one: {"id": ..., "type": "function",
+// "function": {"name": ..., "arguments": "{...}"}}.
+struct ToolCall {
+  std::string id;         // what the tool's answer names (ChatMessage::tool_call_id)
+  std::string name;       // the function's
+  std::string arguments;  // a JSON object's text, as OpenAI gives it: "{\"location\": \"Paris\"}"
+};
+
+// One turn of a conversation: who speaks ("system", "user", "assistant", "tool", or another
+// role the model's template knows) and what they say. An assistant's turn may call tools
+// (tool_calls); a "tool" turn is a tool's answer, naming the call it answers. The template
+// sees them as transformers passes OpenAI's messages, except that each call's arguments
+// are the JSON object their text holds (as vLLM passes them: the templates of Qwen2.5,
+// Llama 3.1 and Mistral write `arguments | tojson`, which would quote a text again).
 struct ChatMessage {
   std::string role, content;
+  std::vector<ToolCall> tool_calls = {};  // (an assistant's)
+  std::string tool_call_id = {}, name = {};  // (a tool's: the call it answers, and the tool's name)
 };
 using Chat = std::vector<ChatMessage>;
 
@@ -45,14 +64,27 @@ class TFM_API Prompt {
   Prompt(std::string text) : text_(std::move(text)) {}  // NOLINT: a text is a prompt
   Prompt(const char* text) : text_(text) {}             // NOLINT
   Prompt(Chat conversation) : chat_(std::move(conversation)), is_chat_(true) {}  // NOLINT
+  // A conversation with the tools the model may call: OpenAI's list of {"type": "function",
+  // "function": {"name": ..., "description": ..., "parameters": {...}}} as JSON text, which the
+  // template sees as its `tools`, as given (transformers' apply_chat_template(tools=...)).
+  Prompt(Chat conversation, std::string tools) : chat_(std::move(conversation)), tools_(std::move(tools)), is_chat_(true) {}
   bool is_chat() const { return is_chat_; }
   const std::string& text() const { return text_; }
   const Chat& chat() const { return chat_; }
+  const std::string& tools() const { return tools_; }  // "" where none were given
 
  private:
   std::string text_;
   Chat chat_;
+  std::string tools_;
   bool is_chat_ = false;
+};
+
+// A chat model's reply read for tool calls (Generator::parse_tool_calls): the calls it
+// makes, and its text before them (the whole reply where it makes none).
+struct ChatReply {
+  std::string content;
+  std::vector<ToolCall> tool_calls;
 };
 
 // The text of one request as it is generated (Generator::stream), piece by piece.
@@ -121,6 +153,16 @@ class TFM_API Generator {
   int64_t count_tokens(const Prompt& prompt) const;
   // Whether the model takes conversations (its tokenizer has a chat template).
   bool has_chat_template() const;
+  // The tool calls in a reply to a conversation with tools, in the format the model's chat
+  // template teaches it (Hermes' <tool_call> blocks of Qwen2.5 and Qwen3, Llama 3.1's JSON
+  // reply, Mistral's [TOOL_CALLS] list: src/data/tool_calls.h), each with a fresh id of 9
+  // letters and digits (Mistral's templates refuse others); a reply that does not parse as a
+  // whole, or a model of another format, gives its text back with no calls.
+  ChatReply parse_tool_calls(const std::string& reply) const;
+  // Where, in a reply generated so far, a tool call may begin: the text before it is the
+  // reply's content whatever follows, the rest may be a call (held back while streaming,
+  // until parse_tool_calls reads the whole reply). The reply's length where none may begin.
+  size_t tool_call_start(const std::string& reply) const;
   // The model's positions: a prompt and its new tokens beyond this slide the window.
   int64_t max_tokens() const;
   GeneratorStats stats() const;

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <random>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "api/inference.h"
 #include "autograd/autograd.h"
 #include "data/text.h"
+#include "data/tool_calls.h"
 #include "decode/sampling.h"
 #include "tensor/error.h"
 
@@ -142,6 +144,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   bool stopping = false;
   decode::GenerationBatch batch;  // the worker's only
   std::atomic<int64_t> running{0}, tokens{0}, cache_bytes{0}, waiting{0};  // for stats()
+  data::ToolCallFormat tool_format = data::ToolCallFormat::kNone;  // of the chat template (read once: a streamed reply asks at each token)
   std::thread worker;
 
   // The worker computes with the creating thread's thread count (--threads, a library
@@ -152,7 +155,9 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
         worker([this, threads = omp_get_max_threads()] {
           omp_set_num_threads(threads);
           run();
-        }) {}
+        }) {
+    if (checkpoint.tokenizer) tool_format = checkpoint.tokenizer->tool_call_format();
+  }
 
   // Finishes what was submitted, then stops the worker.
   ~Impl() {
@@ -248,7 +253,7 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
   // A text's tokens, or a conversation's as its chat template writes it.
   std::vector<int> prompt_ids(const Prompt& prompt) const {
     const data::Tokenizer& tokenizer = this->tokenizer();
-    std::vector<int> ids = prompt.is_chat() ? tokenizer.encode_chat(conversation(prompt.chat())) : text_ids(prompt.text());
+    std::vector<int> ids = prompt.is_chat() ? tokenizer.encode_chat(conversation(prompt.chat()), tools(prompt.tools())) : text_ids(prompt.text());
     TFM_CHECK(!ids.empty(), "the prompt encodes to no tokens");
     return ids;
   }
@@ -259,19 +264,48 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     return text.empty() ? std::vector<int>{tokenizer().line_break_id()} : tokenizer().encode(text);
   }
 
-  // The messages as the template reads them, each a valid text.
-  static nlohmann::json conversation(const Chat& chat) {
+  // The messages as the template reads them, each a valid text: OpenAI's, a call's
+  // arguments the JSON object their text holds (a text that holds none: as it is).
+  static nlohmann::ordered_json conversation(const Chat& chat) {
     TFM_CHECK(!chat.empty(), "the conversation has no messages");
-    nlohmann::json messages = nlohmann::json::array();
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const ChatMessage& m : chat) {
-      for (const std::string* text : {&m.role, &m.content}) {
-        const char* problem = data::text_problem(*text);
-        TFM_CHECK(!problem, "a message's " << (text == &m.role ? "role" : "content") << ": " << problem);
-      }
-      messages.push_back({{"role", m.role}, {"content", m.content}});
+      nlohmann::ordered_json message = {{"role", valid(m.role, "a message's role")}, {"content", valid(m.content, "a message's content")}};
+      if (!m.tool_calls.empty()) message["tool_calls"] = tool_calls(m.tool_calls);
+      if (!m.tool_call_id.empty()) message["tool_call_id"] = valid(m.tool_call_id, "a message's tool_call_id");
+      if (!m.name.empty()) message["name"] = valid(m.name, "a message's name");
+      messages.push_back(std::move(message));
     }
     return messages;
   }
+
+  static nlohmann::ordered_json tool_calls(const std::vector<ToolCall>& calls) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const ToolCall& call : calls) {
+      const std::string& text = valid(call.arguments, "a tool call's arguments");
+      nlohmann::ordered_json arguments = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (!arguments.is_object()) arguments = text;
+      nlohmann::ordered_json one = {{"type", "function"}, {"function", {{"name", valid(call.name, "a tool call's name")}, {"arguments", arguments}}}};
+      if (!call.id.empty()) one["id"] = valid(call.id, "a tool call's id");
+      out.push_back(std::move(one));
+    }
+    return out;
+  }
+
+  // The tools as the template reads them: the list given ("": none).
+  static nlohmann::ordered_json tools(const std::string& text) {
+    if (text.empty()) return nullptr;
+    nlohmann::ordered_json list = nlohmann::ordered_json::parse(valid(text, "the tools"), nullptr, /*allow_exceptions=*/false);
+    TFM_CHECK(list.is_array(), "the tools must be a JSON list (OpenAI's [{\"type\": \"function\", \"function\": {...}}, ...])");
+    return list;
+  }
+
+  static const std::string& valid(const std::string& text, const char* what) {
+    const char* problem = data::text_problem(text);
+    TFM_CHECK(!problem, what << ": " << problem);
+    return text;
+  }
+
 };
 
 Generator::Generator(const std::string& checkpoint, const ModelOptions& options)
@@ -320,6 +354,29 @@ TextStream Generator::stream(const Prompt& prompt, const GenerationOptions& o) c
 }
 
 int64_t Generator::count_tokens(const Prompt& prompt) const { return static_cast<int64_t>(impl_->prompt_ids(prompt).size()); }
+
+namespace {
+
+// Nine letters and digits: what Mistral's templates take back (OpenAI's ids are any text).
+std::string fresh_call_id() {
+  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::uniform_int_distribution<size_t> pick(0, sizeof kAlphabet - 2);
+  std::string id(9, ' ');
+  for (char& c : id) c = kAlphabet[pick(random)];
+  return id;
+}
+
+}  // namespace
+
+ChatReply Generator::parse_tool_calls(const std::string& reply) const {
+  const data::ParsedReply parsed = data::parse_tool_calls(impl_->tool_format, reply);
+  ChatReply out{parsed.content, {}};
+  for (const data::ToolCallText& call : parsed.calls) out.tool_calls.push_back({fresh_call_id(), call.name, call.arguments});
+  return out;
+}
+
+size_t Generator::tool_call_start(const std::string& reply) const { return data::tool_call_start(impl_->tool_format, reply); }
 
 bool Generator::has_chat_template() const { return impl_->checkpoint.tokenizer && impl_->checkpoint.tokenizer->has_chat_template(); }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,24 +73,53 @@ void add_sampling_flags(CLI::App* cmd, tfm::GenerationOptions& o) {
   cmd->add_option("--seed", o.seed, "Random seed")->capture_default_str()->check(at_least<int64_t>(0));
 }
 
-// A conversation that fits the model's context with room for a reply of `reply_tokens`:
-// the oldest turns after the system message dropped until it does (the last one stays).
-void fit_context(const tfm::Generator& generator, tfm::Chat& chat, int64_t reply_tokens) {
+// A conversation that fits the model's context (with its `tools` described) with room for a
+// reply of `reply_tokens`: the oldest turns after the system message dropped until it does
+// (the last one stays).
+void fit_context(const tfm::Generator& generator, tfm::Chat& chat, const std::string& tools, int64_t reply_tokens) {
   const size_t first = !chat.empty() && chat[0].role == "system" ? 1 : 0;
   bool dropped = false;
-  while (chat.size() > first + 1 && generator.count_tokens(chat) + reply_tokens > generator.max_tokens())
+  while (chat.size() > first + 1 && generator.count_tokens(tfm::Prompt(chat, tools)) + reply_tokens > generator.max_tokens())
     chat.erase(chat.begin() + static_cast<std::ptrdiff_t>(first)), dropped = true;
   if (dropped)
     std::cerr << "(the conversation outgrew the model's " << generator.max_tokens() << " tokens: its oldest turns are forgotten)\n";
 }
 
-// A chat's sampling unless flags say otherwise: room for a long reply, and the
-// temperature and nucleus that chat models' generation_config.json files commonly give.
+// --lora, of `tfm generate` and `tfm chat`.
 void add_lora_flag(CLI::App* cmd, std::string& lora) {
   cmd->add_option("--lora", lora, "A LoRA adapter of the model (PEFT's directory, e.g. runs/lora/best_adapter), merged into its weights")
       ->check(CLI::ExistingDirectory);
 }
 
+// The text of --tools's file, a JSON list (the library checks each tool as the template reads it).
+std::string tools_of(const std::string& path) {
+  const std::string text = data::read_text(path);
+  const auto list = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  TFM_CHECK(list.is_array(), "--tools " << path << ": not a JSON list of tools (OpenAI's [{\"type\": \"function\", \"function\": {...}}, ...])");
+  return text;
+}
+
+// The model's first call that no tool has answered yet (its calls are answered in order, by
+// the tool turns after its reply), or null.
+const tfm::ToolCall* unanswered_call(const tfm::Chat& chat) {
+  size_t answered = 0;
+  auto turn = chat.rbegin();
+  for (; turn != chat.rend() && turn->role == "tool"; ++turn) ++answered;
+  if (turn == chat.rend() || answered >= turn->tool_calls.size()) return nullptr;
+  return &turn->tool_calls[answered];
+}
+
+// A line of `tfm chat` as a turn: the user's, or with `/tool TEXT` a tool's answer to the
+// model's next unanswered call (named, with its id).
+tfm::ChatMessage turn_of(const std::string& line, const tfm::Chat& chat) {
+  if (!line.starts_with("/tool ")) return {"user", line};
+  const tfm::ToolCall* call = unanswered_call(chat);
+  TFM_CHECK(call, "/tool answers the model's tool calls, and none is waiting for an answer");
+  return {"tool", line.substr(6), {}, call->id, call->name};
+}
+
+// A chat's sampling unless flags say otherwise: room for a long reply, and the
+// temperature and nucleus that chat models' generation_config.json files commonly give.
 tfm::GenerationOptions chat_sampling() {
   tfm::GenerationOptions o;
   o.max_new_tokens = 512, o.temperature = 0.7f, o.top_p = 0.9f;
@@ -146,7 +176,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
 
 void add_chat_command(CLI::App& app, int& exit_code) {
   struct Options {
-    std::string checkpoint, system, lora;
+    std::string checkpoint, system, lora, tools;
     tfm::GenerationOptions sampling = chat_sampling();
   };
   auto o = std::make_shared<Options>();
@@ -155,34 +185,44 @@ void add_chat_command(CLI::App& app, int& exit_code) {
                                      "of standard input is your turn, the reply streams as it is generated");
   add_model_flag(cmd, o->checkpoint, "A Hugging Face chat model's directory (e.g. Qwen2-0.5B-Instruct), or a checkpoint fine-tuned from one");
   cmd->add_option("--system", o->system, "A system message that opens the conversation (default: the template's own, if any)");
+  cmd->add_option("--tools", o->tools,
+                  "A JSON file of the tools the model may call (OpenAI's list of {\"type\": \"function\", \"function\": {...}}): "
+                  "its calls are shown as it writes them, and `/tool TEXT` answers them, one by one")
+      ->check(CLI::ExistingFile);
   add_sampling_flags(cmd, o->sampling);
   add_lora_flag(cmd, o->lora);
   cmd->callback([o, cmd, &exit_code] {
     const char* problem = data::text_problem(o->system);
     TFM_CHECK(!problem, "--system: " << problem);
+    const std::string tools = o->tools.empty() ? "" : tools_of(o->tools);
     tfm::ModelOptions options{"", to_string(precision_flag(*cmd)), device_flag(*cmd)};
     options.lora = o->lora;
     tfm::Generator generator(o->checkpoint, options);
     TFM_CHECK(generator.has_chat_template(), o->checkpoint << ": has no chat template (tokenizer_config.json's chat_template); "
                                                            "use tfm generate to continue a text");
     const bool interactive = isatty(STDIN_FILENO) != 0;
-    if (interactive) std::cerr << "Chatting with " << o->checkpoint << ". /reset forgets the conversation; Ctrl-D ends.\n";
+    if (interactive)
+      std::cerr << "Chatting with " << o->checkpoint << ". /reset forgets the conversation; " << (tools.empty() ? "" : "/tool TEXT answers a tool call; ")
+                << "Ctrl-D ends.\n";
     const tfm::Chat opening = o->system.empty() ? tfm::Chat{} : tfm::Chat{{"system", o->system}};
     tfm::Chat chat = opening;
     io::TextOutput out("-");
     for (std::string line; (interactive && std::cerr << "> " << std::flush), std::getline(std::cin, line);) {
       if (line == "/reset") chat = opening;
       if (line == "/reset" || line.empty()) continue;
-      chat.push_back({"user", line});
+      const size_t turns = chat.size();
       try {
-        fit_context(generator, chat, o->sampling.max_new_tokens);
-        const std::string reply = generator.generate(chat, o->sampling, [&](const std::string& piece) { out.write(piece); });
+        chat.push_back(turn_of(line, chat));
+        if (unanswered_call(chat)) continue;  // the model goes on once each of its calls has its answer
+        fit_context(generator, chat, tools, o->sampling.max_new_tokens);
+        const std::string text = generator.generate(tfm::Prompt(chat, tools), o->sampling, [&](const std::string& piece) { out.write(piece); });
         out.write("\n");
-        chat.push_back({"assistant", reply});
+        const tfm::ChatReply reply = tools.empty() ? tfm::ChatReply{text, {}} : generator.parse_tool_calls(text);
+        chat.push_back({"assistant", reply.content, reply.tool_calls});
       } catch (const Error& e) {  // a turn it cannot take (text that is not UTF-8): at a terminal, the next one may do
         if (!interactive) throw;
         std::cerr << "tfm: error: " << e.what() << "\n";
-        chat.pop_back();
+        chat.resize(turns);
       }
     }
     out.finish();

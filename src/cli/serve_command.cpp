@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "cli/commands.h"
 #include "cli/stop_on_signal.h"
@@ -16,12 +17,28 @@
 
 namespace tfm::cli {
 
+namespace {
+
+// NAME=PATH as {NAME, PATH}, and PATH alone as {"", PATH}: a '=' is a name's only where the whole
+// is no file or directory and no '/' comes before it (a folder's name may hold one).
+std::pair<std::string, std::string> named_path(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  const bool named = eq != std::string::npos && eq > 0 && spec.find('/') > eq && !std::filesystem::exists(spec);
+  return named ? std::pair{spec.substr(0, eq), spec.substr(eq + 1)} : std::pair{std::string(), spec};
+}
+
+}  // namespace
+
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<serve::ServerOptions>();
   auto models = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve checkpoints over HTTP: translate, generate, OpenAI completions, embed, classify (docs/SERVING.md)");
   cmd->add_option("--model", *models, "Checkpoint to serve, as PATH or NAME=PATH; repeat for several (a request names its \"model\")")
       ->required();
+  auto loras = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--lora", *loras,
+                  "A LoRA adapter (PEFT's directory) of a language model served, as DIR (the only model) or NAME=DIR; merged into "
+                  "its weights as it loads; repeat for several models");
   cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface; use --api-key then)")->capture_default_str();
   cmd->add_option("--port", o->port, "Port to listen on (0: any free port, printed on start)")->capture_default_str()->check(in_range(0, 65535));
   cmd->add_option("--api-key", o->api_key, "Key every request must send (Authorization: Bearer KEY); default: $TFM_API_KEY");
@@ -57,12 +74,15 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   limits->add_option("--timeout", o->timeout, "Seconds a request may take (504 beyond)")->capture_default_str()->check(in_range(0.001, 86400.0));
   limits->add_option("--drain-timeout", o->drain_timeout, "Seconds to finish admitted requests after SIGTERM (503 beyond)")
       ->capture_default_str()->check(in_range(0.0, 86400.0));
-  cmd->callback([o, models, cmd, &exit_code] {
+  cmd->callback([o, models, loras, cmd, &exit_code] {
     for (const std::string& m : *models) {
-      const size_t eq = m.find('=');
-      // NAME=PATH, unless the whole is a file (or a Hugging Face directory) or the '=' belongs to a folder's name (a '/' before it).
-      const bool named = eq != std::string::npos && eq > 0 && m.find('/') > eq && !std::filesystem::exists(m);
-      o->models.push_back(named ? serve::ModelSpec{m.substr(0, eq), m.substr(eq + 1)} : serve::ModelSpec{"", m});
+      const auto [name, path] = named_path(m);
+      o->models.push_back({name, path});
+    }
+    for (const std::string& l : *loras) {
+      const auto [name, dir] = named_path(l);
+      TFM_CHECK(std::filesystem::is_directory(dir), "--lora " << l << ": " << dir << " is not a directory (a LoRA adapter is PEFT's directory)");
+      o->loras.push_back({name, dir});
     }
     TFM_CHECK(!cmd->count("--api-key") || !o->api_key.empty(), "--api-key is empty: give a key, or leave the flag out");
     if (!cmd->count("--api-key"))

@@ -708,15 +708,20 @@ std::string ChatTemplate::render(const json& variables, const std::tm& now) cons
   return out;
 }
 
-std::string apply_chat_template(const TokenizerConfig& config, const json& messages, bool add_generation_prompt, const json& kwargs,
-                                const std::optional<std::tm>& now) {
-  const nlohmann::json& settings = config.json();
-  nlohmann::json source = settings.value("chat_template", nlohmann::json());
+std::string chat_template_source(const TokenizerConfig& config) {
+  nlohmann::json source = config.json().value("chat_template", nlohmann::json());
   if (source.is_array()) {  // named templates: [{"name": "default", "template": "..."}, ...]
     const auto named = std::find_if(source.begin(), source.end(), [](const nlohmann::json& t) { return t.is_object() && t.value("name", nlohmann::json()) == "default"; });
     source = named == source.end() ? nlohmann::json() : named->value("template", nlohmann::json());
   }
   TFM_CHECK(source.is_string(), config.path() << ": no chat_template (a string, or a list of named templates with one named \"default\")");
+  return source.get<std::string>();
+}
+
+std::string apply_chat_template(const TokenizerConfig& config, const json& messages, bool add_generation_prompt, const json& kwargs,
+                                const std::optional<std::tm>& now) {
+  const nlohmann::json& settings = config.json();
+  const ChatTemplate chat_template(chat_template_source(config));
   TFM_CHECK(kwargs.is_object(), "the chat template's keyword arguments must be an object");
   // As transformers renders: tools and documents none unless given, the special tokens, then the keyword arguments.
   json variables = {{"messages", messages}, {"tools", nullptr}, {"documents", nullptr}, {"add_generation_prompt", add_generation_prompt}};
@@ -727,7 +732,6 @@ std::string apply_chat_template(const TokenizerConfig& config, const json& messa
   }
   if (settings.contains("additional_special_tokens")) variables["additional_special_tokens"] = settings["additional_special_tokens"];
   for (const auto& entry : kwargs.items()) variables[entry.key()] = entry.value();
-  const ChatTemplate chat_template(source.get<std::string>());
   return now ? chat_template.render(variables, *now) : chat_template.render(variables);
 }
 

@@ -53,10 +53,14 @@ class ChatTemplate {
   std::shared_ptr<const std::vector<Node>> body_;
 };
 
+// The configuration's chat_template: the string, or where it is a list of named templates, the
+// one named "default".
+std::string chat_template_source(const TokenizerConfig& config);
+
 // transformers' apply_chat_template(messages, tools=..., tokenize=False, add_generation_prompt=...,
-// **kwargs): the configuration's chat_template (or, where it is a list of named templates, the one
-// named "default"), with tools and documents none, the special tokens it names, then `kwargs` (tools,
-// date_string, ...: an object) as variables; `now` fixes what strftime_now sees.
+// **kwargs): the configuration's chat_template (chat_template_source), with tools and documents
+// none, the special tokens it names, then `kwargs` (tools, date_string, ...: an object) as
+// variables; `now` fixes what strftime_now sees.
 std::string apply_chat_template(const TokenizerConfig& config, const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                 const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object(), const std::optional<std::tm>& now = std::nullopt);
 

@@ -155,9 +155,19 @@ void Tokenizer::set_ends(std::vector<int> ends) {
 
 bool Tokenizer::has_chat_template() const { return hf_ && hf_->config().json().contains("chat_template"); }
 
-std::vector<int> Tokenizer::encode_chat(const json& messages) const {
+std::vector<int> Tokenizer::encode_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const {
   TFM_CHECK(has_chat_template(), "the model's tokenizer has no chat template (tokenizer_config.json's chat_template); give it a text to continue");
-  return hf_->encode(apply_chat_template(hf_->config(), messages, /*add_generation_prompt=*/true), /*add_special=*/false);
+  const nlohmann::ordered_json kwargs = tools.is_null() ? nlohmann::ordered_json::object() : nlohmann::ordered_json{{"tools", tools}};
+  return hf_->encode(apply_chat_template(hf_->config(), messages, /*add_generation_prompt=*/true, kwargs), /*add_special=*/false);
+}
+
+ToolCallFormat Tokenizer::tool_call_format() const {
+  if (!has_chat_template()) return ToolCallFormat::kNone;
+  try {
+    return data::tool_call_format(chat_template_source(hf_->config()));
+  } catch (const Error&) {  // named templates without a "default": the model still loads, a conversation is refused saying why
+    return ToolCallFormat::kNone;
+  }
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {

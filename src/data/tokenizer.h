@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/hf_tokenizer.h"
+#include "data/tool_calls.h"
 #include "data/vocab.h"
 
 namespace tfm::data {
@@ -50,9 +51,11 @@ class Tokenizer {
   bool has_chat_template() const;
   // A conversation ([{"role": ..., "content": ...}, ...]) as the ids of the text the chat
   // template writes, up to where the assistant's reply begins: transformers'
-  // apply_chat_template(messages, add_generation_prompt=True) (the template writes the
-  // special tokens: none are added around it).
-  std::vector<int> encode_chat(const nlohmann::json& messages) const;
+  // apply_chat_template(messages, tools=tools, add_generation_prompt=True) (the template
+  // writes the special tokens: none are added around it; null tools: none given).
+  std::vector<int> encode_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const;
+  // The format in which the chat template teaches the model to call tools.
+  ToolCallFormat tool_call_format() const;
   std::string decode(const std::vector<int>& ids) const;  // specials other than the line break are dropped
   // One token as a label: its character or SentencePiece piece; specials by name ([CLS], [SEP], ...).
   std::string piece(int id) const;

@@ -167,6 +167,25 @@ struct PieceIterator {
   }
 };
 
+// Python's json.dumps of `o` (the keys in their order).
+std::string json_text(const py::handle& o) { return py::module_::import("json").attr("dumps")(o).cast<std::string>(); }
+
+// An OpenAI message dict (transformers' too: a call's arguments may be a dict, and content None where it calls tools).
+tfm::ChatMessage message_of(const py::dict& m) {
+  if (!m.contains("role") || !m.contains("content")) throw py::value_error("a message is a dict of a 'role' and a 'content'");
+  auto text = [&](const char* key) { return m.contains(key) && !m[key].is_none() ? m[key].cast<std::string>() : std::string(); };
+  tfm::ChatMessage message{m["role"].cast<std::string>(), text("content"), {}, text("tool_call_id"), text("name")};
+  if (m.contains("tool_calls") && !m["tool_calls"].is_none())
+    for (const py::handle call : m["tool_calls"].cast<py::list>()) {
+      const py::dict f = call.cast<py::dict>()["function"].cast<py::dict>();
+      const py::object arguments = f.contains("arguments") ? py::object(f["arguments"]) : py::dict();
+      const py::dict c = call.cast<py::dict>();
+      message.tool_calls.push_back({c.contains("id") && !c["id"].is_none() ? c["id"].cast<std::string>() : "", f["name"].cast<std::string>(),
+                                    py::isinstance<py::str>(arguments) ? arguments.cast<std::string>() : json_text(arguments)});
+    }
+  return message;
+}
+
 void bind_generator(py::module_& m) {
   py::class_<PieceIterator>(m, "TextStream", "The pieces of one request's text as they are generated")
       .def("__iter__", [](PieceIterator& it) -> PieceIterator& { return it; })
@@ -182,35 +201,47 @@ void bind_generator(py::module_& m) {
     if (py::isinstance<py::str>(stop)) return std::vector<std::string>{stop.cast<std::string>()};
     return stop.cast<std::vector<std::string>>();
   };
-  // A text, or a conversation: a list of {"role": ..., "content": ...} dicts, as transformers' apply_chat_template takes.
-  auto prompt_of = [](const py::object& prompt) -> tfm::Prompt {
-    if (py::isinstance<py::str>(prompt)) return prompt.cast<std::string>();
-    tfm::Chat chat;
-    for (const py::handle message : prompt.cast<py::list>()) {
-      const py::dict m = message.cast<py::dict>();
-      if (!m.contains("role") || !m.contains("content")) throw py::value_error("a message is a dict of a 'role' and a 'content'");
-      chat.push_back({m["role"].cast<std::string>(), m["content"].cast<std::string>()});
+  // A text, or a conversation: a list of OpenAI's message dicts, as transformers' apply_chat_template takes them, with
+  // the tools (OpenAI's list of dicts, or None).
+  auto prompt_of = [](const py::object& prompt, const py::object& tools) -> tfm::Prompt {
+    if (py::isinstance<py::str>(prompt)) {
+      if (!tools.is_none()) throw py::value_error("tools go with a conversation (a list of messages), not a text");
+      return prompt.cast<std::string>();
     }
-    return chat;
+    tfm::Chat chat;
+    for (const py::handle message : prompt.cast<py::list>()) chat.push_back(message_of(message.cast<py::dict>()));
+    return tools.is_none() ? tfm::Prompt(chat) : tfm::Prompt(chat, json_text(tools));
   };
   py::class_<tfm::Generator>(m, "Generator",
                              "A language model (`tfm lm train`, or a Hugging Face GPT-2, Llama, Mistral or Qwen2 directory); requests share "
                              "its batch (continuous batching)")
-      .def(model_init<tfm::Generator>(), "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none())
+      .def(py::init([](const py::object& path, const std::string& device, const std::string& precision, const py::object& vocab,
+                       const py::object& lora) {
+             tfm::ModelOptions o{vocab.is_none() ? "" : path_of(vocab), precision, device};
+             o.lora = lora.is_none() ? "" : path_of(lora);
+             const std::string checkpoint = path_of(path);
+             py::gil_scoped_release release;
+             return std::make_unique<tfm::Generator>(checkpoint, o);
+           }),
+           "path"_a, "device"_a = "cpu", "precision"_a = "f32", "vocab"_a = py::none(), "lora"_a = py::none(),
+           "Loads a language model; `lora`: a LoRA adapter's directory (PEFT's), merged into its weights (as tfm generate --lora)")
       .def(
           "stream",
           [stop_strings, prompt_of](const tfm::Generator& g, const py::object& prompt, int64_t max_tokens, float temperature, int64_t top_k, float top_p,
                          float min_p, float repetition_penalty, float frequency_penalty, float presence_penalty, const py::object& stop,
-                         uint64_t seed) {
+                         uint64_t seed, const py::object& tools) {
             const tfm::GenerationOptions o{max_tokens,         temperature,       top_k,           top_p, min_p, repetition_penalty,
                                            frequency_penalty, presence_penalty, seed, stop_strings(stop)};
-            return PieceIterator{g.stream(prompt_of(prompt), o)};
+            return PieceIterator{g.stream(prompt_of(prompt, tools), o)};
           },
           "prompt"_a = "", "max_tokens"_a = 500, "temperature"_a = 0.8f, "top_k"_a = 0, "top_p"_a = 1.0f, "min_p"_a = 0.0f,
           "repetition_penalty"_a = 1.0f, "frequency_penalty"_a = 0.0f, "presence_penalty"_a = 0.0f, "stop"_a = py::none(), "seed"_a = 1,
+          "tools"_a = py::none(),
           py::keep_alive<0, 1>(),  // the generator lives while a stream of it does
-          "The text that continues `prompt` (a text, or a chat model's conversation: a list of {'role': ..., 'content': ...} "
-          "dicts, written by its chat template), piece by piece as it is generated")
+          "The text that continues `prompt` (a text, or a chat model's conversation: a list of OpenAI's message dicts, "
+          "{'role': ..., 'content': ...} with an assistant's 'tool_calls' and a tool's 'tool_call_id' and 'name', written by its "
+          "chat template, with `tools`: OpenAI's list of {'type': 'function', 'function': {...}} dicts), piece by piece as it is "
+          "generated")
       .def(
           "generate",
           [](const py::object& self, const py::args& args, const py::kwargs& options) {
@@ -225,7 +256,23 @@ void bind_generator(py::module_& m) {
             return text;
           },
           "generate(prompt='', **options): the whole text that continues `prompt` (a text or a conversation); the options are "
-          "stream()'s (max_tokens, temperature, top_k, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty, stop, seed)")
+          "stream()'s (max_tokens, temperature, top_k, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty, stop, seed, "
+          "tools)")
+      .def(
+          "parse_tool_calls",
+          [](const tfm::Generator& g, const std::string& reply) {
+            const tfm::ChatReply r = g.parse_tool_calls(reply);
+            py::list calls;
+            for (const tfm::ToolCall& c : r.tool_calls)
+              calls.append(py::dict("id"_a = c.id, "type"_a = "function", "function"_a = py::dict("name"_a = c.name, "arguments"_a = c.arguments)));
+            py::dict message("role"_a = "assistant", "content"_a = r.content);
+            if (!r.tool_calls.empty()) message["tool_calls"] = calls;
+            return message;
+          },
+          "reply"_a,
+          "A reply as OpenAI's assistant message: {'role': 'assistant', 'content': ..., 'tool_calls': [...]} with the tool calls it "
+          "makes in the format the model's template teaches (arguments: JSON text); the whole reply as content where it makes none. "
+          "The message can join the conversation as it is")
       .def_property_readonly("has_chat_template", &tfm::Generator::has_chat_template,
                              "Whether the model takes conversations (its tokenizer has a chat template)");
 }

@@ -182,6 +182,40 @@ std::vector<uint8_t> image_pixels(const std::vector<std::string>& images, bool r
   return pixels;
 }
 
+// A chat reply as it is generated, for a request with tools: its text goes out up to where
+// a tool call may begin (Generator::tool_call_start), the rest once the reply is complete,
+// as the calls it holds (or as text, where it holds none). Without tools, all goes out as it comes.
+struct HeldReply {
+  HeldReply(const Generator& g, bool with_tools) : generator(g), tools(with_tools) {}
+  const Generator& generator;
+  bool tools;
+  std::string text;
+  size_t sent = 0;  // bytes of `text` handed out
+
+  // The text that can go out now, `piece` added.
+  std::string take(const std::string& piece) {
+    text += piece;
+    const size_t start = tools ? generator.tool_call_start(text) : text.size();
+    if (start <= sent) return "";
+    std::string out = text.substr(sent, start - sent);
+    sent = start;
+    return out;
+  }
+  // The whole reply read: its calls, and its text (of which `sent` bytes went out already).
+  ChatReply whole() const { return tools ? generator.parse_tool_calls(text) : ChatReply{text, {}}; }
+};
+
+// OpenAI's tool_calls; `indexed`: a streamed delta's, where each call says its place.
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    nlohmann::json one = {{"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed) one["index"] = i;
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 // One request at a time on an encoder or classifier (ServedModel::one_at_a_time).
 std::unique_lock<std::timed_mutex> take_turn(ServedModel& m, Clock::time_point deadline) {
   std::unique_lock<std::timed_mutex> turn(m.one_at_a_time, std::defer_lock);
@@ -309,52 +343,66 @@ void chat_completions(Context& c, Call& call) {
   const RequestBody b(call.req.body, {}, /*lenient=*/true);
   b.only("n", {1}, "one reply per request");
   b.only("logprobs", {false}, "no log-probabilities");
-  b.only("tools", {nlohmann::json::array()}, "no tool calls");
+  b.only("tool_choice", {"auto", "none"}, "\"auto\" or \"none\" only (tfm does not force a call)");
   ServedModel& m = c.models.pick(b.text("model", ""), "gpt", call.endpoint);
   if (!m.generator->has_chat_template())
     throw HttpError(400, "model '" + m.name + "' has no chat template (tokenizer_config.json's chat_template): use /v1/completions");
   const Chat chat = b.messages("messages", c.options.max_items);
+  // "none": the model is not told of the tools, so that it answers in words (vLLM's --exclude-tools-when-tool-choice-none).
+  const std::string tools = b.text("tool_choice", "auto") == "none" ? "" : b.tools("tools", c.options.max_items);
   const char* length_field = b.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";  // (OpenAI's newer name first)
   const GenerationOptions o = generation_options(b, c, length_field, c.options.max_new_tokens, 1.0);  // OpenAI's: as long as it takes
+  const Prompt prompt(chat, tools);
   int64_t prompt_tokens = 0;
-  std::string all;
-  for (const ChatMessage& message : chat) all += message.content;
+  std::string all = tools;
+  for (const ChatMessage& message : chat) {
+    all += message.content;
+    for (const ToolCall& call : message.tool_calls) all += call.arguments;
+  }
   check_lengths({all}, "the conversation", c.options.max_sentence_tokens, [&](const std::string&) {
-    return prompt_tokens = m.generator->count_tokens(chat);
+    return prompt_tokens = m.generator->count_tokens(prompt);
   });
   std::shared_ptr<void> ticket = c.life.admit();
-  auto pieces = std::make_shared<Pieces>(c, call, m, chat, o);
+  auto pieces = std::make_shared<Pieces>(c, call, m, prompt, o);
+  auto held = std::make_shared<HeldReply>(*m.generator, !tools.empty());
   if (b.flag("stream", false)) {
     const bool with_usage = b.object("stream_options").value("include_usage", false) == true;
-    auto chunk = [head = completion_head("chatcmpl-", "chat.completion.chunk", m)](const nlohmann::json& delta, const nlohmann::json& finish) {
+    auto chunk = [head = completion_head("chatcmpl-", "chat.completion.chunk", m), first = std::make_shared<bool>(true)](
+                     nlohmann::json delta, const nlohmann::json& finish) {
+      if (!delta.empty() && std::exchange(*first, false)) delta["role"] = "assistant";  // the first chunk says who speaks, as OpenAI's
       nlohmann::json event = head;
       event["choices"] = nlohmann::json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}}});
       return event;
     };
-    auto first = std::make_shared<bool>(true);  // the first chunk says who speaks, as OpenAI's
     return stream_events(
-        c, call, std::move(ticket), pieces,
-        [chunk, first](const std::string& piece) {
-          nlohmann::json delta = {{"content", piece}};
-          if (std::exchange(*first, false)) delta["role"] = "assistant";
-          return chunk(delta, nullptr);
-        },
-        [chunk, with_usage, prompt_tokens](const TextStream::Finish& finish) {
-          std::vector<std::string> events{"data: " + json_text(chunk(nlohmann::json::object(), finish.reason)) + "\n\n"};
+        c, call, std::move(ticket), pieces, [chunk, held](const std::string& piece) { return chunk({{"content", held->take(piece)}}, nullptr); },
+        [chunk, held, with_usage, prompt_tokens](const TextStream::Finish& finish) {
+          std::vector<std::string> events;
+          auto send = [&](const nlohmann::json& event) { events.push_back("data: " + json_text(event) + "\n\n"); };
+          const ChatReply whole = held->whole();
+          if (whole.content.size() > held->sent) send(chunk({{"content", whole.content.substr(held->sent)}}, nullptr));
+          if (!whole.tool_calls.empty()) send(chunk({{"tool_calls", tool_calls_json(whole.tool_calls, /*indexed=*/true)}}, nullptr));
+          send(chunk(nlohmann::json::object(), whole.tool_calls.empty() ? finish.reason : "tool_calls"));
           if (with_usage) {
             nlohmann::json last = chunk(nlohmann::json::object(), nullptr);
             last["choices"] = nlohmann::json::array(), last["usage"] = usage(prompt_tokens, finish.tokens);
-            events.push_back("data: " + json_text(last) + "\n\n");
+            send(last);
           }
           events.push_back("data: [DONE]\n\n");
           return events;
         });
   }
-  const std::string text = whole_text(*pieces);
+  held->text = whole_text(*pieces);
+  const ChatReply whole = held->whole();
   const TextStream::Finish finish = pieces->finish();
+  nlohmann::json message = {{"role", "assistant"}, {"content", whole.content}};
+  if (!whole.tool_calls.empty()) {
+    if (whole.content.empty()) message["content"] = nullptr;  // (as OpenAI's, where the reply is calls alone)
+    message["tool_calls"] = tool_calls_json(whole.tool_calls, /*indexed=*/false);
+  }
   nlohmann::json out = completion_head("chatcmpl-", "chat.completion", m);
-  out["choices"] = nlohmann::json::array(
-      {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"logprobs", nullptr}, {"finish_reason", finish.reason}}});
+  out["choices"] = nlohmann::json::array({{{"index", 0}, {"message", message}, {"logprobs", nullptr},
+                                           {"finish_reason", whole.tool_calls.empty() ? finish.reason : "tool_calls"}}});
   out["usage"] = usage(prompt_tokens, finish.tokens);
   reply(call.res, out);
 }

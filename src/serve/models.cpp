@@ -1,5 +1,6 @@
 #include "serve/models.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <stdexcept>
@@ -31,6 +32,7 @@ std::vector<std::string> endpoints_of(const ServedModel& m) {
 void load(ServedModel& m, const ServerOptions& o, Metrics& metrics) {
   ModelOptions model_options{"", o.precision, o.device};
   model_options.max_cache_bytes = o.max_cache_mb << 20;
+  model_options.lora = m.lora;
   if (m.family == "translation") {
     TranslatorOptions t;
     t.precision = o.precision, t.device = o.device, t.threads = o.threads, t.workers = o.workers, t.max_batch = o.batch;
@@ -69,11 +71,28 @@ ModelSet::ModelSet(const ServerOptions& o, Metrics& metrics, std::ostream& log) 
         throw std::runtime_error("two models are named '" + m->name + "' (" + other->path + ", " + m->path +
                                  "): name them with --model NAME=PATH");
     m->family = checkpoint_family(spec.path);
-    m->loaded = static_cast<int64_t>(std::time(nullptr));
-    log << "tfm serve: loading " << m->name << " (" << m->family << ") from " << m->path << "\n" << std::flush;
-    load(*m, o, metrics);
     models_.push_back(std::move(m));
   }
+  for (const AdapterSpec& adapter : o.loras) adapted(adapter).lora = adapter.dir;  // every adapter checked before any model loads
+  for (const auto& m : models_) {
+    m->loaded = static_cast<int64_t>(std::time(nullptr));
+    log << "tfm serve: loading " << m->name << " (" << m->family << ") from " << m->path
+        << (m->lora.empty() ? "" : " with the LoRA adapter " + m->lora) << "\n" << std::flush;
+    load(*m, o, metrics);
+  }
+}
+
+ServedModel& ModelSet::adapted(const AdapterSpec& adapter) {
+  const std::string what = "--lora " + (adapter.model.empty() ? "" : adapter.model + "=") + adapter.dir;
+  if (adapter.model.empty() && models_.size() > 1)
+    throw std::runtime_error(what + ": several models are served (" + summary() + "): name the one it adapts, as --lora NAME=DIR");
+  const auto named = std::find_if(models_.begin(), models_.end(), [&](const auto& m) { return adapter.model.empty() || m->name == adapter.model; });
+  if (named == models_.end()) throw std::runtime_error(what + ": no model is named '" + adapter.model + "' (served: " + summary() + ")");
+  ServedModel& m = **named;
+  if (m.family != "gpt")
+    throw std::runtime_error(what + ": model '" + m.name + "' is a " + m.family + " model; LoRA adapters apply to language models (gpt)");
+  if (!m.lora.empty()) throw std::runtime_error(what + ": model '" + m.name + "' has an adapter already (" + m.lora + "): one per model");
+  return m;
 }
 
 ServedModel& ModelSet::pick(const std::string& name, const std::string& family, const std::string& endpoint) {
@@ -107,9 +126,11 @@ ServedModel& ModelSet::pick_any(const std::string& name) {
 
 nlohmann::json ModelSet::list() const {
   nlohmann::json data = nlohmann::json::array();
-  for (const auto& m : models_)
+  for (const auto& m : models_) {
     data.push_back({{"id", m->name}, {"object", "model"}, {"created", m->loaded}, {"owned_by", "tfm"}, {"family", m->family},
                     {"endpoints", endpoints_of(*m)}});
+    if (!m->lora.empty()) data.back()["lora"] = m->lora;
+  }
   return {{"object", "list"}, {"data", data}};
 }
 

@@ -21,6 +21,7 @@ namespace tfm::serve {
 
 struct ServedModel {
   std::string name, family, path;  // family: translation, gpt, bert or vit (tfm::checkpoint_family)
+  std::string lora;                 // a language model's LoRA adapter directory (--lora), merged as it loads
   int64_t loaded = 0;               // when, in seconds since 1970 (OpenAI's "created")
   std::unique_ptr<Translator> translator;
   std::unique_ptr<Generator> generator;
@@ -35,7 +36,7 @@ struct ServedModel {
 class ModelSet {
  public:
   // Loads every model (a name not given is the file's name, or its directory's for
-  // best/last.safetensors) and registers its metrics.
+  // best/last.safetensors), with its LoRA adapter if --lora gives one, and registers its metrics.
   ModelSet(const ServerOptions& options, Metrics& metrics, std::ostream& log);
 
   // The model `name` (empty: the only one of `family`) for `endpoint`, or an HttpError.
@@ -48,6 +49,8 @@ class ModelSet {
 
  private:
   std::vector<std::unique_ptr<ServedModel>> models_;
+  // The model an adapter names (or the only one), checked to be a language model without one.
+  ServedModel& adapted(const AdapterSpec& adapter);
 };
 
 }  // namespace tfm::serve

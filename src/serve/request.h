@@ -35,13 +35,20 @@ class RequestBody {
   // An object field (absent or null: an empty object).
   nlohmann::json object(const char* name) const;
   // OpenAI's chat `messages`: 1 to `max_items` objects of a "role" and a "content" (a
-  // string, or a list of {"type": "text", "text": ...} parts, joined); other keys ignored.
+  // string, or a list of {"type": "text", "text": ...} parts, joined; null where an assistant
+  // calls tools), an assistant's "tool_calls", a tool's "tool_call_id" and "name"; other keys ignored.
   Chat messages(const char* name, int64_t max_items) const;
+  // OpenAI's chat `tools`: a list of at most `max_items` {"type": "function", "function":
+  // {"name": ..., ...}}, as the JSON text given (its keys in their order); "" where absent or empty.
+  std::string tools(const char* name, int64_t max_items) const;
   // A field that must be absent, null or one of `allowed` (an OpenAI option tfm does not offer).
   void only(const char* name, std::initializer_list<nlohmann::json> allowed, const char* why) const;
 
  private:
+  std::string body_;
   nlohmann::json json_;
+  // A field with its objects' keys in the order given (json_ sorts them), which a chat template shows.
+  nlohmann::ordered_json ordered(const char* name) const;
   const nlohmann::json* field(const char* name) const;
 };
 

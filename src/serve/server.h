@@ -14,8 +14,14 @@ struct ModelSpec {
   std::string name, path;
 };
 
+// A LoRA adapter's directory for the language model `model` (empty: the only model served).
+struct AdapterSpec {
+  std::string model, dir;
+};
+
 struct ServerOptions {
   std::vector<ModelSpec> models;
+  std::vector<AdapterSpec> loras;  // at most one per model, merged into its weights as it loads
   std::string host = "127.0.0.1";
   int port = 8080;                 // 0: any free port (the line printed on start says which)
   std::string api_key;             // when set, every request but GET /, /health and /favicon.ico needs it

@@ -165,6 +165,50 @@ def test_a_chat_model_takes_a_conversation_as_transformers_applies_its_template(
         tfm.Generator(LM).generate([{"role": "user", "content": "Hi"}])
 
 
+HF = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hf")
+
+
+def openai_messages(messages):
+    """transformers' messages as OpenAI sends them: each call's arguments as JSON text."""
+    return [{**m, "tool_calls": [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
+                                 for c in m["tool_calls"]]} if "tool_calls" in m else m for m in messages]
+
+
+def test_tools_and_tool_turns_reach_the_template_as_transformers_gives_them():
+    directory = os.path.join(HF, "qwen25_tools_tiny")
+    reference = json.load(open(os.path.join(directory, "reference.json"), encoding="utf-8"))
+    generator = tfm.Generator(directory)
+    greedy = {"max_tokens": reference["max_new_tokens"], "temperature": 0, "tools": reference["tools"]}
+    assert generator.generate(openai_messages(reference["messages"]), **greedy) == reference["new_text"]
+    assert generator.generate(reference["messages"], **greedy) == reference["new_text"]  # (arguments as dicts, as transformers takes them)
+    message = generator.parse_tool_calls('Sure.\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>')
+    assert message["content"] == "Sure.\n" and len(message["tool_calls"]) == 1
+    call = message["tool_calls"][0]
+    assert call["type"] == "function" and call["function"] == {"name": "get_time", "arguments": '{"zone":"UTC"}'} and len(call["id"]) == 9
+    assert generator.parse_tool_calls("It is noon.") == {"role": "assistant", "content": "It is noon."}
+    caller_dir = os.path.join(HF, "qwen25_tool_caller_tiny")  # a model made to call a tool
+    caller = json.load(open(os.path.join(caller_dir, "reference.json"), encoding="utf-8"))
+    reply = tfm.Generator(caller_dir).parse_tool_calls(tfm.Generator(caller_dir).generate(caller["messages"], tools=caller["tools"], temperature=0))
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply["tool_calls"]] == \
+        [(c["name"], c["arguments"]) for c in caller["tool_calls"]]
+    with pytest.raises(ValueError, match="tools go with a conversation"):
+        generator.generate("a text", tools=reference["tools"])
+
+
+def test_a_lora_adapter_is_merged_as_peft_merges_it():
+    """The merged weights' greedy continuations (transformers on W + B A alpha / r), and the command line's --lora."""
+    base, adapter = os.path.join(HF, "qwen2_chat_tiny"), os.path.join(HF, "qwen2_chat_tiny_lora")
+    reference = json.load(open(os.path.join(adapter, "reference.json"), encoding="utf-8"))
+    generator = tfm.Generator(base, lora=adapter)
+    for case in reference["cases"]:
+        prompt = case.get("text", case.get("messages"))
+        assert generator.generate(prompt, max_tokens=reference["max_new_tokens"], temperature=0) == case["new_text"]
+    text = reference["cases"][1]["text"]
+    assert text + reference["cases"][1]["new_text"] + "\n" == cli("generate", "--model", base, "--lora", adapter, "--prompt", text,
+                                                                  "--max-new-tokens", str(reference["max_new_tokens"]), "--temperature", "0")
+    assert tfm.Generator(base).generate(text, max_tokens=reference["max_new_tokens"], temperature=0) != reference["cases"][1]["new_text"]
+
+
 def test_a_stream_keeps_its_generator_and_dropping_it_cancels_its_request():
     stream = tfm.Generator(LM).stream("ROMEO:", max_tokens=10**6)  # the generator itself is dropped at once
     assert next(stream)

@@ -222,6 +222,95 @@ def test_openai_chat_completions(server):
     assert status == 400 and "has no chat template" in error["error"]["message"]
 
 
+def openai_messages(messages):
+    """transformers' messages as OpenAI sends them: each call's arguments as JSON text, content null beside calls."""
+    return [{**m, "content": m["content"] or None,
+             "tool_calls": [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}} for c in m["tool_calls"]]}
+            if "tool_calls" in m else m for m in messages]
+
+
+def test_openai_chat_completions_with_tools_and_a_lora_adapter():
+    """Tools and tool turns reach Qwen2.5's template as transformers' apply_chat_template(tools=...) gives them (the
+    prompt's tokens and the greedy reply of qwen25_tools_tiny's reference); a model made to call a tool gets its call
+    back as tool_calls (tests/test_tool_calls.cpp reads every format); a LoRA adapter (--lora NAME=DIR) gives PEFT's
+    merged model's text."""
+    tools_dir, adapter = os.path.join(HF, "qwen25_tools_tiny"), os.path.join(HF, "qwen2_chat_tiny_lora")
+    reference = json.load(open(os.path.join(tools_dir, "reference.json"), encoding="utf-8"))
+    adapted = json.load(open(os.path.join(adapter, "reference.json"), encoding="utf-8"))
+    caller_dir = os.path.join(HF, "qwen25_tool_caller_tiny")
+    caller = json.load(open(os.path.join(caller_dir, "reference.json"), encoding="utf-8"))
+    s = Server("--model", f"tools={tools_dir}", "--model", f"adapted={CHAT}", "--lora", f"adapted={adapter}", "--model", f"caller={caller_dir}",
+               "--max-sentence-tokens", "2048")
+    try:
+        def ask(**extra):
+            body = {"model": "tools", "messages": openai_messages(reference["messages"]), "tools": reference["tools"], "temperature": 0,
+                    "max_tokens": reference["max_new_tokens"], **extra}
+            return s.post("/v1/chat/completions", body)
+
+        status, _, out = ask()
+        assert status == 200, out
+        assert out["choices"][0]["message"] == {"role": "assistant", "content": reference["new_text"]}
+        assert out["choices"][0]["finish_reason"] == "length" and out["usage"]["prompt_tokens"] == len(reference["input_ids"])
+        events = ask(stream=True)[2]
+        chunks = [json.loads(line[6:]) for line in events.split("\n") if line.startswith("data: {")]
+        assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == reference["new_text"]
+        assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+        # "none": the template is not told of the tools.
+        without = ask(tool_choice="none")[2]["usage"]["prompt_tokens"]
+        assert without == ask(tools=None)[2]["usage"]["prompt_tokens"] == ask(tools=[])[2]["usage"]["prompt_tokens"] < len(reference["input_ids"])
+        assert ask(tool_choice="auto")[0] == 200
+        for extra, message in [({"tool_choice": "required"}, "'tool_choice' is not supported: \"auto\" or \"none\" only"),
+                               ({"tool_choice": {"type": "function", "function": {"name": "get_time"}}}, "'tool_choice' is not supported"),
+                               ({"tools": [{"type": "code_interpreter"}]}, "'tools' must hold {\"type\": \"function\""),
+                               ({"tools": {"type": "function"}}, "'tools' must be a list"),
+                               ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {}}]}]},
+                                "message 1's tool call names no function"),
+                               ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": 3}}]}]},
+                                "message 1's tool call's arguments must be a JSON text")]:
+            status, _, error = ask(**extra)
+            assert status == 400 and message in error["error"]["message"], error
+
+        # A model made to call a tool (qwen25_tool_caller_tiny): its call comes back as OpenAI's tool_calls, whole or streamed.
+        def call(**extra):
+            return s.post("/v1/chat/completions", {"model": "caller", "messages": caller["messages"], "tools": caller["tools"], "temperature": 0,
+                                                   **extra})
+
+        status, _, out = call()
+        assert status == 200, out
+        message, expected = out["choices"][0]["message"], caller["tool_calls"][0]
+        assert out["choices"][0]["finish_reason"] == "tool_calls" and message["content"] is None and len(message["tool_calls"]) == 1
+        tool_call = message["tool_calls"][0]
+        assert tool_call["type"] == "function" and len(tool_call["id"]) == 9
+        assert tool_call["function"]["name"] == expected["name"] and json.loads(tool_call["function"]["arguments"]) == expected["arguments"]
+        assert out["usage"] == {"prompt_tokens": len(caller["input_ids"]), "completion_tokens": 4, "total_tokens": len(caller["input_ids"]) + 4}
+        events = call(stream=True)[2]
+        chunks = [json.loads(line[6:]) for line in events.split("\n") if line.startswith("data: {")]
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == ""  # nothing of the call goes out as text
+        deltas = [c["choices"][0]["delta"]["tool_calls"] for c in chunks if "tool_calls" in c["choices"][0]["delta"]]
+        assert len(deltas) == 1 and deltas[0][0]["index"] == 0 and deltas[0][0]["function"]["name"] == expected["name"]
+        assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+        # The call and the tool's answer go back in the next request (its id as Mistral's templates want it).
+        answered = caller["messages"] + [message, {"role": "tool", "tool_call_id": tool_call["id"], "content": "21"}]
+        status, _, again = s.post("/v1/chat/completions", {"model": "caller", "messages": answered, "tools": caller["tools"], "temperature": 0})
+        assert status == 200 and again["usage"]["prompt_tokens"] > out["usage"]["prompt_tokens"] and again["choices"][0]["finish_reason"] == "tool_calls"
+        # "none": the model is not told of the tools, and its reply is not read for calls.
+        plain = call(tool_choice="none")[2]["choices"][0]
+        assert plain["message"] == {"role": "assistant", "content": caller["new_text"]} and plain["finish_reason"] == "stop"
+
+        listed = {m["id"]: m for m in s.request("GET", "/v1/models")[2]["data"]}
+        assert listed["adapted"]["lora"] == adapter and "lora" not in listed["tools"]
+        text = adapted["cases"][1]["text"]
+        out = s.post("/v1/generate", {"model": "adapted", "prompt": text, "max_new_tokens": adapted["max_new_tokens"], "temperature": 0})[2]
+        assert out["text"] == adapted["cases"][1]["new_text"]
+        assert text + out["text"] + "\n" == cli("generate", "--model", CHAT, "--lora", adapter, "--prompt", text, "--max-new-tokens",
+                                                str(adapted["max_new_tokens"]), "--temperature", "0")
+        chat = s.post("/v1/chat/completions", {"model": "adapted", "messages": adapted["cases"][0]["messages"], "temperature": 0,
+                                               "max_tokens": adapted["max_new_tokens"]})[2]
+        assert chat["choices"][0]["message"]["content"] == adapted["cases"][0]["new_text"]
+    finally:
+        assert s.stop() == 0
+
+
 def test_embed_equals_the_command_line(server):
     out = server.post("/v1/embed", {"sentences": SENTENCES[:3]})[2]
     want = [[float(x) for x in line.split()] for line in cli("embed", "--model", BERT, stdin="\n".join(SENTENCES[:3]) + "\n").splitlines()]
@@ -580,6 +669,10 @@ def test_what_the_drain_timeout_leaves_gets_503_and_the_server_still_exits_0():
     (["--model", MT, "--max-queue", "0"], "--max-queue must be from 1"),
     (["--model", MT, "--api-key", ""], "--api-key is empty"),
     (["--model", MT, "--api-key", " key "], "the API key starts or ends with a space or tab"),
+    (["--model", f"lm={LM}", "--lora", f"other={HF}/qwen2_chat_tiny_lora"], "--lora other="),
+    (["--model", f"mt={MT}", "--lora", f"{HF}/qwen2_chat_tiny_lora"], "model 'mt' is a translation model; LoRA adapters apply to language models"),
+    (["--model", MT, "--model", LM, "--lora", f"{HF}/qwen2_chat_tiny_lora"], "several models are served"),
+    (["--model", f"lm={LM}", "--lora", "lm=missing_adapter"], "missing_adapter is not a directory"),
 ])
 def test_bad_command_lines_get_one_line(args, message):
     r = subprocess.run([TFM, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60)
