@@ -398,8 +398,10 @@ def test_image_bombs_are_refused_and_large_images_decoded_two_at_a_time(server):
     assert answers == [400] * 8
     if os.environ.get("TFM_SANITIZED") == "1":
         return  # AddressSanitizer's allocator keeps freed memory in quarantine: no figure to compare
-    # two 16 MB decodes at once: 34 MB above the resident memory before (8 at once: 127 MB)
-    assert memory_kb(server.proc.pid, "VmHWM") - before < 80_000, "more than two images were decoded at once"
+    # two 16 MB decodes at once: 34 MB above the resident memory before (8 at once: 127 MB;
+    # once, on a loaded machine, 80.0 MB: the allocator's extents freed and taken in another order)
+    peak = memory_kb(server.proc.pid, "VmHWM") - before
+    assert peak < 100_000, f"more than two images were decoded at once: {peak} kB above the memory before"
     assert memory_kb(server.proc.pid) - before < 20_000, "the decoded images' memory was kept"
 
 
