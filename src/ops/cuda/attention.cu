@@ -358,6 +358,15 @@ struct Flash {
   }
 };
 
+// Keys and values [t0, t0 + n) of row b, as query head h reads them, into two tiles of
+// shared memory, between barriers (the last tiles' readers are done first).
+__device__ void load_key_value_tiles(const Flash& f, int64_t b, int64_t h, int64_t t0, int64_t n, float* keys, float* values) {
+  __syncthreads();
+  load_tile(keys, n, f.s.dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
+  load_tile(values, n, f.s.dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
+  __syncthreads();
+}
+
 // Query rows [i0, i0 + kTile) of (b, h): for each tile of keys and values (both in shared
 // memory), each row's scores (lane j its key), the running maximum m and sum l of
 // exp(score - m), the row's output so far rescaled by exp(m_old - m_new) and the tile's
@@ -378,10 +387,7 @@ __global__ void flash_forward_kernel(Flash f) {
     const int64_t horizon = q_end > sh.first ? visible_keys(nk, nq, f.causal, q_end - 1) : 0;
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
-      __syncthreads();
-      load_tile(keys, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
-      load_tile(values, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
-      __syncthreads();
+      load_key_value_tiles(f, b, h, t0, n, keys, values);
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
         const int64_t r = i - sh.first, j = t0 + lane;
         for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c];
@@ -445,10 +451,7 @@ __global__ void flash_query_gradient_kernel(Flash f) {
     const int64_t horizon = q_end > sh.first ? visible_keys(f.k.size(b), nq, f.causal, q_end - 1) : 0;
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kTile) {
       const int64_t n = std::max(int64_t{0}, std::min(int64_t{kTile}, horizon - t0));
-      __syncthreads();
-      load_tile(keys, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
-      load_tile(values, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
-      __syncthreads();
+      load_key_value_tiles(f, b, h, t0, n, keys, values);
       for (int64_t i = sh.first + warp; i < q_end; i += kWarps) {
         for (int64_t c = lane; c < dk; c += kWarp) query[c] = f.q.row(b, i)[h * dk + c], grad[c] = f.g.row(b, i)[h * dk + c];
         __syncwarp();
