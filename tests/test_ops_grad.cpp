@@ -264,55 +264,70 @@ TEST(OpsGrad, Embedding) {
   EXPECT_GRADCHECK([&](const V& x) { return ops::embedding(x[0], ids); }, (V{random_tensor({5, 4}, 1)}), kTol);
 }
 
+// ops::attention and ops::flash_attention (its FlashAttention-2 contract, which the GPU
+// runs by default): the attention checks below take both.
+using AttentionOp = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, ops::AttentionHeads, const ops::AttentionMask&, float, DropoutKey);
+Tensor unfused_attention(const Tensor& q, const Tensor& k, const Tensor& v, ops::AttentionHeads heads, const ops::AttentionMask& mask,
+                         float p, DropoutKey key) {
+  return ops::attention(q, k, v, heads, mask, p, key);
+}
+const AttentionOp kAttentionOps[] = {unfused_attention, ops::flash_attention};
+
 TEST(OpsGrad, AttentionWithMasksAndStridedInputs) {
-  ops::AttentionMask mask;
-  mask.key_padding = testing::bool_tensor({2, 4}, {0, 0, 0, 1, 0, 0, 1, 1});  // batch 2, 4 keys
-  for (bool causal : {false, true}) {
-    mask.causal = causal;
-    // q, k, v as slices of one fused projection, as in self-attention.
-    EXPECT_GRADCHECK(
-        [&](const V& x) {
-          return ops::attention(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, mask);
-        },
-        (V{random_tensor({2, 4, 18}, 1)}), kTol);
+  for (const AttentionOp attend : kAttentionOps) {
+    SCOPED_TRACE(attend == ops::flash_attention ? "flash_attention" : "attention");
+    ops::AttentionMask mask;
+    mask.key_padding = testing::bool_tensor({2, 4}, {0, 0, 0, 1, 0, 0, 1, 1});  // batch 2, 4 keys
+    for (bool causal : {false, true}) {
+      mask.causal = causal;
+      // q, k, v as slices of one fused projection, as in self-attention.
+      EXPECT_GRADCHECK(
+          [&](const V& x) {
+            return attend(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, mask, 0.0f, {});
+          },
+          (V{random_tensor({2, 4, 18}, 1)}), kTol);
+    }
+    ops::AttentionMask pad_only;
+    pad_only.key_padding = testing::bool_tensor({2, 3}, {0, 0, 1, 0, 0, 0});  // batch 2, 3 keys; 2 queries
+    EXPECT_GRADCHECK([&](const V& x) { return attend(x[0], x[1], x[2], 3, pad_only, 0.25f, 99); },
+                     (V{random_tensor({2, 2, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
+    // Packed sequences (lengths 3, 1, 2) without padding: self-attention and, with
+    // padded queries, encoder-decoder attention.
+    ops::AttentionMask packed;
+    packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(std::vector<int64_t>{0, 3, 4}, std::vector<int64_t>{3, 1, 2});
+    EXPECT_GRADCHECK([&](const V& x) { return attend(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, packed, 0.25f, 7); },
+                     (V{random_tensor({1, 6, 18}, 1)}), kTol);
+    packed.packed_queries = nullptr;
+    EXPECT_GRADCHECK([&](const V& x) { return attend(x[0], x[1], x[2], 3, packed, 0.0f, {}); },
+                     (V{random_tensor({3, 2, 6}, 1), random_tensor({1, 6, 6}, 2), random_tensor({1, 6, 6}, 3)}), kTol);
+    // One query, as a decoding step has (its own forward path).
+    EXPECT_GRADCHECK([&](const V& x) { return attend(x[0], x[1], x[2], 3, pad_only, 0.0f, {}); },
+                     (V{random_tensor({2, 1, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
   }
-  ops::AttentionMask pad_only;
-  pad_only.key_padding = testing::bool_tensor({2, 3}, {0, 0, 1, 0, 0, 0});  // batch 2, 3 keys; 2 queries
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only, 0.25f, 99); },
-                   (V{random_tensor({2, 2, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
-  // Packed sequences (lengths 3, 1, 2) without padding: self-attention and, with
-  // padded queries, encoder-decoder attention.
-  ops::AttentionMask packed;
-  packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(std::vector<int64_t>{0, 3, 4}, std::vector<int64_t>{3, 1, 2});
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(ops::slice(x[0], 2, 0, 6), ops::slice(x[0], 2, 6, 12), ops::slice(x[0], 2, 12, 18), 2, packed, 0.25f, 7); },
-                   (V{random_tensor({1, 6, 18}, 1)}), kTol);
-  packed.packed_queries = nullptr;
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, packed); },
-                   (V{random_tensor({3, 2, 6}, 1), random_tensor({1, 6, 6}, 2), random_tensor({1, 6, 6}, 3)}), kTol);
-  // One query, as a decoding step has (its own forward path).
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], 3, pad_only); },
-                   (V{random_tensor({2, 1, 6}, 1), random_tensor({2, 3, 6}, 2), random_tensor({2, 3, 6}, 3)}), kTol);
 }
 
 // Grouped-query attention: 4 query heads over 2 K/V heads (and over 1: multi-query),
 // as slices of one fused projection; with dropout; with packed sequences; and with more
 // keys than the CPU's dot-product path takes (its GEMM path).
 TEST(OpsGrad, GroupedQueryAttention) {
-  ops::AttentionMask causal;
-  causal.causal = true;
-  for (const int64_t kv_heads : {2, 1}) {
-    const int64_t kv = 2 * kv_heads;  // K/V width: heads of 2 values
-    EXPECT_GRADCHECK([&](const V& x) {
-      return ops::attention(ops::slice(x[0], 2, 0, 8), ops::slice(x[0], 2, 8, 8 + kv), ops::slice(x[0], 2, 8 + kv, 8 + 2 * kv), {4, kv_heads},
-                            causal, 0.25f, 5);
-    }, (V{random_tensor({2, 4, 8 + 2 * kv}, 1)}), kTol);
+  for (const AttentionOp attend : kAttentionOps) {
+    SCOPED_TRACE(attend == ops::flash_attention ? "flash_attention" : "attention");
+    ops::AttentionMask causal;
+    causal.causal = true;
+    for (const int64_t kv_heads : {2, 1}) {
+      const int64_t kv = 2 * kv_heads;  // K/V width: heads of 2 values
+      EXPECT_GRADCHECK([&](const V& x) {
+        return attend(ops::slice(x[0], 2, 0, 8), ops::slice(x[0], 2, 8, 8 + kv), ops::slice(x[0], 2, 8 + kv, 8 + 2 * kv), {4, kv_heads},
+                              causal, 0.25f, 5);
+      }, (V{random_tensor({2, 4, 8 + 2 * kv}, 1)}), kTol);
+    }
+    ops::AttentionMask packed;
+    packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(std::vector<int64_t>{0, 3}, std::vector<int64_t>{3, 2});
+    EXPECT_GRADCHECK([&](const V& x) { return attend(x[0], x[1], x[2], {4, 2}, packed, 0.0f, {}); },
+                     (V{random_tensor({1, 5, 8}, 1), random_tensor({1, 5, 4}, 2), random_tensor({1, 5, 4}, 3)}), kTol);
+    EXPECT_GRADCHECK([&](const V& x) { return attend(x[0], x[1], x[2], {4, 2}, ops::AttentionMask(), 0.0f, {}); },
+                     (V{random_tensor({1, 3, 8}, 1), random_tensor({1, 60, 4}, 2), random_tensor({1, 60, 4}, 3)}), kTol);
   }
-  ops::AttentionMask packed;
-  packed.packed_queries = packed.packed_keys = std::make_shared<ops::PackedSequences>(std::vector<int64_t>{0, 3}, std::vector<int64_t>{3, 2});
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], {4, 2}, packed); },
-                   (V{random_tensor({1, 5, 8}, 1), random_tensor({1, 5, 4}, 2), random_tensor({1, 5, 4}, 3)}), kTol);
-  EXPECT_GRADCHECK([&](const V& x) { return ops::attention(x[0], x[1], x[2], {4, 2}, ops::AttentionMask()); },
-                   (V{random_tensor({1, 3, 8}, 1), random_tensor({1, 60, 4}, 2), random_tensor({1, 60, 4}, 3)}), kTol);
 }
 
 TEST(OpsGrad, Losses) {
