@@ -246,8 +246,9 @@ void flash_attention(const AttentionCall& c, Tensor& out, Tensor& lse) {
         if (i >= r.q.length(b)) continue;  // past a packed sequence's end: no row of out
         float* oi = o.row(b, i) + h * geo.dk;
         std::fill(oi, oi + geo.dk, 0.0f);
-        r.scores(b, h, i, s.data());
         const int64_t keys = r.k.length(b);
+        if (keys == 0) continue;
+        r.scores(b, h, i, s.data());
         const float m = *std::max_element(s.begin(), s.begin() + keys);
         if (m == neg_inf) continue;  // no key seen: attend nowhere (out 0), as attention does
         float sum = 0.0f;

@@ -431,9 +431,10 @@ __global__ void flash_row_dot_kernel(Flash f) {
 // through the dropout mask; 0 for a key it does not see. *weight gets P after dropout.
 __device__ float score_gradient(const Flash& f, int64_t b, int64_t h, int64_t i, int64_t j, bool in_tile, const float* query,
                                 const float* key, const float* grad, const float* value, float* weight) {
-  const float lse = f.lse[f.stat(b, h, i)];
   *weight = 0.0f;
-  if (!in_tile || lse == -INFINITY || !f.sees(b, i, j)) return 0.0f;
+  if (!in_tile) return 0.0f;  // (a lane past the tile: its i may lie past [B, heads, tq])
+  const float lse = f.lse[f.stat(b, h, i)];
+  if (lse == -INFINITY || !f.sees(b, i, j)) return 0.0f;
   const float p = expf(f.s.scale * dot(query, key, f.s.dk) - lse), keep = f.keep(b, h, i, j);
   *weight = p * keep;
   return p * (dot(grad, value, f.s.dk) * keep - f.row_dot[f.stat(b, h, i)]) * f.s.scale;
