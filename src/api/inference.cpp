@@ -5,6 +5,7 @@
 #include "models/lora.h"
 #include "ops/dispatch.h"
 #include "ops/linear_products.h"
+#include "tensor/allocator.h"
 #include "tensor/error.h"
 
 namespace tfm::api {
@@ -27,11 +28,11 @@ TextAttention text_attention(const std::vector<int>& ids, const nn::AttentionMap
   return out;
 }
 
-void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const ModelOptions& options) {
+void ready_for_inference(nn::Module& model, io::SafeTensors& file, const std::string& path, const ModelOptions& options) {
   const ops::Precision p = ops::parse_precision(options.precision);  // bad names fail before the weights load
   model.to(ops::usable_device(options.device));
   models::refuse_lora_checkpoint(file.metadata, path);
-  io::load_parameters(model.named_parameters(), file, path);
+  io::take_parameters(model.named_parameters(), file, path);
   if (!options.lora.empty()) {  // merged: generation as fast as the base's
     auto* gpt = dynamic_cast<models::GPT*>(&model);
     TFM_CHECK(gpt, options.lora << ": LoRA adapters are for language models (generate, chat, serve)");
@@ -40,6 +41,10 @@ void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const s
   model.eval();
   model.products().set_precision(p);
   model.products().freeze();
+  if (auto* gpt = dynamic_cast<models::GPT*>(&model)) gpt->keep_product_copies_only();
+  // The file's buffers and the model's first ones, freed above, go back to the system: a
+  // cache keeps them otherwise, and nothing of that size is allocated again.
+  allocator_for(Device::CPU).release_cached();
 }
 
 }  // namespace tfm::api

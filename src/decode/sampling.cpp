@@ -11,8 +11,7 @@ namespace {
 
 // Logits of the last position after feeding `ids` (appended to the cache if any): [1, vocab].
 Tensor last_logits(models::GPT& model, const std::vector<int>& ids, std::vector<nn::KVCache>* caches) {
-  Tensor logits = model.forward({ids, 1, static_cast<int64_t>(ids.size())}, caches);  // [1, len, vocab]
-  return ops::reshape(ops::slice(logits, 1, logits.size(1) - 1, logits.size(1)), {1, logits.size(2)});
+  return model.last_logits({ids, 1, static_cast<int64_t>(ids.size())}, caches);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace tfm::nn {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
   weight = Tensor::zeros({out_features, in_features});
-  register_parameter("weight", weight);
+  register_parameter("weight", weight, ReadBy::products);
   if (with_bias) {
     bias = Tensor::zeros({out_features});
     register_parameter("bias", bias);

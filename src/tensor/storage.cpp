@@ -20,6 +20,11 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   }
 }
 
+void Storage::release() {
+  allocator_for(device_).discard(memory_, bytes_);
+  released_ = true;
+}
+
 Storage::~Storage() {
   allocator_for(device_).deallocate(memory_);
   g_live -= bytes_;

@@ -25,10 +25,18 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
+  // Gives the memory back to the system for good, the addresses staying this storage's
+  // (no other gets them: frozen weights' copies are keyed by address): a weight whose
+  // frozen copy stands in for it (nn::Module::release_product_weights). Its tensors
+  // can no longer be read or written (Tensor::device_ptr refuses), only told apart.
+  void release();
+  bool released() const { return released_; }
+
  private:
   Allocation memory_;
   size_t bytes_ = 0;
   Device device_;
+  bool released_ = false;
 };
 
 }  // namespace tfm

@@ -77,6 +77,11 @@ void Tensor::not_on_host() const {
               ") was read or written as host memory; move it with ops::to(tensor, Device::CPU) first");
 }
 
+void Tensor::released_read() const {
+  throw Error("a weight " + shape_str(shape()) + " released for inference was read: its frozen copy stands in for it in the products, "
+              "nothing else may read it (nn::Module::release_product_weights)");
+}
+
 void Tensor::copy_to_host(void* dst) const {
   const size_t bytes = static_cast<size_t>(numel()) * size_of(dtype());
   device_memory(device()).to_host(dst, device_ptr(), bytes);

@@ -87,7 +87,13 @@ class Tensor {
     return device_ptr();
   }
   // Where the elements are on their own device: for that device's kernels only.
-  void* device_ptr() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
+  void* device_ptr() const {
+    if (impl_->storage->released()) released_read();
+    return const_cast<void*>(address());
+  }
+  // The same as an identity only, never read through (frozen weights' copies are keyed
+  // by it): what a released weight still has.
+  const void* address() const { return static_cast<const char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
   template <class T>
   T* device_data() const {
     if (dtype_of<T>() != dtype()) dtype_mismatch(dtype_of<T>());
@@ -121,6 +127,7 @@ class Tensor {
  private:
   [[noreturn]] void dtype_mismatch(DType wanted) const;
   [[noreturn]] void not_on_host() const;
+  [[noreturn]] void released_read() const;
   void copy_to_host(void* dst) const;  // a contiguous tensor's bytes
   void check_count(size_t values) const;
   std::shared_ptr<TensorImpl> impl_;
