@@ -92,6 +92,17 @@ TEST(Allocator, ReusesSplitsMergesAndGrowsAtTheEnd) {
   cache.deallocate(ab);
 }
 
+// A model's weights start as zeros that take no memory until written: zeros even where
+// the cache hands out memory another tensor wrote (the pages given back read as zeros),
+// for sizes of part of a page, pages, and pages with partial ones at the ends.
+TEST(Allocator, UntouchedZerosAreZerosWhateverTheMemoryHeldBefore) {
+  for (int64_t n : {int64_t{3}, int64_t{1000}, (int64_t{3} << 20) + 5}) {
+    { const Tensor dirty = Tensor::full({n}, 7.0f); }  // freed: its memory is the cache's next
+    const std::vector<float> v = Tensor::untouched_zeros({n}).to_vector();
+    EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; })) << n << " floats";
+  }
+}
+
 // After loading, the checkpoint's freed tensors go back to the system: a large free
 // block's whole pages (it reads as zeros after), while blocks in use keep theirs.
 TEST(Allocator, ReleasesTheMemoryOfFreeBlocksKeepingTheirAddresses) {

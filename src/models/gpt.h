@@ -35,8 +35,9 @@ class GPT : public nn::Module {
   // scaled by 1/sqrt(2 * layers), zero biases.
   void init_parameters(Rng& rng);
   // Inference, with the products frozen: one position through the model, as generation
-  // runs it, makes every product's frozen copy; then the weights those copies stand in
-  // for give their memory back (nn::Module::release_product_weights; its bytes).
+  // runs it, makes every product's frozen copy; the weights those copies stand in for
+  // give their memory back (nn::Module::release_product_weights) layer by layer, so
+  // that no more than one layer's are held twice. The bytes released.
   int64_t keep_product_copies_only();
   const StackConfig& config() const { return config_; }
 

@@ -20,7 +20,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
   TFM_CHECK(heads > 0 && d_model % heads == 0, "d_model " << d_model << " is not divisible by " << heads << " heads");
   TFM_CHECK(kv_heads_ > 0 && heads % kv_heads_ == 0, heads << " heads cannot share " << kv_heads_ << " key/value heads");
   kv_width_ = d_model / heads * kv_heads_;
-  in_proj_weight = Tensor::zeros({d_model + 2 * kv_width_, d_model});
+  in_proj_weight = Tensor::untouched_zeros({d_model + 2 * kv_width_, d_model});
   register_parameter("in_proj_weight", in_proj_weight, ReadBy::products);
   if (o.qkv_bias) {
     in_proj_bias = Tensor::zeros({d_model + 2 * kv_width_});

@@ -112,8 +112,9 @@ size_t CachingAllocator::release_cached() {
   return released;
 }
 
-void CachingAllocator::discard(const Allocation& allocation, size_t bytes) {
+bool CachingAllocator::discard(const Allocation& allocation, size_t bytes) {
   if (allocation.handle) discard_pages(static_cast<char*>(allocation.ptr), bytes);
+  return allocation.handle != nullptr;
 }
 
 size_t CachingAllocator::discard_pages(char* ptr, size_t size) {

@@ -34,10 +34,11 @@ class Allocator {
   // moment a process has just freed what it will not need again (a checkpoint's tensors
   // once the model has its weights), not for every step.
   virtual size_t release_cached() { return 0; }
-  // The memory behind `allocation` (in use, of `bytes`) goes back to the system while
-  // the allocation keeps its addresses (Storage::release); nothing where an allocator
-  // cannot (the memory stays).
-  virtual void discard(const Allocation& /*allocation*/, size_t /*bytes*/) {}
+  // The memory of the whole pages inside `allocation` (in use, of `bytes`) goes back to
+  // the system while the allocation keeps its addresses (Storage::release, zero): true
+  // where it did, and those pages then read as zeros, taking memory again once written;
+  // false where an allocator cannot (the memory stays as it was).
+  virtual bool discard(const Allocation& /*allocation*/, size_t /*bytes*/) { return false; }
 };
 
 Allocator& allocator_for(Device device);
@@ -50,7 +51,8 @@ class AddressSpace {
   virtual void* reserve(size_t bytes) = 0;  // null when refused
   virtual bool commit(void* ptr, size_t bytes) = 0;
   virtual void unreserve(void* ptr, size_t bytes) = 0;
-  // The memory behind committed addresses goes back; the addresses stay usable.
+  // The memory behind committed addresses goes back; the addresses stay usable, and
+  // read as zeros.
   virtual void discard(void* ptr, size_t bytes) = 0;
 };
 
@@ -80,7 +82,7 @@ class CachingAllocator final : public Allocator {
   void deallocate(const Allocation& allocation) override;
   // The free blocks of the large pool, their whole pages (small buffers stay cached).
   size_t release_cached() override;
-  void discard(const Allocation& allocation, size_t bytes) override;  // its whole pages
+  bool discard(const Allocation& allocation, size_t bytes) override;
 
   size_t committed_bytes() const;  // backed by memory: in use or cached
   size_t region_count() const;

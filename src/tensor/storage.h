@@ -31,6 +31,9 @@ class Storage {
   // can no longer be read or written (Tensor::device_ptr refuses), only told apart.
   void release();
   bool released() const { return released_; }
+  // Host memory only: fills it with zeros, its whole pages by giving them back to the
+  // system where the allocator can (they read as zeros and take memory once written).
+  void zero();
 
  private:
   Allocation memory_;

@@ -60,6 +60,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, Device device) { return full(shape, 0.0f, device); }
 
+Tensor Tensor::untouched_zeros(const Shape& shape) {
+  Tensor t = empty(shape);
+  t.impl()->storage->zero();
+  return t;
+}
+
 Tensor Tensor::full(const Shape& shape, float value, Device device) {
   Tensor t = empty(shape, DType::f32, device);
   t.fill(value);

@@ -52,6 +52,10 @@ class Tensor {
   // Factories (always contiguous; f32 on the CPU unless told).
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::CPU);
   static Tensor zeros(const Shape& shape, Device device = Device::CPU);
+  // Zeros on the CPU whose whole pages take no memory until written (Storage::zero): a
+  // model's weights, which a checkpoint then replaces. Made with `zeros`, the 2 GB of a
+  // Qwen2-0.5B-shaped model's weights were held beside the checkpoint's while it loaded.
+  static Tensor untouched_zeros(const Shape& shape);
   static Tensor full(const Shape& shape, float value, Device device = Device::CPU);  // f32
   static Tensor ones(const Shape& shape, Device device = Device::CPU) { return full(shape, 1.0f, device); }
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values);
