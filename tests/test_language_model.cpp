@@ -111,6 +111,42 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
   EXPECT_EQ(other, alone[1]);
 }
 
+// Prompts of one length that join together run as one batch, and each sequence still
+// gets the tokens it gets alone; one whose prompt fails (an id outside the vocabulary)
+// ends with its error, and the others of its length go on.
+TEST(GenerationBatch, PromptsOfOneLengthRunTogetherAndAFailingOneEndsAlone) {
+  api::FamilyModel<models::GPT> lm(testing::fixture_path("threads/lm.safetensors"), "gpt", "a language model", ModelOptions{});
+  const int bad = static_cast<int>(lm.model.config().vocab);
+  const std::vector<std::vector<int>> prompts{{5, 6, 7}, {bad, 6, 7}, {8, 9, 10}, {11, 12, 13}};
+  std::vector<std::vector<int>> alone(prompts.size()), together(prompts.size());
+  std::vector<std::string> errors(prompts.size());
+  auto options = [](size_t i) {
+    decode::SamplingOptions o;
+    o.max_new_tokens = 20, o.temperature = 0.8f, o.seed = 40 + i;
+    return o;
+  };
+  for (size_t i : {0u, 2u, 3u}) alone[i] = decode::generate(lm.model, prompts[i], options(i));
+  for (bool with_bad : {false, true}) {
+    decode::GenerationBatch batch(lm.model);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      together[i].clear();
+      if (i == 1 && !with_bad) continue;
+      batch.join(prompts[i], options(i), [&, i](int id) { return together[i].push_back(id), true; }, [&, i](std::exception_ptr e) {
+        try {
+          if (e) std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          errors[i] = x.what();
+        }
+      });
+    }
+    while (batch.size() > 0) batch.step();
+    for (size_t i : {0u, 2u, 3u}) EXPECT_EQ(together[i], alone[i]) << "sequence " << i << (with_bad ? " beside the failing one" : "");
+  }
+  EXPECT_NE(errors[1].find("outside the vocabulary"), std::string::npos) << errors[1];
+  EXPECT_TRUE(together[1].empty());
+  EXPECT_TRUE(errors[0].empty() && errors[2].empty() && errors[3].empty());
+}
+
 // With room for two sequences, a third waits until one finishes, then runs, and each gets
 // the tokens it gets alone; the room is what a whole window of every layer could take.
 TEST(GenerationBatch, AtMostMaxRowsRunAndTheOthersWaitTheirTurn) {
