@@ -10,15 +10,6 @@
 
 namespace tfm::decode {
 
-namespace {
-
-// Logits of the last position after feeding `ids` (appended to the cache if any): [1, vocab].
-Tensor last_logits(models::GPT& model, const std::vector<int>& ids, std::vector<nn::KVCache>* caches) {
-  return model.last_logits({ids, 1, static_cast<int64_t>(ids.size())}, caches);
-}
-
-}  // namespace
-
 std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, const SamplingOptions& o,
                           const std::function<void(int)>& on_token) {
   TFM_CHECK(!prompt.empty(), "generation needs a prompt of at least one token");
@@ -35,7 +26,7 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
   };
   std::vector<int> feed = restart(window);
   for (int64_t n = 0; n < o.max_new_tokens; ++n) {
-    const Tensor logits = last_logits(model, feed, o.use_cache ? &caches : nullptr);
+    const Tensor logits = model.last_logits({feed, 1, static_cast<int64_t>(feed.size())}, o.use_cache ? &caches : nullptr);  // [1, vocab]
     const int token = ops::sample(logits, {{o.sampling(), &rng, seq, static_cast<int64_t>(out.size())}}).values<int32_t>()[0];
     seq.push_back(token);
     out.push_back(token);

@@ -37,9 +37,10 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
 // Many sequences generated at once, each joining and leaving between decoding steps
 // (continuous batching; a Generator's worker owns one): a step runs one position of
 // every running sequence as one batch over ragged caches (nn::KVCache), after running
-// the prompts of those that joined since, those of one length as one batch. A sequence gets the tokens
-// `generate` gives it alone (within the rounding of batched products: the same ids
-// unless two candidates are that close). Not thread-safe: one thread joins and steps.
+// the prompts of those that joined since, those of one length as one batch. A sequence
+// gets the tokens `generate` gives it alone (within the rounding of batched products:
+// the same ids unless two candidates are that close). Not thread-safe: one thread joins
+// and steps.
 class GenerationBatch {
  public:
   // `max_rows`: at most so many sequences run at once, the others waiting their turn in
