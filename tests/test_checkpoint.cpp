@@ -7,6 +7,7 @@
 #include "io/average.h"
 #include "io/checkpoint.h"
 #include "models/encoder_decoder.h"
+#include "ops/convert.h"
 #include "support/fixture.h"
 #include "tensor/error.h"
 
@@ -204,6 +205,34 @@ TEST_F(CheckpointTest, MissingUnknownAndMisshapenParametersAreNamed) {
   wrong[2].second = Tensor::zeros({3, 3});
   save_with(wrong);
   EXPECT_NE(load_error().find("parameter '" + params[2].first + "' has shape [3, 3] in the file"), std::string::npos) << load_error();
+}
+
+// Loading for inference (io::take_parameters): a whole f32 tensor of the file becomes
+// its parameter's storage (no copy), a bf16 one is widened, a view of a larger buffer and
+// a tensor the file holds under two names are copied (the two parameters stay apart),
+// and the file is left empty.
+TEST(TakeParameters, TakesWholeF32BuffersAndCopiesTheRest) {
+  const std::vector<float> six = {1, 2, 3, 4, 5, 6};
+  const Tensor whole = Tensor::from_vector({2, 3}, six), larger = Tensor::from_vector({6}, six), shared = Tensor::from_vector({2}, {7, 8});
+  io::SafeTensors file;
+  file.tensors = {{"a", whole},
+                  {"b", ops::to(Tensor::from_vector({2}, {1.5f, 1.0f / 3}), DType::bf16)},
+                  {"c", make_view(larger, {2}, {1}, 4)},
+                  {"d", shared},
+                  {"e", shared}};
+  const io::NamedTensors params = {{"a", Tensor::zeros({2, 3})}, {"b", Tensor::zeros({2})}, {"c", Tensor::zeros({2})},
+                                   {"d", Tensor::zeros({2})}, {"e", Tensor::zeros({2})}};
+  const void* file_a = whole.address();
+  io::take_parameters(params, file, "test");
+  EXPECT_TRUE(file.tensors.empty());
+  EXPECT_EQ(params[0].second.address(), file_a) << "taken, not copied";
+  EXPECT_EQ(params[0].second.to_vector(), six);
+  EXPECT_EQ(params[1].second.to_vector(), (std::vector<float>{1.5f, 0.333984375f}));  // 1/3 in bf16
+  EXPECT_EQ(params[2].second.to_vector(), (std::vector<float>{5, 6}));
+  EXPECT_NE(params[2].second.address(), larger.address());
+  EXPECT_EQ(params[3].second.to_vector(), (std::vector<float>{7, 8}));
+  EXPECT_EQ(params[4].second.to_vector(), (std::vector<float>{7, 8}));
+  EXPECT_NE(params[3].second.address(), params[4].second.address()) << "two parameters, not one buffer";
 }
 
 TEST_F(CheckpointTest, WrongDtypeAndNonFiniteValuesAreRejected) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -12,8 +13,10 @@
 #include "api/inference.h"
 #include "data/tokenizer.h"
 #include "decode/sampling.h"
+#include "autograd/autograd.h"
 #include "ops/host_rules.h"
 #include "ops/random.h"
+#include "ops/shape.h"
 #include "support/compare.h"
 #include "support/devices.h"
 #include "support/fixture.h"
@@ -106,6 +109,42 @@ TEST(GenerationBatch, GivesEachSequenceTheTokensItGetsAlone) {
   while (batch.size() > 0) batch.step();
   EXPECT_EQ(error, "stop here");
   EXPECT_EQ(other, alone[1]);
+}
+
+// Prompts of one length that join together run as one batch, and each sequence still
+// gets the tokens it gets alone; one whose prompt fails (an id outside the vocabulary)
+// ends with its error, and the others of its length go on.
+TEST(GenerationBatch, PromptsOfOneLengthRunTogetherAndAFailingOneEndsAlone) {
+  api::FamilyModel<models::GPT> lm(testing::fixture_path("threads/lm.safetensors"), "gpt", "a language model", ModelOptions{});
+  const int bad = static_cast<int>(lm.model.config().vocab);
+  const std::vector<std::vector<int>> prompts{{5, 6, 7}, {bad, 6, 7}, {8, 9, 10}, {11, 12, 13}};
+  std::vector<std::vector<int>> alone(prompts.size()), together(prompts.size());
+  std::vector<std::string> errors(prompts.size());
+  auto options = [](size_t i) {
+    decode::SamplingOptions o;
+    o.max_new_tokens = 20, o.temperature = 0.8f, o.seed = 40 + i;
+    return o;
+  };
+  for (size_t i : {0u, 2u, 3u}) alone[i] = decode::generate(lm.model, prompts[i], options(i));
+  for (bool with_bad : {false, true}) {
+    decode::GenerationBatch batch(lm.model);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      together[i].clear();
+      if (i == 1 && !with_bad) continue;
+      batch.join(prompts[i], options(i), [&, i](int id) { return together[i].push_back(id), true; }, [&, i](std::exception_ptr e) {
+        try {
+          if (e) std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          errors[i] = x.what();
+        }
+      });
+    }
+    while (batch.size() > 0) batch.step();
+    for (size_t i : {0u, 2u, 3u}) EXPECT_EQ(together[i], alone[i]) << "sequence " << i << (with_bad ? " beside the failing one" : "");
+  }
+  EXPECT_NE(errors[1].find("outside the vocabulary"), std::string::npos) << errors[1];
+  EXPECT_TRUE(together[1].empty());
+  EXPECT_TRUE(errors[0].empty() && errors[2].empty() && errors[3].empty());
 }
 
 // With room for two sequences, a third waits until one finishes, then runs, and each gets
@@ -229,6 +268,67 @@ TEST(Generation, CachedEqualsRecomputedWithinTheWindow) {
     EXPECT_EQ(decode::generate(model, {1, 7, 3}, o), cached);
     EXPECT_EQ(cached.size(), 25u);
   }
+}
+
+// The prefill's logits: the last position of each row only, as the whole forward pass
+// gives it, with and without a cached prefix, in f32 and bf16 frozen products.
+TEST(Generation, LastLogitsAreTheWholeForwardsLastRow) {
+  for (const models::StackConfig& c : {tiny_gpt(32), tiny_llama(32)})
+    for (ops::Precision p : {ops::Precision::f32, ops::Precision::bf16}) {
+      models::GPT model(c);
+      Rng init(5);
+      model.init_parameters(init);
+      model.eval();
+      model.products().set_precision(p);
+      model.products().freeze();
+      autograd::NoGradGuard no_grad;
+      const std::vector<int> ids = {1, 7, 3, 4, 2, 9, 5, 8, 0, 6};  // two rows of 5
+      const Tensor all = model.forward({ids, 2, 5});  // [2, 5, vocab]
+      const Tensor last = ops::reshape(ops::slice(all, 1, 4, 5), {2, c.vocab});
+      const Tensor head = model.last_logits({ids, 2, 5});
+      ASSERT_EQ(head.shape(), (Shape{2, c.vocab}));
+      EXPECT_LT(testing::compare(head, last).relative, 1e-5) << testing::compare(head, last).describe("last_logits");
+      std::vector<nn::KVCache> caches;  // 3 positions cached, then 2
+      model.forward({{1, 7, 3}, 1, 3}, &caches);
+      const Tensor continued = model.last_logits({{4, 2}, 1, 2}, &caches);
+      EXPECT_LT(testing::compare(continued, ops::slice(last, 0, 0, 1)).relative, 1e-5);
+    }
+}
+
+// Inference keeps one copy of each product's weight: the bf16 or int8 copy, the f32
+// weight released; a weight the embedding reads too (GPT's tied head) stays. The tokens
+// are those of the model that keeps both, and a released weight cannot be read.
+TEST(Generation, FrozenCopiesStandInForTheWeightsTheyRelease) {
+  for (const models::StackConfig& c : {tiny_gpt(32), tiny_llama(32)})
+    for (ops::Precision p : {ops::Precision::f32, ops::Precision::bf16, ops::Precision::int8}) {
+      auto frozen = [&] {
+        auto model = std::make_unique<models::GPT>(c);
+        Rng init(5);
+        model->init_parameters(init);
+        model->eval();
+        model->products().set_precision(p);
+        model->products().freeze();
+        return model;
+      };
+      const auto both = frozen(), one = frozen();
+      const int64_t released = one->keep_product_copies_only();
+      int64_t released_bytes = 0;
+      for (const auto& [name, w] : one->named_parameters())
+        if (w.impl()->storage->released()) released_bytes += w.numel() * 4;
+      EXPECT_EQ(released, released_bytes);
+      const nn::MultiHeadAttention& attention = *one->blocks->layers[0]->self_attn;
+      if (p != ops::Precision::f32) {  // (f32's packed copies stand in where oneDNN packs for this CPU)
+        EXPECT_TRUE(attention.in_proj_weight.impl()->storage->released());
+        EXPECT_TRUE(one->blocks->layers[1]->feed_forward->linear2->weight.impl()->storage->released());
+        if (one->lm_head) EXPECT_TRUE(one->lm_head->weight.impl()->storage->released());
+        EXPECT_NE(error_of([&] { (void)attention.in_proj_weight.to_vector(); }).find("released for inference"), std::string::npos);
+      }
+      EXPECT_FALSE(one->tok_embed->weight.impl()->storage->released()) << "the embedding reads it";
+      EXPECT_FALSE(one->blocks->layers[0]->norm1->weight.impl()->storage->released());
+      decode::SamplingOptions o;
+      o.max_new_tokens = 12, o.temperature = 1.0f, o.seed = 3;
+      EXPECT_EQ(decode::generate(*one, {1, 7, 3}, o), decode::generate(*both, {1, 7, 3}, o));
+    }
 }
 
 TEST(Generation, ContinuesPastTheContextWindow) {

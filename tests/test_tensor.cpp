@@ -1,6 +1,7 @@
 // Tensor views and the semantics of the fused attention op.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -89,6 +90,37 @@ TEST(Allocator, ReusesSplitsMergesAndGrowsAtTheEnd) {
   cache.deallocate(more);
   cache.deallocate(whole);
   cache.deallocate(ab);
+}
+
+// A model's weights start as zeros that take no memory until written: zeros even where
+// the cache hands out memory another tensor wrote (the pages given back read as zeros),
+// for sizes of part of a page, pages, and pages with partial ones at the ends.
+TEST(Allocator, UntouchedZerosAreZerosWhateverTheMemoryHeldBefore) {
+  for (int64_t n : {int64_t{3}, int64_t{1000}, (int64_t{3} << 20) + 5}) {
+    { const Tensor dirty = Tensor::full({n}, 7.0f); }  // freed: its memory is the cache's next
+    const std::vector<float> v = Tensor::untouched_zeros({n}).to_vector();
+    EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; })) << n << " floats";
+  }
+}
+
+// After loading, the checkpoint's freed tensors go back to the system: a large free
+// block's whole pages (it reads as zeros after), while blocks in use keep theirs.
+TEST(Allocator, ReleasesTheMemoryOfFreeBlocksKeepingTheirAddresses) {
+  HostAddressSpace host;
+  CachingAllocator cache(host, 64 << 20);
+  const size_t mib = 1 << 20;
+  const Allocation kept = cache.allocate(4 * mib), freed = cache.allocate(8 * mib);
+  std::fill_n(static_cast<char*>(kept.ptr), 4 * mib, 1);
+  std::fill_n(static_cast<char*>(freed.ptr), 8 * mib, 1);
+  cache.deallocate(freed);
+  EXPECT_GE(cache.release_cached(), 8 * mib) << "the freed block and the region's free rest";
+  EXPECT_EQ(static_cast<char*>(kept.ptr)[4 * mib - 1], 1) << "a block in use keeps its memory";
+  const Allocation again = cache.allocate(8 * mib);
+  EXPECT_EQ(again.ptr, freed.ptr) << "the addresses stay the cache's";
+  EXPECT_EQ(static_cast<char*>(again.ptr)[0], 0) << "its pages were given back";
+  static_cast<char*>(again.ptr)[0] = 2;  // and are writable again
+  cache.deallocate(again);
+  cache.deallocate(kept);
 }
 
 // Every dtype converts to every other (PyTorch's Tensor.to): floats round to nearest

@@ -20,7 +20,8 @@ AttentionWeights weights_of(const std::vector<Tensor>& maps);
 // token's piece.
 TextAttention text_attention(const std::vector<int>& ids, const nn::AttentionMaps& maps, const data::Tokenizer& tokenizer);
 
-void ready_for_inference(nn::Module& model, const io::SafeTensors& file, const std::string& path, const ModelOptions& options);
+// Consumes file.tensors (io::take_parameters); the metadata stays for the class.
+void ready_for_inference(nn::Module& model, io::SafeTensors& file, const std::string& path, const ModelOptions& options);
 
 // A GPT, BERT or ViT checkpoint loaded for inference: the model, and its configuration
 // and tokenizer (the weights are in the model). `args` follow the configuration into
@@ -34,7 +35,6 @@ struct FamilyModel {
   FamilyModel(const std::string& path, const char* kind, const char* made_by, const ModelOptions& options, Args&&... args)
       : checkpoint(decode::open_family_checkpoint(path, kind, made_by, options.vocab)), model(checkpoint.config, std::forward<Args>(args)...) {
     ready_for_inference(model, checkpoint.file, path, options);
-    checkpoint.file.tensors = {};  // the weights are the model's now; the metadata stays for the class
   }
 };
 

@@ -1,21 +1,14 @@
 #include "decode/sampling.h"
 
+#include <map>
+#include <utility>
+
 #include "autograd/autograd.h"
 #include "ops/random.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::decode {
-
-namespace {
-
-// Logits of the last position after feeding `ids` (appended to the cache if any): [1, vocab].
-Tensor last_logits(models::GPT& model, const std::vector<int>& ids, std::vector<nn::KVCache>* caches) {
-  Tensor logits = model.forward({ids, 1, static_cast<int64_t>(ids.size())}, caches);  // [1, len, vocab]
-  return ops::reshape(ops::slice(logits, 1, logits.size(1) - 1, logits.size(1)), {1, logits.size(2)});
-}
-
-}  // namespace
 
 std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, const SamplingOptions& o,
                           const std::function<void(int)>& on_token) {
@@ -33,7 +26,7 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
   };
   std::vector<int> feed = restart(window);
   for (int64_t n = 0; n < o.max_new_tokens; ++n) {
-    const Tensor logits = last_logits(model, feed, o.use_cache ? &caches : nullptr);
+    const Tensor logits = model.last_logits({feed, 1, static_cast<int64_t>(feed.size())}, o.use_cache ? &caches : nullptr);  // [1, vocab]
     const int token = ops::sample(logits, {{o.sampling(), &rng, seq, static_cast<int64_t>(out.size())}}).values<int32_t>()[0];
     seq.push_back(token);
     out.push_back(token);
@@ -72,22 +65,49 @@ bool GenerationBatch::take(Sequence& s, const std::function<int()>& pick) {
 
 ops::RowSampling GenerationBatch::row_sampling(Sequence& s) { return {s.o.sampling(), &s.rng, s.tokens, s.produced}; }
 
-void GenerationBatch::prefill(Sequence s) {
-  // As generate restarts: the last `keep` tokens, run alone.
-  const int64_t n = std::min<int64_t>(s.keep, static_cast<int64_t>(s.tokens.size()));
-  std::vector<nn::KVCache> alone;
+int64_t GenerationBatch::run_length(const Sequence& s) { return std::min<int64_t>(s.keep, static_cast<int64_t>(s.tokens.size())); }
+
+void GenerationBatch::prefill(std::vector<Sequence> group) {
+  // As generate restarts: the last `keep` tokens of each, as many for all, run as one batch.
+  const int64_t n = run_length(group[0]), rows = static_cast<int64_t>(group.size());
+  std::vector<int> ids;
+  for (const Sequence& s : group) ids.insert(ids.end(), s.tokens.end() - n, s.tokens.end());
+  std::vector<nn::KVCache> run;
   Tensor logits;
-  try {  // (a sequence whose prompt fails ends with the error; the batch goes on)
-    logits = last_logits(model_, std::vector<int>(s.tokens.end() - n, s.tokens.end()), &alone);
-  } catch (...) {
-    return s.on_done(std::current_exception());
+  try {
+    logits = model_.last_logits({ids, rows, n}, &run);  // [rows, vocab]
+  } catch (...) {  // a sequence whose prompt fails ends with the error, the others go on: each alone
+    if (rows == 1) return group[0].on_done(std::current_exception());
+    for (Sequence& s : group) prefill(one(std::move(s)));
+    return;
   }
-  if (!take(s, [&] { return ops::sample(logits, {row_sampling(s)}).values<int32_t>()[0]; })) return;
-  s.keep = model_.config().max_len / 2 + 1;  // a later restart keeps half the window
-  if (alone[0].length + 1 > model_.config().max_len) return waiting_.push_back(std::move(s));
-  if (caches_.empty()) caches_.resize(alone.size());
-  for (size_t i = 0; i < alone.size(); ++i) caches_[i].adopt(alone[i]);
-  running_.push_back(std::move(s));
+  std::vector<int> tokens;
+  try {
+    std::vector<ops::RowSampling> sampling;
+    for (Sequence& s : group) sampling.push_back(row_sampling(s));
+    tokens = ops::sample(logits, sampling).values<int32_t>();
+  } catch (...) {  // (non-finite scores) none of them can go on
+    for (Sequence& s : group) s.on_done(std::current_exception());
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    Sequence& s = group[static_cast<size_t>(r)];
+    if (!take(s, [&] { return tokens[static_cast<size_t>(r)]; })) continue;
+    s.keep = model_.config().max_len / 2 + 1;  // a later restart keeps half the window
+    if (run[0].length + 1 > model_.config().max_len) {
+      waiting_.push_back(std::move(s));
+      continue;
+    }
+    if (caches_.empty()) caches_.resize(run.size());
+    for (size_t i = 0; i < run.size(); ++i) caches_[i].adopt(run[i], r);
+    running_.push_back(std::move(s));
+  }
+}
+
+std::vector<GenerationBatch::Sequence> GenerationBatch::one(Sequence s) {
+  std::vector<Sequence> group;
+  group.push_back(std::move(s));
+  return group;
 }
 
 void GenerationBatch::step() {
@@ -97,7 +117,14 @@ void GenerationBatch::step() {
   const auto admitted = waiting_.begin() + static_cast<std::ptrdiff_t>(std::min(room, waiting_.size()));
   std::vector<Sequence> joined(std::make_move_iterator(waiting_.begin()), std::make_move_iterator(admitted));
   waiting_.erase(waiting_.begin(), admitted);
-  for (Sequence& s : joined) prefill(std::move(s));
+  // Those of one length run as one batch, of at most kPrefillTokens tokens in all.
+  std::map<int64_t, std::vector<Sequence>> by_length;
+  for (Sequence& s : joined) {
+    std::vector<Sequence>& group = by_length[run_length(s)];
+    if (!group.empty() && static_cast<int64_t>(group.size() + 1) * run_length(s) > kPrefillTokens) prefill(std::exchange(group, {}));
+    group.push_back(std::move(s));
+  }
+  for (auto& [length, group] : by_length) prefill(std::move(group));
   if (running_.empty()) return;
   const int64_t batch = static_cast<int64_t>(running_.size());
   std::vector<int> last;

@@ -37,9 +37,10 @@ std::vector<int> generate(models::GPT& model, const std::vector<int>& prompt, co
 // Many sequences generated at once, each joining and leaving between decoding steps
 // (continuous batching; a Generator's worker owns one): a step runs one position of
 // every running sequence as one batch over ragged caches (nn::KVCache), after running
-// the prompts of those that joined since, each alone. A sequence gets the tokens
-// `generate` gives it alone (within the rounding of batched products: the same ids
-// unless two candidates are that close). Not thread-safe: one thread joins and steps.
+// the prompts of those that joined since, those of one length as one batch. A sequence
+// gets the tokens `generate` gives it alone (within the rounding of batched products:
+// the same ids unless two candidates are that close). Not thread-safe: one thread joins
+// and steps.
 class GenerationBatch {
  public:
   // `max_rows`: at most so many sequences run at once, the others waiting their turn in
@@ -79,7 +80,14 @@ class GenerationBatch {
   // Hands `s` its next token, drawn by `pick`; false where it is finished (on_done called).
   bool take(Sequence& s, const std::function<int()>& pick);
   void fail_running(std::exception_ptr why);  // every running sequence hears why, and ends
-  void prefill(Sequence s);
+  static int64_t run_length(const Sequence& s);  // the tokens its prefill runs
+  static std::vector<Sequence> one(Sequence s);
+  // Sequences whose prefill runs as many tokens each, as one batch: their prompts, first
+  // tokens, and their rows of the caches.
+  void prefill(std::vector<Sequence> group);
+  // The most tokens one prefill runs: prompts of one length that join together run as one
+  // batch up to this (the attention's scores grow with its rows' lengths squared).
+  static constexpr int64_t kPrefillTokens = 4096;
   models::GPT& model_;
   int64_t max_rows_;
   std::vector<Sequence> waiting_;  // to run from their last `keep` tokens: joined, or outgrew the context window

@@ -22,21 +22,54 @@ SafeTensors read_weights(const std::string& path) {
   return read_safetensors(path, [](const std::string& name) { return name.rfind(kOptimizerPrefix, 0) == 0; });
 }
 
-void load_parameters(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin) {
+namespace {
+
+// The file's tensor for parameter `name`, checked against it, in f32.
+Tensor value_for(const std::string& name, const Tensor& param, const SafeTensors& file, const std::string& origin) {
+  const Tensor* src = file.find(name);
+  TFM_CHECK(src, origin << ": missing parameter '" << name << "'");
+  TFM_CHECK(src->shape() == param.shape(), origin << ": parameter '" << name << "' has shape " << shape_str(src->shape())
+                                                  << " in the file but " << shape_str(param.shape()) << " in the model");
+  const DType t = src->dtype();
+  TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16,
+            origin << ": parameter '" << name << "' holds " << to_string(t) << " values; weights are f32, f16 or bf16");
+  return to_f32(*src);  // Hugging Face checkpoints may hold f16 or bf16
+}
+
+void refuse_unexpected(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin) {
   std::set<std::string> expected;
-  for (auto [name, param] : parameters) {
-    expected.insert(name);
-    const Tensor* src = file.find(name);
-    TFM_CHECK(src, origin << ": missing parameter '" << name << "'");
-    TFM_CHECK(src->shape() == param.shape(), origin << ": parameter '" << name << "' has shape " << shape_str(src->shape())
-                                                    << " in the file but " << shape_str(param.shape()) << " in the model");
-    const DType t = src->dtype();
-    TFM_CHECK(t == DType::f32 || t == DType::f16 || t == DType::bf16,
-              origin << ": parameter '" << name << "' holds " << to_string(t) << " values; weights are f32, f16 or bf16");
-    param.copy_from(to_f32(*src));  // Hugging Face checkpoints may hold f16 or bf16
-  }
+  for (const auto& [name, param] : parameters) expected.insert(name);
   for (const auto& [name, t] : file.tensors)
     TFM_CHECK(expected.count(name) || name.rfind(kOptimizerPrefix, 0) == 0, origin << ": unexpected parameter '" << name << "'");
+}
+
+// `value`'s storage can become `param`'s: both whole, contiguous buffers of their own on
+// one device (not a view into a larger tensor, nor a model's flat parameter buffer).
+bool can_take(const Tensor& param, const Tensor& value) {
+  auto whole = [](const Tensor& t) {
+    return t.is_contiguous() && t.impl()->offset == 0 && t.impl()->storage.use_count() == 1 &&
+           t.impl()->storage->bytes() == static_cast<size_t>(t.numel()) * size_of(t.dtype());
+  };
+  return value.device() == param.device() && value.dtype() == param.dtype() && whole(param) && whole(value);
+}
+
+}  // namespace
+
+void load_parameters(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin) {
+  for (auto [name, param] : parameters) param.copy_from(value_for(name, param, file, origin));
+  refuse_unexpected(parameters, file, origin);
+}
+
+void take_parameters(const NamedTensors& parameters, SafeTensors& file, const std::string& origin) {
+  refuse_unexpected(parameters, file, origin);
+  for (auto [name, param] : parameters) {
+    Tensor value = value_for(name, param, file, origin);
+    for (auto& [n, t] : file.tensors)
+      if (n == name) t = Tensor();  // (value holds it where it is f32)
+    if (can_take(param, value)) param.impl()->storage = value.impl()->storage;
+    else param.copy_from(value);
+  }
+  file.tensors.clear();
 }
 
 Checkpoint checkpoint_info(const SafeTensors& file, const std::string& origin) {

@@ -37,6 +37,11 @@ void save_checkpoint(const std::string& path, const NamedTensors& parameters, co
 // writes) from `file`. Fails on the first missing, unexpected or wrongly shaped tensor
 // with one line naming it.
 void load_parameters(const NamedTensors& parameters, const SafeTensors& file, const std::string& origin);
+// The same for a file read for this model alone, which it empties: a parameter takes the
+// storage of its f32 tensor where that is a whole buffer of its own on the model's device
+// (no copy: the model's own buffer goes), and every tensor is dropped once its parameter
+// has its values, so that the file's f32 tensors and the model are not held twice.
+void take_parameters(const NamedTensors& parameters, SafeTensors& file, const std::string& origin);
 
 // Refuses a file whose configuration describes a model of far more than the weights
 // it holds (`weight_floats` is the configuration's estimate): a crafted or mismatched

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/autograd.h"
 #include "nn/init.h"
 #include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
+#include "ops/shape.h"
 #include "tensor/error.h"
 
 namespace tfm::models {
@@ -25,7 +27,18 @@ GPT::GPT(const StackConfig& c) : config_(c) {
 }
 
 Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::AttentionMaps* maps) {
-  if (caches && !caches->empty() && (*caches)[0].ragged()) return forward_ragged(ids, *caches);
+  return logits(hidden(ids, caches, maps));  // [batch, len, d_model] -> [batch, len, vocab]
+}
+
+// The final norm runs on every position still: a row-wise op of len x d_model, where
+// the head it spares is len x d_model x vocab.
+Tensor GPT::last_logits(const Tokens& ids, std::vector<nn::KVCache>* caches) {
+  const Tensor h = hidden(ids, caches, nullptr);  // [batch, len, d_model]
+  return ops::reshape(logits(ops::slice(h, 1, h.size(1) - 1, h.size(1))), {h.size(0), config_.vocab});
+}
+
+Tensor GPT::hidden(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::AttentionMaps* maps) {
+  if (caches && !caches->empty() && (*caches)[0].ragged()) return hidden_ragged(ids, *caches);
   const int64_t start = caches && !caches->empty() ? (*caches)[0].length : 0;
   TFM_CHECK(start + ids.cols() <= config_.max_len,
             "sequence of " << start + ids.cols() << " tokens exceeds the model's context of " << config_.max_len);
@@ -37,7 +50,7 @@ Tensor GPT::forward(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::Att
   }  // (rotary positions are the attention's)
   ops::AttentionMask causal;
   causal.causal = true;
-  return logits(blocks->forward(dropout(x, config_.dropout), causal, caches, maps));  // [batch, len, d_model] -> [batch, len, vocab]
+  return blocks->forward(dropout(x, config_.dropout), causal, caches, maps);
 }
 
 Tensor GPT::logits(const Tensor& x) const {
@@ -45,7 +58,7 @@ Tensor GPT::logits(const Tensor& x) const {
 }
 
 // One position per row, each after its own cached ones (decode::GenerationBatch).
-Tensor GPT::forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) {
+Tensor GPT::hidden_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) {
   const std::vector<int64_t>& lengths = caches[0].lengths;
   TFM_CHECK(ids.cols() == 1 && ids.rows() == static_cast<int64_t>(lengths.size()),
             "a ragged batch of " << lengths.size() << " sequences takes one token each, got " << ids.rows() << "x" << ids.cols());
@@ -58,7 +71,22 @@ Tensor GPT::forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) 
   if (sinusoids) x = sinusoids->forward(x, positions);
   ops::AttentionMask causal;
   causal.causal = true;
-  return logits(blocks->forward(dropout(x, config_.dropout), causal, &caches));  // [batch, 1, d_model] -> [batch, 1, vocab]
+  return blocks->forward(dropout(x, config_.dropout), causal, &caches);  // [batch, 1, d_model]
+}
+
+int64_t GPT::keep_product_copies_only() {
+  autograd::NoGradGuard no_grad;
+  ops::AttentionMask causal;
+  causal.causal = true;
+  Tensor x = Tensor::zeros({1, 1, config_.d_model}, device());  // (the copies are of the weights: any input makes them)
+  int64_t released = 0;
+  for (const auto& layer : blocks->layers) {
+    nn::KVCache cache;  // (as generation runs it)
+    x = layer->forward(x, causal, &cache);
+    released += release_product_weights();
+  }
+  logits(x);
+  return released + release_product_weights();
 }
 
 void GPT::init_parameters(Rng& rng) {

@@ -26,10 +26,19 @@ class GPT : public nn::Module {
   // ragged caches (nn::KVCache), one token per row, after each row's own prefix.
   // `maps`, where given, receives each layer's attention probabilities.
   Tensor forward(const Tokens& ids, std::vector<nn::KVCache>* caches = nullptr, nn::AttentionMaps* maps = nullptr);
+  // The same, but the logits of each row's last position only: [batch, vocab]. What
+  // generation uses of a prompt: the output head (vocab x d_model: 151,936 x 896 in
+  // Qwen2-0.5B, a quarter of a 128-token prompt's work) runs on one row, not on every position.
+  Tensor last_logits(const Tokens& ids, std::vector<nn::KVCache>* caches = nullptr);
 
   // nanoGPT's initialisation: N(0, 0.02) weights, residual output projections
   // scaled by 1/sqrt(2 * layers), zero biases.
   void init_parameters(Rng& rng);
+  // Inference, with the products frozen: one position through the model, as generation
+  // runs it, makes every product's frozen copy; the weights those copies stand in for
+  // give their memory back (nn::Module::release_product_weights) layer by layer, so
+  // that no more than one layer's are held twice. The bytes released.
+  int64_t keep_product_copies_only();
   const StackConfig& config() const { return config_; }
 
   std::shared_ptr<nn::Embedding> tok_embed, pos_embed;  // pos_embed: learned positions only
@@ -38,7 +47,9 @@ class GPT : public nn::Module {
   std::shared_ptr<nn::Linear> lm_head;  // an untied output head [vocab, d_model], or null (tied)
 
  private:
-  Tensor forward_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches);
+  // The final norm's output: [batch, len, d_model].
+  Tensor hidden(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::AttentionMaps* maps);
+  Tensor hidden_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches);
   Tensor logits(const Tensor& x) const;  // [batch, len, d_model] -> [batch, len, vocab]
   StackConfig config_;
 };

@@ -20,8 +20,8 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
   TFM_CHECK(heads > 0 && d_model % heads == 0, "d_model " << d_model << " is not divisible by " << heads << " heads");
   TFM_CHECK(kv_heads_ > 0 && heads % kv_heads_ == 0, heads << " heads cannot share " << kv_heads_ << " key/value heads");
   kv_width_ = d_model / heads * kv_heads_;
-  in_proj_weight = Tensor::zeros({d_model + 2 * kv_width_, d_model});
-  register_parameter("in_proj_weight", in_proj_weight);
+  in_proj_weight = Tensor::untouched_zeros({d_model + 2 * kv_width_, d_model});
+  register_parameter("in_proj_weight", in_proj_weight, ReadBy::products);
   if (o.qkv_bias) {
     in_proj_bias = Tensor::zeros({d_model + 2 * kv_width_});
     register_parameter("in_proj_bias", in_proj_bias);
@@ -143,18 +143,18 @@ Tensor MultiHeadAttention::turned(const Tensor& x, const KVCache* cache) const {
   return ops::rotary(x, positions_after(cache, x), rotary_freq_, rope_->layout);
 }
 
-void KVCache::adopt(const KVCache& alone) {
-  TFM_CHECK(!alone.ragged() && alone.k.defined() && alone.k.size(0) == 1 && !alone.rows.defined(),
-            "KVCache: only a sequence run alone joins a ragged batch");
+void KVCache::adopt(const KVCache& run, int64_t row) {
+  TFM_CHECK(!run.ragged() && run.k.defined() && row >= 0 && row < run.k.size(0) && !run.rows.defined(),
+            "KVCache: only a row of sequences run as one aligned batch joins a ragged batch");
   TFM_CHECK(ragged() || !k.defined() || length == 0, "KVCache: a sequence joins a ragged batch, not an aligned one");
   int64_t slot = 0;  // the first row of k and v that no batch row holds
   while (std::find(slots.begin(), slots.end(), slot) != slots.end()) ++slot;
-  const int64_t d = alone.k.size(2);
-  reserve(*this, slot + 1, alone.length, k.defined() ? k.size(1) : 0, d, alone.k.device());
-  cell(k, slot, 0, alone.length).copy_from(ops::slice(alone.k, 1, 0, alone.length));
-  cell(v, slot, 0, alone.length).copy_from(ops::slice(alone.v, 1, 0, alone.length));
-  slots.push_back(slot), lengths.push_back(alone.length);
-  length = std::max(length, alone.length);
+  const int64_t d = run.k.size(2);
+  reserve(*this, slot + 1, run.length, k.defined() ? k.size(1) : 0, d, run.k.device());
+  cell(k, slot, 0, run.length).copy_from(cell(run.k, row, 0, run.length));
+  cell(v, slot, 0, run.length).copy_from(cell(run.v, row, 0, run.length));
+  slots.push_back(slot), lengths.push_back(run.length);
+  length = std::max(length, run.length);
 }
 
 void KVCache::release(int64_t b) {

@@ -32,8 +32,9 @@ struct KVCache {
   void select_rows(const Tensor& order);
 
   bool ragged() const { return !slots.empty(); }
-  // A sequence run alone (`alone`, one row, not ragged) joins as the last batch row.
-  void adopt(const KVCache& alone);
+  // Row `row` of sequences run as one aligned batch (`run`, not ragged: a sequence run
+  // alone, or prompts of one length run together) joins as the last batch row.
+  void adopt(const KVCache& run, int64_t row = 0);
   // Batch row b leaves; the rows after it move up.
   void release(int64_t b);
 };

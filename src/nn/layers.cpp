@@ -15,8 +15,8 @@
 namespace tfm::nn {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
-  weight = Tensor::zeros({out_features, in_features});
-  register_parameter("weight", weight);
+  weight = Tensor::untouched_zeros({out_features, in_features});
+  register_parameter("weight", weight, ReadBy::products);
   if (with_bias) {
     bias = Tensor::zeros({out_features});
     register_parameter("bias", bias);
@@ -32,7 +32,7 @@ Tensor Linear::forward_relu(const Tensor& x) const {
   return tracing() || !lora.empty() ? ops::relu(forward(x)) : ops::linear_relu(x, weight, bias, products());
 }
 
-Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : Embedding(Tensor::zeros({vocab, d_model}), scale_by_sqrt_d) {}
+Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : Embedding(Tensor::untouched_zeros({vocab, d_model}), scale_by_sqrt_d) {}
 
 Embedding::Embedding(Tensor w, bool scale_by_sqrt_d) : weight(std::move(w)), scale_(scale_by_sqrt_d) { register_parameter("weight", weight); }
 

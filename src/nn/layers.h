@@ -16,7 +16,7 @@ class Linear : public Module {
   // relu(forward(x)) as one op (ops::linear_relu); while a trace records outputs,
   // as two, so that forward's own output is there to compare.
   Tensor forward_relu(const Tensor& x) const;
-  Tensor weight;                          // [out, in]
+  Tensor weight;                          // [out, in], read by the products alone (Module::ReadBy)
   Tensor bias;                            // [out] (undefined without bias)
   // LoRA adapters of the output (one block, or the gated block's gate and up; attached by
   // models::LoraAdapter, whose parameters they are); empty: none.

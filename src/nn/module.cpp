@@ -26,9 +26,10 @@ void Module::share(const std::shared_ptr<Shared>& shared) {
   for (auto& [name, child] : children_) child->share(shared);
 }
 
-void Module::register_parameter(const std::string& name, Tensor& member) {
+void Module::register_parameter(const std::string& name, Tensor& member, ReadBy read_by) {
   if (!member.requires_grad()) member.set_requires_grad(true);
   params_.emplace_back(name, &member);
+  if (read_by == ReadBy::products) product_weights_.push_back(&member);
 }
 
 void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
@@ -123,6 +124,33 @@ void Module::collect_members(std::vector<std::pair<Tensor*, bool>>& out) {
   for (auto& [name, t] : params_) out.emplace_back(t, true);
   for (Tensor* t : buffers_) out.emplace_back(t, false);
   for (auto& [name, child] : children_) child->collect_members(out);
+}
+
+void Module::collect_readers(std::unordered_map<const TensorImpl*, std::pair<Tensor, bool>>& out) const {
+  for (const auto& [name, t] : params_) {
+    const bool products = std::find(product_weights_.begin(), product_weights_.end(), t) != product_weights_.end();
+    auto [it, fresh] = out.try_emplace(t->impl(), *t, products);
+    if (!fresh) it->second.second = it->second.second && products;
+  }
+  for (const auto& [name, child] : children_) child->collect_readers(out);
+}
+
+int64_t Module::release_product_weights() {
+  TFM_CHECK(path_.empty(), "release_product_weights: '" << path_ << "' is part of a model; release the whole model's");
+  TFM_CHECK(products().frozen(), "release_product_weights: the model's weights are not frozen (it is for inference)");
+  std::unordered_map<const TensorImpl*, std::pair<Tensor, bool>> weights;
+  collect_readers(weights);
+  int64_t released = 0;
+  for (const auto& [impl, entry] : weights) {
+    const auto& [w, products_only] = entry;
+    const size_t bytes = static_cast<size_t>(w.numel()) * size_of(w.dtype());
+    // A whole buffer of its own (not a view into a flat one: the release would take others' memory).
+    const bool own = impl->offset == 0 && impl->storage.use_count() == 1 && impl->storage->bytes() == bytes;
+    if (!products_only || !own || impl->storage->released() || !products().stands_in_for(w.address(), bytes)) continue;
+    impl->storage->release();
+    released += static_cast<int64_t>(bytes);
+  }
+  return released;
 }
 
 void Module::freeze() {

@@ -4,6 +4,7 @@
 // are the PyTorch state_dict names, which checkpoints use.
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,15 @@ class Module {
   // then keeps no gradient of them). to() makes them trainable again.
   void freeze();
 
+  // Inference, once the products are frozen and have made their copies (a forward pass):
+  // the parameters that only products read, and whose frozen copies stand in for them,
+  // give their memory back (tensor/storage.h's release), so that the model holds each
+  // such weight once, in the form its products use (bf16, int8, or oneDNN's packed f32).
+  // A weight something else reads too (an embedding table that is also the output head)
+  // stays. The products' precision and device are then final: a released weight can
+  // no longer be read, converted nor moved. Returns the bytes released.
+  int64_t release_product_weights();
+
   void train(bool on = true);
   void eval() { train(false); }
   bool training() const { return training_; }
@@ -82,9 +92,12 @@ class Module {
   void set_batch_rows(int64_t first, int64_t rows);
 
  protected:
+  // Who reads a parameter's values: anything, or only ops::linear's products, of it or of
+  // rows of it (release_product_weights may then free it where their copies stand in).
+  enum class ReadBy { anything, products };
   // Registers a Tensor member as a parameter. The module refers to the member, so
   // re-assigning it later (weight tying) is seen by named_parameters().
-  void register_parameter(const std::string& name, Tensor& member);
+  void register_parameter(const std::string& name, Tensor& member, ReadBy read_by = ReadBy::anything);
   // Registers a Tensor member that is state but not a parameter (a table computed once,
   // as PyTorch's register_buffer): moved by to(), never trained nor saved.
   void register_buffer(Tensor& member) { buffers_.push_back(&member); }
@@ -117,11 +130,15 @@ class Module {
   void share(const std::shared_ptr<Shared>& shared);
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
   void collect_members(std::vector<std::pair<Tensor*, bool>>& out);  // (member, is a parameter)
+  // Each parameter once (tied ones share an impl), and whether products alone read it
+  // wherever it is registered.
+  void collect_readers(std::unordered_map<const TensorImpl*, std::pair<Tensor, bool>>& out) const;
 
   std::string path_;
   bool training_ = true;
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::vector<std::pair<std::string, Tensor*>> params_;
+  std::vector<const Tensor*> product_weights_;  // the members of params_ registered ReadBy::products
   std::vector<Tensor*> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

@@ -31,6 +31,10 @@ class FrozenCopies {
  public:
   virtual ~FrozenCopies() = default;
   virtual size_t count() const = 0;
+  // Whether the copies made so far hold everything the products read of the f32 bytes
+  // [begin, begin + bytes) of a weight, so that its memory may go (nn::Module::
+  // release_product_weights). A device whose copies cannot stand in for weights: never.
+  virtual bool stands_in_for(const void* /*begin*/, size_t /*bytes*/) const { return false; }
 };
 
 // How one model's linear layers compute their products (ops::linear,
@@ -70,6 +74,11 @@ class LinearProducts {
   size_t copies() const {
     const std::lock_guard<std::mutex> lock(mutex_);
     return copies_ ? copies_->count() : 0;
+  }
+  // The frozen copies made so far stand in for these bytes of a weight (FrozenCopies).
+  bool stands_in_for(const void* begin, size_t bytes) const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return copies_ && copies_->stands_in_for(begin, bytes);
   }
   // For the product kernels: the holder of the frozen copies, made by `make` on first
   // use; null while not frozen (the kernels then convert the weights at each product).

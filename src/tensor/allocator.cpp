@@ -4,8 +4,10 @@
 #endif
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -46,6 +48,9 @@ void* HostAddressSpace::reserve(size_t bytes) {
 bool HostAddressSpace::commit(void* ptr, size_t bytes) { return mprotect(ptr, bytes, PROT_READ | PROT_WRITE) == 0; }
 
 void HostAddressSpace::unreserve(void* ptr, size_t bytes) { munmap(ptr, bytes); }
+
+// (MADV_DONTNEED on private anonymous memory: the pages go now; reading them again gives zeros.)
+void HostAddressSpace::discard(void* ptr, size_t bytes) { madvise(ptr, bytes, MADV_DONTNEED); }
 
 CachingAllocator::CachingAllocator(AddressSpace& space, size_t region_bytes)
     : space_(space), region_bytes_(round_up(region_bytes, kGrain)), by_size_(kExactSize / kAlignment) {}
@@ -98,6 +103,26 @@ void CachingAllocator::deallocate(const Allocation& allocation) {
   }
   block->free = true;
   pool.free.insert(block);
+}
+
+size_t CachingAllocator::release_cached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t released = 0;
+  for (const Block* block : large_.free) released += discard_pages(block->ptr, block->size);
+  return released;
+}
+
+bool CachingAllocator::discard(const Allocation& allocation, size_t bytes) {
+  if (allocation.handle) discard_pages(static_cast<char*>(allocation.ptr), bytes);
+  return allocation.handle != nullptr;
+}
+
+size_t CachingAllocator::discard_pages(char* ptr, size_t size) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = round_up(reinterpret_cast<uintptr_t>(ptr), page), end = (reinterpret_cast<uintptr_t>(ptr) + size) / page * page;
+  if (end <= begin) return 0;
+  space_.discard(reinterpret_cast<void*>(begin), end - begin);
+  return end - begin;
 }
 
 size_t CachingAllocator::committed_bytes() const {

@@ -29,6 +29,16 @@ class Allocator {
   // At least `bytes` (a multiple of 64), 64-byte aligned; throws std::bad_alloc.
   virtual Allocation allocate(size_t bytes) = 0;
   virtual void deallocate(const Allocation& allocation) = 0;
+  // Gives the memory of the buffers it keeps for reuse back to the system, keeping their
+  // addresses (the next use pays a page fault per page); the bytes given back. For the
+  // moment a process has just freed what it will not need again (a checkpoint's tensors
+  // once the model has its weights), not for every step.
+  virtual size_t release_cached() { return 0; }
+  // The memory of the whole pages inside `allocation` (in use, of `bytes`) goes back to
+  // the system while the allocation keeps its addresses (Storage::release, zero): true
+  // where it did, and those pages then read as zeros, taking memory again once written;
+  // false where an allocator cannot (the memory stays as it was).
+  virtual bool discard(const Allocation& /*allocation*/, size_t /*bytes*/) { return false; }
 };
 
 Allocator& allocator_for(Device device);
@@ -41,6 +51,9 @@ class AddressSpace {
   virtual void* reserve(size_t bytes) = 0;  // null when refused
   virtual bool commit(void* ptr, size_t bytes) = 0;
   virtual void unreserve(void* ptr, size_t bytes) = 0;
+  // The memory behind committed addresses goes back; the addresses stay usable, and
+  // read as zeros.
+  virtual void discard(void* ptr, size_t bytes) = 0;
 };
 
 // The CPU's: mmap'ed addresses, backed with mprotect (the kernel fills pages on first use).
@@ -49,6 +62,7 @@ class HostAddressSpace final : public AddressSpace {
   void* reserve(size_t bytes) override;
   bool commit(void* ptr, size_t bytes) override;
   void unreserve(void* ptr, size_t bytes) override;
+  void discard(void* ptr, size_t bytes) override;
 };
 
 // Best fit over regions that grow: a request takes the smallest free block that fits
@@ -66,6 +80,9 @@ class CachingAllocator final : public Allocator {
   ~CachingAllocator() override;
   Allocation allocate(size_t bytes) override;
   void deallocate(const Allocation& allocation) override;
+  // The free blocks of the large pool, their whole pages (small buffers stay cached).
+  size_t release_cached() override;
+  bool discard(const Allocation& allocation, size_t bytes) override;
 
   size_t committed_bytes() const;  // backed by memory: in use or cached
   size_t region_count() const;
@@ -96,6 +113,7 @@ class CachingAllocator final : public Allocator {
     std::vector<Region> regions;
   };
 
+  size_t discard_pages(char* ptr, size_t size);  // the whole pages inside; their bytes
   Block* take_free(Pool& pool, size_t size);
   Block* grow(Pool& pool, size_t size, bool small);
   void split(Block* block, size_t size, Pool& pool);

@@ -25,10 +25,21 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
+  // Gives the memory back to the system for good, the addresses staying this storage's
+  // (no other gets them: frozen weights' copies are keyed by address): a weight whose
+  // frozen copy stands in for it (nn::Module::release_product_weights). Its tensors
+  // can no longer be read or written (Tensor::device_ptr refuses), only told apart.
+  void release();
+  bool released() const { return released_; }
+  // Host memory only: fills it with zeros, its whole pages by giving them back to the
+  // system where the allocator can (they read as zeros and take memory once written).
+  void zero();
+
  private:
   Allocation memory_;
   size_t bytes_ = 0;
   Device device_;
+  bool released_ = false;
 };
 
 }  // namespace tfm

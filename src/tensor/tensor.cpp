@@ -60,6 +60,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, Device device) { return full(shape, 0.0f, device); }
 
+Tensor Tensor::untouched_zeros(const Shape& shape) {
+  Tensor t = empty(shape);
+  t.impl()->storage->zero();
+  return t;
+}
+
 Tensor Tensor::full(const Shape& shape, float value, Device device) {
   Tensor t = empty(shape, DType::f32, device);
   t.fill(value);
@@ -75,6 +81,11 @@ void Tensor::check_count(size_t values) const {
 void Tensor::not_on_host() const {
   throw Error("a tensor on " + to_string(device()) + " (shape " + shape_str(shape()) +
               ") was read or written as host memory; move it with ops::to(tensor, Device::CPU) first");
+}
+
+void Tensor::released_read() const {
+  throw Error("a weight " + shape_str(shape()) + " released for inference was read: its frozen copy stands in for it in the products, "
+              "nothing else may read it (nn::Module::release_product_weights)");
 }
 
 void Tensor::copy_to_host(void* dst) const {

@@ -52,6 +52,10 @@ class Tensor {
   // Factories (always contiguous; f32 on the CPU unless told).
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::CPU);
   static Tensor zeros(const Shape& shape, Device device = Device::CPU);
+  // Zeros on the CPU whose whole pages take no memory until written (Storage::zero): a
+  // model's weights, which a checkpoint then replaces. Made with `zeros`, the 2 GB of a
+  // Qwen2-0.5B-shaped model's weights were held beside the checkpoint's while it loaded.
+  static Tensor untouched_zeros(const Shape& shape);
   static Tensor full(const Shape& shape, float value, Device device = Device::CPU);  // f32
   static Tensor ones(const Shape& shape, Device device = Device::CPU) { return full(shape, 1.0f, device); }
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values);
@@ -87,7 +91,13 @@ class Tensor {
     return device_ptr();
   }
   // Where the elements are on their own device: for that device's kernels only.
-  void* device_ptr() const { return static_cast<char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
+  void* device_ptr() const {
+    if (impl_->storage->released()) released_read();
+    return const_cast<void*>(address());
+  }
+  // The same as an identity only, never read through (frozen weights' copies are keyed
+  // by it): what a released weight still has.
+  const void* address() const { return static_cast<const char*>(impl_->storage->data()) + impl_->offset * size_of(dtype()); }
   template <class T>
   T* device_data() const {
     if (dtype_of<T>() != dtype()) dtype_mismatch(dtype_of<T>());
@@ -121,6 +131,7 @@ class Tensor {
  private:
   [[noreturn]] void dtype_mismatch(DType wanted) const;
   [[noreturn]] void not_on_host() const;
+  [[noreturn]] void released_read() const;
   void copy_to_host(void* dst) const;  // a contiguous tensor's bytes
   void check_count(size_t values) const;
   std::shared_ptr<TensorImpl> impl_;

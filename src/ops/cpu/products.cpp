@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ops/cpu/gemm.h"
@@ -38,6 +39,23 @@ struct CpuCopies : FrozenCopies {
   size_t count() const override {
     const std::lock_guard<std::mutex> lock(mutex);
     return bf16_copies.size() + int8_copies.size() + packed_copies.size();
+  }
+
+  bool stands_in_for(const void* begin, size_t bytes) const override {
+    const std::lock_guard<std::mutex> lock(mutex);
+    std::vector<std::pair<const char*, const char*>> held;  // the weights' bytes copied
+    auto add = [&](const WeightKey& k) {
+      const char* p = reinterpret_cast<const char*>(std::get<0>(k));
+      held.emplace_back(p, p + std::get<1>(k) * std::get<2>(k) * static_cast<int64_t>(sizeof(float)));
+    };
+    for (const auto& entry : bf16_copies) add(entry.first);
+    for (const auto& entry : int8_copies) add(entry.first);
+    for (const auto& [key, packed] : packed_copies)
+      if (packed.valid()) add(key);  // (an invalid one: the products read the f32 weight)
+    std::sort(held.begin(), held.end());
+    const char *at = static_cast<const char*>(begin), *end = at + bytes;
+    for (auto it = held.begin(); it != held.end() && it->first <= at && at < end; ++it) at = std::max(at, it->second);
+    return at >= end;
   }
 };
 
@@ -83,25 +101,31 @@ Int8Weight quantize_weight(const float* w, int64_t out, int64_t in) {
   return q;
 }
 
-void linear_bf16(CpuCopies* frozen_copies, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+// A weight's address keys its frozen copy (Tensor::address); its values are read
+// (w.data()) only to make one, or where there is none: a released weight
+// (Storage::release) has nothing but its copy.
+const float* key_of(const Tensor& w) { return static_cast<const float*>(w.address()); }
+
+void linear_bf16(CpuCopies* frozen_copies, const float* x, int64_t rows, int64_t in, const Tensor& w, int64_t out, float beta, float* y) {
   thread_local std::vector<bf16> xb, wb;
   xb.resize(static_cast<size_t>(rows * in));
   to_bf16(x, rows * in, xb.data());
-  const std::vector<bf16>* frozen = frozen_copy(frozen_copies, &CpuCopies::bf16_copies, w, out, in, [&] { return bf16_copy(w, out * in); });
+  const std::vector<bf16>* frozen =
+      frozen_copy(frozen_copies, &CpuCopies::bf16_copies, key_of(w), out, in, [&] { return bf16_copy(w.data(), out * in); });
   const bf16* wp = frozen ? frozen->data() : nullptr;
   if (!frozen) {
     wb.resize(static_cast<size_t>(out * in));
-    to_bf16(w, out * in, wb.data());
+    to_bf16(w.data(), out * in, wb.data());
     wp = wb.data();
   }
   gemm_bf16(false, true, rows, out, in, 1.0f, xb.data(), in, wp, in, beta, y, out);
 }
 
-void linear_int8(CpuCopies* frozen, const float* x, int64_t rows, int64_t in, const float* w, int64_t out, float beta, float* y) {
+void linear_int8(CpuCopies* frozen, const float* x, int64_t rows, int64_t in, const Tensor& w, int64_t out, float beta, float* y) {
   Int8Weight local;
-  const Int8Weight* qw = frozen_copy(frozen, &CpuCopies::int8_copies, w, out, in, [&] { return quantize_weight(w, out, in); });
+  const Int8Weight* qw = frozen_copy(frozen, &CpuCopies::int8_copies, key_of(w), out, in, [&] { return quantize_weight(w.data(), out, in); });
   if (!qw) {
-    local = quantize_weight(w, out, in);
+    local = quantize_weight(w.data(), out, in);
     qw = &local;
   }
   thread_local std::vector<int8_t> qx;
@@ -127,12 +151,13 @@ void linear_int8(CpuCopies* frozen, const float* x, int64_t rows, int64_t in, co
 
 void linear(const LinearProducts& products, const Tensor& x_t, const Tensor& w_t, const Tensor& bias_t, bool relu, Tensor& y_t) {
   const int64_t in = w_t.size(1), out = w_t.size(0), rows = x_t.numel() / in;
-  const float *x = x_t.data(), *w = w_t.data(), *bias = bias_t.defined() ? bias_t.data() : nullptr;
+  const float *x = x_t.data(), *bias = bias_t.defined() ? bias_t.data() : nullptr;
   float* y = y_t.data();
   const Precision precision = products.precision();
   CpuCopies* frozen = static_cast<CpuCopies*>(products.frozen_copies(make_copies));
   if (precision == Precision::f32) {
-    const PackedWeight* packed = frozen_copy(frozen, &CpuCopies::packed_copies, w, out, in, [&] { return PackedWeight(w, out, in); });
+    const PackedWeight* packed =
+        frozen_copy(frozen, &CpuCopies::packed_copies, key_of(w_t), out, in, [&] { return PackedWeight(w_t.data(), out, in); });
     if (packed && packed->valid()) {
       packed->linear(x, rows, bias, y, relu);
       return;
@@ -144,9 +169,9 @@ void linear(const LinearProducts& products, const Tensor& x_t, const Tensor& w_t
     beta = 1.0f;
   }
   switch (precision) {
-    case Precision::f32: gemm(false, true, rows, out, in, 1.0f, x, in, w, in, beta, y, out); break;
-    case Precision::bf16: linear_bf16(frozen, x, rows, in, w, out, beta, y); break;
-    case Precision::int8: linear_int8(frozen, x, rows, in, w, out, beta, y); break;
+    case Precision::f32: gemm(false, true, rows, out, in, 1.0f, x, in, w_t.data(), in, beta, y, out); break;
+    case Precision::bf16: linear_bf16(frozen, x, rows, in, w_t, out, beta, y); break;
+    case Precision::int8: linear_int8(frozen, x, rows, in, w_t, out, beta, y); break;
   }
   if (relu)
     parallel_for(rows, rows * out > (1 << 15), [&](int64_t r) {
