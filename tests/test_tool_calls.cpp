@@ -163,6 +163,17 @@ TEST(ToolCalls, ToolsAndToolTurnsGiveTransformersPrompt) {
   EXPECT_LT(generator.count_tokens(Prompt(chat_of(reference["messages"]))), generator.count_tokens(prompt));
   EXPECT_EQ(testing::error_of([&] { generator.count_tokens(Prompt(chat_of(reference["messages"]), "{\"a\": 1}")); }),
             "the tools must be a JSON list (OpenAI's [{\"type\": \"function\", \"function\": {...}}, ...])");
+  // A tool OpenAI would refuse (no function, no name) is refused, not written as nothing.
+  for (const char* tools : {"[{\"type\": \"function\"}]", "[{\"type\": \"function\", \"function\": {\"description\": \"x\"}}]", "[3]"})
+    EXPECT_EQ(testing::error_of([&] { generator.count_tokens(Prompt(chat_of(reference["messages"]), tools)); }),
+              "tool 1 of the list is not {\"type\": \"function\", \"function\": {\"name\": ..., ...}}")
+        << tools;
+  const testing::TempDir tmp;
+  const std::string bad = tmp.path("tools.json");
+  testing::write_file(bad, "[{\"type\": \"function\", \"function\": {\"name\": \"t\"}}, {\"type\": \"function\"}]");
+  const testing::CliResult refused = testing::run_command("printf 'Hi\\n' | " TFM_BINARY " chat --model " + dir + " --tools " + bad + " 2>&1");
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_EQ(refused.output, "tfm: error: --tools " + bad + ": tool 2 of the list is not {\"type\": \"function\", \"function\": {\"name\": ..., ...}}\n");
 }
 
 // The generator reads its model's format, and names each call afresh.

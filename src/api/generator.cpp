@@ -297,6 +297,12 @@ struct Generator::Impl : api::FamilyModel<models::GPT> {
     if (text.empty()) return nullptr;
     nlohmann::ordered_json list = nlohmann::ordered_json::parse(valid(text, "the tools"), nullptr, /*allow_exceptions=*/false);
     TFM_CHECK(list.is_array(), "the tools must be a JSON list (OpenAI's [{\"type\": \"function\", \"function\": {...}}, ...])");
+    for (size_t i = 0; i < list.size(); ++i) {  // what OpenAI requires of each: a template would write a missing name as nothing
+      const nlohmann::ordered_json& tool = list[i];
+      const bool function = tool.is_object() && tool.value("type", nlohmann::ordered_json()) == "function" && tool.contains("function") &&
+                            tool["function"].is_object() && tool["function"].value("name", nlohmann::ordered_json()).is_string();
+      TFM_CHECK(function, "tool " << i + 1 << " of the list is not {\"type\": \"function\", \"function\": {\"name\": ..., ...}}");
+    }
     return list;
   }
 

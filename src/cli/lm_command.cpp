@@ -200,6 +200,13 @@ void add_chat_command(CLI::App& app, int& exit_code) {
     tfm::Generator generator(o->checkpoint, options);
     TFM_CHECK(generator.has_chat_template(), o->checkpoint << ": has no chat template (tokenizer_config.json's chat_template); "
                                                            "use tfm generate to continue a text");
+    if (!tools.empty()) {  // the library's checks of each tool, once, before the first turn
+      try {
+        (void)generator.count_tokens(tfm::Prompt(tfm::Chat{{"user", "?"}}, tools));
+      } catch (const std::exception& e) {
+        throw Error("--tools " + o->tools + ": " + e.what());
+      }
+    }
     const bool interactive = isatty(STDIN_FILENO) != 0;
     if (interactive)
       std::cerr << "Chatting with " << o->checkpoint << ". /reset forgets the conversation; " << (tools.empty() ? "" : "/tool TEXT answers a tool call; ")
