@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 #include "hf/families.h"
 #include "io/checkpoint.h"
@@ -62,41 +63,43 @@ bool has_tensor(const io::NamedTensors& weights, const std::string& name) {
 }
 
 io::SafeTensors convert(const Directory& d) {
-  const io::NamedTensors hf = read_weights(d);
+  io::NamedTensors hf = read_weights(d);  // (moved into to_tfm, which drops each tensor once used)
   const std::string origin = d.path;
   if (d.model_type == "marian") {
     const models::TransformerConfig c = marian_config(d);
     const io::NamedTensors shapes = models::EncoderDecoder(c).named_parameters();
-    return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, marian_rules(c), shapes, marian_ignored, origin));
+    return checkpoint("encoder_decoder", c.to_json(), to_tfm(std::move(hf), marian_rules(c), shapes, marian_ignored, origin));
   }
   if (d.model_type == "m2m_100") {
     const models::TransformerConfig c = m2m100_config(d);
     const models::EncoderDecoder model(c);
-    io::NamedTensors weights = to_tfm(hf, m2m100_rules(c), model.named_parameters(), m2m100_ignored, origin);
+    io::NamedTensors weights = to_tfm(std::move(hf), m2m100_rules(c), model.named_parameters(), m2m100_ignored, origin);
     weights.emplace_back("generator.bias", Tensor::zeros({c.tgt_vocab}));
     return checkpoint("encoder_decoder", c.to_json(), std::move(weights));
   }
   if (d.model_type == "mbart") {
     const models::TransformerConfig c = mbart_config(d);
     const io::NamedTensors shapes = models::EncoderDecoder(c).named_parameters();
-    return checkpoint("encoder_decoder", c.to_json(), to_tfm(hf, mbart_rules(c), shapes, shared_embedding_copy, origin));
+    return checkpoint("encoder_decoder", c.to_json(), to_tfm(std::move(hf), mbart_rules(c), shapes, shared_embedding_copy, origin));
   }
   if (d.model_type == "gpt2") {
     const models::StackConfig c = gpt2_config(d);
     const std::string prefix = has_tensor(hf, "transformer.wpe.weight") ? "transformer." : "";  // wpe: never a tied copy
-    return checkpoint("gpt", c.to_json(), to_tfm(hf, gpt2_rules(c, prefix), models::GPT(c).named_parameters(), gpt2_ignored, origin));
+    return checkpoint("gpt", c.to_json(), to_tfm(std::move(hf), gpt2_rules(c, prefix), models::GPT(c).named_parameters(), gpt2_ignored, origin));
   }
   if (d.model_type == "llama" || d.model_type == "mistral" || d.model_type == "qwen2") {
     const models::StackConfig c = llama_config(d);
-    return checkpoint("gpt", c.to_json(), to_tfm(hf, llama_rules(c), models::GPT(c).named_parameters(), llama_ignored, origin));
+    return checkpoint("gpt", c.to_json(), to_tfm(std::move(hf), llama_rules(c), models::GPT(c).named_parameters(), llama_ignored, origin));
   }
   if (d.model_type == "bert") {
     const models::StackConfig c = bert_config(d, hf);
     const io::NamedTensors shapes = models::BERT(c, setting<int>(d, "pad_token_id", 0)).named_parameters();
-    return checkpoint("bert", c.to_json(), to_tfm(hf, bert_rules(c, bert_prefix(hf)), shapes, bert_ignored, origin));
+    const std::vector<TensorRule> rules = bert_rules(c, bert_prefix(hf));  // (before hf moves)
+    return checkpoint("bert", c.to_json(), to_tfm(std::move(hf), rules, shapes, bert_ignored, origin));
   }
   const models::StackConfig c = vit_config(d, hf);  // open() admits vit and deit only besides
-  return checkpoint("vit", c.to_json(), to_tfm(hf, vit_rules(c, vit_prefix(d, hf)), models::ViT(c).named_parameters(), vit_ignored, origin));
+  const std::vector<TensorRule> rules = vit_rules(c, vit_prefix(d, hf));  // (before hf moves)
+  return checkpoint("vit", c.to_json(), to_tfm(std::move(hf), rules, models::ViT(c).named_parameters(), vit_ignored, origin));
 }
 
 }  // namespace tfm::hf

@@ -41,8 +41,10 @@ void add_bert_style_layer(std::vector<TensorRule>& rules, const std::string& tfm
 // checked against `shapes` (the tfm model's parameters: the shape config.json implies).
 // A tensor missing under its name and its aliases, or of a wrong shape, is one error naming
 // the Hugging Face tensor; a tensor no rule reads is an error unless `ignored` says it may
-// be left (tied copies, buffers).
-io::NamedTensors to_tfm(const io::NamedTensors& hf, const std::vector<TensorRule>& rules, const io::NamedTensors& shapes,
+// be left (tied copies, buffers). Each tensor of `hf` is dropped once the last rule that
+// reads it has (pass it with std::move: the checkpoint and its conversion are then never
+// held whole at once).
+io::NamedTensors to_tfm(io::NamedTensors hf, const std::vector<TensorRule>& rules, const io::NamedTensors& shapes,
                         bool (*ignored)(const std::string& name), const std::string& origin);
 
 // Hugging Face's tensors from tfm's parameters: the rules run backwards.
