@@ -77,7 +77,7 @@ profile_rows() {  # where a training step's time goes, tfm's kernels and PyTorch
 
 export bundle logs check
 export -f gtest_rows sanitizer_rows profile_rows  # run by `timeout` through bash
-all=(env memory ops gtest large large-unfused train infer sanitizer)
+all=(env memory ops gtest large large-cores large-unfused train infer sanitizer)
 wanted=("${@:-${all[@]}}")
 for s in "${wanted[@]}"; do
   case $s in
@@ -86,6 +86,7 @@ for s in "${wanted[@]}"; do
     ops) stage ops 60 "$check" --stage ops ;;
     gtest) stage gtest 60 bash -c gtest_rows ;;
     large) stage large 60 "$check" --stage large ;;
+    large-cores) stage large-cores 60 bash -c 'set -o pipefail; TFM_TENSOR_CORE_ATTENTION=0 "$check" --stage large | sed "s/^ROW\tlarge\t/ROW\tlarge-cores\t/"' ;;
     large-unfused) stage large-unfused 60 bash -c 'set -o pipefail; TFM_FLASH_ATTENTION=0 "$check" --stage large | sed "s/^ROW\tlarge\t/ROW\tlarge-unfused\t/"' ;;
     train) stage train 150 "$check" --stage train ;;
     profile) stage profile 200 bash -c profile_rows ;;

@@ -349,6 +349,32 @@ std::vector<LargeCase> large_cases() {
                  m.key_padding = ops::to(ops::to(Tensor::from_values<uint8_t>({16, 45}, pad), DType::boolean), x[0].device());
                  return ops::attention(x[0], x[1], x[2], 3, m, 0.1f, DropoutKey(47));
                }});
+  // The flash kernels' block sizes by head width: GPT-2's context of 1,024 (sixteen tiles
+  // of 64 keys, causal); heads of 128 (the keys' gradients in blocks of two warps); of 320
+  // (the forward in blocks of one warp, the backward on the CUDA cores); of 512 (all of it
+  // on the CUDA cores).
+  c.push_back({"attention context 1024 causal", "f32", "[2,1024,4x64]",
+               [](Device d) { return V{random({2, 1024, 256}, 55, d), random({2, 1024, 256}, 56, d), random({2, 1024, 256}, 57, d)}; },
+               [](const V& x) {
+                 ops::AttentionMask m;
+                 m.causal = true;
+                 return ops::attention(x[0], x[1], x[2], 4, m, 0.1f, DropoutKey(49));
+               }});
+  for (const int64_t width : {128, 320, 512}) {
+    const int64_t heads = width == 128 ? 4 : 2, kv = width == 128 ? 2 : heads;
+    c.push_back({"attention heads of " + std::to_string(width), "f32",
+                 "[4,90," + std::to_string(heads) + "x" + std::to_string(width) + "]->[4,90," + std::to_string(kv) + "x" + std::to_string(width) + "]",
+                 [=](Device d) { return V{random({4, 90, heads * width}, 58, d), random({4, 90, kv * width}, 59, d), random({4, 90, kv * width}, 60, d)}; },
+                 [=](const V& x) {
+                   std::vector<uint8_t> pad(4 * 90);
+                   for (int b = 0; b < 4; ++b)
+                     for (int j = 90 - 11 * b; j < 90; ++j) pad[b * 90 + j] = 1;
+                   ops::AttentionMask m;
+                   m.key_padding = ops::to(ops::to(Tensor::from_values<uint8_t>({4, 90}, pad), DType::boolean), x[0].device());
+                   m.causal = width == 128;
+                   return ops::attention(x[0], x[1], x[2], {heads, kv}, m, 0.1f, DropoutKey(50));
+                 }});
+  }
   // 1,000 keys: the kernels keep the scores in probs rather than in shared memory.
   c.push_back({"attention to 1000 keys", "f32", "[4,40,8x64]->[4,1000,8x64]",
                [](Device d) { return V{random({4, 40, 512}, 41, d), random({4, 1000, 512}, 42, d), random({4, 1000, 512}, 43, d)}; },

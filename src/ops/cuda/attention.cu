@@ -6,14 +6,20 @@
 // of scripts/gpu/NOTES.md: the one-warp-a-row kernels took 36 ms of a 92 ms bf16 step of
 // the base model). The first kernels write the probabilities [batch, heads, tq, tk]
 // whole, for callers that show them (and for decoding's indexed keys); the flash kernels
-// further down keep them on chip, which is what ops::attention runs here otherwise. Every
+// further down keep them on chip, which is what ops::attention runs here otherwise (on
+// the tensor cores where their tiles fit shared memory, at the end of the file). Every
 // sum runs in a fixed order (no atomics), so two runs are bitwise equal; the weighted sums
 // of the first kernels add their terms in the CPU's order.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <string>
+#include <type_traits>
 #include <vector>
+
+#include <mma.h>
 
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
@@ -96,16 +102,16 @@ __device__ float warp_max(float v) {
   return v;
 }
 
-// A block's share of a call: batch row b, head h, and its rows [first, first + kTile)
+// A block's share of a call: batch row b, head h, and its rows [first, first + per)
 // of `rows` (queries, or keys for their gradients), from the block's index.
 struct Share {
   int64_t b, h, first;
 };
-__device__ Share share_of(int64_t block, int64_t heads, int64_t rows) {
-  const int64_t chunks = (rows + kTile - 1) / kTile, bh = block / chunks;
-  return {bh / heads, bh % heads, (block % chunks) * kTile};
+__device__ Share share_of(int64_t block, int64_t heads, int64_t rows, int64_t per = kTile) {
+  const int64_t chunks = (rows + per - 1) / per, bh = block / chunks;
+  return {bh / heads, bh % heads, (block % chunks) * per};
 }
-__host__ __device__ int64_t shares(int64_t B, int64_t heads, int64_t rows) { return B * heads * ((rows + kTile - 1) / kTile); }
+__host__ __device__ int64_t shares(int64_t B, int64_t heads, int64_t rows, int64_t per = kTile) { return B * heads * ((rows + per - 1) / per); }
 
 // tile[r][c] (row stride dk + 1, which puts lane r's row in banks of its own) = row_of(r)[c]
 // for r < n, c < dk: the block's threads over every element, coalesced along c.
@@ -338,7 +344,8 @@ __global__ void key_value_gradient_kernel(Backward w) {
 // flash_attention rows (and every attention row, which takes this path on the GPU) check
 // it against the CPU's reference. Single precision on the CUDA cores, as the kernels
 // above; the same tiles, a block's 32 query rows (or key rows) walking the keys (or
-// queries) 32 at a time, each sum in a fixed order.
+// queries) 32 at a time, each sum in a fixed order. They take the calls the tensor
+// cores' kernels below cannot (heads too wide for their tiles, a GPU before sm_80).
 
 struct Flash {
   Geometry s;
@@ -499,6 +506,288 @@ __global__ void flash_key_value_gradient_kernel(Flash f) {
   }
 }
 
+// --- The flash kernels on the tensor cores (sm_80 and later), where a block's tiles fit
+// shared memory (heads up to 128 or so; wider ones take the kernels above). Written on
+// 2026-11-27 without a GPU and not yet run on one. The same contract, masks and dropout,
+// but each warp owns 16 rows (of queries, or of keys for their gradients) and the
+// products S = Q K^T, dP = dO V^T, O += P V, dQ += dS K, dK += dS^T Q and dV += P^T dO
+// run as 16 x 16 x 8 tensor-core products over tiles of 64 walked rows. A product's
+// operands are each split into a TF32 part and the TF32 rounding of the rest, and the
+// three products that matter are added ("3xTF32", as CUTLASS's f32-exact GEMMs do): the
+// result keeps single precision's accuracy (the op table's 1e-5), not TF32's 10 bits,
+// at a third of the tensor cores' TF32 rate (window 23: the CUDA cores' attention was
+// most of the GPT context-1024 step). The softmax between the products stays on the CUDA
+// cores, on rows the warp stored to shared memory. The fixed order of every sum holds:
+// two runs are bitwise equal.
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kMmaRows = 16;            // a warp's rows, and the side of one product block
+constexpr int kWalk = 64;               // walked rows (keys, or queries) a tile holds
+constexpr int kWalkLd = kWalk + 8;      // a row of scores in shared memory (multiples of 8 floats keep 32-byte alignment)
+constexpr int kTensorCoreWarps = 4;     // a block's warps where its tiles fit (fewer where not)
+
+// Shared memory rows hold a head's dk values padded with zeros to `width`, a multiple of
+// 16 (the products' depth and width), in rows of width + 8 floats.
+__host__ __device__ int padded_width(int64_t dk) { return static_cast<int>((dk + 15) / 16 * 16); }
+__host__ __device__ int padded_ld(int64_t dk) { return padded_width(dk) + 8; }
+
+// tile[r][c] = row_of(r)[c] for r < n, c < dk, and 0 elsewhere in `rows` rows of `width`
+// (zeros: a padded key's P is 0, and 0 times a stale value could be NaN).
+template <class RowOf>
+__device__ void load_padded_tile(float* tile, int rows, int64_t n, int64_t dk, RowOf row_of) {
+  const int width = padded_width(dk), ld = padded_ld(dk);
+  for (int e = threadIdx.x; e < rows * width; e += blockDim.x) {
+    const int r = e / width, c = e % width;
+    tile[r * ld + c] = r < n && c < dk ? row_of(r)[c] : 0.0f;
+  }
+}
+
+__device__ void fill_rows(float* x, int rows, int ld, float value) {
+  for (int e = threadIdx.x; e < rows * ld; e += blockDim.x) x[e] = value;
+}
+
+// x as a TF32 part and the TF32 rounding of what that leaves (element-wise: the same for
+// every element, whatever the fragment's layout).
+template <class Fragment>
+__device__ void split_tf32(const Fragment& x, Fragment& big, Fragment& small) {
+  for (int t = 0; t < x.num_elements; ++t) {
+    big.x[t] = wmma::__float_to_tf32(x.x[t]);
+    small.x[t] = wmma::__float_to_tf32(x.x[t] - big.x[t]);
+  }
+}
+
+// c[16 x n] = (accumulate ? c : 0) + a[16 x depth] b[depth x n] on one warp's tensor cores,
+// 3xTF32; a row-major (lda); b row-major (b[k * ldb + col]) or, with `b_rows_are_columns`,
+// the rows of a tile (b[col * ldb + k]: K^T from K); c row-major (ldc). n and depth are
+// multiples of 16 and 8, every pointer 32-byte aligned and every ld a multiple of 8.
+template <bool b_rows_are_columns>
+__device__ void warp_product(const float* a, int lda, const float* b, int ldb, float* c, int ldc, int n, int depth, bool accumulate) {
+  using Layout = std::conditional_t<b_rows_are_columns, wmma::col_major, wmma::row_major>;
+  using A = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
+  using B = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, Layout>;
+  for (int col = 0; col < n; col += 16) {
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+    if (accumulate) wmma::load_matrix_sync(acc, c + col, ldc, wmma::mem_row_major);
+    else wmma::fill_fragment(acc, 0.0f);
+    for (int k = 0; k < depth; k += 8) {
+      A a_raw, a_big, a_small;
+      B b_raw, b_big, b_small;
+      wmma::load_matrix_sync(a_raw, a + k, lda);
+      wmma::load_matrix_sync(b_raw, b_rows_are_columns ? b + col * ldb + k : b + k * ldb + col, ldb);
+      split_tf32(a_raw, a_big, a_small);
+      split_tf32(b_raw, b_big, b_small);
+      wmma::mma_sync(acc, a_small, b_big, acc);  // (the small terms first, as CUTLASS's 3xTF32)
+      wmma::mma_sync(acc, a_big, b_small, acc);
+      wmma::mma_sync(acc, a_big, b_big, acc);
+    }
+    wmma::store_matrix_sync(c + col, acc, ldc, wmma::mem_row_major);
+  }
+}
+
+// The tensor cores' kernels compile for sm_80 and later only (TF32); the host never
+// launches them on an older GPU.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define TFM_TENSOR_CORES 1
+#else
+#define TFM_TENSOR_CORES 0
+#endif
+
+// Query rows [first, first + R) of (b, h), R = 16 a warp: for each tile of 64 keys and
+// values, the warp's rows' scores S = Q K^T (tensor cores), then on the CUDA cores each
+// row's running maximum m and sum l, its output so far rescaled by exp(m_old - m_new)
+// and its weights exp(S - m_new) (through dropout) in place of S; then O += P V (tensor
+// cores). At the end out = O / l and lse = m + log l.
+__global__ void flash_forward_tc_kernel(Flash f) {
+#if TFM_TENSOR_CORES
+  extern __shared__ __align__(128) float tc_smem[];
+  const int64_t dk = f.s.dk;
+  const int ld = padded_ld(dk), width = padded_width(dk), R = static_cast<int>(blockDim.x) / kWarp * kMmaRows;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp, r0 = warp * kMmaRows;
+  float *query = tc_smem, *acc = query + R * ld, *keys = acc + R * ld, *values = keys + kWalk * ld, *scores = values + kWalk * ld;
+  float *m = scores + R * kWalkLd, *l = m + R;
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq, R); block += gridDim.x) {
+    const Share sh = share_of(block, f.s.heads, f.s.tq, R);
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), nk = f.k.size(b);
+    const int64_t end = std::min(sh.first + R, f.s.tq), q_end = std::min(end, nq);
+    for (int64_t i = std::max(sh.first, nq) + threadIdx.x; i < end; i += blockDim.x) f.lse[f.stat(b, h, i)] = -INFINITY;  // no row
+    if (sh.first >= nq) continue;  // (the same for the whole block)
+    __syncthreads();  // (the last share's readers are done)
+    load_padded_tile(query, R, q_end - sh.first, dk, [&](int64_t r) { return f.q.row(b, sh.first + r) + h * dk; });
+    fill_rows(acc, R, ld, 0.0f);
+    for (int r = threadIdx.x; r < R; r += blockDim.x) m[r] = -INFINITY, l[r] = 0.0f;
+    const int64_t horizon = visible_keys(nk, nq, f.causal, q_end - 1);
+    for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kWalk) {
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kWalk}, horizon - t0));
+      __syncthreads();  // (the last tile's readers are done)
+      load_padded_tile(keys, kWalk, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
+      load_padded_tile(values, kWalk, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
+      __syncthreads();
+      float* s = scores + r0 * kWalkLd;
+      warp_product<true>(query + r0 * ld, ld, keys, ld, s, kWalkLd, kWalk, width, false);
+      __syncwarp();
+      for (int r = r0; r < r0 + kMmaRows; ++r) {
+        const int64_t i = sh.first + r;
+        float score[2], p[2];
+        for (int u = 0; u < 2; ++u) {
+          const int64_t jl = lane + u * kWarp;
+          score[u] = i < q_end && jl < n && f.sees(b, i, t0 + jl) ? f.s.scale * scores[r * kWalkLd + jl] : -INFINITY;
+        }
+        const float m_old = m[r], l_old = l[r], m_new = fmaxf(m_old, warp_max(fmaxf(score[0], score[1])));
+        for (int u = 0; u < 2; ++u) p[u] = score[u] == -INFINITY ? 0.0f : expf(score[u] - m_new);
+        const float kept = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);  // (0: nothing seen before, and acc is 0)
+        const float sum = warp_sum(p[0] + p[1]);
+        __syncwarp();  // every lane has read m and l
+        if (lane == 0) m[r] = m_new, l[r] = l_old * kept + sum;
+        for (int u = 0; u < 2; ++u) {
+          const int64_t jl = lane + u * kWarp;
+          scores[r * kWalkLd + jl] = p[u] == 0.0f ? 0.0f : p[u] * f.keep(b, h, i, t0 + jl);
+        }
+        for (int c = lane; c < width; c += kWarp) acc[r * ld + c] *= kept;
+      }
+      __syncwarp();
+      warp_product<false>(s, kWalkLd, values, ld, acc + r0 * ld, ld, width, kWalk, true);
+      __syncwarp();
+    }
+    for (int r = r0; r < r0 + kMmaRows && sh.first + r < q_end; ++r) {
+      const int64_t i = sh.first + r;
+      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // a row that saw no key: out 0
+      for (int64_t c = lane; c < dk; c += kWarp) f.out.row(b, i)[h * dk + c] = l[r] > 0.0f ? acc[r * ld + c] * inv : 0.0f;
+      if (lane == 0) f.lse[f.stat(b, h, i)] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
+    }
+  }
+#else
+  __trap();
+#endif
+}
+
+// dS (or, with `weight`, P after dropout) of query i and key j from their score S and
+// dP = dO . V: P (dP keep - dO . O) scale with P = exp(S scale - lse); 0 where i does
+// not see j.
+__device__ float tc_score_gradient(const Flash& f, int64_t b, int64_t h, int64_t i, int64_t j, bool in_tiles, float lse, float row_dot,
+                                   float score, float dp, float* weight) {
+  *weight = 0.0f;
+  if (!in_tiles || lse == -INFINITY || !f.sees(b, i, j)) return 0.0f;
+  const float p = expf(f.s.scale * score - lse), keep = f.keep(b, h, i, j);
+  *weight = p * keep;
+  return p * (dp * keep - row_dot) * f.s.scale;
+}
+
+// Query rows [first, first + R) of (b, h): for each tile of 64 keys and values, the warp's
+// rows' S = Q K^T and dP = dO V^T (tensor cores), dS in place of dP (CUDA cores), then
+// dQ += dS K (tensor cores).
+__global__ void flash_query_gradient_tc_kernel(Flash f) {
+#if TFM_TENSOR_CORES
+  extern __shared__ __align__(128) float tc_smem[];
+  const int64_t dk = f.s.dk;
+  const int ld = padded_ld(dk), width = padded_width(dk), R = static_cast<int>(blockDim.x) / kWarp * kMmaRows;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp, r0 = warp * kMmaRows;
+  float *query = tc_smem, *grad = query + R * ld, *acc = grad + R * ld, *keys = acc + R * ld, *values = keys + kWalk * ld;
+  float *scores = values + kWalk * ld, *dscores = scores + R * kWalkLd, *lse = dscores + R * kWalkLd, *row_dot = lse + R;
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, f.s.heads, f.s.tq, R); block += gridDim.x) {
+    const Share sh = share_of(block, f.s.heads, f.s.tq, R);
+    const int64_t b = sh.b, h = sh.h, nq = f.q.size(b), q_end = std::min(sh.first + R, nq);
+    if (sh.first >= nq) continue;  // (the same for the whole block)
+    __syncthreads();  // (the last share's readers are done)
+    load_padded_tile(query, R, q_end - sh.first, dk, [&](int64_t r) { return f.q.row(b, sh.first + r) + h * dk; });
+    load_padded_tile(grad, R, q_end - sh.first, dk, [&](int64_t r) { return f.g.row(b, sh.first + r) + h * dk; });
+    fill_rows(acc, R, ld, 0.0f);
+    for (int r = threadIdx.x; r < R; r += blockDim.x) {
+      const bool row = sh.first + r < q_end;
+      lse[r] = row ? f.lse[f.stat(b, h, sh.first + r)] : -INFINITY;
+      row_dot[r] = row ? f.row_dot[f.stat(b, h, sh.first + r)] : 0.0f;
+    }
+    const int64_t horizon = visible_keys(f.k.size(b), nq, f.causal, q_end - 1);
+    for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kWalk) {
+      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kWalk}, horizon - t0));
+      __syncthreads();
+      load_padded_tile(keys, kWalk, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
+      load_padded_tile(values, kWalk, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
+      __syncthreads();
+      float *s = scores + r0 * kWalkLd, *ds = dscores + r0 * kWalkLd;
+      warp_product<true>(query + r0 * ld, ld, keys, ld, s, kWalkLd, kWalk, width, false);
+      warp_product<true>(grad + r0 * ld, ld, values, ld, ds, kWalkLd, kWalk, width, false);
+      __syncwarp();
+      for (int r = r0; r < r0 + kMmaRows; ++r)
+        for (int u = 0; u < 2; ++u) {
+          const int64_t jl = lane + u * kWarp, e = r * kWalkLd + jl;
+          float unused;
+          dscores[e] = tc_score_gradient(f, b, h, sh.first + r, t0 + jl, sh.first + r < q_end && jl < n, lse[r], row_dot[r],
+                                         scores[e], dscores[e], &unused);
+        }
+      __syncwarp();
+      warp_product<false>(ds, kWalkLd, keys, ld, acc + r0 * ld, ld, width, kWalk, true);
+      __syncwarp();
+    }
+    for (int r = r0; r < r0 + kMmaRows && sh.first + r < q_end; ++r)
+      for (int64_t c = lane; c < dk; c += kWarp) f.dq.row(b, sh.first + r)[h * dk + c] = acc[r * ld + c];
+  }
+#else
+  __trap();
+#endif
+}
+
+// Key rows [first, first + R) of (b, K/V head kvh): over the query heads that share kvh
+// and their queries (in that order) in tiles of 64, the warp's rows' S^T = K Q^T and
+// dP^T = V dO^T (tensor cores), P after dropout and dS in their place (CUDA cores), then
+// dV += P^T dO and dK += dS^T Q (tensor cores).
+__global__ void flash_key_value_gradient_tc_kernel(Flash f) {
+#if TFM_TENSOR_CORES
+  extern __shared__ __align__(128) float tc_smem[];
+  const int64_t dk = f.s.dk, kv_heads = f.s.heads / f.s.group;
+  const int ld = padded_ld(dk), width = padded_width(dk), R = static_cast<int>(blockDim.x) / kWarp * kMmaRows;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp, r0 = warp * kMmaRows;
+  float *key = tc_smem, *value = key + R * ld, *dk_acc = value + R * ld, *dv_acc = dk_acc + R * ld, *queries = dv_acc + R * ld;
+  float *grads = queries + kWalk * ld, *scores = grads + kWalk * ld, *dscores = scores + R * kWalkLd, *lse = dscores + R * kWalkLd;
+  float* row_dot = lse + kWalk;
+  for (int64_t block = blockIdx.x; block < shares(f.s.B, kv_heads, f.s.tk, R); block += gridDim.x) {
+    const Share sh = share_of(block, kv_heads, f.s.tk, R);
+    const int64_t b = sh.b, kvh = sh.h, nq = f.q.size(b), nk = f.k.size(b), j0 = sh.first, j_end = std::min(j0 + R, nk);
+    if (j0 >= nk) continue;  // (the same for the whole block)
+    __syncthreads();  // (the last share's readers are done)
+    load_padded_tile(key, R, j_end - j0, dk, [&](int64_t r) { return f.k.row(b, j0 + r) + kvh * dk; });
+    load_padded_tile(value, R, j_end - j0, dk, [&](int64_t r) { return f.v.row(b, j0 + r) + kvh * dk; });
+    fill_rows(dk_acc, 2 * R, ld, 0.0f);  // (dk_acc and dv_acc)
+    const int64_t start = f.causal ? std::max(int64_t{0}, j0 + nq - nk) : 0;  // the first query that sees key j0
+    for (int64_t h = kvh * f.s.group; h < (kvh + 1) * f.s.group; ++h)
+      for (int64_t t0 = start; t0 == start || t0 < nq; t0 += kWalk) {
+        const int64_t n = std::max(int64_t{0}, std::min(int64_t{kWalk}, nq - t0));
+        __syncthreads();
+        load_padded_tile(queries, kWalk, n, dk, [&](int64_t r) { return f.q.row(b, t0 + r) + h * dk; });
+        load_padded_tile(grads, kWalk, n, dk, [&](int64_t r) { return f.g.row(b, t0 + r) + h * dk; });
+        for (int c = threadIdx.x; c < kWalk; c += blockDim.x) {
+          lse[c] = c < n ? f.lse[f.stat(b, h, t0 + c)] : -INFINITY;
+          row_dot[c] = c < n ? f.row_dot[f.stat(b, h, t0 + c)] : 0.0f;
+        }
+        __syncthreads();
+        float *s = scores + r0 * kWalkLd, *ds = dscores + r0 * kWalkLd;
+        warp_product<true>(key + r0 * ld, ld, queries, ld, s, kWalkLd, kWalk, width, false);
+        warp_product<true>(value + r0 * ld, ld, grads, ld, ds, kWalkLd, kWalk, width, false);
+        __syncwarp();
+        for (int r = r0; r < r0 + kMmaRows; ++r)
+          for (int u = 0; u < 2; ++u) {
+            const int64_t cl = lane + u * kWarp, e = r * kWalkLd + cl;
+            float weight;
+            dscores[e] = tc_score_gradient(f, b, h, t0 + cl, j0 + r, j0 + r < j_end && cl < n, lse[cl], row_dot[cl], scores[e],
+                                           dscores[e], &weight);
+            scores[e] = weight;
+          }
+        __syncwarp();
+        warp_product<false>(s, kWalkLd, grads, ld, dv_acc + r0 * ld, ld, width, kWalk, true);
+        warp_product<false>(ds, kWalkLd, queries, ld, dk_acc + r0 * ld, ld, width, kWalk, true);
+        __syncwarp();
+      }
+    for (int r = r0; r < r0 + kMmaRows && j0 + r < j_end; ++r)
+      for (int64_t c = lane; c < dk; c += kWarp) {
+        f.dk.row(b, j0 + r)[kvh * dk + c] = dk_acc[r * ld + c];
+        f.dv.row(b, j0 + r)[kvh * dk + c] = dv_acc[r * ld + c];
+      }
+  }
+#else
+  __trap();
+#endif
+}
+
 // Shared memory of each kernel, in bytes, for heads dk wide: the forward and the score
 // gradients one tile and a row for each warp (9 KiB for heads of 64, so that 16 blocks of
 // 128 threads fit an SM: a second tile in the forward, or the scores kept in shared
@@ -512,14 +801,57 @@ size_t key_value_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2
 size_t flash_forward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kTile * dk + 2 * kTile + kWarps * dk); }
 size_t flash_backward_smem(int64_t dk) { return sizeof(float) * static_cast<size_t>(2 * kTile * (dk + 1) + kWarps * 2 * dk); }
 
+// The tensor-core kernels' shared memory, in bytes, for blocks of `warps` warps (16 rows
+// each) and heads dk wide: the forward its rows of queries and output so far, a tile of
+// keys and of values, its rows' scores, maxima and sums (91 KiB for 4 warps and heads of
+// 64); the queries' gradients their rows of queries, output gradients and dQ, the tiles,
+// scores and dP, lse and dO . O (127 KiB); the keys' their rows of keys, values, dK and
+// dV, a tile of queries and of output gradients, scores and dP, lse and dO . O (145 KiB).
+// Untuned: one or two blocks an SM (the next window measures).
+size_t tc_floats(int rows_tiles, int walk_tiles, int score_rows, int stats, int64_t dk) {
+  return sizeof(float) * static_cast<size_t>((rows_tiles + walk_tiles * kWalk) * padded_ld(dk) + score_rows * kWalkLd + stats);
+}
+size_t flash_forward_tc_smem(int warps, int64_t dk) {
+  const int R = warps * kMmaRows;
+  return tc_floats(2 * R, 2, R, 2 * R, dk);
+}
+size_t flash_query_gradient_tc_smem(int warps, int64_t dk) {
+  const int R = warps * kMmaRows;
+  return tc_floats(3 * R, 2, 2 * R, 2 * R, dk);
+}
+size_t flash_key_value_gradient_tc_smem(int warps, int64_t dk) {
+  const int R = warps * kMmaRows;
+  return tc_floats(4 * R, 2, 2 * R, 2 * kWalk, dk);
+}
+
+// The warps a block of a tensor-core kernel gets: the most (4, 2 or 1) whose shared
+// memory fits the GPU's limit a block; 0 where the GPU has no TF32 tensor cores (before
+// sm_80), no block fits (heads too wide) or TFM_TENSOR_CORE_ATTENTION=0 is set (to check
+// or time the two against each other): the CUDA cores' flash kernels take the call.
+int tensor_core_warps(size_t (*smem)(int, int64_t), int64_t dk) {
+  static const bool allowed = [] {
+    const char* setting = std::getenv("TFM_TENSOR_CORE_ATTENTION");
+    return !setting || std::string(setting) != "0";
+  }();
+  if (!allowed) return 0;
+  int device = 0, major = 0, limit = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
+  if (major < 8) return 0;
+  for (int warps = kTensorCoreWarps; warps >= 1; warps /= 2)
+    if (smem(warps, dk) <= static_cast<size_t>(limit)) return warps;
+  return 0;
+}
+
 // Launches `kernel` over `count` shares with `smem` bytes of shared memory (beyond 48 KiB
 // once allowed for the kernel: the default limit).
 template <class Args>
-void launch(void (*kernel)(Args), const Args& args, int64_t count, size_t smem, const char* name) {
+void launch(void (*kernel)(Args), const Args& args, int64_t count, size_t smem, const char* name, int warps = kWarps) {
   if (count == 0) return;
   if (smem > 48 * 1024) check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), name);
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(count, int64_t{1} << 20));
-  kernel<<<blocks, kWarps * kWarp, smem, stream()>>>(args);
+  kernel<<<blocks, warps * kWarp, smem, stream()>>>(args);
   check_launch(name);
 }
 
@@ -598,7 +930,11 @@ Flash flash_call(const AttentionCall& c, const Tensor& out, const Tensor& lse, c
 
 void flash_attention(const AttentionCall& c, Tensor& out, Tensor& lse) {
   const Flash f = flash_call(c, out, lse);
-  launch(flash_forward_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), flash_forward_smem(f.s.dk), "flash_forward_kernel");
+  if (const int warps = tensor_core_warps(flash_forward_tc_smem, f.s.dk))
+    launch(flash_forward_tc_kernel, f, shares(f.s.B, f.s.heads, f.s.tq, warps * kMmaRows), flash_forward_tc_smem(warps, f.s.dk),
+           "flash_forward_tc_kernel", warps);
+  else
+    launch(flash_forward_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), flash_forward_smem(f.s.dk), "flash_forward_kernel");
 }
 
 void flash_attention_backward(const AttentionCall& c, const Tensor& out, const Tensor& lse, const Tensor& g, Tensor& dq, Tensor& dk,
@@ -608,9 +944,18 @@ void flash_attention_backward(const AttentionCall& c, const Tensor& out, const T
   f.row_dot = ptr<float>(row_dot);
   const int64_t rows = f.s.B * f.s.heads * f.s.tq;
   launch(flash_row_dot_kernel, f, (rows + kWarps - 1) / kWarps, 0, "flash_row_dot_kernel");
-  launch(flash_query_gradient_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), flash_backward_smem(f.s.dk), "flash_query_gradient_kernel");
-  launch(flash_key_value_gradient_kernel, f, shares(f.s.B, f.s.heads / f.s.group, f.s.tk), flash_backward_smem(f.s.dk),
-         "flash_key_value_gradient_kernel");
+  if (const int warps = tensor_core_warps(flash_query_gradient_tc_smem, f.s.dk))
+    launch(flash_query_gradient_tc_kernel, f, shares(f.s.B, f.s.heads, f.s.tq, warps * kMmaRows),
+           flash_query_gradient_tc_smem(warps, f.s.dk), "flash_query_gradient_tc_kernel", warps);
+  else
+    launch(flash_query_gradient_kernel, f, shares(f.s.B, f.s.heads, f.s.tq), flash_backward_smem(f.s.dk), "flash_query_gradient_kernel");
+  const int64_t kv_heads = f.s.heads / f.s.group;
+  if (const int warps = tensor_core_warps(flash_key_value_gradient_tc_smem, f.s.dk))
+    launch(flash_key_value_gradient_tc_kernel, f, shares(f.s.B, kv_heads, f.s.tk, warps * kMmaRows),
+           flash_key_value_gradient_tc_smem(warps, f.s.dk), "flash_key_value_gradient_tc_kernel", warps);
+  else
+    launch(flash_key_value_gradient_kernel, f, shares(f.s.B, kv_heads, f.s.tk), flash_backward_smem(f.s.dk),
+           "flash_key_value_gradient_kernel");
 }
 
 }  // namespace tfm::ops::cuda
