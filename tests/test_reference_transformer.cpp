@@ -71,7 +71,7 @@ TEST_P(ReferenceTransformer, PackedTrainingForwardEqualsPaddedEncodeThenDecode) 
   auto model = f.make_model();
   model->eval();
   models::Tokens src = f.tokens("input.src"), tgt_in = f.tokens("input.tgt_in");
-  ASSERT_LT(models::unpad(src, f.config.pad_id, Device::CPU).positions.numel(), src.rows() * src.cols()) << "the fixture's sources should have padding";
+  ASSERT_LT(models::unpad(src, f.config.pad_id).positions.numel(), src.rows() * src.cols()) << "the fixture's sources should have padding";
   autograd::NoGradGuard no_grad;
   const ops::AttentionMask src_mask = models::padding_mask(src, f.config.pad_id, Device::CPU);
   const Tensor padded = model->decode(model->encode(src, src_mask), src_mask, tgt_in, models::padding_mask(tgt_in, f.config.pad_id, Device::CPU, true));

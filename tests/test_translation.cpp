@@ -315,6 +315,24 @@ TEST(TranslationTraining, TrainsOnTheSimulatedDeviceAsOnTheCpu) {
   testing::expect_the_simulated_device_trains_and_resumes_as_the_cpu(dir.path(""), run.options, run.task);
 }
 
+// No waits inside a training step: on the simulated device, whose copies to the host
+// stand for a GPU's waits, a step copies back once (its losses and gradient norm:
+// OptimizationStep::gradients), whatever its batch's ids, packed sequences and embeddings
+// (indices go from the host to the device, checked on the host, never back).
+TEST(TranslationTraining, AStepOnTheSimulatedDeviceCopiesToTheHostOnce) {
+  TempDir dir;
+  std::ostringstream log;
+  auto copies_for = [&](int64_t steps) {
+    MtRun run = tiny_run(dir, "steps" + std::to_string(steps), steps);
+    run.options.device = "sim", run.options.validate_every = 0, run.task.valid_sentences = 0;
+    const size_t before = simulated_copies_to_host();
+    EXPECT_FALSE(run_training(run, log).stopped) << log.str();
+    return static_cast<int64_t>(simulated_copies_to_host() - before);
+  };
+  const int64_t four = copies_for(4), eight = copies_for(8);
+  EXPECT_EQ(eight - four, 4) << "copies to the host: " << four << " in 4 steps, " << eight << " in 8";
+}
+
 TEST(TranslationTraining, RefusesACheckpointFromOtherVocabularies) {
   TempDir dir;
   std::ostringstream log;

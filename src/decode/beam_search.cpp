@@ -170,7 +170,7 @@ std::vector<std::vector<Hypothesis>> beam_search(models::EncoderDecoder& model, 
     bool identity = !regrouped;
     for (size_t r = 0; r < origin.size() && identity; ++r) identity = origin[r] == static_cast<int64_t>(r);
     if (identity) continue;
-    const Tensor rows = ops::to(Tensor::from_values(origin), memory.device());
+    const Tensor rows = Tensor::from_values(origin);  // (host indices: checked and copied over by gather_rows, no wait)
     if (o.use_cache) cache.select_rows(rows);
     if (regrouped) {  // rows of one sentence share their memory, so the parents' rows are the children's
       if (!o.use_cache) memory = ops::gather_rows(memory, rows);  // cached: projected once, indexed by the cache

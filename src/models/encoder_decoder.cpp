@@ -61,7 +61,7 @@ ops::AttentionMask EncoderDecoder::target_mask(const Tokens& tgt) const {
 
 Tensor EncoderDecoder::forward(const Tokens& src, const Tokens& tgt) {
   const ops::AttentionMask tgt_mask = target_mask(tgt);
-  const Unpadded unpadded = unpad(src, config_.pad_id, device());
+  const Unpadded unpadded = unpad(src, config_.pad_id);
   const auto& lengths = unpadded.sequences->length;
   if (std::find(lengths.begin(), lengths.end(), 0) != lengths.end()) {  // a source of padding alone attends to nothing
     const ops::AttentionMask src_mask = padding_mask(src, config_.pad_id, device());

@@ -44,7 +44,7 @@ Tensor GPT::hidden(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::Atte
             "sequence of " << start + ids.cols() << " tokens exceeds the model's context of " << config_.max_len);
   Tensor x = tok_embed->forward(ids.ids);  // [batch, len, d_model]
   if (pos_embed) {
-    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols(), device())));  // + [len, d_model]
+    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols())));  // + [len, d_model]
   } else if (sinusoids) {
     x = sinusoids->forward(x, start);
   }  // (rotary positions are the attention's)
@@ -64,8 +64,7 @@ Tensor GPT::hidden_ragged(const Tokens& ids, std::vector<nn::KVCache>& caches) {
             "a ragged batch of " << lengths.size() << " sequences takes one token each, got " << ids.rows() << "x" << ids.cols());
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   TFM_CHECK(longest < config_.max_len, "sequence of " << longest + 1 << " tokens exceeds the model's context of " << config_.max_len);
-  const Tensor positions = ops::to(Tensor::from_values<int32_t>({ids.rows(), 1}, std::vector<int32_t>(lengths.begin(), lengths.end())),
-                                   device());  // [batch, 1]
+  const Tensor positions = Tensor::from_values<int32_t>({ids.rows(), 1}, std::vector<int32_t>(lengths.begin(), lengths.end()));  // [batch, 1]
   Tensor x = tok_embed->forward(ids.ids);  // [batch, 1, d_model]
   if (pos_embed) x = ops::add(x, ops::embedding(pos_embed->weight, positions));
   if (sinusoids) x = sinusoids->forward(x, positions);

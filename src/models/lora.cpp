@@ -118,6 +118,7 @@ LoraAdapter::LoraAdapter(GPT& model, const LoraSettings& settings) : model_(mode
   settings_.validate("LoRA");
   for (size_t i = 0; i < model.blocks->layers.size(); ++i)
     for (const std::string& t : settings_.targets) attach(i, t);
+  to(model.device());  // (the adapters are made on the CPU; a model on a GPU adds them there)
 }
 
 LoraAdapter::~LoraAdapter() { detach(); }

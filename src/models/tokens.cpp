@@ -12,7 +12,7 @@ ops::AttentionMask padding_mask(const Tokens& t, int pad_id, Device device, bool
   return m;
 }
 
-Unpadded unpad(const Tokens& t, int pad_id, Device device) {
+Unpadded unpad(const Tokens& t, int pad_id) {
   Unpadded u;
   std::vector<int64_t> positions;
   auto sequences = std::make_shared<ops::PackedSequences>();
@@ -22,7 +22,7 @@ Unpadded unpad(const Tokens& t, int pad_id, Device device) {
       if (t.at(r, c) != pad_id) positions.push_back(r * t.cols() + c);
     sequences->length.push_back(static_cast<int64_t>(positions.size()) - sequences->start.back());
   }
-  u.positions = ops::to(Tensor::from_values(positions), device);
+  u.positions = Tensor::from_values(positions);
   u.sequences = std::move(sequences);
   return u;
 }

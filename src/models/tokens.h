@@ -31,10 +31,10 @@ ops::AttentionMask padding_mask(const Tokens& t, int pad_id, Device device, bool
 // A batch's tokens without their padding: which of the [rows * cols] positions are
 // real tokens (row by row), and the sequences they make one after another.
 struct Unpadded {
-  Tensor positions;  // i64 [tokens], on the model's device
+  Tensor positions;  // i64 [tokens], in host memory (ops::gather_rows checks them there and copies them over)
   std::shared_ptr<const ops::PackedSequences> sequences;
 };
-Unpadded unpad(const Tokens& t, int pad_id, Device device);
+Unpadded unpad(const Tokens& t, int pad_id);
 
 // The rows of x [t.rows(), t.cols(), features] at u's positions: [1, tokens, features].
 Tensor at_tokens(const Tensor& x, const Unpadded& u);

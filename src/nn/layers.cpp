@@ -37,7 +37,7 @@ Embedding::Embedding(int64_t vocab, int64_t d_model, bool scale_by_sqrt_d) : Emb
 Embedding::Embedding(Tensor w, bool scale_by_sqrt_d) : weight(std::move(w)), scale_(scale_by_sqrt_d) { register_parameter("weight", weight); }
 
 Tensor Embedding::forward(const Tensor& ids) const {
-  Tensor e = ops::embedding(weight, ops::to(ids, weight.device()));  // ids made on the host come to the table
+  Tensor e = ops::embedding(weight, ids);  // ids made on the host are checked there and copied to the table
   return scale_ ? ops::scale(e, std::sqrt(static_cast<float>(weight.size(1)))) : e;
 }
 
@@ -77,7 +77,7 @@ Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
 
 Tensor PositionalEncoding::forward(const Tensor& x, const Tensor& positions) const {
   const Tensor rows = ops::slice(table_, 0, offset_, table_.size(0));  // [max_len, d_model]
-  return finish(ops::add(x, ops::embedding(rows, ops::to(positions, table_.device()))));  // ids past the table are an error there
+  return finish(ops::add(x, ops::embedding(rows, positions)));  // ids past the table are an error
 }
 
 Tensor PositionalEncoding::finish(const Tensor& sum) const {

@@ -6,6 +6,7 @@
 #ifdef TFM_HAVE_CUDA
 #include "ops/cuda/kernels.h"
 #endif
+#include "ops/convert.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -64,5 +65,31 @@ void expect_dtype(const char* op, const char* what, Tensors tensors, DType want)
 }
 
 Tensor dense(const Tensor& x) { return x.is_contiguous() ? x : x.clone(); }
+
+namespace {
+
+template <class T>
+void check_below(const T* index, int64_t n, int64_t bound, const std::function<std::string(int64_t)>& outside) {
+  for (int64_t i = 0; i < n; ++i)
+    if (index[i] < 0 || index[i] >= bound) throw Error(outside(index[i]));
+}
+
+template <class T>
+void check_below(const Tensor& indices, int64_t bound, const std::function<std::string(int64_t)>& outside) {
+  if (indices.device() == Device::CPU) return check_below(indices.data_as<T>(), indices.numel(), bound, outside);
+  const std::vector<T> host = indices.values<T>();  // (waits for the device)
+  check_below(host.data(), indices.numel(), bound, outside);
+}
+
+}  // namespace
+
+Tensor checked_indices(const Tensor& indices, int64_t bound, Device device, const std::function<std::string(int64_t)>& outside) {
+  TFM_CHECK(indices.dtype() == DType::i32 || indices.dtype() == DType::i64,
+            "indices must be i32 or i64, got " << to_string(indices.dtype()));
+  const Tensor index = dense(indices);
+  if (index.dtype() == DType::i32) check_below<int32_t>(index, bound, outside);
+  else check_below<int64_t>(index, bound, outside);
+  return ops::to(index, device);
+}
 
 }  // namespace tfm::ops

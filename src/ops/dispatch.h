@@ -43,4 +43,11 @@ void expect_dtype(const char* op, const char* what, Tensors tensors, DType want)
 // x itself where contiguous, else a contiguous copy (no autograd: for kernels' inputs).
 Tensor dense(const Tensor& x);
 
+// Index arguments (i32 or i64: token ids, row numbers) on `device`, contiguous, each
+// checked to lie in [0, bound), else Error(outside(index)). Indices in host memory, where
+// a batch's ids and a beam's reordering are made, are checked there and copied over
+// without waiting for the device's queued work; indices already on another device come
+// back to be checked, which waits for it. So the kernels take valid indices only.
+Tensor checked_indices(const Tensor& indices, int64_t bound, Device device, const std::function<std::string(int64_t)>& outside);
+
 }  // namespace tfm::ops

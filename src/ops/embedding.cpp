@@ -1,6 +1,7 @@
 #include "ops/embedding.h"
 
 #include <climits>
+#include <string>
 
 #include "autograd/autograd.h"
 #include "ops/dispatch.h"
@@ -9,11 +10,13 @@
 namespace tfm::ops {
 
 Tensor embedding(const Tensor& weight, const Tensor& token_ids) {
-  auto fn = kernel("embedding", &Kernels::embedding, {weight, token_ids});
   TFM_CHECK(weight.dim() == 2 && weight.is_contiguous(), "embedding: weight must be a contiguous [vocab, dim] table");
   expect_dtype("embedding", "the weight", weight, DType::f32);
   expect_dtype("embedding", "the token ids", token_ids, DType::i32);
-  const Tensor ids = dense(token_ids);
+  const int64_t vocab = weight.size(0);
+  const Tensor ids = checked_indices(token_ids, vocab, weight.device(),
+                                     [vocab](int64_t id) { return "token id " + std::to_string(id) + " outside the vocabulary of " + std::to_string(vocab); });
+  auto fn = kernel("embedding", &Kernels::embedding, {weight, ids});
   Shape shape = ids.shape();
   shape.push_back(weight.size(1));
   Tensor out = Tensor::empty(shape, DType::f32, weight.device());

@@ -213,7 +213,9 @@ struct Kernels {
   void (*linear_backward)(Precision precision, const Tensor& g, const Tensor& x, const Tensor& w, Tensor& dx, Tensor& dw,
                           float dw_beta);
 
-  // Embeddings (ops/embedding.h): rows of w by i32 ids, and their scatter-add back.
+  // Embeddings (ops/embedding.h): rows of w by i32 ids, and their scatter-add back. The
+  // front ends check every index (ids here, rows in gather_rows) before a kernel sees it
+  // (ops::checked_indices): kernels take valid indices only.
   void (*embedding)(const Tensor& w, const Tensor& ids, Tensor& out);
   void (*embedding_backward)(const Tensor& ids, const Tensor& g, Tensor& dw);
   void (*arange)(int64_t start, Tensor& out);  // i32 start, start + 1, ...

@@ -1,6 +1,7 @@
 #include "ops/shape.h"
 
 #include <numeric>
+#include <string>
 
 #include "autograd/autograd.h"
 #include "ops/dispatch.h"
@@ -20,10 +21,14 @@ int64_t normalize_dim(int64_t d, int64_t nd) {
 }  // namespace
 
 Tensor gather_rows(const Tensor& x_in, const Tensor& rows) {
-  auto fn = kernel("gather_rows", &Kernels::gather_rows, {x_in, rows});
   expect_dtype("gather_rows", "the row indices", rows, DType::i64);
   TFM_CHECK(x_in.dim() >= 1 && rows.dim() == 1, "gather_rows: rows " << shape_str(rows.shape()) << " of " << shape_str(x_in.shape()));
-  const Tensor x = dense(x_in), index = dense(rows);
+  const int64_t n = x_in.size(0);
+  const Tensor index = checked_indices(rows, n, x_in.device(), [n](int64_t r) {
+    return "gather_rows: row " + std::to_string(r) + " outside 0.." + std::to_string(n - 1);
+  });
+  auto fn = kernel("gather_rows", &Kernels::gather_rows, {x_in, index});
+  const Tensor x = dense(x_in);
   Shape shape = x.shape();
   shape[0] = index.numel();
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());

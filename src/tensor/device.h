@@ -9,6 +9,7 @@
 // machine without a GPU, every place where code above the kernels assumes host memory
 // (PyTorch's `meta` device serves the same purpose); its numbers are the CPU's, bitwise.
 #include <atomic>
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -49,6 +50,11 @@ class SimulatedKernel {
     return count;
   }
 };
+
+// How many copies of the simulated device's memory to the host there have been, in the
+// whole process (tensor/strided.cpp): the waits a GPU would make at the same places,
+// which the tests count in a training step.
+size_t simulated_copies_to_host();
 
 // Whether host code may read and write `d`'s memory now.
 inline bool host_accessible(Device d) { return d == Device::CPU || (d == Device::Sim && SimulatedKernel::active()); }

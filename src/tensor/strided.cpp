@@ -1,5 +1,6 @@
 #include "tensor/strided.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "tensor/device_memory.h"
@@ -144,7 +145,12 @@ Device common_device(const char* op, const Tensor& src, const Tensor& dst) {
 
 }  // namespace
 
-// The simulated device's: the same, its memory reachable while each call runs.
+namespace {
+std::atomic<size_t> copies_to_host{0};  // (the simulated device's)
+}  // namespace
+
+// The simulated device's: the same, its memory reachable while each call runs, and its
+// copies to the host counted.
 class SimulatedMemory final : public DeviceMemory {
  public:
   // (An empty tensor's pointers may be null, which memcpy may not be given even for 0 bytes.)
@@ -152,6 +158,7 @@ class SimulatedMemory final : public DeviceMemory {
     if (bytes > 0) std::memcpy(dst, src, bytes);
   }
   void to_host(void* dst, const void* src, size_t bytes) override {
+    ++copies_to_host;
     if (bytes > 0) std::memcpy(dst, src, bytes);
   }
   void strided_copy(const Tensor& src, Tensor& dst) override {
@@ -170,6 +177,8 @@ class SimulatedMemory final : public DeviceMemory {
  private:
   HostMemory host_;
 };
+
+size_t simulated_copies_to_host() { return copies_to_host.load(); }
 
 DeviceMemory& device_memory(Device device) {
   static HostMemory host;

@@ -105,7 +105,7 @@ MaskedLmTraining::Masked MaskedLmTraining::masked_loss(const std::vector<int>& t
     if (targets[i] >= 0) rows.push_back(static_cast<int>(i)), m.labels.push_back(targets[i]);
   const int64_t D = model_.config().d_model;
   Tensor hidden = ops::reshape(model_.encode(x), {-1, D});                                        // [batch * len, d_model]
-  const Tensor chosen_rows = ops::to(Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows), hidden.device());
+  const Tensor chosen_rows = Tensor::from_values<int32_t>({static_cast<int64_t>(rows.size())}, rows);  // (copied over by embedding)
   Tensor chosen = ops::embedding(hidden, chosen_rows);  // [targets, d_model]
   m.logits = model_.mlm_logits(chosen);                 // [targets, vocab]
   m.loss = ops::cross_entropy(m.logits, Tensor::from_values(m.labels), 0.0f, -1);

@@ -199,10 +199,11 @@ def test_a_lora_adapter_is_merged_as_peft_merges_it():
     """The merged weights' greedy continuations (transformers on W + B A alpha / r), and the command line's --lora."""
     base, adapter = os.path.join(HF, "qwen2_chat_tiny"), os.path.join(HF, "qwen2_chat_tiny_lora")
     reference = json.load(open(os.path.join(adapter, "reference.json"), encoding="utf-8"))
-    generator = tfm.Generator(base, lora=adapter)
-    for case in reference["cases"]:
-        prompt = case.get("text", case.get("messages"))
-        assert generator.generate(prompt, max_tokens=reference["max_new_tokens"], temperature=0) == case["new_text"]
+    for device in ("cpu", "sim"):  # (on the simulated device, as on a GPU, the adapters are added where the model is)
+        generator = tfm.Generator(base, lora=adapter, device=device)
+        for case in reference["cases"]:
+            prompt = case.get("text", case.get("messages"))
+            assert generator.generate(prompt, max_tokens=reference["max_new_tokens"], temperature=0) == case["new_text"]
     text = reference["cases"][1]["text"]
     assert text + reference["cases"][1]["new_text"] + "\n" == cli("generate", "--model", base, "--lora", adapter, "--prompt", text,
                                                                   "--max-new-tokens", str(reference["max_new_tokens"]), "--temperature", "0")

@@ -64,7 +64,7 @@ namespace {
 // tokens' positions (what it computes at padding, nothing ever reads).
 Tensor at_real_source_tokens(const ModelFixture& f, const std::string& module, const Tensor& expected) {
   if (module.rfind("transformer.encoder.", 0) != 0) return expected;
-  return models::at_tokens(expected, models::unpad(f.tokens("input.src"), f.config.pad_id, Device::CPU));
+  return models::at_tokens(expected, models::unpad(f.tokens("input.src"), f.config.pad_id));
 }
 
 }  // namespace

@@ -151,9 +151,7 @@ __global__ void patchify_kernel(const float* src, float* out, int64_t C, int64_t
 
 // out [.., d] = rows of w [vocab, d] by ids; an id outside the vocabulary is the CPU's error.
 void embedding(const Tensor& w, const Tensor& ids, Tensor& out) {
-  const int64_t vocab = w.size(0), d = w.size(1), n = ids.numel() * d;
-  for (const int32_t id : ids.values<int32_t>())
-    TFM_CHECK(id >= 0 && id < vocab, "token id " << id << " outside the vocabulary of " << vocab);
+  const int64_t d = w.size(1), n = ids.numel() * d;  // (each id a row of w: ops::checked_indices)
   if (n == 0) return;
   embedding_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(ptr<float>(w), ptr<int32_t>(ids), ptr<float>(out), d, n);
   check_launch("embedding_kernel");
@@ -169,10 +167,8 @@ void arange(int64_t start, Tensor& out) {
   check_launch("arange_kernel");
 }
 
-// out [n, ..] = rows of x (any dtype) by i64 indices, each checked as the CPU does.
+// out [n, ..] = rows of x (any dtype) by i64 indices (each a row of x: ops::checked_indices).
 void gather_rows(const Tensor& x, const Tensor& rows, Tensor& out) {
-  for (const int64_t r : rows.values<int64_t>())
-    TFM_CHECK(r >= 0 && r < x.size(0), "gather_rows: row " << r << " outside 0.." << x.size(0) - 1);
   const int64_t row = x.size(0) > 0 ? x.numel() / x.size(0) : 0;
   if (out.numel() == 0) return;
   switch (size_of(x.dtype())) {
