@@ -193,6 +193,15 @@ TEST(HfCli, ChatAndGenerateAsTransformers) {
   const testing::CliResult none = run_tfm("chat --model " + testing::fixture_path("hf/llama_tiny") + " < /dev/null 2>&1");
   EXPECT_NE(none.code, 0);
   EXPECT_NE(none.output.find("has no chat template"), std::string::npos) << none.output;
+  // A turn that leaves no room for a reply in the 256-token context is refused, not cut
+  // to its last tokens (which would drop the system message).
+  std::string long_turn;
+  for (int i = 0; i < 300; ++i) long_turn += "Hello ";
+  testing::write_file(tmp.path("long.txt"), long_turn + "\n");
+  const testing::CliResult longer = run_tfm("chat --model " + dir + " --system \"Answer in French\"" + greedy + " < " + tmp.path("long.txt"));
+  EXPECT_EQ(longer.code, 1) << longer.output;
+  EXPECT_EQ(longer.output, "tfm: error: this turn makes the conversation 338 tokens (with the template and the system message); the model's "
+                           "context is 256, with room for the reply\n");
 }
 
 TEST(HfCli, InfoDescribesEachDirectory) {

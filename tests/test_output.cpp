@@ -98,6 +98,9 @@ TEST(OutputFile, CreatesDirectoriesOrSaysWhyNot) {
             0u);
 }
 
+// The first bytes of every PNG file: an earlier picture, which a drawing may replace.
+const std::string kPngSignature = "\x89PNG\r\n\x1a\n";
+
 // A metrics file for `tfm plot`, the cheapest command that writes a file.
 std::string metrics(const TempDir& dir) {
   write_file(dir.path("metrics.jsonl"), "{\"step\":1,\"train_loss\":2.5}\n{\"step\":2,\"train_loss\":2.0,\"valid_loss\":2.2}\n");
@@ -106,12 +109,12 @@ std::string metrics(const TempDir& dir) {
 
 TEST(OutputCli, PlotWritesThroughASymlinkAndAFifo) {
   TempDir dir;
-  write_file(dir.path("real.png"), "old");
+  write_file(dir.path("real.png"), kPngSignature + "old");
   fs::create_symlink("real.png", dir.path("link.png"));
   testing::CliResult r = testing::run_tfm("plot " + metrics(dir) + " --out " + dir.path("link.png"));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(fs::is_symlink(dir.path("link.png")));
-  EXPECT_EQ(read_file(dir.path("real.png")).substr(1, 3), "PNG");
+  EXPECT_GT(read_file(dir.path("real.png")).size(), 100u);
 
   const std::string fifo = dir.path("fifo.png");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
@@ -131,7 +134,7 @@ TEST(OutputCli, ADirectoryOrAFileTooLargeIsAClearErrorAndLeavesNoTemporaryFile) 
   EXPECT_FALSE(fs::exists(dir.path("d.tmp")));
 
   // No `trap '' XFSZ`: tfm itself must turn the file-size limit into an error, not die of SIGXFSZ.
-  write_file(dir.path("p.png"), "KEEP");
+  write_file(dir.path("p.png"), kPngSignature + "KEEP");
   testing::CliResult big = testing::run_command("bash -c 'ulimit -f 1; exec " + std::string(TFM_BINARY) + " plot " + metrics(dir) +
                                                 " --out " + dir.path("p.png") + "'");
   EXPECT_EQ(big.code, 1) << big.output;
@@ -139,8 +142,45 @@ TEST(OutputCli, ADirectoryOrAFileTooLargeIsAClearErrorAndLeavesNoTemporaryFile) 
                             ": write failed (File too large); the previous file is untouched"),
             std::string::npos)
       << big.output;
-  EXPECT_EQ(read_file(dir.path("p.png")), "KEEP");
+  EXPECT_EQ(read_file(dir.path("p.png")), kPngSignature + "KEEP");
   EXPECT_FALSE(fs::exists(dir.path("p.png.tmp")));
+}
+
+// A drawing replaces an earlier picture, never another kind of file: `tfm plot m.jsonl
+// -o m.jsonl` once replaced the metrics with their plot, `tfm attention -o` a checkpoint.
+// Refused before any work; an empty file and a new one take the picture.
+TEST(OutputCli, ADrawingNeverReplacesAnotherKindOfFile) {
+  TempDir dir;
+  const std::string m = metrics(dir), kept = read_file(m);
+  testing::CliResult r = testing::run_tfm("plot " + m + " -o " + m);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(m + ": exists and is not a PNG picture; tfm replaces only an earlier picture (give another --output)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read_file(m), kept);
+  write_file(dir.path("empty.png"), "");
+  for (const char* name : {"empty.png", "new.png", "new.png"}) {  // (new.png twice: the second time over the first picture)
+    testing::CliResult ok = testing::run_tfm("plot " + m + " -o " + dir.path(name));
+    EXPECT_EQ(ok.code, 0) << ok.output;
+    EXPECT_EQ(read_file(dir.path(name)).substr(0, 8), kPngSignature);
+  }
+}
+
+// tfm vocab never replaces a vocabulary that checkpoints may have been trained with,
+// unless told to (--force).
+TEST(OutputCli, AVocabularyIsReplacedOnlyWithForce) {
+  TempDir dir;
+  write_file(dir.path("text.txt"), "a b c d e f g h\ni j k l m n o p\n");
+  write_file(dir.path("v.model"), "KEEP");
+  const std::string vocab = "vocab --text " + dir.path("text.txt") + " --size 24 --out " + dir.path("v");
+  testing::CliResult r = testing::run_tfm(vocab);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(r.output, "tfm: error: " + dir.path("v.model") + ": exists (checkpoints trained with it refuse another vocabulary); --force "
+                      "replaces it, or give another --out\n");
+  EXPECT_EQ(read_file(dir.path("v.model")), "KEEP");
+  testing::CliResult forced = testing::run_tfm(vocab + " --force");
+  EXPECT_EQ(forced.code, 0) << forced.output;
+  EXPECT_NE(read_file(dir.path("v.model")), "KEEP");
 }
 
 // stdout to /dev/full (safe: the shell opens it, tfm only writes): the lost output is an error.

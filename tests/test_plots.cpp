@@ -92,5 +92,19 @@ TEST(Plots, HeatmapFitsItsTitleAndShowsItsColourScale) {
   EXPECT_TRUE(p.contains(viz::viridis(1.0f)));
 }
 
+// 3,000 tokens in 8 heads once asked 24 GB of a picture: a clear error before any of it,
+// which names the way out; one head of 400 tokens still draws.
+TEST(Plots, AHeatmapTooLargeToDrawIsAClearError) {
+  TempDir dir;
+  const std::vector<std::string> tokens(600, "w");
+  EXPECT_NE(error_of([&] { viz::attention_heatmap(Tensor::full({8, 600, 600}, 0.1f), tokens, tokens, "t", dir.path("h.png")); })
+                .find("600 x 600 tokens in 8 heads make a picture of"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.path("h.png")));
+  const std::vector<std::string> fewer(400, "w");
+  viz::attention_heatmap(Tensor::full({1, 400, 400}, 0.1f), fewer, fewer, "t", dir.path("one.png"));
+  EXPECT_EQ(read_png(dir.path("one.png")).width, 10 + viz::Image::text_width("w") + 6 + 400 * 18 + 10);  // (18 pixels a cell)
+}
+
 }  // namespace
 }  // namespace tfm

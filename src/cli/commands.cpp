@@ -2,6 +2,10 @@
 #include "cli/commands.h"
 
 #include <iostream>
+#include <string>
+
+#include "tensor/error.h"
+#include "viz/image.h"
 
 namespace tfm::cli {
 
@@ -40,8 +44,19 @@ void use_for_inference(nn::Module& model, const CLI::App& cmd) {
 }
 
 void add_png_output(CLI::App* cmd, std::string& path) {
-  cmd->add_option("--output,-o", path, "PNG file to write")->capture_default_str();
-  cmd->add_option("--out", path, "Former name of --output")->group("Deprecated");
+  // Checked before any work (and again when written): an earlier picture is replaced, anything else refused.
+  auto picture = [](const std::string& p) {
+    try {
+      viz::expect_picture_path(p);
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  cmd->add_option("--output,-o", path, "PNG file to write (replaces an earlier picture, never another kind of file)")
+      ->capture_default_str()
+      ->check(picture);
+  cmd->add_option("--out", path, "Former name of --output")->group("Deprecated")->check(picture);
 }
 
 }  // namespace tfm::cli

@@ -75,7 +75,8 @@ void add_sampling_flags(CLI::App* cmd, tfm::GenerationOptions& o) {
 
 // A conversation that fits the model's context (with its `tools` described) with room for a
 // reply of `reply_tokens`: the oldest turns after the system message dropped until it does
-// (the last one stays).
+// (the last one stays). One whose last turn alone leaves no room for a reply is a clear
+// error (cut to its last tokens, it would lose the system message and the template's start).
 void fit_context(const tfm::Generator& generator, tfm::Chat& chat, const std::string& tools, int64_t reply_tokens) {
   const size_t first = !chat.empty() && chat[0].role == "system" ? 1 : 0;
   bool dropped = false;
@@ -83,6 +84,10 @@ void fit_context(const tfm::Generator& generator, tfm::Chat& chat, const std::st
     chat.erase(chat.begin() + static_cast<std::ptrdiff_t>(first)), dropped = true;
   if (dropped)
     std::cerr << "(the conversation outgrew the model's " << generator.max_tokens() << " tokens: its oldest turns are forgotten)\n";
+  const int64_t tokens = generator.count_tokens(tfm::Prompt(chat, tools));
+  TFM_CHECK(tokens < generator.max_tokens(), "this turn makes the conversation " << tokens << " tokens (with the template"
+                                                 << (first ? " and the system message" : "") << "); the model's context is "
+                                                 << generator.max_tokens() << ", with room for the reply");
 }
 
 // --lora, of `tfm generate` and `tfm chat`.

@@ -46,9 +46,10 @@ void check_lengths(const std::vector<std::string>& texts, const char* what, int6
   check_sizes(texts, what, limit);
   for (size_t i = 0; i < texts.size(); ++i) {
     const int64_t n = client_input([&] { return count(texts[i]); });
+    const bool several = texts.size() > 1;
     if (n > limit)
-      throw HttpError(400, std::string(what) + " " + std::to_string(i + 1) + " is " + std::to_string(n) + " tokens; at most " +
-                               std::to_string(limit) + " each (--max-sentence-tokens)");
+      throw HttpError(400, std::string(what) + (several ? " " + std::to_string(i + 1) : "") + " is " + std::to_string(n) + " tokens; at most " +
+                               std::to_string(limit) + (several ? " each" : "") + " (--max-sentence-tokens)");
   }
 }
 
@@ -362,6 +363,11 @@ void chat_completions(Context& c, Call& call) {
   check_lengths({all}, "the conversation", c.options.max_sentence_tokens, [&](const std::string&) {
     return prompt_tokens = m.generator->count_tokens(prompt);
   });
+  // Cut to its last tokens, a conversation would lose its system message and the
+  // template's start: refused, as OpenAI's context_length_exceeded.
+  if (prompt_tokens >= m.generator->max_tokens())
+    throw HttpError(400, "the conversation is " + std::to_string(prompt_tokens) + " tokens; the model's context is " +
+                             std::to_string(m.generator->max_tokens()) + ", with room for the reply");
   std::shared_ptr<void> ticket = c.life.admit();
   auto pieces = std::make_shared<Pieces>(c, call, m, prompt, o);
   auto held = std::make_shared<HeldReply>(*m.generator, !tools.empty());

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "data/image.h"
 #include "data/text.h"
@@ -124,7 +126,18 @@ void Image::text(int x, int y, const std::string& utf8, Color c, bool vertical) 
 }
 
 void Image::save_png(const std::string& path) const {
+  expect_picture_path(path);
   io::write_file_atomic(path, data::encode_png({height_, width_, 3, rgb_}));
+}
+
+void expect_picture_path(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {};
+  in.read(head, sizeof head);
+  const bool png = in.gcount() == 8 && std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0;
+  TFM_CHECK(png, path << ": exists and is not a PNG picture; tfm replaces only an earlier picture (give another --output)");
 }
 
 }  // namespace tfm::viz

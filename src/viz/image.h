@@ -40,12 +40,18 @@ class Image {
   // UTF-8 text with its top-left corner at (x, y); vertical text runs upwards from (x, y).
   void text(int x, int y, const std::string& utf8, Color c, bool vertical = false);
   static int text_width(const std::string& utf8);
-  // Writes a PNG through io::OutputFile (a regular file is replaced atomically).
+  // Writes a PNG through io::OutputFile (a regular file is replaced atomically), where
+  // expect_picture_path allows.
   void save_png(const std::string& path) const;
 
  private:
   int width_, height_;
   std::vector<uint8_t> rgb_;
 };
+
+// A clear error unless `path` may take a picture: a new file, an earlier PNG, an empty
+// file, or no regular file (a FIFO, /dev/null). A checkpoint or a metrics file named by
+// mistake is never replaced by a drawing of it.
+void expect_picture_path(const std::string& path);
 
 }  // namespace tfm::viz

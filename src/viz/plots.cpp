@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "tensor/error.h"
 #include "viz/image.h"
@@ -112,7 +113,15 @@ void attention_heatmap(const Tensor& weights, const std::vector<std::string>& qu
   for (const auto& t : key_tokens) label_h = std::max(label_h, Image::text_width(t));
   const int cols = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(heads))));
   const int rows = (heads + cols - 1) / cols;
-  const int panel_w = label_w + 6 + tk * cell + margin, panel_h = 20 + label_h + 6 + tq * cell + margin;
+  const int64_t panel_w64 = label_w + 6 + int64_t{tk} * cell + margin, panel_h64 = 20 + label_h + 6 + int64_t{tq} * cell + margin;
+  // A picture of 8,192 pixels a side takes 200 MB before its PNG: about 450 tokens for
+  // one head (3,000 tokens, all heads, would take 24 GB).
+  constexpr int64_t kMaxSide = 8192;
+  TFM_CHECK(cols * panel_w64 <= kMaxSide && 24 + rows * panel_h64 + 24 <= kMaxSide,
+            "attention: " << tq << " x " << tk << " tokens" << (heads > 1 ? " in " + std::to_string(heads) + " heads" : std::string())
+                          << " make a picture of " << cols * panel_w64 << " x " << 48 + rows * panel_h64 << " pixels, more than "
+                          << kMaxSide << " a side; give a shorter sentence" << (heads > 1 ? " or one --head" : ""));
+  const int panel_w = static_cast<int>(panel_w64), panel_h = static_cast<int>(panel_h64);
   // Wide enough for the title and the scale, however few the tokens.
   const int width = std::max({margin + cols * panel_w, 2 * margin + Image::text_width(title), 2 * margin + colour_scale_width("1")});
   Image img(width, 24 + rows * panel_h + 24);

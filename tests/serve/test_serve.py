@@ -307,6 +307,11 @@ def test_openai_chat_completions_with_tools_and_a_lora_adapter():
         chat = s.post("/v1/chat/completions", {"model": "adapted", "messages": adapted["cases"][0]["messages"], "temperature": 0,
                                                "max_tokens": adapted["max_new_tokens"]})[2]
         assert chat["choices"][0]["message"]["content"] == adapted["cases"][0]["new_text"]
+        # A conversation past the model's context (256 tokens) is refused, as OpenAI's context_length_exceeded, not cut to
+        # its last tokens (which would drop the system message).
+        status, _, long = s.post("/v1/chat/completions", {"model": "adapted", "messages": [
+            {"role": "system", "content": "Answer in French."}, {"role": "user", "content": "Hello " * 300}]})
+        assert status == 400 and "tokens; the model's context is 256, with room for the reply" in long["error"]["message"], long
     finally:
         assert s.stop() == 0
 
@@ -440,7 +445,7 @@ def test_every_endpoint_on_the_simulated_device_answers_as_on_the_cpu(server):
     ("/v1/translate", {"sentences": ["Ein Hund."], "beams": 2}, 400, "unknown field 'beams'"),
     ("/v1/translate", {"sentences": []}, 400, "non-empty list"),
     ("/v1/translate", {"sentences": ["a"] * 9}, 400, "at most 8 per request (--max-items)"),
-    ("/v1/translate", {"sentences": [" ".join(["Hund"] * 150)]}, 400, "each (--max-sentence-tokens)"),
+    ("/v1/translate", {"sentences": [" ".join(["Hund"] * 150)]}, 400, "sentence is 150 tokens; at most 100 (--max-sentence-tokens)"),
     ("/v1/translate", {"sentences": ["Ein Hund."], "beam": 0}, 400, "'beam' must be a whole number from 1 to 64"),
     ("/v1/translate", {"sentences": ["Ein Hund."], "nbest": 5}, 400, "'nbest'"),
     ("/v1/translate", {"sentences": ["a\u0000b"]}, 400, "NUL"),
