@@ -74,6 +74,9 @@ TEST(Limits, SafetensorsMessagesQuoteTheDtypeAndExplainTheHeaderLength) {
   short_file += "0123456789abcde";  // 23 bytes
   EXPECT_EQ(error_of([&] { io::parse_safetensors(short_file, "st"); }),
             "st: the header length field says 16 bytes, but only 15 bytes follow it (truncated or not safetensors)");
+  // (The size once read 18446744073709551608 bytes: the difference of offsets that run backwards.)
+  const std::string backwards = safetensors_with_header(R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})") + std::string(8, '\0');
+  EXPECT_EQ(error_of([&] { io::parse_safetensors(backwards, "st"); }), "st: tensor 't' has data_offsets [8, 0] that run backwards");
 }
 
 // --- D6, D11, W7: every size field bounded, every integer range-checked -----------

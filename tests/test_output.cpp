@@ -194,6 +194,10 @@ TEST(OutputCli, AFailedWriteToStandardOutputIsAnError) {
     EXPECT_EQ(r.code, 1) << args;
     EXPECT_EQ(r.output, "tfm: error: writing stdout: No space left on device\n") << args;
   }
+  // A failure long before the end (a training run's first line), whose errno the run's
+  // file work has overwritten since, is told without a stale reason ("No such file").
+  testing::CliResult train = testing::run_command("{ " + std::string(TFM_BINARY) + " train --steps 2 --out " + dir.path("run") + " > /dev/full; } 2>&1 | tail -1");
+  EXPECT_EQ(train.output, "tfm: error: writing stdout: a write failed (a full disk, a closed pipe or a file-size limit)\n");
 }
 
 TEST(OutputCli, TrainOutThatIsAFileIsAClearError) {

@@ -97,7 +97,9 @@ std::string kind_name(const std::string& model_kind) {
 void check_model_kind(const std::string& model_kind, std::initializer_list<std::string_view> kinds, const std::string& origin,
                       const std::string& wanted) {
   TFM_CHECK(std::find(kinds.begin(), kinds.end(), model_kind) != kinds.end(),
-            origin << ": is a " << kind_name(model_kind) << " checkpoint, not " << wanted);
+            origin << ": is " << (model_kind.empty() ? std::string("a checkpoint of no stated kind (no '") + kModelKindKey + "' in its metadata)"
+                                                     : "a " + kind_name(model_kind) + " checkpoint")
+                   << ", not " << wanted);
 }
 
 void check_holds_model(const SafeTensors& file, int64_t weight_floats, const std::string& origin) {

@@ -166,9 +166,13 @@ void discard_pending_output() noexcept {
 void check_stdout() {
   std::cout.flush();
   // stdio drops what it could not write, so a failure shows in this flush or in the
-  // error flag of an earlier one; errno is the last failed write's either way.
+  // error flag of an earlier one. errno is the failed write's unless later calls (a
+  // training run's file work) have overwritten it: then only a write's errors are told.
   if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return;
-  throw Error(std::string("writing stdout: ") + std::strerror(errno));
+  const int reason = errno;
+  const bool a_writes = reason == ENOSPC || reason == EPIPE || reason == EFBIG || reason == EIO || reason == EDQUOT || reason == EBADF;
+  throw Error(std::string("writing stdout: ") +
+              (a_writes ? std::strerror(reason) : "a write failed (a full disk, a closed pipe or a file-size limit)"));
 }
 
 }  // namespace tfm::io

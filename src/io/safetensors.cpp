@@ -124,7 +124,8 @@ SafeTensors parse(uint64_t file_size, const ReadAt& read_at, const std::string& 
               origin << ": tensor '" << name << "' has malformed data_offsets");
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
-    TFM_CHECK(e.begin <= e.end && e.end - e.begin == numel * size_of(e.dtype),
+    TFM_CHECK(e.begin <= e.end, origin << ": tensor '" << name << "' has data_offsets [" << e.begin << ", " << e.end << "] that run backwards");
+    TFM_CHECK(e.end - e.begin == numel * size_of(e.dtype),
               origin << ": tensor '" << name << "' has " << (e.end - e.begin) << " bytes of data for shape " << shape_str(e.shape) << " of "
                      << to_string(e.dtype) << " (" << numel * size_of(e.dtype) << " bytes)");
     TFM_CHECK(e.end <= data_size, origin << ": truncated: tensor '" << name << "' needs data up to byte " << e.end << " but only "
