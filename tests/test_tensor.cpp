@@ -15,7 +15,9 @@
 #include "ops/cpu/vec_math.h"
 #include "support/compare.h"
 #include "support/gradcheck.h"
+#include "support/process.h"
 #include "tensor/allocator.h"
+#include "tensor/environment.h"
 #include "tensor/error.h"
 #include "tensor/float_formats.h"
 
@@ -450,6 +452,27 @@ TEST(VecMath, FirstAboveVisitsWhatAScanWould) {
         found.push_back(j);
       EXPECT_EQ(found, expected) << "bar " << bar << " from " << from;
     }
+}
+
+// The environment's on/off settings (TFM_FLASH_ATTENTION, TFM_TENSOR_CORE_ATTENTION,
+// TFM_CUDA_PROFILE): TFM_CUDA_PROFILE=0 once turned the profile on, and "off" left flash
+// attention on.
+TEST(Environment, SwitchesReadOneRule) {
+  const char* name = "TFM_TEST_SWITCH";
+  ::unsetenv(name);
+  EXPECT_TRUE(env_switch(name, true));
+  EXPECT_FALSE(env_switch(name, false));
+  for (const char* on : {"1", "true", "ON", "yes"}) {
+    ::setenv(name, on, 1);
+    EXPECT_TRUE(env_switch(name, false)) << on;
+  }
+  for (const char* off : {"0", "False", "off", "no"}) {
+    ::setenv(name, off, 1);
+    EXPECT_FALSE(env_switch(name, true)) << off;
+  }
+  ::setenv(name, "maybe", 1);
+  EXPECT_EQ(testing::error_of([&] { env_switch(name, true); }), "TFM_TEST_SWITCH=maybe: set it to 1 (on, true, yes) or 0 (off, false, no)");
+  ::unsetenv(name);
 }
 
 }  // namespace

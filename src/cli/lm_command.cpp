@@ -141,7 +141,7 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("generate", "Generate text with a language model (from `tfm lm train`, or a Hugging Face GPT-2, Llama, Mistral or Qwen2 directory)");
-  add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm lm train` (e.g. runs/lm/best.safetensors) or a Hugging Face model directory");
+  add_model_flag(cmd, o->checkpoint, "Checkpoint from `tfm lm train` (e.g. runs/lm/best.safetensors)");
   CLI::Option* prompt = cmd->add_option("--prompt", o->prompt, "Text to continue (default: a line break)");
   cmd->add_option("--prompt-ids", o->prompt_ids,
                   "Token ids to continue instead of text (a model whose tokenizer tfm does not read yet); the new ids are written, "

@@ -91,7 +91,7 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "bf16", "int8"}));  // read by each command (cli::precision_flag)
   std::string device = "cpu";
   app.add_option("--device", device,
-                 "Where models compute: cpu, or cuda (the GPU of a build with TFM_CUDA)")
+                 "Where models compute: cpu, cuda (the GPU of a build with TFM_CUDA), or sim (the tests' simulated device: the CPU's kernels behind a GPU's rules)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "sim"}));  // read by each command (cli::device_flag); sim: the tests' simulated device
   // Global options may also come after the subcommand: `tfm translate --precision bf16`.

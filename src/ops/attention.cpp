@@ -1,11 +1,11 @@
 #include "ops/attention.h"
 
-#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "autograd/autograd.h"
 #include "ops/dispatch.h"
+#include "tensor/environment.h"
 #include "tensor/error.h"
 
 namespace tfm::ops {
@@ -74,10 +74,7 @@ Tensor output_like(const Tensor& q, const Shape& weights, const AttentionMask& m
 // probabilities: the device's choice, unless TFM_FLASH_ATTENTION=0 turns it off (to time
 // or check the two paths against each other on a GPU).
 bool flash_by_default(Device device) {
-  static const bool allowed = [] {
-    const char* setting = std::getenv("TFM_FLASH_ATTENTION");
-    return !setting || std::string(setting) != "0";
-  }();
+  static const bool allowed = env_switch("TFM_FLASH_ATTENTION", true);
   return allowed && kernels(device).flash_attention_by_default;
 }
 

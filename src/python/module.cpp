@@ -265,7 +265,9 @@ void bind_generator(py::module_& m) {
             py::list calls;
             for (const tfm::ToolCall& c : r.tool_calls)
               calls.append(py::dict("id"_a = c.id, "type"_a = "function", "function"_a = py::dict("name"_a = c.name, "arguments"_a = c.arguments)));
-            py::dict message("role"_a = "assistant", "content"_a = r.content);
+            // (content None beside calls and no text, as OpenAI's and tfm serve's messages have it)
+            const py::object content = r.content.empty() && !r.tool_calls.empty() ? py::object(py::none()) : py::object(py::str(r.content));
+            py::dict message("role"_a = "assistant", "content"_a = content);
             if (!r.tool_calls.empty()) message["tool_calls"] = calls;
             return message;
           },

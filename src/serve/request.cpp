@@ -169,8 +169,10 @@ Chat RequestBody::messages(const char* name, int64_t max_items) const {
     const nlohmann::ordered_json& m = f[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       throw HttpError(400, "message " + std::to_string(i + 1) + " must be an object with a \"role\" (a string) and a \"content\"");
-    const std::string where = "message " + std::to_string(i + 1);
-    chat.push_back({m["role"].get<std::string>(), message_content(m, i), message_tool_calls(m, i), string_field(m, "tool_call_id", where),
+    const std::string where = "message " + std::to_string(i + 1), role = m["role"].get<std::string>();
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")  // (OpenAI's roles)
+      throw HttpError(400, where + "'s role \"" + role + "\" is none of \"system\", \"developer\", \"user\", \"assistant\" and \"tool\"");
+    chat.push_back({role, message_content(m, i), message_tool_calls(m, i), string_field(m, "tool_call_id", where),
                     string_field(m, "name", where)});
   }
   return chat;

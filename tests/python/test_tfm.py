@@ -191,6 +191,7 @@ def test_tools_and_tool_turns_reach_the_template_as_transformers_gives_them():
     reply = tfm.Generator(caller_dir).parse_tool_calls(tfm.Generator(caller_dir).generate(caller["messages"], tools=caller["tools"], temperature=0))
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply["tool_calls"]] == \
         [(c["name"], c["arguments"]) for c in caller["tool_calls"]]
+    assert reply["content"] is None  # (only a call: null content, as tfm serve and OpenAI answer)
     with pytest.raises(ValueError, match="tools go with a conversation"):
         generator.generate("a text", tools=reference["tools"])
 

@@ -265,6 +265,7 @@ def test_openai_chat_completions_with_tools_and_a_lora_adapter():
                                ({"tools": {"type": "function"}}, "'tools' must be a list"),
                                ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {}}]}]},
                                 "message 1's tool call names no function"),
+                               ({"messages": [{"role": "bogus", "content": "Hi"}]}, "message 1's role \"bogus\" is none of"),
                                ({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": 3}}]}]},
                                 "message 1's tool call's arguments must be a JSON text")]:
             status, _, error = ask(**extra)

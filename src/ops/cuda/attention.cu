@@ -13,9 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -23,6 +21,7 @@
 
 #include "ops/cuda/kernels.h"
 #include "ops/cuda/launch.cuh"
+#include "tensor/environment.h"
 
 namespace tfm::ops::cuda {
 
@@ -836,10 +835,7 @@ size_t flash_key_value_gradient_tc_smem(int warps, int64_t dk) {
 // sm_80), no block fits (heads too wide) or TFM_TENSOR_CORE_ATTENTION=0 is set (to check
 // or time the two against each other): the CUDA cores' flash kernels take the call.
 int tensor_core_warps(size_t (*smem)(int, int64_t), int64_t dk) {
-  static const bool allowed = [] {
-    const char* setting = std::getenv("TFM_TENSOR_CORE_ATTENTION");
-    return !setting || std::string(setting) != "0";
-  }();
+  static const bool allowed = env_switch("TFM_TENSOR_CORE_ATTENTION", true);
   if (!allowed) return 0;
   thread_local int known = -1, major = 0, limit = 0;  // (this thread's device, as last asked)
   int device = 0;

@@ -17,6 +17,7 @@
 #include "tensor/cuda/runtime.h"
 #include "tensor/cuda/walk.cuh"
 #include "tensor/device_memory.h"
+#include "tensor/environment.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
 
@@ -40,7 +41,7 @@ namespace {
 class Profile {
  public:
   static Profile* get() {
-    static Profile* const profile = std::getenv("TFM_CUDA_PROFILE") ? new Profile : nullptr;
+    static Profile* const profile = env_switch("TFM_CUDA_PROFILE", false) ? new Profile : nullptr;
     return profile;
   }
   void restart() {
