@@ -170,9 +170,9 @@ void check_stdout() {
   // training run's file work) have overwritten it: then only a write's errors are told.
   if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return;
   const int reason = errno;
-  const bool a_writes = reason == ENOSPC || reason == EPIPE || reason == EFBIG || reason == EIO || reason == EDQUOT || reason == EBADF;
+  const bool a_write_error = reason == ENOSPC || reason == EPIPE || reason == EFBIG || reason == EIO || reason == EDQUOT || reason == EBADF;
   throw Error(std::string("writing stdout: ") +
-              (a_writes ? std::strerror(reason) : "a write failed (a full disk, a closed pipe or a file-size limit)"));
+              (a_write_error ? std::strerror(reason) : "a write failed (a full disk, a closed pipe or a file-size limit)"));
 }
 
 }  // namespace tfm::io
