@@ -464,6 +464,9 @@ TEST(Cli, AverageWritesTheMeanOfARunsLastSaves) {
   EXPECT_EQ(whole.output, "tfm: error: " + run + ": is a directory; give --last N to average its last N step-N checkpoints\n");
   CliResult too_many = run_tfm("average --last 4 " + run + " -o " + dir.path("b.safetensors"));
   EXPECT_NE(too_many.output.find("holds 3 step-N checkpoints, fewer than the 4 asked for"), std::string::npos) << too_many.output;
+  CliResult twice = run_tfm("average " + run + "/step-1.safetensors " + run + "/../run/step-1.safetensors -o " + dir.path("b.safetensors"));
+  EXPECT_EQ(twice.output, "tfm: error: " + run + "/../run/step-1.safetensors: is given twice (as " + run +
+                              "/step-1.safetensors); each checkpoint counts once\n");
 }
 
 }  // namespace

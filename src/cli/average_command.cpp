@@ -22,8 +22,12 @@ struct AverageOptions {
 // step-N saves of the one run directory given.
 std::vector<std::string> checkpoints_of(const AverageOptions& o) {
   if (o.last == 0) {
-    for (const auto& p : o.inputs)
+    for (size_t i = 0; i < o.inputs.size(); ++i) {
+      const std::string& p = o.inputs[i];
       TFM_CHECK(!std::filesystem::is_directory(p), p << ": is a directory; give --last N to average its last N step-N checkpoints");
+      for (size_t j = 0; j < i; ++j)  // (the same file twice would count double in the mean)
+        TFM_CHECK(!std::filesystem::equivalent(p, o.inputs[j]), p << ": is given twice (as " << o.inputs[j] << "); each checkpoint counts once");
+    }
     return o.inputs;
   }
   TFM_CHECK(o.inputs.size() == 1 && std::filesystem::is_directory(o.inputs[0]),
