@@ -343,6 +343,23 @@ CliResult copy_task(const std::string& out, const std::string& more) {
   return run_tfm("train --batch 4 --seq-len 4 --samples 0 --out " + out + " " + more);
 }
 
+// A resume from an earlier save into its run's directory would overwrite the later last,
+// best and metrics: refused (they stay as they were) unless --force rewinds.
+TEST(Cli, AResumeFromAnEarlierSaveKeepsTheLaterOnesUnlessForced) {
+  tfm::testing::TempDir dir;
+  const std::string run = dir.path("run"), last = dir.path("run/last.safetensors");
+  ASSERT_EQ(copy_task(run, "--steps 4 --save-every 2").code, 0);
+  const std::string kept = tfm::testing::read_file(last), metrics = tfm::testing::read_file(dir.path("run/metrics.jsonl"));
+  CliResult back = copy_task(run, "--steps 6 --resume " + run + "/step-2.safetensors");
+  EXPECT_EQ(back.code, 1) << back.output;
+  EXPECT_NE(back.output.find(run + "/step-2.safetensors is step 2 of a run that went on to step 4 (" + last + ")"), std::string::npos)
+      << back.output;
+  EXPECT_EQ(tfm::testing::read_file(last), kept);
+  EXPECT_EQ(tfm::testing::read_file(dir.path("run/metrics.jsonl")), metrics);
+  EXPECT_EQ(copy_task(run, "--steps 6 --resume " + last).code, 0);
+  EXPECT_EQ(copy_task(run, "--steps 6 --resume " + run + "/step-2.safetensors --force").code, 0);
+}
+
 TEST(Cli, AFreshRunRefusesADirectoryHoldingAnotherRunUnlessForced) {
   tfm::testing::TempDir dir;
   const std::string run = dir.path("run"), last = dir.path("run/last.safetensors");

@@ -245,6 +245,16 @@ TEST(Lora, FineTuneResumeGenerateAndExportOnTheCommandLine) {
     EXPECT_NE(name.find(".lora_"), std::string::npos) << name << ": a LoRA checkpoint holds the adapters (and their moments) alone";
   EXPECT_TRUE(std::filesystem::exists(tmp.path("lora/last_adapter/adapter_config.json")));
 
+  // --force into the base's own run directory would delete the base the adapters name:
+  // refused, the base untouched.
+  const std::string base_bytes = testing::read_file(tmp.path("base/last.safetensors"));
+  const testing::CliResult into_base = run_tfm("lm train --text " + tmp.path("text.txt") + " --init-from " + tmp.path("base/last.safetensors") +
+                                               " --lora-rank 4 --steps 2 --force --out " + tmp.path("base") + quiet);
+  EXPECT_EQ(into_base.code, 1) << into_base.output;
+  EXPECT_NE(into_base.output.find("is one of the files of the run in " + tmp.path("base") + ", which this run would replace"), std::string::npos)
+      << into_base.output;
+  EXPECT_EQ(testing::read_file(tmp.path("base/last.safetensors")), base_bytes);
+
   const testing::CliResult resumed = run_tfm(lora + " --steps 35 --resume " + tmp.path("lora/last.safetensors") + quiet);
   EXPECT_NE(resumed.code, 0);  // --init-from and --resume are exclusive: the checkpoint records the base
   const std::string resume = "lm train --text " + tmp.path("text.txt") + " --lora-rank 4 --out " + tmp.path("lora") +

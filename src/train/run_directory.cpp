@@ -6,7 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/checkpoint.h"
 #include "io/output_file.h"
+#include "io/safetensors.h"
 #include "tensor/error.h"
 #include "train/curves.h"
 #include "train/trainer.h"
@@ -55,6 +57,12 @@ bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) 
 void Trainer::claim_out_dir() {
   previous_run_ = run_files(o_.out_dir);
   if (previous_run_.empty()) return;
+  for (const std::string& name : previous_run_) {  // (a LoRA run's adapters name their base by its path)
+    std::error_code ec;
+    TFM_CHECK(o_.init_from.empty() || !std::filesystem::equivalent(std::filesystem::path(o_.out_dir) / name, o_.init_from, ec),
+              "--init-from " << o_.init_from << " is one of the files of the run in " << o_.out_dir
+                             << ", which this run would replace; fine-tune it into another --out");
+  }
   const std::string last = (std::filesystem::path(o_.out_dir) / "last.safetensors").string();
   TFM_CHECK(o_.force || !previous_run_saved_model(), o_.out_dir << " already holds a training run (" << previous_run_names() << "); "
                                  << (std::filesystem::exists(last) ? "continue it with --resume " + last + ", or " : "")
@@ -76,6 +84,27 @@ void Trainer::claim_out_dir_to_resume() {
   TFM_CHECK(o_.force || !previous_run_saved_model(), o_.out_dir << " holds another training run (" << previous_run_names() << ") than the one "
                                  << o_.resume << " continues; continue it in its own directory (--out " << home.string()
                                  << ", the default) or in an empty one, or replace that run with --force (which deletes those files)");
+}
+
+// A resume from an earlier save (step-20.safetensors of a run that went on to step 60)
+// into the same directory would overwrite the later last.safetensors, best.safetensors
+// and metrics: refused, unless --force says so.
+void Trainer::refuse_rewind() const {
+  namespace fs = std::filesystem;
+  const fs::path last = fs::path(o_.out_dir) / "last.safetensors";
+  std::error_code ec;
+  if (o_.force || !fs::exists(last) || fs::equivalent(last, o_.resume, ec)) return;
+  int64_t later = -1;
+  try {
+    const io::SafeTensors header = io::read_safetensors(last.string(), [](const std::string&) { return true; });  // (the metadata alone)
+    const io::Checkpoint info = io::checkpoint_info(header, last.string());
+    if (!info.train_state.empty()) later = json::parse(info.train_state).at("step").get<int64_t>();
+  } catch (const std::exception&) {
+    return;  // (not a run's checkpoint: nothing of a later step to lose)
+  }
+  TFM_CHECK(later <= state_.step, o_.resume << " is step " << state_.step << " of a run that went on to step " << later << " (" << last.string()
+                                            << "); resuming from it there would overwrite the later saves and metrics: resume from "
+                                            << last.string() << ", resume into another --out, or rewind with --force");
 }
 
 bool Trainer::previous_run_saved_model() const {

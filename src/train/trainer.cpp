@@ -103,6 +103,7 @@ Trainer::Trainer(TrainerOptions options, std::ostream& out) : o_(std::move(optio
   } catch (const json::exception&) {
     throw Error(o_.resume + ": the training state in the metadata is malformed");
   }
+  if (root()) refuse_rewind();
 }
 
 // Collective: every process calls it (the others' shares of the optimiser are gathered);

@@ -157,6 +157,7 @@ class Trainer {
   bool curves_failed_ = false;
   void claim_out_dir();       // refuses another run's directory (without --force)
   void claim_out_dir_to_resume();  // the same, where the run's own directory is allowed
+  void refuse_rewind() const;      // a resume from an earlier save must not overwrite the later ones
   void clear_previous_run();  // removes that run's files, once this run is under way
   bool previous_run_saved_model() const;
   std::string previous_run_names() const;
