@@ -575,17 +575,37 @@ TEST(TrainCli, CtrlCSavesACheckpointAndExits) {
                                           dir.path("none.json") + " --out " + dir.path("run") + " 2>&1; echo");
   EXPECT_NE(r.output.find("none.json"), std::string::npos) << "a missing config is reported: " << r.output;
   write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1})");
-  // Ctrl-C once training is under way (the first progress line), however slow the machine.
-  const pid_t pid = testing::start_tfm({"train", "--train-src", c.src, "--train-tgt", c.tgt, "--valid-src", c.src, "--valid-tgt", c.tgt,
-                                        "--src-vocab", c.vocab, "--tgt-vocab", c.vocab, "--config", dir.path("tiny.json"),
-                                        "--validate-every", "100000", "--epochs", "100000", "--log-every", "1", "--out", dir.path("run")},
-                                       dir.path("log"));
-  for (int i = 0; i < 6000 && testing::read_file(dir.path("log")).find("step 1/") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ::kill(pid, SIGINT);
-  EXPECT_EQ(testing::wait_tfm(pid).code, 130) << testing::read_file(dir.path("log"));
-  EXPECT_NE(testing::read_file(dir.path("log")).find("interrupted: saved"), std::string::npos) << testing::read_file(dir.path("log"));
-  EXPECT_NO_THROW(io::read_safetensors(dir.path("run/last.safetensors")));
+  // Ctrl-C once training is under way (the first progress line), however slow the machine;
+  // SIGHUP (the terminal closed) the same.
+  for (const int sig : {SIGINT, SIGHUP}) {
+    const std::string run = dir.path("run" + std::to_string(sig)), log = dir.path("log" + std::to_string(sig));
+    const pid_t pid = testing::start_tfm({"train", "--train-src", c.src, "--train-tgt", c.tgt, "--valid-src", c.src, "--valid-tgt", c.tgt,
+                                          "--src-vocab", c.vocab, "--tgt-vocab", c.vocab, "--config", dir.path("tiny.json"),
+                                          "--validate-every", "100000", "--epochs", "100000", "--log-every", "1", "--out", run},
+                                         log);
+    for (int i = 0; i < 6000 && testing::read_file(log).find("step 1/") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::kill(pid, sig);
+    EXPECT_EQ(testing::wait_tfm(pid).code, 130) << testing::read_file(log);
+    EXPECT_NE(testing::read_file(log).find("interrupted: saved"), std::string::npos) << testing::read_file(log);
+    EXPECT_NO_THROW(io::read_safetensors(run + "/last.safetensors"));
+  }
+}
+
+// The reader of standard output gone (`| head -1`): the run stops after its step, saved,
+// rather than dying of SIGPIPE with its steps since the last save lost.
+TEST(TrainCli, AClosedOutputPipeStopsTheRunSaved) {
+  TempDir dir;
+  const SyntheticCorpus& c = corpus();
+  write_file(dir.path("tiny.json"), R"({"d_model": 32, "heads": 2, "d_ff": 64, "encoder_layers": 1, "decoder_layers": 1})");
+  testing::CliResult r = testing::run_command("bash -c 'set -o pipefail; " + std::string(TFM_BINARY) + " train --train-src " + c.src + " --train-tgt " +
+                                              c.tgt + " --valid-src " + c.src + " --valid-tgt " + c.tgt + " --src-vocab " + c.vocab +
+                                              " --tgt-vocab " + c.vocab + " --config " + dir.path("tiny.json") +
+                                              " --validate-every 2 --epochs 100000 --out " + dir.path("run") + " 2>" + dir.path("log") +
+                                              " | head -1'");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.code, 128 + SIGPIPE) << testing::read_file(dir.path("log"));
+  EXPECT_NO_THROW(io::read_safetensors(dir.path("run/last.safetensors"))) << testing::read_file(dir.path("log"));
 }
 
 TEST(VocabCli, TrainsSeparateUnigramVocabularies) {

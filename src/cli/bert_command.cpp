@@ -43,7 +43,7 @@ void add_fine_tuning_command(CLI::App& bert, const char* name, const std::string
     tfm::TrainingOptions training = c->training;
     training.precision = to_string(precision_flag(*cmd));
     training.device = device_flag(*cmd);
-    const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
+    const StopOnSignal stop;  // Ctrl-C, SIGTERM, SIGHUP, a closed output pipe: stop after this step and save
     exit_code = tfm::train(training, c->task, stop.token()).stopped ? 130 : 0;
   });
 }

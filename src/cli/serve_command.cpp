@@ -98,7 +98,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     o->precision = to_string(precision_flag(*cmd));
     o->device = device_flag(*cmd);
     o->threads = omp_get_max_threads();
-    StopOnSignal stop;  // the first SIGINT or SIGTERM drains; a second ends the process at once
+    StopOnSignal stop(/*on_broken_pipe=*/false);  // the first SIGINT, SIGTERM or SIGHUP drains; a second ends the process at once
     try {
       serve::serve(*o, stop.token(), std::cerr);
     } catch (const Error&) {

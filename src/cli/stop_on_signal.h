@@ -1,5 +1,6 @@
 #pragma once
-// Ctrl-C and SIGTERM during a training command. The library's Trainer only reads a
+// Ctrl-C, SIGTERM, SIGHUP (the terminal closed) and SIGPIPE (standard output's reader gone)
+// during a training command. The library's Trainer only reads a
 // stop token (tfm::train's); the command line is what turns signals into it.
 #include <csignal>
 #include <stop_token>
@@ -7,12 +8,14 @@
 
 namespace tfm::cli {
 
-// While it lives, the first SIGINT or SIGTERM requests a stop on token(): the run stops
-// after its current step and saves last.safetensors. A second ends the process at once
-// (exit 130), removing any half-written file. The previous handlers come back after.
+// While it lives, the first SIGINT, SIGTERM or SIGHUP requests a stop on token(): the run
+// stops after its current step and saves last.safetensors. A second ends the process at
+// once (exit 130), removing any half-written file. With `on_broken_pipe` (training),
+// SIGPIPE requests the stop alone; a server, whose sockets raise none, leaves it as it is.
+// The previous handlers come back after.
 class StopOnSignal {
  public:
-  StopOnSignal();
+  explicit StopOnSignal(bool on_broken_pipe = true);
   ~StopOnSignal();
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;
@@ -25,6 +28,9 @@ class StopOnSignal {
   std::jthread watcher_;
   void (*previous_int_)(int);
   void (*previous_term_)(int);
+  void (*previous_hup_)(int);
+  bool on_broken_pipe_;
+  void (*previous_pipe_)(int) = SIG_DFL;
 };
 
 }  // namespace tfm::cli

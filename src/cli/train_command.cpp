@@ -80,7 +80,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
     tfm::TrainingOptions training = o->training;
     training.precision = to_string(precision_flag(*cmd));
     training.device = device_flag(*cmd);
-    const StopOnSignal stop;  // Ctrl-C, SIGTERM: stop after this step and save
+    const StopOnSignal stop;  // Ctrl-C, SIGTERM, SIGHUP, a closed output pipe: stop after this step and save
     if (!o->mt.train_src.empty() || !o->mt.train_tgt.empty()) {
       refuse_flags(*cmd, {"--batch", "--seq-len", "--samples"}, "applies only to the copy task (tfm train without --train-src)");
       tfm::TranslationTask& mt = o->mt;  // the library refuses missing files, naming fields and flags
