@@ -136,6 +136,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadRun{"lm train --text TEXT --valid EMPTY --steps 1 --out OUT", 1, "EMPTY: is too short: validation needs at least 65 tokens (one window), it has 0"},
         BadRun{"lm train --text SHORT --steps 1 --out OUT", 1, "short.txt: too short: training needs at least 65 tokens (one window), the text has 9"},
+        BadRun{"lm train --text TEXT --batch 1000000000 --steps 1 --out OUT", 1, "--batch 1000000000 windows of 65 tokens is more than the training text's"},
         BadRun{"lm train --text TEXT --min-lr 0.01 --steps 1 --out OUT", 1, "--min-lr 0.01 must be from 0 to --lr 0.001"},
         BadRun{"train --steps 2 --warmup 5 --log-every 1 --samples 0 --out OUT", 0, "warning: 2 steps are fewer than the 5 warm-up steps (--warmup)"},
         BadRun{"train --seq-len 65 --out OUT", 1, "copy task: seq_len 65 exceeds the model's max_len 64"},

@@ -113,8 +113,11 @@ TEST(Limits, StackConfigSizesAreBounded) {
   EXPECT_EQ(stack_error("vit", R"("image_size": 2147483648, "patch": 1)"), "m.json: image_size 2147483648 outside [1, 4096]");
   EXPECT_EQ(stack_error("vit", R"("patch": 1099511627776)"), "m.json: patch 1099511627776 outside [1, 28]");
   EXPECT_EQ(stack_error("vit", R"("channels": 0)"), "m.json: channels 0 outside [1, 16]");
-  const std::string huge = stack_error("vit", R"("image_size": 4096, "patch": 1, "d_model": 4096, "heads": 1)");
+  const std::string huge = stack_error("vit", R"("image_size": 4096, "patch": 16, "d_model": 65536, "heads": 1)");
   EXPECT_NE(huge.find("image_size, patch, d_model, d_ff and layers make a model of about"), std::string::npos) << huge;
+  // 16.7M patches (a sequence attention cannot hold) once asked 24 GB before failing.
+  EXPECT_EQ(stack_error("vit", R"("image_size": 4096, "patch": 1)"),
+            "m.json: image_size 4096 in patches of 1 makes 16777216 patches, more than the 131072 positions a model may have");
 }
 
 // The weight count the limit is checked on bounds what the model allocates.

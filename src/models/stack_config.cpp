@@ -180,6 +180,9 @@ void StackConfig::validate(const std::string& origin) const {
     check_range(origin, "image_size", image_size, 1, kMaxImageSize);
     check_range(origin, "patch", patch, 1, image_size);
     TFM_CHECK(image_size % patch == 0, origin << ": image_size " << image_size << " is not a multiple of patch " << patch);
+    const int64_t patches = (image_size / patch) * (image_size / patch);  // (the sequence attention runs over: 16.7M asked 24 GB)
+    TFM_CHECK(patches <= kMaxPositions, origin << ": image_size " << image_size << " in patches of " << patch << " makes " << patches
+                                               << " patches, more than the " << kMaxPositions << " positions a model may have");
     check_range(origin, "channels", channels, 1, kMaxChannels);
     if (classes != 0) check_range(origin, "classes", classes, 2, kMaxVocab);  // 0: a base, without a classifier
     TFM_CHECK(classes != 0 || !distill_head, origin << ": distill_head is a classifier, but classes is 0");

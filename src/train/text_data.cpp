@@ -60,6 +60,11 @@ TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, 
   TFM_CHECK(static_cast<int64_t>(valid_.size()) >= window_,
             (s.valid_text.empty() ? s.text + ": the part held out for validation" : s.valid_text + ":")
                 << " is too short: validation needs at least " << window_ << " tokens (one window), it has " << valid_.size());
+  // A batch of more windows than the text holds sees it several times a step (and a
+  // billion of them asked 24 GB before failing): refused with the most that make sense.
+  const int64_t most = static_cast<int64_t>(train_.size()) / window_;
+  TFM_CHECK(batch_ <= most, "--batch " << batch_ << " windows of " << window_ << " tokens is more than the training text's " << train_.size()
+                                       << " tokens hold; at most " << most);
   out << "text: " << train_.size() << " training and " << valid_.size() << " validation tokens, vocabulary " << tokenizer_.size()
       << " (" << tokenizer_.describe() << ")" << "\n";
 }
