@@ -94,12 +94,21 @@ py::class_<T> settings_class(py::module_& m, const char* name, const char* doc) 
   return py::class_<T>(m, name, doc).def(py::init(&from_kwargs<T>));
 }
 
+// Settings that name files: read as str, set from str, bytes or os.PathLike (path_of), as
+// every path the module takes.
+template <class T>
+py::class_<T>& def_paths(py::class_<T>& cls, std::initializer_list<std::pair<const char*, std::string T::*>> fields) {
+  for (const auto& [name, field] : fields)
+    cls.def_property(name, [field = field](const T& o) { return o.*field; }, [field = field](T& o, const py::object& p) { o.*field = path_of(p); });
+  return cls;
+}
+
 // A BERT fine-tuning task's settings (its fields are the same for both kinds).
 template <class Task>
 void fine_tuning_class(py::module_& m, const char* name, const char* doc) {
-  settings_class<Task>(m, name, doc)
-      .def_readwrite("train", &Task::train).def_readwrite("valid", &Task::valid).def_readwrite("vocab", &Task::vocab)
-      .def_readwrite("batch", &Task::batch).def_static("training_defaults", &Task::training_defaults);
+  auto task = settings_class<Task>(m, name, doc);
+  task.def_readwrite("batch", &Task::batch).def_static("training_defaults", &Task::training_defaults);
+  def_paths(task, {{"train", &Task::train}, {"valid", &Task::valid}, {"vocab", &Task::vocab}});
 }
 
 void bind_translator(py::module_& m) {
@@ -555,43 +564,47 @@ void bind_training(py::module_& m) {
   py::class_<tfm::AdamOptions>(m, "AdamOptions", "Adam's settings (edit them in place: options.adam.beta2 = ...)")
       .def_readwrite("beta1", &tfm::AdamOptions::beta1).def_readwrite("beta2", &tfm::AdamOptions::beta2)
       .def_readwrite("eps", &tfm::AdamOptions::eps).def_readwrite("weight_decay", &tfm::AdamOptions::weight_decay);
-  settings_class<O>(m, "TrainingOptions", "The training loop's settings: the training commands' flags (start from a task's training_defaults())")
-      .def_readwrite("out_dir", &O::out_dir).def_readwrite("epochs", &O::epochs).def_readwrite("max_steps", &O::max_steps)
+  auto options = settings_class<O>(m, "TrainingOptions", "The training loop's settings: the training commands' flags (start from a task's training_defaults())");
+  options.def_readwrite("epochs", &O::epochs).def_readwrite("max_steps", &O::max_steps)
       .def_readwrite("max_minutes", &O::max_minutes).def_readwrite("accumulate", &O::accumulate).def_readwrite("schedule", &O::schedule)
       .def_readwrite("adam", &O::adam).def_readwrite("clip_norm", &O::clip_norm).def_readwrite("validate_every", &O::validate_every)
       .def_readwrite("save_every", &O::save_every).def_readwrite("patience", &O::patience)
       .def_readwrite("skip_nonfinite", &O::skip_nonfinite).def_readwrite("seed", &O::seed).def_readwrite("log_every", &O::log_every)
-      .def_readwrite("resume", &O::resume).def_readwrite("init_from", &O::init_from).def_readwrite("force", &O::force).def_readwrite("precision", &O::precision)
-      .def_readwrite("device", &O::device);
-  settings_class<tfm::TextData>(m, "TextData", "A text to train on: text, valid_text, vocab (SentencePiece; empty: characters)")
-      .def_readwrite("text", &tfm::TextData::text).def_readwrite("valid_text", &tfm::TextData::valid_text)
-      .def_readwrite("vocab", &tfm::TextData::vocab);
+      .def_readwrite("force", &O::force).def_readwrite("precision", &O::precision).def_readwrite("device", &O::device);
+  def_paths(options, {{"out_dir", &O::out_dir}, {"resume", &O::resume}, {"init_from", &O::init_from}});
+  using D = tfm::TextData;
+  auto text = settings_class<D>(m, "TextData", "A text to train on: text, valid_text, vocab (SentencePiece; empty: characters)");
+  def_paths(text, {{"text", &D::text}, {"valid_text", &D::valid_text}, {"vocab", &D::vocab}});
   using T = tfm::TranslationTask;
-  settings_class<T>(m, "TranslationTask", "A translation model on a parallel corpus (tfm train)")
-      .def_readwrite("train_src", &T::train_src).def_readwrite("train_tgt", &T::train_tgt).def_readwrite("valid_src", &T::valid_src)
-      .def_readwrite("valid_tgt", &T::valid_tgt).def_readwrite("src_vocab", &T::src_vocab).def_readwrite("tgt_vocab", &T::tgt_vocab)
-      .def_readwrite("preset", &T::preset).def_readwrite("config", &T::config).def_readwrite("model", &T::model)
+  auto translation = settings_class<T>(m, "TranslationTask", "A translation model on a parallel corpus (tfm train)");
+  def_paths(translation, {{"train_src", &T::train_src}, {"train_tgt", &T::train_tgt}, {"valid_src", &T::valid_src}, {"valid_tgt", &T::valid_tgt},
+                          {"src_vocab", &T::src_vocab}, {"tgt_vocab", &T::tgt_vocab}, {"config", &T::config}});
+  translation.def_readwrite("preset", &T::preset).def_readwrite("model", &T::model)
       .def_readwrite("max_tokens", &T::max_tokens).def_readwrite("label_smoothing", &T::label_smoothing)
       .def_readwrite("max_sentence_tokens", &T::max_sentence_tokens).def_readwrite("valid_sentences", &T::valid_sentences)
       .def_readwrite("source_language", &T::source_language).def_readwrite("target_language", &T::target_language)
       .def_static("training_defaults", &T::training_defaults);
   using C = tfm::CopyTask;
-  settings_class<C>(m, "CopyTask", "The copy task (tfm train without data)")
-      .def_readwrite("config", &C::config).def_readwrite("model", &C::model).def_readwrite("batch", &C::batch)
+  auto copy = settings_class<C>(m, "CopyTask", "The copy task (tfm train without data)");
+  def_paths(copy, {{"config", &C::config}});
+  copy.def_readwrite("model", &C::model).def_readwrite("batch", &C::batch)
       .def_readwrite("seq_len", &C::seq_len).def_readwrite("samples", &C::samples).def_static("training_defaults", &C::training_defaults);
   using L = tfm::LanguageModelTask;
-  settings_class<L>(m, "LanguageModelTask", "A decoder-only language model on a text (tfm lm train)")
-      .def_readwrite("data", &L::data).def_readwrite("config", &L::config).def_readwrite("model", &L::model)
+  auto lm = settings_class<L>(m, "LanguageModelTask", "A decoder-only language model on a text (tfm lm train)");
+  def_paths(lm, {{"config", &L::config}});
+  lm.def_readwrite("data", &L::data).def_readwrite("model", &L::model)
       .def_readwrite("batch", &L::batch).def_readwrite("sample_tokens", &L::sample_tokens).def_static("training_defaults", &L::training_defaults);
   using V = tfm::VitTask;
-  settings_class<V>(m, "VitTask", "A Vision Transformer on an MNIST-style image set or an image folder (tfm vit train)")
-      .def_readwrite("data_dir", &V::data_dir).def_readwrite("config", &V::config).def_readwrite("model", &V::model)
+  auto vit = settings_class<V>(m, "VitTask", "A Vision Transformer on an MNIST-style image set or an image folder (tfm vit train)");
+  def_paths(vit, {{"data_dir", &V::data_dir}, {"config", &V::config}});
+  vit.def_readwrite("model", &V::model)
       .def_readwrite("batch", &V::batch).def_readwrite("valid_images", &V::valid_images)
       .def_readwrite("valid_fraction", &V::valid_fraction).def_readwrite("flip", &V::flip)
       .def_static("training_defaults", &V::training_defaults);
   using B = tfm::MaskedLmTask;
-  settings_class<B>(m, "MaskedLmTask", "A BERT-style encoder with the masked-LM objective (tfm bert train)")
-      .def_readwrite("data", &B::data).def_readwrite("config", &B::config).def_readwrite("model", &B::model)
+  auto bert = settings_class<B>(m, "MaskedLmTask", "A BERT-style encoder with the masked-LM objective (tfm bert train)");
+  def_paths(bert, {{"config", &B::config}});
+  bert.def_readwrite("data", &B::data).def_readwrite("model", &B::model)
       .def_readwrite("batch", &B::batch).def_readwrite("mask_fraction", &B::mask_fraction).def_static("training_defaults", &B::training_defaults);
   fine_tuning_class<tfm::SentenceClassifierTask>(m, "SentenceClassifierTask",
                                                  "A BERT sentence classifier fine-tuned from TrainingOptions.init_from (tfm bert classifier)");

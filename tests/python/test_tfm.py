@@ -287,10 +287,12 @@ def test_checkpoints_are_dicts_of_numpy_arrays(tmp_path):
 
 
 def lm_run(tmp_path, steps):
+    """(Paths as pathlib.Path, as everywhere in the module: read back as str.)"""
     task = tfm.LanguageModelTask(model='{"layers": 1, "d_model": 32, "heads": 2, "max_len": 16}', batch=4, sample_tokens=0)
-    task.data = tfm.TextData(text=os.path.join(FIXTURES, "lm.txt"))
+    task.data = tfm.TextData(text=pathlib.Path(FIXTURES) / "lm.txt")
     options = tfm.LanguageModelTask.training_defaults()
-    options.out_dir, options.max_steps, options.validate_every = str(tmp_path / "run"), steps, 0
+    options.out_dir, options.max_steps, options.validate_every = tmp_path / "run", steps, 0
+    assert options.out_dir == str(tmp_path / "run") and task.data.text == os.path.join(FIXTURES, "lm.txt")
     return options, task
 
 
