@@ -267,7 +267,7 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
       {"mbart", "train --init-from " + testing::fixture_path("hf/mbart50_tiny") + " --src-lang de_DE --tgt-lang en_XX --train-src " +
                     tmp.path("de.txt") + " --train-tgt " + tmp.path("en.txt") + " --valid-src " + tmp.path("de.txt") + " --valid-tgt " +
                     tmp.path("en.txt") + " --valid-sentences 5 --max-tokens 500 --max-sentence-tokens 60 --lr 1"},
-      {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
+      {"gpt2", "lm train --init-from " + testing::hf_fixture_path("gpt2_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003 --dropout 0.5"},
       {"qwen2", "lm train --init-from " + testing::fixture_path("hf/qwen2_chat_tiny") + " --text " + tmp.path("shk.txt") + " --lr 0.003"},
       {"bert", "bert train --init-from " + testing::hf_fixture_path("bert_tiny_uncased") + " --text " + tmp.path("en.txt") + " --lr 0.003"},
       {"vit", "vit train --init-from " + testing::hf_fixture_path("vit_tiny") + " --data " + tmp.path("images") + " --batch 16 --lr 0.003"}};
@@ -275,6 +275,7 @@ TEST(HfCli, EachFixtureFineTunesWithAFallingLoss) {
     const testing::CliResult r = run_tfm(args + common + "--out " + tmp.path(name) + " 2>&1");
     ASSERT_EQ(r.code, 0) << name << ": " << r.output;
     EXPECT_NE(r.output.find("initialised from"), std::string::npos) << r.output;
+    if (name == "gpt2") EXPECT_NE(r.output.find("\"dropout\":0.5,"), std::string::npos) << r.output;  // (a setting of training: taken)
     const auto [first, last] = first_and_last_losses(tmp.path(name + "/metrics.jsonl"));
     EXPECT_LT(last, first) << name;
   }

@@ -322,7 +322,7 @@ TEST(FamilyCli, ResumeRefusesArchitectureFlagsThatDisagree) {
   const testing::CliResult wrong = run_tfm(resume + " --layers 3");
   EXPECT_EQ(wrong.code, 1);
   EXPECT_EQ(wrong.output, "tfm: error: the model settings disagree with " + last + ": layers 3 (" + last +
-                              ": 1) (a resumed run keeps its checkpoint's architecture)\n");
+                              ": 1) (a run resumed or started from a checkpoint keeps its architecture; dropout may change)\n");
   const testing::CliResult same = run_tfm(resume + " --layers 1 --context 16");
   EXPECT_EQ(same.code, 0) << same.output;
 }
@@ -388,7 +388,7 @@ TEST(FamilyCli, TranslationFlagsOverrideTheConfigFile) {
   o.resume = dir.path("run/last.safetensors"), o.max_steps = 2, task.model = R"({"dropout": 0.5})";
   EXPECT_EQ(error_of([&] { tfm::train(o, task, {}, &log); }),
             "the model settings disagree with " + o.resume + ": dropout 0.5 (" + o.resume +
-                ": 0) (a resumed run keeps its checkpoint's architecture)");
+                ": 0) (a run resumed or started from a checkpoint keeps its architecture; dropout may change)");
   task.preset = "base", task.config.clear();  // a preset's sizes are settings given too
   EXPECT_NE(error_of([&] { tfm::train(o, task, {}, &log); }).find(": d_ff 2048 (" + o.resume + ": 32), d_model 512 ("), std::string::npos);
   task.preset.reset(), task.config = dir.path("m.json");

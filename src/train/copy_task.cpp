@@ -140,8 +140,7 @@ CopyTaskResult run_copy_task(const TrainerOptions& options, const tfm::CopyTask&
   models::TransformerConfig config = settings.over(default_copy_model());
   if (trainer.started_from()) {
     const models::TransformerConfig saved = models::TransformerConfig::from_json(trainer.started_from()->config_json, trainer.started_from_path());
-    settings.check_kept(config.to_json(), saved.to_json(), trainer.started_from_path());
-    config = saved;
+    config = settings.kept(config, saved, trainer.started_from_path());
   } else {
     config.validate(settings.origin());
   }

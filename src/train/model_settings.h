@@ -27,11 +27,21 @@ class ModelSettings {
   // What errors about the result name: the file if there is one.
   const std::string& origin() const { return origin_; }
   bool gives(const std::string& key) const;
-  // A resumed run: each setting given must have the checkpoint's value. `chosen` and
-  // `saved` are the two configurations' to_json() (so 0.1 compares as the float it is).
-  void check_kept(const std::string& chosen, const std::string& saved, const std::string& resume) const;
+  // A run resumed or started from a checkpoint keeps its architecture: each setting given
+  // must have the checkpoint's value, but the dropout rate, a setting of training, is
+  // taken where given (fine-tuning with more of it). Returns the configuration to build.
+  template <class Config>
+  Config kept(const Config& chosen, Config saved, const std::string& resume) const {
+    check_kept(chosen.to_json(), saved.to_json(), resume);
+    if (gives("dropout")) saved.dropout = chosen.dropout;
+    return saved;
+  }
 
  private:
+  // `chosen` and `saved` are the two configurations' to_json() (so 0.1 compares as the
+  // float it is); dropout aside.
+  void check_kept(const std::string& chosen, const std::string& saved, const std::string& resume) const;
+
   std::vector<std::pair<std::string, std::string>> layers_;  // (origin, JSON text)
   std::string origin_ = "the model settings";
 };

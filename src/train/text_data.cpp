@@ -28,8 +28,7 @@ TextStreamTask::TextStreamTask(const tfm::TextData& s, const std::string& kind, 
     TFM_CHECK(it != resumed->metadata.end(), resume_path << ": records no tokenizer");
     tokenizer_ = data::Tokenizer::from_record(it->second, resume_path, s.vocab);
     if (const auto source = resumed->metadata.find(hf::kSourceKey); source != resumed->metadata.end()) carried_.insert(*source);
-    config_ = models::StackConfig::from_json(resumed->config_json, resume_path, kind);
-    settings.check_kept(chosen.to_json(), config_.to_json(), resume_path);
+    config_ = settings.kept(chosen, models::StackConfig::from_json(resumed->config_json, resume_path, kind), resume_path);
   } else {  // the chosen configuration, completed by the tokenizer
     tokenizer_ = s.vocab.empty() ? data::Tokenizer::characters(text) : data::Tokenizer::sentencepiece(s.vocab);
     TFM_CHECK(chosen.vocab == 0 || chosen.vocab == tokenizer_.size(),

@@ -124,8 +124,7 @@ void TranslationTraining::build_model(const std::optional<io::Checkpoint>& resum
   const models::TransformerConfig config = settings.over(base);
   if (resumed) {
     const models::TransformerConfig saved = models::TransformerConfig::from_json(resumed->config_json, resume_path);
-    settings.check_kept(config.to_json(), saved.to_json(), resume_path);
-    return make_model(saved, resume_path);
+    return make_model(settings.kept(config, saved, resume_path), resume_path);
   }
   TFM_CHECK(config.src_vocab == base.src_vocab && config.tgt_vocab == base.tgt_vocab && config.pad_id == base.pad_id,
             settings.origin() << ": src_vocab, tgt_vocab and pad_id come from the vocabularies (" << base.src_vocab << ", "

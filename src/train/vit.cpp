@@ -156,8 +156,7 @@ models::StackConfig resumed_config(const io::Checkpoint& resumed, const ModelSet
     TFM_CHECK(initialising, path << ": is a ViT base without a classifier; start a fine-tune from it with --init-from, not --resume");
     saved.classes = chosen.classes, saved.pooler = false;
   }
-  settings.check_kept(chosen.to_json(), saved.to_json(), path);
-  return saved;
+  return settings.kept(chosen, saved, path);
 }
 
 class VitTraining : public TrainingTask {
