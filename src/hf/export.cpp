@@ -195,7 +195,8 @@ const char* bert_architecture(const models::StackConfig& c) {
 }
 
 Exported bert(models::StackConfig c, io::NamedTensors params, const Labels& labels, const std::string& origin) {
-  refuse_unless(!c.norm_first && !c.final_norm, origin, "norm_first true or final_norm true (tfm's pre-norm; BERT is post-norm without a final LayerNorm)",
+  refuse_unless(!c.norm_first, origin, "norm_first true (tfm's pre-norm; BERT is post-norm: give \"norm_first\": false when training)", "bert");
+  refuse_unless(!c.final_norm, origin, "final_norm true (a LayerNorm after the last layer, which BERT has not: give \"final_norm\": false when training)",
                 "bert");
   refuse_unless(c.norm_eps == 1e-12f, origin, "norm_eps " + std::to_string(c.norm_eps) + " (BERT's LayerNorms all use one epsilon, 1e-12 in tfm's)",
                 "bert");
