@@ -344,6 +344,17 @@ CliResult copy_task(const std::string& out, const std::string& more) {
   return run_tfm("train --batch 4 --seq-len 4 --samples 0 --out " + out + " " + more);
 }
 
+// A run that --epochs ends before --steps says so (it once stopped at step 150 of 3,000
+// without a word).
+TEST(Cli, ARunEndedByItsEpochsSaysSo) {
+  tfm::testing::TempDir dir;
+  tfm::testing::write_file(dir.path("text.txt"), std::string(3000, 'a') + "\n");
+  CliResult r = run_tfm("lm train --text " + dir.path("text.txt") + " --layers 1 --d-model 16 --heads 2 --batch 4 --steps 500 --epochs 1 "
+                        "--validate-every 0 --sample-tokens 0 --out " + dir.path("run") + " 2>&1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the 1 epoch (--epochs) ended the run at step 10 of the 500 asked for (--steps)"), std::string::npos) << r.output;
+}
+
 // A resume from an earlier save into its run's directory would overwrite the later last,
 // best and metrics: refused (they stay as they were) unless --force rewinds.
 TEST(Cli, AResumeFromAnEarlierSaveKeepsTheLaterOnesUnlessForced) {

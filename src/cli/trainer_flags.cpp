@@ -14,7 +14,7 @@ TrainerFlags::TrainerFlags(CLI::App* cmd, tfm::TrainingOptions& options) : optio
              "Directory for checkpoints (last, best, step-N), metrics.jsonl and curves.png (with --resume: the checkpoint's own)");
   add(g, "--steps", [](O& o) -> auto& { return o.max_steps; }, "Optimisation steps (0: until --epochs are done)")->check(at_least<int64_t>(0));
   add(g, "--epochs", [](O& o) -> auto& { return o.epochs; }, "Passes over the training data")->check(at_least<int64_t>(1));
-  add(g, "--max-minutes", [](O& o) -> auto& { return o.max_minutes; }, "Stop (and save) after this much training time (0: no limit)")
+  add(g, "--max-minutes", [](O& o) -> auto& { return o.max_minutes; }, "Stop (and save) after this much training time, a resumed run's earlier time included (0: no limit)")
       ->check(finite_nonneg<double>());
   add(g, "--accumulate", [](O& o) -> auto& { return o.accumulate; }, "Batches per optimiser step (its loss: the mean over all their tokens)")
       ->check(at_least<int64_t>(1));

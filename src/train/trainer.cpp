@@ -225,7 +225,7 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
          << " warm-up steps (--warmup): the learning rate never reaches its peak" << std::endl;
   Progress progress(total, state_.step, o_.log_every, task.unit(), o_.progress_to_log ? &out_ : nullptr, /*silent=*/!root());
   if (o_.max_minutes > 0) progress.set_time_limit(o_.max_minutes * 60 - elapsed_before);
-  bool finished = state_.step >= total, interrupted = false;
+  bool finished = state_.step >= total, interrupted = false, out_of_epochs = false;
   const int64_t first_step = state_.step;
   int64_t validated_at = -1;
   // With --skip-nonfinite, weights that have become non-finite would skip every step forever.
@@ -235,7 +235,10 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   model.train();
   while (!finished && !interrupted) {
     if (state_.batch >= batches) {
-      if (state_.epoch >= o_.epochs) break;
+      if (state_.epoch >= o_.epochs) {
+        out_of_epochs = true;
+        break;
+      }
       ++state_.epoch, state_.batch = 0;
       batches = task.begin_epoch(state_.epoch, o_.seed);
     }
@@ -294,6 +297,8 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
   } else if (validated_at != state_.step) {
     validate(task, elapsed());
   }
+  if (out_of_epochs && state_.step < total)  // (--steps asked for more: say which limit ended the run)
+    out_ << "the " << o_.epochs << (o_.epochs == 1 ? " epoch" : " epochs") << " (--epochs) ended the run at step " << state_.step << " of the " << total << " asked for (--steps)\n";
   if (state_.has_best) out_ << "best validation " << score_name_ << " " << state_.best_score << unit_of(score_name_) << "; ";
   out_ << "checkpoints in " << o_.out_dir << " (" << format_duration(elapsed()) << " of training)\n";
   tfm::TrainingResult result{interrupted, state_.step, last_metrics_, score_name_, state_.best_score, interrupted ? "" : task.report()};
