@@ -204,6 +204,17 @@ TEST(HfCli, ChatAndGenerateAsTransformers) {
                            "context is 256, with room for the reply\n");
 }
 
+// A Hugging Face model reads its own tokenizer: a --vocab beside it was silently ignored.
+TEST(HfCli, AVocabularyDoesNotApplyToAModelsOwnTokenizer) {
+  testing::TempDir tmp;
+  testing::write_file(tmp.path("text.txt"), std::string(3000, 'a') + "\n");
+  const std::string model = testing::hf_fixture_path("gpt2_tiny");
+  const testing::CliResult r = run_tfm("lm train --init-from " + model + " --text " + tmp.path("text.txt") + " --vocab " +
+                                       testing::fixture_path("threads/vocab.model") + " --steps 1 --out " + tmp.path("run") + " 2>&1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(": reads its own tokenizer (byte_bpe, "), std::string::npos) << r.output;
+}
+
 TEST(HfCli, InfoDescribesEachDirectory) {
   for (const std::string fixture : {"marian_opus_mt_tiny_de_en", "gpt2_tiny", "bert_tiny_uncased", "vit_tiny"}) {
     const testing::CliResult r = run_tfm("info --model " + testing::hf_fixture_path(fixture) + " 2>&1");

@@ -74,6 +74,8 @@ Tokenizer Tokenizer::from_record(const std::string& text, const std::string& ori
                    j.contains("crc32") && j["crc32"].is_number_unsigned();
   const bool hf = (type == "byte_bpe" || type == "wordpiece" || type == "bpe") && j.contains("path") && j["path"].is_string();
   TFM_CHECK(chars || spm || hf, origin << ": the tokenizer record in the metadata is malformed");
+  TFM_CHECK(!hf || spm_path.empty(), origin << ": reads its own tokenizer (" << type << ", " << j["path"].get<std::string>()
+                                            << "); the vocabulary " << spm_path << " does not apply to it (leave the vocabulary out)");
   if (hf) {
     Tokenizer t = hugging_face(type, j["path"].get<std::string>());
     const json ends = j.value("ends", json::array());
