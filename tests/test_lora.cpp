@@ -244,6 +244,9 @@ TEST(Lora, FineTuneResumeGenerateAndExportOnTheCommandLine) {
   for (const auto& [name, t] : io::read_safetensors(tmp.path("lora/last.safetensors")).tensors)
     EXPECT_NE(name.find(".lora_"), std::string::npos) << name << ": a LoRA checkpoint holds the adapters (and their moments) alone";
   EXPECT_TRUE(std::filesystem::exists(tmp.path("lora/last_adapter/adapter_config.json")));
+  const testing::CliResult info = run_tfm("info --model " + tmp.path("lora/last.safetensors"));
+  EXPECT_NE(info.output.find("LoRA: adapters of rank 4 (alpha 8) on q, k, v, o, gate, up, down of the base " + tmp.path("base_hf")), std::string::npos)
+      << info.output;
 
   // --force into the base's own run directory would delete the base the adapters name:
   // refused, the base untouched.

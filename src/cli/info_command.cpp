@@ -9,6 +9,7 @@
 #include "decode/hf_checkpoint.h"
 #include "io/checkpoint.h"
 #include "models/config.h"
+#include "models/lora.h"
 #include "models/stack_config.h"
 
 namespace tfm::cli {
@@ -81,6 +82,13 @@ void add_info_command(CLI::App& app, int&) {
     for (const char* key : {decode::kTextLabelsKey, decode::kSentenceEmbeddingKey})  // a classifier's labels, a sentence embedder's pooling
       if (info.metadata.count(key)) std::cout << (key == decode::kTextLabelsKey ? "labels: " : "sentence embedding: ") << info.metadata.at(key) << "\n";
     if (info.metadata.count("tfm.averaged")) std::cout << "averaged from: " << info.metadata.at("tfm.averaged") << "\n";
+    if (info.metadata.count(models::kLoraCheckpointKey)) {  // (its parameters are the adapters'; the model is its base's)
+      const models::LoraSettings s = models::LoraSettings::from_json(info.metadata.at(models::kLoraCheckpointKey), *path);
+      std::string targets;
+      for (const std::string& t : s.targets) targets += (targets.empty() ? "" : ", ") + t;
+      std::cout << "LoRA: adapters of rank " << s.rank << " (alpha " << s.alpha << ") on " << targets << " of the base " << s.base
+                << "; the parameters above are the adapters'\n";
+    }
     std::cout << "training state: " << (info.train_state.empty() ? "none" : info.train_state) << "\n";
   });
 }
