@@ -260,9 +260,11 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     state_.batch = end;
     if (!g.finite()) {
       const std::string what = std::isfinite(g.loss) ? "gradient" : "loss";
+      const bool saved = std::filesystem::exists(std::filesystem::path(o_.out_dir) / "last.safetensors");
       TFM_CHECK(o_.skip_nonfinite, "non-finite " << what << " at step " << state_.step + 1 << " (epoch " << state_.epoch
-                                                 << "); stopped without saving it, the last checkpoint is intact "
-                                                    "(--skip-nonfinite skips such steps instead)");
+                                                 << "); stopped without saving it, "
+                                                 << (saved ? "the last checkpoint is intact" : "before any checkpoint was saved")
+                                                 << " (--skip-nonfinite skips such steps instead)");
       out_ << "\nstep " << state_.step + 1 << ": non-finite " << what << ", step skipped" << std::endl;
       TFM_CHECK(++skipped_in_a_row < kMaxSkippedInARow, kMaxSkippedInARow << " steps in a row had a non-finite " << what
                 << "; stopped at step " << state_.step << " (the weights may have become non-finite: lower --lr, or resume "
