@@ -46,20 +46,23 @@ def png(width, height, grey):
 def write_split(source, split, out, names, limit):
     (count, rows, cols), pixels = read_idx(find(source, split + "-images-idx3-ubyte"))
     _, labels = read_idx(find(source, split + "-labels-idx1-ubyte"))
-    count = min(count, limit) if limit else count
+    written = [0] * len(names)  # (a limit per class: every class in both splits, as vit train wants them)
     for i in range(count):
+        if limit and written[labels[i]] >= limit:
+            continue
+        written[labels[i]] += 1
         folder = os.path.join(out, names[labels[i]])
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, f"{i:05d}.png"), "wb") as f:
             f.write(png(cols, rows, pixels[i * rows * cols:(i + 1) * rows * cols]))
-    return count
+    return sum(written)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", help="directory of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
     parser.add_argument("out", help="the image folder to write")
-    parser.add_argument("--limit", type=int, default=0, help="at most this many images of each split (0: all)")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many images of each class in each split (0: all)")
     a = parser.parse_args()
     names = FASHION if "fashion" in os.path.abspath(a.source) else [str(d) for d in range(10)]
     train = write_split(a.source, "train", os.path.join(a.out, "train"), names, a.limit)

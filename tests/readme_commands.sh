@@ -30,7 +30,7 @@ tiny_model="--layers 1 --d-model 32 --heads 2 --d-ff 64"
 substitute() {
   sed -E \
     -e 's/--size 8000/--size 400/' \
-    -e 's/(scripts\/idx_to_folder\.py .*)$/\1 --limit 300/' \
+    -e 's/(scripts\/idx_to_folder\.py .*)$/\1 --limit 30/' \
     -e 's/--max-minutes [0-9]+/--max-minutes 5 --steps 2 --valid-sentences 5/' \
     -e 's/--validate-every [0-9]+/--validate-every 2/' \
     -e 's/--save-every [0-9]+/--save-every 1/' \
