@@ -355,6 +355,23 @@ TEST(Cli, ARunEndedByItsEpochsSaysSo) {
   EXPECT_NE(r.output.find("the 1 epoch (--epochs) ended the run at step 10 of the 500 asked for (--steps)"), std::string::npos) << r.output;
 }
 
+// A resume given other training data than its run's says so (the checkpoint records what
+// the run trained on); the same data, nothing.
+TEST(Cli, AResumeOnOtherDataWarns) {
+  tfm::testing::TempDir dir;
+  tfm::testing::write_file(dir.path("a.txt"), std::string(3000, 'a') + "\n");
+  tfm::testing::write_file(dir.path("b.txt"), std::string(2000, 'a') + "\n");
+  const std::string common = " --validate-every 0 --sample-tokens 0 --batch 4 --out " + dir.path("run") + " 2>&1";
+  ASSERT_EQ(run_tfm("lm train --text " + dir.path("a.txt") + " --layers 1 --d-model 16 --heads 2 --steps 2" + common).code, 0);
+  const std::string resume = " --resume " + dir.path("run/last.safetensors");
+  CliResult same = run_tfm("lm train --text " + dir.path("a.txt") + " --steps 3" + resume + common);
+  EXPECT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(same.output.find("other data"), std::string::npos) << same.output;
+  CliResult other = run_tfm("lm train --text " + dir.path("b.txt") + " --steps 4" + resume + common);
+  EXPECT_EQ(other.code, 0) << other.output;
+  EXPECT_NE(other.output.find("warning: the run trained on other data (2700 training tokens, fnv "), std::string::npos) << other.output;
+}
+
 // A resume from an earlier save into its run's directory would overwrite the later last,
 // best and metrics: refused (they stay as they were) unless --force rewinds.
 TEST(Cli, AResumeFromAnEarlierSaveKeepsTheLaterOnesUnlessForced) {
