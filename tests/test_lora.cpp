@@ -163,6 +163,26 @@ TEST(Lora, MergedWeightsGiveTheAdaptedLogits) {
 
 // PEFT's names and adapter_config.json, written and read back; another model's adapter,
 // rank 0 and unknown targets refused in one line.
+// A LoRA run's checkpoint records its base's weights: a resume on a base that has changed
+// since (its own run went on) is refused, not trained on silently.
+TEST(Lora, AResumeRefusesABaseThatHasChanged) {
+  testing::TempDir tmp;
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "the cat sat on the mat. the dog sat on the log.\n";
+  testing::write_file(tmp.path("text.txt"), text);
+  const std::string quiet = " --text " + tmp.path("text.txt") + " --validate-every 0 --sample-tokens 0 2>&1";
+  ASSERT_EQ(run_tfm("lm train --layers 1 --d-model 16 --heads 2 --context 16 --steps 3 --out " + tmp.path("base") + quiet).code, 0);
+  ASSERT_EQ(run_tfm("lm train --init-from " + tmp.path("base/last.safetensors") + " --lora-rank 2 --steps 2 --out " + tmp.path("lora") + quiet).code, 0);
+  const std::string resume_lora = "lm train --steps 3 --resume " + tmp.path("lora/last.safetensors") + quiet;
+  EXPECT_EQ(run_tfm(resume_lora).code, 0);
+  ASSERT_EQ(run_tfm("lm train --steps 5 --resume " + tmp.path("base/last.safetensors") + quiet).code, 0);  // the base goes on
+  const testing::CliResult changed = run_tfm("lm train --steps 4 --resume " + tmp.path("lora/last.safetensors") + quiet);
+  EXPECT_EQ(changed.code, 1) << changed.output;
+  EXPECT_NE(changed.output.find("/base/last.safetensors: has changed since " + tmp.path("lora/last.safetensors") + "'s adapters were trained on it"),
+            std::string::npos)
+      << changed.output;
+}
+
 TEST(Lora, AdapterFilesAndRefusals) {
   testing::TempDir tmp;
   const auto owned = llama_tiny();

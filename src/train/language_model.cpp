@@ -15,6 +15,7 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
+#include "train/data_parallel.h"
 #include "train/schedule.h"
 #include "train/text_data.h"
 
@@ -99,7 +100,25 @@ class LanguageModelTraining : public TextStreamTask {
   models::GPT model_;
   std::unique_ptr<models::LoraAdapter> lora_;  // null: every weight trains
   bool base_loaded_ = false;                   // from a LoRA checkpoint's record
+  std::string base_weights_;                   // the base's weights_fingerprint, recorded with the adapters
 };
+
+// The metadata key of a LoRA run's base weights' fingerprint: a resume refuses a base that
+// has changed since (its adapters were trained on the one it was).
+constexpr const char* kLoraBaseKey = "tfm.lora.base_weights";
+
+// "<count> weights, fnv <hash>" of a model's parameters, in order (bytes as the device
+// holds them, copied to the host).
+std::string weights_fingerprint(const nn::Module& model) {
+  uint64_t h = fnv1a(nullptr, 0);
+  int64_t count = 0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    const std::vector<float> values = p.to_vector();
+    h = fnv1a(values.data(), values.size() * sizeof(float), h);
+    count += p.numel();
+  }
+  return fingerprint(static_cast<size_t>(count), "weights", h);
+}
 
 // The adapters --lora-rank, --lora-alpha and --lora-targets ask for over the model at
 // `origin` (--init-from; its path absolute, so that a resumed run reads it from anywhere).
@@ -126,6 +145,10 @@ void LanguageModelTraining::with_lora(const std::optional<io::Checkpoint>& resum
     TFM_CHECK(o_.lora_rank == 0 || o_.lora_rank == s.rank,
               "--lora-rank " << o_.lora_rank << " differs from " << origin << "'s adapters' rank " << s.rank);
     io::load_parameters(model_.named_parameters(), decode::read_model(s.base), s.base);
+    base_weights_ = weights_fingerprint(model_);
+    if (const auto was = resumed->metadata.find(kLoraBaseKey); was != resumed->metadata.end())
+      TFM_CHECK(was->second == base_weights_, s.base << ": has changed since " << origin << "'s adapters were trained on it (" << was->second
+                                                     << "; now " << base_weights_ << "): the adapters belong to the base as it was");
     lora_ = std::make_unique<models::LoraAdapter>(model_, s);
     base_loaded_ = true;
   } else if (o_.lora_rank > 0) {
@@ -142,6 +165,7 @@ std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const 
     io::load_parameters(lora_->named_parameters(), file, origin);
   } else {
     io::load_parameters(model_.named_parameters(), file, origin);
+    base_weights_ = weights_fingerprint(model_);
     lora_->init_parameters(rng);
   }
   const models::LoraSettings& s = lora_->settings();
@@ -153,7 +177,7 @@ std::string LanguageModelTraining::init_from(const io::SafeTensors& file, const 
 
 io::Checkpoint LanguageModelTraining::describe() const {
   io::Checkpoint c = describe_config(model_.config().to_json());
-  if (lora_) c.metadata[models::kLoraCheckpointKey] = lora_->settings().to_json();
+  if (lora_) c.metadata[models::kLoraCheckpointKey] = lora_->settings().to_json(), c.metadata[kLoraBaseKey] = base_weights_;
   return c;
 }
 
