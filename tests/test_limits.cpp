@@ -385,10 +385,14 @@ TEST(FamilyCli, TranslationFlagsOverrideTheConfigFile) {
   for (const char* part : {"\"dropout\":0.0", "\"norm_first\":false", "\"share_embeddings\":false", "\"d_model\":16"})
     EXPECT_NE(log.str().find(part), std::string::npos) << part << "\n" << log.str();
 
-  o.resume = dir.path("run/last.safetensors"), o.max_steps = 2, task.model = R"({"dropout": 0.5})";
+  o.resume = dir.path("run/last.safetensors"), o.max_steps = 2, task.model = R"({"d_ff": 64})";
   EXPECT_EQ(error_of([&] { tfm::train(o, task, {}, &log); }),
-            "the model settings disagree with " + o.resume + ": dropout 0.5 (" + o.resume +
-                ": 0) (a run resumed or started from a checkpoint keeps its architecture; dropout may change)");
+            "the model settings disagree with " + o.resume + ": d_ff 64 (" + o.resume +
+                ": 32) (a run resumed or started from a checkpoint keeps its architecture; dropout may change)");
+  task.model = R"({"dropout": 0.5})";  // a setting of training: taken
+  log.str("");
+  ASSERT_FALSE(tfm::train(o, task, {}, &log).stopped) << log.str();
+  EXPECT_NE(log.str().find("\"dropout\":0.5,"), std::string::npos) << log.str();
   task.preset = "base", task.config.clear();  // a preset's sizes are settings given too
   EXPECT_NE(error_of([&] { tfm::train(o, task, {}, &log); }).find(": d_ff 2048 (" + o.resume + ": 32), d_model 512 ("), std::string::npos);
   task.preset.reset(), task.config = dir.path("m.json");

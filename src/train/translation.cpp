@@ -186,9 +186,11 @@ tfm::TrainingResult run_translation_training(const TrainerOptions& options, cons
                 ((!o.src_vocab.empty() && !o.tgt_vocab.empty()) || !options.init_from.empty() || !options.resume.empty()),
             "translation training needs train_src, train_tgt, valid_src, valid_tgt, src_vocab and tgt_vocab "
             "(--train-src, --train-tgt, --valid-src, --valid-tgt, --src-vocab, --tgt-vocab; the vocabularies may come from --init-from)");
-  TFM_CHECK(o.max_tokens >= 1 && o.max_sentence_tokens >= 1 && o.valid_sentences >= 0 && o.label_smoothing >= 0 && o.label_smoothing < 1,
-            "translation training needs max_tokens and max_sentence_tokens of at least 1, valid_sentences of at least 0 and "
-            "label_smoothing in [0, 1)");
+  // (each named with its value, as the trainer's options are)
+  TFM_CHECK(o.max_tokens >= 1, "max_tokens must be at least 1 (got " << o.max_tokens << ")");
+  TFM_CHECK(o.max_sentence_tokens >= 1, "max_sentence_tokens must be at least 1 (got " << o.max_sentence_tokens << ")");
+  TFM_CHECK(o.valid_sentences >= 0, "valid_sentences must be at least 0 (got " << o.valid_sentences << ")");
+  TFM_CHECK(o.label_smoothing >= 0 && o.label_smoothing < 1, "label_smoothing must be at least 0 and below 1 (got " << o.label_smoothing << ")");
   Trainer trainer(options, out);
   if (trainer.started_from()) io::check_model_kind(trainer.started_from()->model_kind, {"encoder_decoder"}, trainer.started_from_path(), "a translation one");
   TranslationTraining task(o, trainer.started_from(), trainer.started_from_path(), out);
