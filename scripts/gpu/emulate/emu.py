@@ -211,6 +211,16 @@ class Flash:
         return (x >> np.uint64(40)).astype(np.float64) / 2.0 ** 24 < self.p
 
 
+def load_padded_key_value_tiles(sm, f, b, h, t0, horizon, keys, values, dk, bd):
+    """load_padded_key_value_tiles: the keys and values of [t0, t0 + n) between barriers; returns n."""
+    n = max(0, min(WALK, horizon - t0))
+    sm.sync('tile top')
+    load_padded_tile(sm, 'keys', keys, WALK, n, dk, lambda r: f.k.row(b, t0 + r) + (h // f.group) * dk, f.k.buf, bd)
+    load_padded_tile(sm, 'values', values, WALK, n, dk, lambda r: f.v.row(b, t0 + r) + (h // f.group) * dk, f.v.buf, bd)
+    sm.sync('tiles loaded')
+    return n
+
+
 def load_padded_tile(sm, name, tile, rows, n, dk, row_of, gbuf, bd):
     width, ld = padded_width(dk), padded_ld(dk)
     e = np.arange(rows * width); r = e // width; c = e % width
@@ -250,11 +260,7 @@ def forward_tc(f, ctx, grid=3):
             horizon = visible_keys(nk, nq, f.causal, q_end - 1)
             t0 = 0
             while t0 == 0 or t0 < horizon:
-                n = max(0, min(WALK, horizon - t0))
-                sm.sync('tile top')
-                load_padded_tile(sm, 'keys', keys, WALK, n, dk, lambda r: f.k.row(b, t0 + r) + (h // f.group) * dk, f.k.buf, bd)
-                load_padded_tile(sm, 'values', values, WALK, n, dk, lambda r: f.v.row(b, t0 + r) + (h // f.group) * dk, f.v.buf, bd)
-                sm.sync('tiles loaded')
+                n = load_padded_key_value_tiles(sm, f, b, h, t0, horizon, keys, values, dk, bd)
                 for warp in range(w):
                     r0 = warp * MMA; s = scores + r0 * WALKLD
                     warp_product(ctx, sm, ('query', 'keys', 'scores'), warp, True, query + r0 * ld, ld, keys, ld, s, WALKLD, WALK, width, False)
@@ -345,11 +351,7 @@ def query_gradient_tc(f, ctx, grid=3):
             horizon = visible_keys(f.k.size(b), nq, f.causal, q_end - 1)
             t0 = 0
             while t0 == 0 or t0 < horizon:
-                n = max(0, min(WALK, horizon - t0))
-                sm.sync('tile top')
-                load_padded_tile(sm, 'keys', keys, WALK, n, dk, lambda r: f.k.row(b, t0 + r) + (h // f.group) * dk, f.k.buf, bd)
-                load_padded_tile(sm, 'values', values, WALK, n, dk, lambda r: f.v.row(b, t0 + r) + (h // f.group) * dk, f.v.buf, bd)
-                sm.sync('tiles loaded')
+                n = load_padded_key_value_tiles(sm, f, b, h, t0, horizon, keys, values, dk, bd)
                 for warp in range(w):
                     r0 = warp * MMA; s = scores + r0 * WALKLD; ds = dscores + r0 * WALKLD
                     warp_product(ctx, sm, ('query', 'keys', 'scores'), warp, True, query + r0 * ld, ld, keys, ld, s, WALKLD, WALK, width, False)

@@ -542,6 +542,18 @@ __device__ void load_padded_tile(float* tile, int rows, int64_t n, int64_t dk, R
   }
 }
 
+// Keys and values [t0, t0 + n) of row b, as query head h reads them (n: what is left of
+// the horizon, up to a tile), into two padded tiles between barriers (the last tiles'
+// readers are done first); returns n.
+__device__ int64_t load_padded_key_value_tiles(const Flash& f, int64_t b, int64_t h, int64_t t0, int64_t horizon, float* keys, float* values) {
+  const int64_t n = std::max(int64_t{0}, std::min(int64_t{kWalk}, horizon - t0));
+  __syncthreads();
+  load_padded_tile(keys, kWalk, n, f.s.dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
+  load_padded_tile(values, kWalk, n, f.s.dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
+  __syncthreads();
+  return n;
+}
+
 __device__ void fill_rows(float* x, int rows, int ld, float value) {
   for (int e = threadIdx.x; e < rows * ld; e += blockDim.x) x[e] = value;
 }
@@ -624,11 +636,7 @@ __global__ void flash_forward_tc_kernel(Flash f) {
     for (int r = threadIdx.x; r < R; r += blockDim.x) m[r] = -INFINITY, l[r] = 0.0f;
     const int64_t horizon = visible_keys(nk, nq, f.causal, q_end - 1);
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kWalk) {
-      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kWalk}, horizon - t0));
-      __syncthreads();  // (the last tile's readers are done)
-      load_padded_tile(keys, kWalk, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
-      load_padded_tile(values, kWalk, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
-      __syncthreads();
+      const int64_t n = load_padded_key_value_tiles(f, b, h, t0, horizon, keys, values);
       float* s = scores + r0 * kWalkLd;
       warp_product<true>(query + r0 * ld, ld, keys, ld, s, kWalkLd, kWalk, width, false);
       __syncwarp();
@@ -705,11 +713,7 @@ __global__ void flash_query_gradient_tc_kernel(Flash f) {
     }
     const int64_t horizon = visible_keys(f.k.size(b), nq, f.causal, q_end - 1);
     for (int64_t t0 = 0; t0 == 0 || t0 < horizon; t0 += kWalk) {
-      const int64_t n = std::max(int64_t{0}, std::min(int64_t{kWalk}, horizon - t0));
-      __syncthreads();
-      load_padded_tile(keys, kWalk, n, dk, [&](int64_t r) { return f.k.row(b, t0 + r) + kv_column(f.s, h); });
-      load_padded_tile(values, kWalk, n, dk, [&](int64_t r) { return f.v.row(b, t0 + r) + kv_column(f.s, h); });
-      __syncthreads();
+      const int64_t n = load_padded_key_value_tiles(f, b, h, t0, horizon, keys, values);
       float *s = scores + r0 * kWalkLd, *ds = dscores + r0 * kWalkLd;
       warp_product<true>(query + r0 * ld, ld, keys, ld, s, kWalkLd, kWalk, width, false);
       warp_product<true>(grad + r0 * ld, ld, values, ld, ds, kWalkLd, kWalk, width, false);
