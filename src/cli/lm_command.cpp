@@ -80,11 +80,13 @@ void add_sampling_flags(CLI::App* cmd, tfm::GenerationOptions& o) {
 void fit_context(const tfm::Generator& generator, tfm::Chat& chat, const std::string& tools, int64_t reply_tokens) {
   const size_t first = !chat.empty() && chat[0].role == "system" ? 1 : 0;
   bool dropped = false;
-  while (chat.size() > first + 1 && generator.count_tokens(tfm::Prompt(chat, tools)) + reply_tokens > generator.max_tokens())
+  int64_t tokens = generator.count_tokens(tfm::Prompt(chat, tools));
+  while (chat.size() > first + 1 && tokens + reply_tokens > generator.max_tokens()) {
     chat.erase(chat.begin() + static_cast<std::ptrdiff_t>(first)), dropped = true;
+    tokens = generator.count_tokens(tfm::Prompt(chat, tools));
+  }
   if (dropped)
     std::cerr << "(the conversation outgrew the model's " << generator.max_tokens() << " tokens: its oldest turns are forgotten)\n";
-  const int64_t tokens = generator.count_tokens(tfm::Prompt(chat, tools));
   TFM_CHECK(tokens < generator.max_tokens(), "this turn makes the conversation " << tokens << " tokens (with the template"
                                                  << (first ? " and the system message" : "") << "); the model's context is "
                                                  << generator.max_tokens() << ", with room for the reply");

@@ -56,7 +56,7 @@ void Trainer::check_same_job(TrainingTask& task) const {
   const std::pair<const char*, std::string> parts[] = {
       {"model settings", task.describe().config_json},
       {"training flags", training_flags(o_)},
-      {"training data", task.data_fingerprint()},
+      {"training data", data_},
       {"starting weights (--resume or --init-from)", std::to_string(weights)}};
   for (const auto& [what, mine] : parts) {
     const std::vector<std::string> all = o_.comm->all_gather(mine);

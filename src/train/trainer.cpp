@@ -123,7 +123,7 @@ void Trainer::write_checkpoint(TrainingTask& task, const std::string& name, std:
   const State& s = state_;
   json state = {{"step", s.step}, {"epoch", s.epoch}, {"batch", s.batch}, {"dropout_rng", s.dropout_rng}, {"best_score", s.best_score},
                 {"has_best", s.has_best}, {"elapsed_s", s.elapsed_s}, {"bad_validations", s.bad_validations}};
-  if (const std::string data = task.data_fingerprint(); !data.empty()) state["data"] = data;  // (what a resume should train on)
+  if (!data_.empty()) state["data"] = data_;  // (what a resume should train on)
   io::Checkpoint c = task.describe();
   c.optimizer = std::move(optimizer);
   c.train_state = state.dump();
@@ -173,6 +173,7 @@ std::string TrainingTask::init_from(const io::SafeTensors& file, const std::stri
 
 tfm::TrainingResult Trainer::run(TrainingTask& task) {
   nn::Module& model = task.model();
+  data_ = task.data_fingerprint();
   model.products().set_precision(precision_);
   // Between GPUs, NCCL sums the gradients where this build has it; it also chooses each
   // process's GPU, so it comes before the model moves there.
@@ -200,9 +201,9 @@ tfm::TrainingResult Trainer::run(TrainingTask& task) {
     resumed_file_ = {};  // the weights are in the model now
     if (root()) trim_metrics();
     out_ << "resumed " << o_.resume << " at step " << state_.step << " (epoch " << state_.epoch << ")\n";
-    const std::string trained_on = json::parse(resumed_info_->train_state).value("data", ""), now = task.data_fingerprint();
-    if (!trained_on.empty() && !now.empty() && trained_on != now)
-      out_ << "warning: the run trained on other data (" << trained_on << ") than it is given now (" << now
+    const std::string trained_on = json::parse(resumed_info_->train_state).value("data", "");
+    if (!trained_on.empty() && !data_.empty() && trained_on != data_)
+      out_ << "warning: the run trained on other data (" << trained_on << ") than it is given now (" << data_
            << "): it goes on, but not as the run would have\n";
   } else {
     Rng init(o_.seed);

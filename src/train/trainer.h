@@ -149,6 +149,7 @@ class Trainer {
   // starting weights; checked at the start, each difference named.
   void check_same_job(TrainingTask& task) const;
   std::string score_name_ = "score";
+  std::string data_;  // task.data_fingerprint(), hashed once a run: recorded with each save, compared on resume
   void save(TrainingTask& task, const std::string& name);
   void write_checkpoint(TrainingTask& task, const std::string& name, std::vector<std::pair<std::string, Tensor>> optimizer) const;
   bool validate(TrainingTask& task, double elapsed_s);  // true: patience exhausted
