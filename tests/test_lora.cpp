@@ -161,8 +161,6 @@ TEST(Lora, MergedWeightsGiveTheAdaptedLogits) {
   EXPECT_TENSOR_NEAR("merged", logits_of(model), adapted, 1e-5);
 }
 
-// PEFT's names and adapter_config.json, written and read back; another model's adapter,
-// rank 0 and unknown targets refused in one line.
 // A LoRA run's checkpoint records its base's weights: a resume on a base that has changed
 // since (its own run went on) is refused, not trained on silently.
 TEST(Lora, AResumeRefusesABaseThatHasChanged) {
@@ -183,6 +181,8 @@ TEST(Lora, AResumeRefusesABaseThatHasChanged) {
       << changed.output;
 }
 
+// PEFT's names and adapter_config.json, written and read back; another model's adapter,
+// rank 0 and unknown targets refused in one line.
 TEST(Lora, AdapterFilesAndRefusals) {
   testing::TempDir tmp;
   const auto owned = llama_tiny();

@@ -143,7 +143,7 @@ void add_classify_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "classify", "Labels of text with a BERT classifier, one line per input line: a sentence classifier's label and probability "
                   "(BertForSequenceClassification), or a token classifier's entities (BertForTokenClassification: NER)");
-  add_model_flag(cmd, o->checkpoint, "A Hugging Face BertForSequenceClassification or BertForTokenClassification directory, or its tfm checkpoint");
+  add_model_flag(cmd, o->checkpoint, "A BertForSequenceClassification or BertForTokenClassification: its tfm checkpoint");
   cmd->add_option("--input,-i", o->input, "Text, one sentence a line, plain or .gz ('-': standard input)")->capture_default_str();
   cmd->add_option("--output,-o", o->output, "Results, one line per input line ('-': standard output, line by line); a file is replaced only once all are done")
       ->capture_default_str();

@@ -21,8 +21,7 @@ void help_without_subcommand(CLI::App& app, int& exit_code) {
 void add_model_flag(CLI::App* cmd, std::string& path, const std::string& help, bool positional) {
   auto* g = cmd->add_option_group("checkpoint");
   // A checkpoint file, or a Hugging Face model directory (decode::read_model).
-  const bool says_so = help.find("Hugging Face") != std::string::npos;
-  g->add_option("--model", path, says_so ? help : help + ", or a Hugging Face model directory")->check(CLI::ExistingPath);
+  g->add_option("--model", path, help + ", or a Hugging Face model directory")->check(CLI::ExistingPath);
   if (positional) g->add_option("checkpoint", path, "The same as --model")->check(CLI::ExistingPath);
   g->require_option(1);
 }

@@ -190,7 +190,7 @@ void add_chat_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("chat",
                                      "Chat with a chat model (a Hugging Face directory whose tokenizer_config.json has a chat_template): each line "
                                      "of standard input is your turn, the reply streams as it is generated");
-  add_model_flag(cmd, o->checkpoint, "A Hugging Face chat model's directory (e.g. Qwen2-0.5B-Instruct), or a checkpoint fine-tuned from one");
+  add_model_flag(cmd, o->checkpoint, "A chat model: a checkpoint fine-tuned from one (e.g. from Qwen2-0.5B-Instruct)");
   cmd->add_option("--system", o->system, "A system message that opens the conversation (default: the template's own, if any)");
   cmd->add_option("--tools", o->tools,
                   "A JSON file of the tools the model may call (OpenAI's list of {\"type\": \"function\", \"function\": {...}}): "

@@ -2,7 +2,6 @@
 
 #include "nn/init.h"
 #include "ops/elementwise.h"
-#include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/shape.h"
@@ -31,7 +30,7 @@ BERT::BERT(const StackConfig& c, int pad_id) : config_(c), pad_id_(pad_id) {
 
 Tensor BERT::encode(const Tokens& ids, nn::AttentionMaps* maps) {
   TFM_CHECK(ids.cols() <= config_.max_len, "input of " << ids.cols() << " tokens exceeds the model's maximum of " << config_.max_len);
-  Tensor x = ops::add(tok_embed->forward(ids.ids), ops::embedding(pos_embed->weight, ops::arange(0, ids.cols())));
+  Tensor x = ops::add(tok_embed->forward(ids.ids), ops::slice(pos_embed->weight, 0, 0, ids.cols()));
   if (type_embed) x = ops::add(x, ops::slice(type_embed->weight, 0, 0, 1));  // + [1, d_model]: every token of segment 0
   x = dropout(embed_norm->forward(x), config_.dropout);              // [batch, len, d_model]
   return encoder->forward(x, padding_mask(ids, pad_id_, device()), nullptr, maps);  // [batch, len, d_model]

@@ -44,7 +44,7 @@ Tensor GPT::hidden(const Tokens& ids, std::vector<nn::KVCache>* caches, nn::Atte
             "sequence of " << start + ids.cols() << " tokens exceeds the model's context of " << config_.max_len);
   Tensor x = tok_embed->forward(ids.ids);  // [batch, len, d_model]
   if (pos_embed) {
-    x = ops::add(x, ops::embedding(pos_embed->weight, ops::arange(start, start + ids.cols())));  // + [len, d_model]
+    x = ops::add(x, ops::slice(pos_embed->weight, 0, start, start + ids.cols()));  // + [len, d_model]: rows start.. of the table
   } else if (sinusoids) {
     x = sinusoids->forward(x, start);
   }  // (rotary positions are the attention's)

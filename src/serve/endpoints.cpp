@@ -44,9 +44,9 @@ void check_sizes(const std::vector<std::string>& texts, const char* what, int64_
 template <class Count>
 void check_lengths(const std::vector<std::string>& texts, const char* what, int64_t limit, Count count) {
   check_sizes(texts, what, limit);
+  const bool several = texts.size() > 1;
   for (size_t i = 0; i < texts.size(); ++i) {
     const int64_t n = client_input([&] { return count(texts[i]); });
-    const bool several = texts.size() > 1;
     if (n > limit)
       throw HttpError(400, std::string(what) + (several ? " " + std::to_string(i + 1) : "") + " is " + std::to_string(n) + " tokens; at most " +
                                std::to_string(limit) + (several ? " each" : "") + " (--max-sentence-tokens)");

@@ -21,13 +21,20 @@ int64_t bucket_floats(double mb) {
   return mb > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::min(mb * (1 << 20) / 4, 1e18))) : INT64_MAX;
 }
 
-namespace {
-
-// FNV-1a over the bytes of every weight.
-uint64_t weights_checksum(const nn::FlatParameters& flat) {
-  const std::vector<float> values = flat.values.to_vector();
-  return fnv1a(values.data(), values.size() * sizeof(float));
+uint64_t weights_checksum(const nn::Module& model) {
+  if (const nn::FlatParameters* flat = model.flat_parameters()) {  // (one copy of the one buffer)
+    const std::vector<float> values = flat->values.to_vector();
+    return fnv1a(values.data(), values.size() * sizeof(float));
+  }
+  uint64_t h = fnv1a(nullptr, 0);
+  for (const auto& [name, p] : model.named_parameters()) {
+    const std::vector<float> values = p.to_vector();
+    h = fnv1a(values.data(), values.size() * sizeof(float), h);
+  }
+  return h;
 }
+
+namespace {
 
 // The flags every process must share (not paths: hosts may mount the data elsewhere).
 std::string training_flags(const TrainerOptions& o) {
@@ -52,7 +59,7 @@ uint64_t fnv1a(const void* data, size_t bytes, uint64_t h) {
 
 void Trainer::check_same_job(TrainingTask& task) const {
   if (!o_.comm || o_.comm->size() == 1) return;
-  const uint64_t weights = weights_checksum(*task.model().flat_parameters());
+  const uint64_t weights = weights_checksum(task.model());
   const std::pair<const char*, std::string> parts[] = {
       {"model settings", task.describe().config_json},
       {"training flags", training_flags(o_)},
@@ -68,7 +75,7 @@ void Trainer::check_same_job(TrainingTask& task) const {
 
 void Trainer::check_replicas(const nn::Module& model) const {
   if (!o_.comm || o_.comm->size() == 1) return;
-  const uint64_t mine = weights_checksum(*model.flat_parameters());
+  const uint64_t mine = weights_checksum(model);
   const std::vector<std::string> all = o_.comm->all_gather(std::string(reinterpret_cast<const char*>(&mine), sizeof mine));
   for (size_t r = 1; r < all.size(); ++r)
     TFM_CHECK(all[r] == all[0], "after step " << state_.step << ", the weights of rank " << r << " differ from rank 0's: the processes' "

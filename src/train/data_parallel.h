@@ -43,6 +43,8 @@ class CommFloats {
 
 // FNV-1a of `bytes` bytes, continuing from `h`: a fingerprint of data that processes compare.
 uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603ull);
+// FNV-1a over the bytes of every weight of `model`, in order (its flat buffer where it has one).
+uint64_t weights_checksum(const nn::Module& model);
 // "<count> <what>, fnv <hash in hex>": a task's data_fingerprint().
 inline std::string fingerprint(size_t count, const std::string& what, uint64_t hash) {
   char hex[24];

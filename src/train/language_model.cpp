@@ -107,17 +107,9 @@ class LanguageModelTraining : public TextStreamTask {
 // has changed since (its adapters were trained on the one it was).
 constexpr const char* kLoraBaseKey = "tfm.lora.base_weights";
 
-// "<count> weights, fnv <hash>" of a model's parameters, in order (bytes as the device
-// holds them, copied to the host).
+// "<count> weights, fnv <hash>" of a model's parameters.
 std::string weights_fingerprint(const nn::Module& model) {
-  uint64_t h = fnv1a(nullptr, 0);
-  int64_t count = 0;
-  for (const auto& [name, p] : model.named_parameters()) {
-    const std::vector<float> values = p.to_vector();
-    h = fnv1a(values.data(), values.size() * sizeof(float), h);
-    count += p.numel();
-  }
-  return fingerprint(static_cast<size_t>(count), "weights", h);
+  return fingerprint(static_cast<size_t>(model.num_parameters()), "weights", weights_checksum(model));
 }
 
 // The adapters --lora-rank, --lora-alpha and --lora-targets ask for over the model at

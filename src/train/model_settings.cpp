@@ -49,7 +49,7 @@ void ModelSettings::check_kept(const std::string& chosen, const std::string& sav
   const nlohmann::json c = nlohmann::json::parse(chosen), s = nlohmann::json::parse(saved);
   std::string differ;
   for (const auto& [key, value] : c.items())
-    if (key != "dropout" && gives(key) && s.contains(key) && s[key] != value)
+    if (key != kTrainingSetting && gives(key) && s.contains(key) && s[key] != value)
       differ += (differ.empty() ? "" : ", ") + key + " " + shown(value) + " (" + resume + ": " + shown(s[key]) + ")";
   TFM_CHECK(differ.empty(),
             "the model settings disagree with " << resume << ": " << differ << " (a run resumed or started from a checkpoint keeps its architecture; dropout may change)");

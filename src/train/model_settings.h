@@ -33,9 +33,10 @@ class ModelSettings {
   template <class Config>
   Config kept(const Config& chosen, Config saved, const std::string& resume) const {
     check_kept(chosen.to_json(), saved.to_json(), resume);
-    if (gives("dropout")) saved.dropout = chosen.dropout;
+    if (gives(kTrainingSetting)) saved.dropout = chosen.dropout;
     return saved;
   }
+  static constexpr const char* kTrainingSetting = "dropout";  // the one setting of a configuration that training may change
 
  private:
   // `chosen` and `saved` are the two configurations' to_json() (so 0.1 compares as the

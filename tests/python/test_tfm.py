@@ -188,7 +188,8 @@ def test_tools_and_tool_turns_reach_the_template_as_transformers_gives_them():
     assert generator.parse_tool_calls("It is noon.") == {"role": "assistant", "content": "It is noon."}
     caller_dir = os.path.join(HF, "qwen25_tool_caller_tiny")  # a model made to call a tool
     caller = json.load(open(os.path.join(caller_dir, "reference.json"), encoding="utf-8"))
-    reply = tfm.Generator(caller_dir).parse_tool_calls(tfm.Generator(caller_dir).generate(caller["messages"], tools=caller["tools"], temperature=0))
+    caller_model = tfm.Generator(caller_dir)
+    reply = caller_model.parse_tool_calls(caller_model.generate(caller["messages"], tools=caller["tools"], temperature=0))
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in reply["tool_calls"]] == \
         [(c["name"], c["arguments"]) for c in caller["tool_calls"]]
     assert reply["content"] is None  # (only a call: null content, as tfm serve and OpenAI answer)

@@ -677,7 +677,7 @@ def test_what_the_drain_timeout_leaves_gets_503_and_the_server_still_exits_0():
     (["--model", MT, "--max-queue", "0"], "--max-queue must be from 1"),
     (["--model", MT, "--api-key", ""], "--api-key is empty"),
     (["--model", MT, "--api-key", " key "], "the API key starts or ends with a space or tab"),
-    (["--model", f"lm={LM}", "--lora", f"other={HF}/qwen2_chat_tiny_lora"], "--lora other="),
+    (["--model", f"lm={LM}", "--lora", f"other={HF}/qwen2_chat_tiny_lora"], "no model is named 'other' (served: "),
     (["--model", f"mt={MT}", "--lora", f"{HF}/qwen2_chat_tiny_lora"], "model 'mt' is a translation model; LoRA adapters apply to language models"),
     (["--model", MT, "--model", LM, "--lora", f"{HF}/qwen2_chat_tiny_lora"], "several models are served"),
     (["--model", f"lm={LM}", "--lora", "lm=missing_adapter"], "missing_adapter is not a directory"),

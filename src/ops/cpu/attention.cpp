@@ -16,6 +16,12 @@ namespace tfm::ops::cpu {
 
 namespace {
 
+// Keys that query i sees of a sequence of `keys` keys and `queries` queries: all of them,
+// or up to the causal horizon (0 or more).
+int64_t visible_keys(int64_t keys, int64_t queries, bool causal, int64_t i) {
+  return causal ? std::max<int64_t>(0, std::min(keys, i + keys - queries + 1)) : keys;
+}
+
 // Geometry of one operand that may be a strided view: [batch, time, heads * d_k], or
 // packed sequences [1, rows, heads * d_k] (row i of sequence b is row start[b] + i).
 struct Operand {
@@ -58,10 +64,7 @@ struct FlashRows {
   float dropout_p;
   DropoutKey dropout;
 
-  int64_t visible(int64_t b, int64_t i) const {
-    const int64_t keys = k.length(b);
-    return causal ? std::max<int64_t>(0, std::min(keys, i + keys - q.length(b) + 1)) : keys;
-  }
+  int64_t visible(int64_t b, int64_t i) const { return visible_keys(k.length(b), q.length(b), causal, i); }
   // s[j] for j < k.length(b): query (b, h, i)'s scaled score of key j, -inf where masked.
   void scores(int64_t b, int64_t h, int64_t i, float* s) const {
     const float* qi = q.row(b, i) + h * geo.dk;
@@ -100,17 +103,13 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
   const int32_t* key_rows = c.key_rows.defined() ? c.key_rows.data_as<int32_t>() : nullptr;  // [B, tk]
   const bool* padding = mask.key_padding.defined() ? mask.key_padding.data_as<bool>() : nullptr;  // [B, tk]
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Keys that query i of row b sees: its sequence's, up to the causal horizon.
-  auto visible_keys = [&](int64_t b, int64_t i) {
-    const int64_t keys = ok.length(b);
-    return mask.causal ? std::min(keys, i + keys - oq.length(b) + 1) : keys;
-  };
+  auto visible_of = [&](int64_t b, int64_t i) { return visible_keys(ok.length(b), oq.length(b), mask.causal, i); };
 
   // Masks a row of scores of query row b, position i, and normalises it in place;
   // returns the probabilities to weight the values with: the row itself, or under
   // dropout a masked copy in `dropped` (P stays intact: users inspect it, backward needs it).
   auto probabilities = [&](float* row, int64_t b, int64_t h, int64_t i, float* dropped) -> const float* {
-    const int64_t visible = visible_keys(b, i);
+    const int64_t visible = visible_of(b, i);
     for (int64_t j = 0; j < tk; ++j)
       if (j >= visible || (padding && padding[b * tk + j])) row[j] = neg_inf;
     softmax_row(row, row, tk);
@@ -141,7 +140,7 @@ void attention(const AttentionCall& c, Tensor& out, Tensor& probs) {
     };
     auto attend = [&](int64_t b, int64_t h, int64_t i) {
       // Keys after the causal horizon get no probability: neither scored nor summed.
-      const int64_t visible = visible_keys(b, i);
+      const int64_t visible = visible_of(b, i);
       float* p = probs.data() + ((b * heads + h) * tq + i) * tk;
       const float* qi = oq.row(b, i) + h * dk;
       const int64_t kv = geo.kv_column(h);
@@ -228,7 +227,8 @@ void attention_backward(const AttentionCall& c, const Tensor& probs, const Tenso
 }
 
 // FlashAttention-2's contract (ops/kernels.h) in plain loops: the reference that the
-// GPU's kernels are checked against, and what the simulated device runs. Never a fast
+// GPU's kernels are checked against (and what ops::flash_attention runs on the CPU and
+// the simulated device when called directly: the op table, OpsGrad). Never a fast
 // path here: the CPU's kernels above keep a row's scores in cache, so ops::attention
 // does not pick these on the CPU (Kernels::flash_attention_by_default).
 void flash_attention(const AttentionCall& c, Tensor& out, Tensor& lse) {

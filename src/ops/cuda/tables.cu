@@ -149,7 +149,7 @@ __global__ void patchify_kernel(const float* src, float* out, int64_t C, int64_t
 
 }  // namespace
 
-// out [.., d] = rows of w [vocab, d] by ids; an id outside the vocabulary is the CPU's error.
+// out [.., d] = rows of w [vocab, d] by ids.
 void embedding(const Tensor& w, const Tensor& ids, Tensor& out) {
   const int64_t d = w.size(1), n = ids.numel() * d;  // (each id a row of w: ops::checked_indices)
   if (n == 0) return;
